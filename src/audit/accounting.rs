@@ -1,0 +1,110 @@
+//! Text accounting (invariant 12): text bytes in = text bytes out + dropped - added by rule.
+//!
+//! The input side is measured on the transcript, the output side on the written items, and
+//! the difference must be explained by the decisions; the converter's own bookkeeping is not
+//! trusted to add up.
+
+use crate::convert::{Conversation, OutItem, OutPayload};
+use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput};
+use crate::model::transcript::{Content, Message, Part, Transcript};
+
+/// The four totals of one conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Account {
+    pub bytes_in: usize,
+    pub bytes_out: usize,
+    pub bytes_dropped: usize,
+    pub bytes_added: usize,
+}
+
+impl Account {
+    pub fn balanced(&self) -> bool {
+        self.bytes_in + self.bytes_added == self.bytes_out + self.bytes_dropped
+    }
+}
+
+/// Text bytes of one input message: content text and refusal parts, `refusal`, reasoning,
+/// and call arguments.
+pub fn input_message_bytes(m: &Message) -> usize {
+    let content = match &m.content {
+        Content::Missing | Content::Null => 0,
+        Content::Text(t) => t.len(),
+        Content::Parts(parts) => parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) | Part::Refusal(t) => t.len(),
+                Part::Image { .. }
+                | Part::Audio { .. }
+                | Part::File { .. }
+                | Part::Unknown { .. } => 0,
+            })
+            .sum(),
+    };
+    let calls: usize = m
+        .function_call
+        .iter()
+        .chain(m.tool_calls.iter())
+        .map(|c| c.arguments.len())
+        .sum();
+    content
+        + m.refusal.as_ref().map_or(0, String::len)
+        + m.reasoning.as_ref().map_or(0, String::len)
+        + calls
+}
+
+fn content_bytes(items: &[ContentItem]) -> usize {
+    items
+        .iter()
+        .filter_map(ContentItem::text)
+        .map(str::len)
+        .sum()
+}
+
+/// Text bytes of one written item.
+pub fn output_item_bytes(item: &OutItem) -> usize {
+    match &item.payload {
+        OutPayload::Compacted(message) => message.len(),
+        OutPayload::Item(response) => match response {
+            ResponseItem::Message { content, .. } => content_bytes(content),
+            ResponseItem::Reasoning {
+                summary, content, ..
+            } => {
+                summary.iter().map(|s| s.text.len()).sum::<usize>()
+                    + content
+                        .as_ref()
+                        .map_or(0, |c| c.iter().map(|r| r.text.len()).sum())
+            }
+            ResponseItem::FunctionCall { arguments, .. } => arguments.len(),
+            ResponseItem::CustomToolCall { input, .. } => input.len(),
+            ResponseItem::FunctionCallOutput { output, .. }
+            | ResponseItem::CustomToolCallOutput { output, .. } => match output {
+                ToolOutput::Text(t) => t.len(),
+                ToolOutput::Items(items) => content_bytes(items),
+            },
+        },
+    }
+}
+
+/// The account of a conversation converted from `transcript`.
+pub fn account(transcript_bytes: usize, conversation: &Conversation) -> Account {
+    Account {
+        bytes_in: transcript_bytes,
+        bytes_out: conversation
+            .meta
+            .base_instructions
+            .as_ref()
+            .map_or(0, |b| b.text.len())
+            + conversation
+                .items
+                .iter()
+                .map(output_item_bytes)
+                .sum::<usize>(),
+        bytes_dropped: conversation.decisions.iter().map(|d| d.bytes_dropped).sum(),
+        bytes_added: conversation.decisions.iter().map(|d| d.bytes_added).sum(),
+    }
+}
+
+/// Text bytes of a whole transcript.
+pub fn transcript_bytes(transcript: &Transcript) -> usize {
+    transcript.messages.iter().map(input_message_bytes).sum()
+}

@@ -1,0 +1,122 @@
+//! One decision of the converter, with the rule behind it.
+
+use serde::Serialize;
+
+use crate::rules::Slot;
+
+/// What was decided for (part of) one input message. `rule` is a rule id from the rule files
+/// (`policy.<key>` for repair policies, `builtin.<name>` for what no rule can change).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Decision {
+    /// Index of the input message, when the decision concerns one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<usize>,
+    pub rule: String,
+    #[serde(flatten)]
+    pub action: Action,
+    /// Text bytes of the input that this decision removed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bytes_dropped: usize,
+    /// Text bytes this decision added (placeholders, markers, synthesised outputs).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bytes_added: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The kinds of decision, as counted in the summary.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// A system/developer/user message classified into a slot.
+    Classified {
+        slot: Slot,
+    },
+    /// A role renamed by an alias (e.g. `human` -> `user`).
+    RoleAliased {
+        from: String,
+        to: String,
+    },
+    /// A role no rule knows, handled by `policy.unknown_role`.
+    UnknownRole {
+        role: String,
+    },
+    /// A call with no output got one.
+    OutputSynthesized {
+        call_id: String,
+    },
+    /// An output whose call is not in the conversation was dropped.
+    OrphanOutputDropped {
+        call_id: Option<String>,
+    },
+    /// An orphan output kept as a user text message.
+    OrphanOutputAsText {
+        call_id: Option<String>,
+    },
+    /// A call id used earlier was renamed in the call and its output.
+    CallIdRenamed {
+        from: String,
+        to: String,
+    },
+    /// A call without an id (legacy `function_call`, or a tool call without `id`) got one.
+    CallIdSynthesized {
+        call_id: String,
+    },
+    /// One tool message answered several calls: each got a copy of its content.
+    OutputShared {
+        call_id: String,
+    },
+    /// Arguments given as a JSON object were serialised to a string.
+    ArgumentsSerialized,
+    /// Missing arguments written as `{}`.
+    ArgumentsDefaulted,
+    RefusalAsText,
+    RefusalDropped,
+    ReasoningItem,
+    ReasoningDropped,
+    /// A reasoning with nothing after it to explain.
+    UnpairedReasoningDropped,
+    /// A content part replaced by a placeholder text.
+    PartPlaceholder {
+        part: String,
+    },
+    PartDropped {
+        part: String,
+    },
+    /// An image's `detail:"low"` removed (Codex would replace a low-detail image by a note).
+    ImageDetailOmitted,
+    /// A remote image or low-detail image kept as is (Codex will replace it on resume).
+    PartKeptUnsupported {
+        part: String,
+    },
+    /// Several text parts joined into one string (base instructions, contextual text).
+    PartsJoined {
+        parts: usize,
+    },
+    /// Text wrapped in a marker or template.
+    Wrapped {
+        kind: String,
+    },
+    /// Real user text that starts and ends like a registered fragment.
+    LookalikeEscaped {
+        kind: String,
+    },
+    LookalikeAsContext {
+        kind: String,
+    },
+    EmptyMessageDropped,
+    EmptyMessageKept,
+    InvalidPhaseDropped {
+        phase: String,
+    },
+    DuplicateBaseInstructionsDropped,
+    /// A second base-instructions message went to the developer context instead.
+    BaseInstructionsAlreadySet,
+    UnicodeRepaired {
+        count: usize,
+    },
+    /// Message dropped by a classification rule.
+    Dropped,
+}

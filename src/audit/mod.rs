@@ -1,0 +1,10 @@
+//! The audit: every decision the converter takes, text accounting, run counters and reports.
+//!
+//! Reports carry no transcript text: counts, lengths, hashes, rule ids and locations only.
+
+pub mod accounting;
+pub mod decision;
+pub mod summary;
+
+pub use decision::{Action, Decision};
+pub use summary::Summary;

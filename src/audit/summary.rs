@@ -1,0 +1,75 @@
+//! Run counters: what was read, converted, quarantined, decided and repaired.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// One damaged file: where reading stopped.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DamageReport {
+    pub file: String,
+    pub line: u64,
+    pub byte_offset: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compressed_offset: Option<u64>,
+    pub message: String,
+}
+
+/// The whole run, as written to `rollover/summary.json` and printed at the end.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub rules: Vec<String>,
+    pub codex_version: String,
+    pub dry_run: bool,
+    pub files: u64,
+    pub bytes_read: u64,
+    pub records: u64,
+    pub blank_lines: u64,
+    pub converted: u64,
+    pub quarantined: u64,
+    /// Quarantined records by reason class.
+    pub quarantine_reasons: BTreeMap<String, u64>,
+    pub damaged_files: Vec<DamageReport>,
+    /// Response items written, by type (`message:user`, `function_call`, ...).
+    pub items: BTreeMap<String, u64>,
+    pub events: BTreeMap<String, u64>,
+    /// Assistant messages by phase (`none` when the record could not tell).
+    pub phases: BTreeMap<String, u64>,
+    /// Decisions by rule id.
+    pub rules_fired: BTreeMap<String, u64>,
+    /// Decisions by action.
+    pub actions: BTreeMap<String, u64>,
+    /// Conversations quarantined by the validator, by invariant.
+    pub violations: BTreeMap<String, u64>,
+    pub text_bytes_in: u64,
+    pub text_bytes_out: u64,
+    pub text_bytes_dropped: u64,
+    pub text_bytes_added: u64,
+    pub ignored_fields: BTreeMap<String, u64>,
+    pub seconds: f64,
+}
+
+impl Summary {
+    /// The exit code a scheduler acts on: 0 all converted, 1 something quarantined or damaged.
+    pub fn exit_code(&self) -> i32 {
+        if self.quarantined > 0 || !self.damaged_files.is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Records read = converted + quarantined: nothing is lost without a trace.
+    pub fn adds_up(&self) -> bool {
+        self.records == self.converted + self.quarantined
+    }
+}
+
+pub fn bump(map: &mut BTreeMap<String, u64>, key: &str, by: u64) {
+    match map.get_mut(key) {
+        Some(count) => *count += by,
+        None => {
+            map.insert(key.to_string(), by);
+        }
+    }
+}

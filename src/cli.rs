@@ -1,0 +1,85 @@
+//! Command-line types (clap derive). Help text is the doc comments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Migrate archives of chat transcripts into Codex rollouts and Responses items.
+#[derive(Debug, Parser)]
+#[command(name = "rollover", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Convert transcript archives into a Codex home (rollouts + audit under rollover/).
+    Convert(ConvertArgs),
+    /// Check rollout files (plain or .jsonl.zst, a file or a Codex home) against the invariants.
+    Validate(ValidateArgs),
+    /// Work with rule files.
+    Rules(RulesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Input files or folders (walked): .jsonl/.json/.traj, plain, zstd or gzip.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The Codex home to write: rollouts under sessions/, the audit under rollover/.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Rule files, applied in order (`default` names the built-in rules). Default: built-in.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Where a record keeps its messages, e.g. `body.messages` or `runs[-1].messages`; tried
+    /// before the rule files' paths. Repeatable.
+    #[arg(long = "messages-at", value_name = "PATH")]
+    pub messages_at: Vec<String>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Run every stage and write the report, but no rollout.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Rollout files or folders (a Codex home is walked for rollout-*.jsonl[.zst]).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Codex version whose marker registry applies (only 0.169 ships).
+    #[arg(long, default_value = "0.169")]
+    pub codex_version: String,
+    /// Rule files whose marker registry to use (default: built-in).
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Print a JSON report for machines instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Violations to print per file (text output).
+    #[arg(long, default_value_t = 10)]
+    pub max_per_file: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct RulesArgs {
+    #[command(subcommand)]
+    pub command: RulesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Check rule files: syntax (with line numbers), unknown keys, regexes, unreachable rules,
+    /// overlapping markers. Files are checked on their own and then merged in order.
+    Check(RulesCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RulesCheckArgs {
+    /// Rule files (`default` names the built-in rules).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}

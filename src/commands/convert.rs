@@ -1,0 +1,211 @@
+//! `rollover convert`: the main job.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::audit::Summary;
+use crate::cli::ConvertArgs;
+use crate::input::PathExpr;
+use crate::pipeline::{self, Options, Progress};
+use crate::rules::RuleSet;
+use crate::source::Damage;
+
+pub fn run(args: &ConvertArgs) -> Result<i32> {
+    let mut rules = RuleSet::load(&args.rules).context("loading rule files")?;
+    let mut extra = Vec::new();
+    for path in &args.messages_at {
+        extra.push(PathExpr::parse(path).map_err(|msg| {
+            anyhow::anyhow!(
+                "--messages-at {path}: {msg}; write it like `body.messages` or `runs[-1].messages`"
+            )
+        })?);
+    }
+    extra.extend(rules.input.messages_at.drain(..));
+    rules.input.messages_at = extra;
+    if args.jobs == Some(0) {
+        anyhow::bail!("--jobs 0: give at least 1 worker thread, or leave it out for one per core");
+    }
+    let options = Options {
+        inputs: args.inputs.clone(),
+        out: args.out.clone(),
+        dry_run: args.dry_run,
+        jobs: args.jobs,
+    };
+    let progress = Reporter::new();
+    let summary = pipeline::run(&options, &rules, &progress)
+        .with_context(|| format!("converting into {}", args.out.display()))?;
+    progress.finish();
+    print_summary(&summary, args);
+    Ok(summary.exit_code())
+}
+
+/// A progress bar on a terminal, plain log lines (every few seconds) otherwise.
+struct Reporter {
+    bar: Option<ProgressBar>,
+    plain: Mutex<PlainState>,
+}
+
+struct PlainState {
+    started: Instant,
+    last: Instant,
+    records: u64,
+    bytes: u64,
+    total: u64,
+}
+
+impl Reporter {
+    fn new() -> Reporter {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Reporter {
+            bar,
+            plain: Mutex::new(PlainState {
+                started: Instant::now(),
+                last: Instant::now(),
+                records: 0,
+                bytes: 0,
+                total: 0,
+            }),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Reporter {
+    fn start(&self, files: u64, bytes: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(bytes);
+        } else {
+            if let Ok(mut s) = self.plain.lock() {
+                s.total = bytes;
+            }
+            eprintln!("rollover: {files} input files, {bytes} bytes on disk");
+        }
+    }
+
+    fn advance(&self, records: u64, bytes: u64) {
+        let Ok(mut s) = self.plain.lock() else { return };
+        s.records += records;
+        s.bytes += bytes;
+        let secs = s.started.elapsed().as_secs_f64().max(1e-9);
+        let rate = s.records as f64 / secs;
+        if let Some(bar) = &self.bar {
+            // Bytes on disk may be compressed: the bar tracks decompressed bytes read, capped.
+            bar.set_position(s.bytes.min(bar.length().unwrap_or(0)));
+            bar.set_message(format!("{} records, {rate:.0} records/s", s.records));
+        } else if s.last.elapsed() >= Duration::from_secs(5) {
+            s.last = Instant::now();
+            eprintln!(
+                "rollover: {} records, {} bytes read, {rate:.0} records/s, {:.1} MB/s",
+                s.records,
+                s.bytes,
+                s.bytes as f64 / secs / 1e6
+            );
+        }
+    }
+
+    fn damage(&self, damage: &Damage) {
+        let at = damage
+            .compressed_offset
+            .map(|c| format!(", compressed byte {c}"))
+            .unwrap_or_default();
+        let line = format!(
+            "rollover: {}{at}: {}; the records before it were read",
+            damage.location, damage.message
+        );
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+fn print_summary(s: &Summary, args: &ConvertArgs) {
+    let secs = s.seconds.max(1e-9);
+    println!(
+        "rollover convert{}",
+        if s.dry_run {
+            " (dry run: no rollout written)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "  rules        {} (Codex {})",
+        s.rules.join(", "),
+        s.codex_version
+    );
+    println!(
+        "  files        {}  ({} bytes read, {} blank lines)",
+        s.files, s.bytes_read, s.blank_lines
+    );
+    println!(
+        "  records      {}  = converted {} + quarantined {}",
+        s.records, s.converted, s.quarantined
+    );
+    for (class, n) in &s.quarantine_reasons {
+        println!("    quarantined {class}: {n}");
+    }
+    for d in &s.damaged_files {
+        println!(
+            "  damaged      {}:{} (byte {}): {}",
+            d.file, d.line, d.byte_offset, d.message
+        );
+    }
+    let items: Vec<String> = s.items.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    println!("  items        {}", items.join(", "));
+    let phases: Vec<String> = s.phases.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    println!("  phases       {}", phases.join(", "));
+    let mut top: Vec<(&String, &u64)> = s.rules_fired.iter().collect();
+    top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let top: Vec<String> = top
+        .iter()
+        .take(8)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!("  rules fired  {}", top.join(", "));
+    if !s.violations.is_empty() {
+        let v: Vec<String> = s
+            .violations
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        println!("  violations   {}", v.join(", "));
+    }
+    println!(
+        "  text bytes   in {} + added {} = out {} + dropped {}",
+        s.text_bytes_in, s.text_bytes_added, s.text_bytes_out, s.text_bytes_dropped
+    );
+    println!(
+        "  time         {:.2}s, {:.0} records/s, {:.1} MB/s",
+        s.seconds,
+        s.records as f64 / secs,
+        s.bytes_read as f64 / secs / 1e6
+    );
+    println!("  output       {}", args.out.display());
+    println!(
+        "  report       {}",
+        args.out.join("rollover").join("summary.json").display()
+    );
+    if s.quarantined > 0 {
+        println!(
+            "  quarantine   {}",
+            args.out.join("rollover").join("quarantine.jsonl").display()
+        );
+    }
+}

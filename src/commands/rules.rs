@@ -1,0 +1,48 @@
+//! `rollover rules check`.
+
+use anyhow::Result;
+
+use crate::cli::RulesCheckArgs;
+use crate::rules::{check::check as check_rules, load_file, resolve, RulesError};
+
+pub fn check(args: &RulesCheckArgs) -> Result<i32> {
+    let mut errors: Vec<RulesError> = Vec::new();
+    let mut loaded = Vec::new();
+    for path in &args.files {
+        match load_file(path) {
+            Ok(file) => loaded.push(file),
+            Err(err) => errors.push(err),
+        }
+    }
+    for err in &errors {
+        println!("error: {err}");
+    }
+    if !errors.is_empty() {
+        println!("{} rule file(s) with errors", errors.len());
+        return Ok(1);
+    }
+    let rules = match resolve(&loaded) {
+        Ok(rules) => rules,
+        Err(err) => {
+            println!("error: {err}");
+            return Ok(1);
+        }
+    };
+    let findings = check_rules(&rules, &loaded);
+    for f in &findings {
+        println!("warning: {}:{}: {}", f.file, f.line, f.message);
+    }
+    println!(
+        "{}: {} rules, {} markers, target Codex {}: {}",
+        rules.names.join(" + "),
+        rules.rules.len(),
+        rules.markers.len(),
+        rules.codex_version,
+        if findings.is_empty() {
+            "ok".to_string()
+        } else {
+            format!("{} warning(s)", findings.len())
+        }
+    );
+    Ok(if findings.is_empty() { 0 } else { 1 })
+}

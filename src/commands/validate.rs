@@ -1,0 +1,130 @@
+//! `rollover validate`: check existing rollouts against invariants 1-11.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use walkdir::WalkDir;
+
+use crate::cli::ValidateArgs;
+use crate::rules::RuleSet;
+use crate::source::open;
+use crate::validate::{check, uuid_in_file_name, Violation};
+
+#[derive(Serialize)]
+struct FileReport {
+    path: String,
+    ok: bool,
+    violations: Vec<Violation>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    codex_version: String,
+    files: usize,
+    passed: usize,
+    failed: usize,
+    reports: Vec<FileReport>,
+}
+
+pub fn run(args: &ValidateArgs) -> Result<i32> {
+    let rules = RuleSet::load(&args.rules).context("loading rule files")?;
+    if !rules.codex_version.starts_with(args.codex_version.as_str()) {
+        bail!(
+            "--codex-version {}: the rule files target Codex {}; pass rule files for that version with --rules",
+            args.codex_version,
+            rules.codex_version
+        );
+    }
+    let files = rollout_files(&args.paths)?;
+    let mut reports = Vec::new();
+    for path in &files {
+        let mut bytes = Vec::new();
+        let opened = open(path).with_context(|| format!("opening {}", path.display()))?;
+        let mut reader = opened.reader;
+        let violations = match reader.read_to_end(&mut bytes) {
+            Ok(_) => {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                check(&bytes, uuid_in_file_name(&name), &rules.markers)
+            }
+            Err(err) => vec![Violation {
+                invariant: crate::validate::Invariant::LineFormat,
+                line: 0,
+                message: format!("cannot read: {err}"),
+            }],
+        };
+        reports.push(FileReport {
+            path: path.display().to_string(),
+            ok: violations.is_empty(),
+            violations,
+        });
+    }
+    let failed = reports.iter().filter(|r| !r.ok).count();
+    let report = Report {
+        codex_version: rules.codex_version.clone(),
+        files: reports.len(),
+        passed: reports.len() - failed,
+        failed,
+        reports,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for r in &report.reports {
+            if r.ok {
+                println!("ok    {}", r.path);
+                continue;
+            }
+            println!("FAIL  {} ({} violations)", r.path, r.violations.len());
+            for v in r.violations.iter().take(args.max_per_file) {
+                println!(
+                    "      {}:{}: [{}] {}",
+                    r.path, v.line, v.invariant, v.message
+                );
+            }
+            if r.violations.len() > args.max_per_file {
+                println!(
+                    "      ... {} more (--max-per-file, or --json for all)",
+                    r.violations.len() - args.max_per_file
+                );
+            }
+        }
+        println!(
+            "{} files: {} passed, {} failed (Codex {})",
+            report.files, report.passed, report.failed, report.codex_version
+        );
+    }
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Files named directly, and `rollout-*.jsonl[.zst]` under folders, sorted.
+fn rollout_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("{} does not exist or cannot be read", path.display()))?;
+        if meta.is_file() {
+            files.push(path.clone());
+            continue;
+        }
+        for entry in WalkDir::new(path).sort_by_file_name() {
+            let entry = entry.with_context(|| format!("walking {}", path.display()))?;
+            if entry.file_type().is_file() && is_rollout_name(entry.path()) {
+                files.push(entry.into_path());
+            }
+        }
+    }
+    Ok(files)
+}
+
+fn is_rollout_name(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.starts_with("rollout-") && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
+}

@@ -1,0 +1,63 @@
+//! Deterministic ids: the session UUID (a v7 UUID whose time is the session start and whose
+//! random bits are a hash of the record's identity) and synthesised call ids.
+
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::RecordKey;
+
+/// The session id of a record: same source key, record number and time give the same id.
+pub fn session_id(key: &RecordKey<'_>, started_ms: i64) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(key.source.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(key.ordinal.to_le_bytes());
+    hasher.update(key.salt.to_le_bytes());
+    let digest = hasher.finalize();
+    let mut random = [0u8; 10];
+    random.copy_from_slice(&digest[..10]);
+    let ms = u64::try_from(started_ms.max(0)).unwrap_or(0);
+    uuid::Builder::from_unix_timestamp_millis(ms, &random)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
+}
+
+/// True when `text` is a UUID in the hyphenated form Codex writes.
+pub fn is_uuid(text: &str) -> bool {
+    text.len() == 36 && Uuid::parse_str(text).is_ok()
+}
+
+/// A call id for a call the input gave none (legacy `function_call`, or a call without `id`).
+pub fn synthesized_call_id(message: usize, position: usize) -> String {
+    format!("call_rollover_m{message}_{position}")
+}
+
+/// The id of the `n`-th use (n >= 2) of a call id.
+pub fn renamed_call_id(original: &str, n: usize) -> String {
+    format!("{original}#{n}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_deterministic_and_distinct() {
+        let a = RecordKey {
+            source: "a.jsonl",
+            ordinal: 0,
+            salt: 0,
+        };
+        let b = RecordKey {
+            source: "a.jsonl",
+            ordinal: 1,
+            salt: 0,
+        };
+        let id = session_id(&a, 1_700_000_000_000);
+        assert_eq!(id, session_id(&a, 1_700_000_000_000));
+        assert_ne!(id, session_id(&b, 1_700_000_000_000));
+        assert!(is_uuid(&id));
+        assert!(id.starts_with("018bcfe5-6800-7"), "{id}");
+    }
+}

@@ -1,0 +1,140 @@
+//! Convert: a [`Transcript`] and the rules to a [`Conversation`] of Responses items.
+//!
+//! In: the transcript of one record, the resolved rules, and the record's identity (source key
+//! and record number). Out: the session meta, the rollout lines in order, the decisions taken
+//! (each with its rule id) and the text accounting. Fails with a [`ConvertError`] when a rule
+//! says quarantine; the caller quarantines the record unchanged.
+//!
+//! Stages inside: [`build`] walks the messages once (classification, grouping, parts, tool
+//! pairing); [`phase`] assigns assistant phases from the turn structure; [`render`] lays the
+//! items out as rollout lines with events and timestamps; [`ids`] makes every id
+//! deterministic.
+
+pub mod build;
+pub mod ids;
+pub mod parts;
+pub mod phase;
+pub mod render;
+pub mod time;
+
+use thiserror::Error;
+
+use crate::audit::Decision;
+use crate::model::rollout::{ResponseItem, SessionMeta};
+use crate::model::transcript::Transcript;
+use crate::rules::RuleSet;
+
+/// A rule said the record cannot be migrated as is.
+#[derive(Debug, Clone, Error, PartialEq)]
+#[error("{reason} (rule `{rule}`{})", message.map(|m| format!(", message {m}")).unwrap_or_default())]
+pub struct ConvertError {
+    pub rule: String,
+    pub reason: String,
+    pub message: Option<usize>,
+}
+
+/// What kind of item an output item is, for events, phases and grouping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    RealUser,
+    ContextualUser,
+    Developer,
+    Assistant,
+    Reasoning,
+    Call,
+    Output,
+    Compacted,
+}
+
+/// One output item with the input message it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutItem {
+    pub kind: ItemKind,
+    pub payload: OutPayload,
+    /// Index of the input message it came from (`None` for synthesised items).
+    pub origin: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutPayload {
+    Item(ResponseItem),
+    Compacted(String),
+}
+
+/// The identity of a record: where it is and what it says of its time.
+#[derive(Debug, Clone)]
+pub struct RecordKey<'a> {
+    /// Stable key of the source file (relative path).
+    pub source: &'a str,
+    /// Record number within the file (0-based).
+    pub ordinal: u64,
+    /// A suffix making the key unique when two records would collide (normally empty).
+    pub salt: u32,
+}
+
+/// A converted conversation, ready to validate and write.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub meta: SessionMeta,
+    pub items: Vec<OutItem>,
+    pub decisions: Vec<Decision>,
+    /// Milliseconds since the epoch of the session start.
+    pub started_ms: i64,
+}
+
+impl Conversation {
+    /// `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, relative to the home.
+    /// The rollout file's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4096);
+        // Serialising our own types to a Vec cannot fail: every map key is a string.
+        if render::write(&self.meta, &self.items, self.started_ms, &mut out).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    pub fn relative_path(&self) -> std::path::PathBuf {
+        let (y, m, d, stamp) = time::path_parts(self.started_ms);
+        std::path::PathBuf::from("sessions")
+            .join(y)
+            .join(m)
+            .join(d)
+            .join(format!("rollout-{stamp}-{}.jsonl", self.meta.id))
+    }
+}
+
+/// Converts one transcript.
+pub fn convert(
+    transcript: Transcript,
+    rules: &RuleSet,
+    key: &RecordKey<'_>,
+) -> Result<Conversation, ConvertError> {
+    let started_ms = transcript
+        .meta
+        .created_ms
+        .unwrap_or(rules.session.timestamp_ms);
+    let id = ids::session_id(key, started_ms);
+    let built = build::build(&transcript, rules, key.source)?;
+    let mut items = built.items;
+    phase::assign(&mut items, rules.infer_phase, transcript.meta.finished);
+    let meta = render::session_meta(rules, &id, started_ms, built.base_instructions);
+    let mut decisions = built.decisions;
+    if transcript.meta.unicode_repairs > 0 {
+        decisions.push(Decision {
+            message: None,
+            rule: "policy.invalid_unicode".to_string(),
+            action: crate::audit::Action::UnicodeRepaired {
+                count: transcript.meta.unicode_repairs,
+            },
+            bytes_dropped: 0,
+            bytes_added: 0,
+        });
+    }
+    Ok(Conversation {
+        meta,
+        items,
+        decisions,
+        started_ms,
+    })
+}

@@ -1,0 +1,116 @@
+//! Items to rollout bytes: the session meta first, a `user_message` event after each real user
+//! message and an `agent_message` event after each assistant message, timestamps one
+//! millisecond apart from the session start (deterministic, non-decreasing). Items are
+//! serialised in place, never cloned.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+
+use super::time::format_ms;
+use super::{ItemKind, OutItem, OutPayload};
+use crate::model::rollout::{
+    BaseInstructions, Compacted, ContentItem, EventMsg, Line, ResponseItem, SessionMeta,
+    TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
+};
+use crate::rules::RuleSet;
+
+pub fn session_meta(
+    rules: &RuleSet,
+    id: &str,
+    started_ms: i64,
+    base: Option<String>,
+) -> SessionMeta {
+    SessionMeta {
+        id: id.to_string(),
+        timestamp: format_ms(started_ms),
+        cwd: rules.session.cwd.clone(),
+        originator: rules.session.originator.clone(),
+        cli_version: rules.session.cli_version.clone(),
+        source: rules.session.source.clone(),
+        model_provider: rules.session.model_provider.clone(),
+        // Empty base instructions would leave the model with no instructions at all.
+        base_instructions: base
+            .filter(|t| !t.is_empty())
+            .map(|text| BaseInstructions { text }),
+    }
+}
+
+/// Writes the whole rollout, one JSON object per line, `\n` endings.
+pub fn write(
+    meta: &SessionMeta,
+    items: &[OutItem],
+    started_ms: i64,
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    let mut clock = started_ms;
+    write_line(out, &mut clock, TAG_SESSION_META, meta)?;
+    for item in items {
+        match &item.payload {
+            OutPayload::Compacted(message) => {
+                write_line(out, &mut clock, TAG_COMPACTED, &Compacted { message })?
+            }
+            OutPayload::Item(response) => {
+                write_line(out, &mut clock, TAG_RESPONSE_ITEM, response)?;
+                if let Some(event) = event_for(item.kind, response) {
+                    write_line(out, &mut clock, TAG_EVENT_MSG, &event)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_line<P: Serialize>(
+    out: &mut Vec<u8>,
+    clock: &mut i64,
+    tag: &'static str,
+    payload: &P,
+) -> Result<(), serde_json::Error> {
+    let timestamp = format_ms(*clock);
+    *clock += 1;
+    serde_json::to_writer(
+        &mut *out,
+        &Line {
+            timestamp: &timestamp,
+            tag,
+            payload,
+        },
+    )?;
+    out.push(b'\n');
+    Ok(())
+}
+
+fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
+    let ResponseItem::Message { content, phase, .. } = item else {
+        return None;
+    };
+    let texts: Vec<&str> = content.iter().filter_map(ContentItem::text).collect();
+    let message = match texts.as_slice() {
+        [] => Cow::Borrowed(""),
+        [one] => Cow::Borrowed(*one),
+        many => Cow::Owned(many.join("\n")),
+    };
+    match kind {
+        ItemKind::RealUser => Some(EventMsg::UserMessage {
+            message,
+            images: content
+                .iter()
+                .filter_map(|c| match c {
+                    ContentItem::InputImage { image_url, .. } => image_url.as_deref(),
+                    _ => None,
+                })
+                .collect(),
+        }),
+        ItemKind::Assistant => Some(EventMsg::AgentMessage {
+            message,
+            phase: *phase,
+        }),
+        ItemKind::ContextualUser
+        | ItemKind::Developer
+        | ItemKind::Reasoning
+        | ItemKind::Call
+        | ItemKind::Output
+        | ItemKind::Compacted => None,
+    }
+}

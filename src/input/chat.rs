@@ -1,0 +1,419 @@
+//! Chat-style records (Chat Completions, Batch API, evals, trajectories, turn lists) to a
+//! [`Transcript`].
+
+use serde_json::{Map, Value};
+
+use super::InputError;
+use crate::convert::time::{epoch_number_to_ms, parse_rfc3339_ms};
+use crate::model::transcript::{Content, Message, Part, RecordMeta, ToolCall, Transcript};
+use crate::rules::InputRules;
+
+/// Keys of a message that we convert; anything else is an ignored field.
+const MESSAGE_KEYS: [&str; 11] = [
+    "role",
+    "content",
+    "name",
+    "tool_calls",
+    "function_call",
+    "tool_call_id",
+    "tool_call_ids",
+    "refusal",
+    "reasoning_content",
+    "reasoning",
+    "phase",
+];
+
+/// Rollout line tags: a record carrying one of these plus `payload` is a rollout line.
+const ROLLOUT_TAGS: [&str; 5] = [
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+];
+
+/// Reads a parsed record as a conversation, moving its strings out of `value`.
+pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, InputError> {
+    let mut meta = RecordMeta::default();
+    let (list, path) = match &mut value {
+        Value::Array(_) => (std::mem::take(&mut value), "(record)".to_string()),
+        Value::Object(map) => {
+            if let (Some(Value::String(tag)), true) = (map.get("type"), map.contains_key("payload"))
+            {
+                if ROLLOUT_TAGS.contains(&tag.as_str()) {
+                    return Err(InputError::RolloutLine(tag.clone()));
+                }
+            }
+            read_meta(&value, rules, &mut meta);
+            let found = rules.messages_at.iter().find_map(|path| {
+                let v = path.get(&value)?;
+                match v {
+                    Value::Array(_) | Value::String(_) => Some(path.clone()),
+                    _ => None,
+                }
+            });
+            match found {
+                Some(path) => {
+                    let taken = path
+                        .get_mut(&mut value)
+                        .map(std::mem::take)
+                        .unwrap_or(Value::Null);
+                    (taken, path.as_str().to_string())
+                }
+                None => {
+                    let reply = rules.reply_at.iter().any(|p| p.get(&value).is_some());
+                    if reply {
+                        let id = meta.id.clone().unwrap_or_else(|| "(none)".to_string());
+                        return Err(InputError::BatchResultWithoutRequest(id));
+                    }
+                    let tried = rules
+                        .messages_at
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(InputError::NoMessages(tried));
+                }
+            }
+        }
+        Value::Null => return Err(InputError::NotARecord("null")),
+        Value::Bool(_) => return Err(InputError::NotARecord("boolean")),
+        Value::Number(_) => return Err(InputError::NotARecord("number")),
+        Value::String(_) => return Err(InputError::NotARecord("string")),
+    };
+    let mut raw_messages = match list {
+        Value::String(text) => vec![Value::Object(Map::from_iter([
+            ("role".to_string(), Value::String("user".to_string())),
+            ("content".to_string(), Value::String(text)),
+        ]))],
+        Value::Array(items) => flatten_turns(items),
+        _ => Vec::new(),
+    };
+    // A Batch API result appended to its request: the assistant's reply.
+    if let Value::Object(_) = &value {
+        for path in &rules.reply_at {
+            if let Some(reply) = path.get_mut(&mut value) {
+                if reply.is_object() {
+                    raw_messages.push(std::mem::take(reply));
+                    break;
+                }
+            }
+        }
+    }
+    if raw_messages.is_empty() {
+        return Err(InputError::EmptyMessages(path));
+    }
+    let mut messages = Vec::with_capacity(raw_messages.len());
+    for (index, raw) in raw_messages.into_iter().enumerate() {
+        let message = read_message(raw, index, &rules.role_aliases).map_err(|problem| {
+            InputError::BadMessage {
+                path: path.clone(),
+                index,
+                problem,
+            }
+        })?;
+        messages.push(message);
+    }
+    meta.messages_at = path;
+    let ignored_fields = match &value {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, _)| k.clone())
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(Transcript {
+        messages,
+        meta,
+        ignored_fields,
+    })
+}
+
+/// A list of messages, or a list of turns each a list of messages (flattened in order).
+fn flatten_turns(items: Vec<Value>) -> Vec<Value> {
+    if items.iter().all(|i| i.is_array()) {
+        items
+            .into_iter()
+            .flat_map(|turn| match turn {
+                Value::Array(messages) => messages,
+                _ => Vec::new(),
+            })
+            .collect()
+    } else {
+        items
+    }
+}
+
+fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
+    meta.id = rules.id_at.iter().find_map(|p| match p.get(record)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    });
+    meta.created_ms = rules.created_at.iter().find_map(|p| match p.get(record)? {
+        Value::Number(n) => epoch_number_to_ms(n.as_f64()?),
+        Value::String(s) => parse_rfc3339_ms(s),
+        _ => None,
+    });
+    meta.model = rules
+        .model_at
+        .iter()
+        .find_map(|p| p.get(record)?.as_str().map(str::to_string));
+    meta.finished = rules
+        .finished
+        .iter()
+        .any(|signal| match signal.path.get(record) {
+            None | Some(Value::Null) => false,
+            Some(value) => match &signal.equals {
+                None => value.as_bool() != Some(false),
+                Some(expected) => match value {
+                    Value::String(s) => s == expected,
+                    other => other.to_string() == *expected,
+                },
+            },
+        });
+}
+
+fn take_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match map.get_mut(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(std::mem::take(s))),
+        Some(other) => Err(format!("`{key}` is a {}, not a string", kind(other))),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
+}
+
+fn read_message(
+    raw: Value,
+    index: usize,
+    aliases: &std::collections::BTreeMap<String, String>,
+) -> Result<Message, String> {
+    let mut map = match raw {
+        Value::Object(map) => map,
+        other => return Err(format!("is a {}, not a message object", kind(&other))),
+    };
+    let role = take_string(&mut map, "role")?.ok_or_else(|| "has no `role`".to_string())?;
+    let role = aliases.get(&role).cloned().unwrap_or(role);
+    let content = match map.get_mut("content") {
+        None => Content::Missing,
+        Some(Value::Null) => Content::Null,
+        Some(Value::String(s)) => Content::Text(std::mem::take(s)),
+        Some(Value::Array(parts)) => Content::Parts(
+            parts
+                .iter_mut()
+                .map(read_part)
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(single @ Value::Object(_)) => Content::Parts(vec![read_part(single)?]),
+        Some(other) => return Err(format!("`content` is a {}", kind(other))),
+    };
+    let mut tool_calls = Vec::new();
+    match map.get_mut("tool_calls") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(calls)) => {
+            for call in calls.iter_mut() {
+                tool_calls.push(read_tool_call(call)?);
+            }
+        }
+        Some(other) => return Err(format!("`tool_calls` is a {}", kind(other))),
+    }
+    let function_call = match map.get_mut("function_call") {
+        None | Some(Value::Null) => None,
+        Some(call @ Value::Object(_)) => Some(read_function(call, false)?),
+        Some(other) => return Err(format!("`function_call` is a {}", kind(other))),
+    };
+    let mut tool_call_ids = Vec::new();
+    if let Some(id) = take_string(&mut map, "tool_call_id")? {
+        tool_call_ids.push(id);
+    }
+    match map.get_mut("tool_call_ids") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(ids)) => {
+            for id in ids.iter_mut() {
+                match id {
+                    Value::String(s) => tool_call_ids.push(std::mem::take(s)),
+                    other => return Err(format!("`tool_call_ids` holds a {}", kind(other))),
+                }
+            }
+        }
+        Some(other) => return Err(format!("`tool_call_ids` is a {}", kind(other))),
+    }
+    let refusal = take_string(&mut map, "refusal")?;
+    let reasoning = match take_string(&mut map, "reasoning_content")? {
+        Some(r) => Some(r),
+        None => match map.get_mut("reasoning") {
+            Some(Value::String(s)) => Some(std::mem::take(s)),
+            // A structured reasoning object (e.g. `{"content": "..."}`, `{"text": "..."}`).
+            Some(Value::Object(o)) => {
+                ["content", "text", "summary"]
+                    .iter()
+                    .find_map(|k| match o.get_mut(*k) {
+                        Some(Value::String(s)) => Some(std::mem::take(s)),
+                        _ => None,
+                    })
+            }
+            _ => None,
+        },
+    };
+    let phase = take_string(&mut map, "phase").unwrap_or(None);
+    let name = take_string(&mut map, "name").unwrap_or(None);
+    let ignored_fields = map
+        .iter()
+        .filter(|(k, v)| !MESSAGE_KEYS.contains(&k.as_str()) && !v.is_null())
+        .map(|(k, _)| k.clone())
+        .collect();
+    Ok(Message {
+        index,
+        role,
+        name,
+        content,
+        tool_calls,
+        function_call,
+        tool_call_ids,
+        refusal,
+        reasoning,
+        phase,
+        ignored_fields,
+    })
+}
+
+fn read_tool_call(call: &mut Value) -> Result<ToolCall, String> {
+    let Value::Object(map) = call else {
+        return Err(format!("a tool call is a {}", kind(call)));
+    };
+    let id = take_string(map, "id")?;
+    let custom = map.get("type").and_then(Value::as_str) == Some("custom");
+    let mut parsed = if custom {
+        let inner = map
+            .get_mut("custom")
+            .ok_or_else(|| "custom tool call without `custom`".to_string())?;
+        let Value::Object(c) = inner else {
+            return Err("`custom` is not an object".to_string());
+        };
+        let name = take_string(c, "name")?.unwrap_or_default();
+        let input = take_string(c, "input")?;
+        ToolCall {
+            id: None,
+            name,
+            arguments_missing: input.is_none(),
+            arguments: input.unwrap_or_default(),
+            arguments_from_object: false,
+            custom: true,
+        }
+    } else {
+        let function = map
+            .get_mut("function")
+            .ok_or_else(|| "tool call without `function`".to_string())?;
+        read_function(function, false)?
+    };
+    parsed.id = id;
+    Ok(parsed)
+}
+
+fn read_function(function: &mut Value, custom: bool) -> Result<ToolCall, String> {
+    let Value::Object(f) = function else {
+        return Err(format!("`function` is a {}", kind(function)));
+    };
+    let name = take_string(f, "name")?.ok_or_else(|| "function call without `name`".to_string())?;
+    let (arguments, from_object, missing) = match f.get_mut("arguments") {
+        None | Some(Value::Null) => (String::new(), false, true),
+        Some(Value::String(s)) => (std::mem::take(s), false, false),
+        Some(other) => (other.to_string(), true, false),
+    };
+    Ok(ToolCall {
+        id: None,
+        name,
+        arguments,
+        arguments_from_object: from_object,
+        arguments_missing: missing,
+        custom,
+    })
+}
+
+fn read_part(part: &mut Value) -> Result<Part, String> {
+    let map = match part {
+        Value::String(s) => return Ok(Part::Text(std::mem::take(s))),
+        Value::Object(map) => map,
+        other => return Err(format!("a content part is a {}", kind(other))),
+    };
+    let kind_name = map
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or(if map.contains_key("text") { "text" } else { "" })
+        .to_string();
+    Ok(match kind_name.as_str() {
+        "text" | "input_text" | "output_text" => {
+            Part::Text(take_string(map, "text")?.unwrap_or_default())
+        }
+        "refusal" => Part::Refusal(take_string(map, "refusal")?.unwrap_or_default()),
+        "image_url" | "input_image" => {
+            let mut url = None;
+            let mut detail = take_string(map, "detail").unwrap_or(None);
+            let file_id = take_string(map, "file_id").unwrap_or(None);
+            match map.get_mut("image_url") {
+                Some(Value::String(s)) => url = Some(std::mem::take(s)),
+                Some(Value::Object(o)) => {
+                    url = take_string(o, "url")?;
+                    if detail.is_none() {
+                        detail = take_string(o, "detail")?;
+                    }
+                }
+                _ => {}
+            }
+            Part::Image {
+                url,
+                file_id,
+                detail,
+            }
+        }
+        "input_audio" => {
+            let (mut data, mut format) = (None, None);
+            if let Some(Value::Object(o)) = map.get_mut("input_audio") {
+                data = take_string(o, "data")?;
+                format = take_string(o, "format")?;
+            }
+            Part::Audio {
+                data,
+                format,
+                url: take_string(map, "audio_url").unwrap_or(None),
+                file_id: take_string(map, "file_id").unwrap_or(None),
+            }
+        }
+        "file" | "input_file" => {
+            let mut filename = take_string(map, "filename").unwrap_or(None);
+            let mut file_id = take_string(map, "file_id").unwrap_or(None);
+            let mut data_len = 0;
+            if let Some(Value::Object(o)) = map.get_mut("file") {
+                filename = filename.or(take_string(o, "filename")?);
+                file_id = file_id.or(take_string(o, "file_id")?);
+                data_len = o
+                    .get("file_data")
+                    .and_then(Value::as_str)
+                    .map_or(0, str::len);
+            }
+            Part::File {
+                filename,
+                file_id,
+                data_len,
+            }
+        }
+        other => Part::Unknown {
+            kind: if other.is_empty() {
+                "untyped".to_string()
+            } else {
+                other.to_string()
+            },
+        },
+    })
+}

@@ -1,0 +1,43 @@
+//! Parse the command line, run the subcommand, map the outcome to an exit code:
+//! 0 success, 1 some records quarantined or files failing validation, 2 usage or I/O error.
+
+use clap::Parser;
+
+use rollover::cli::{Cli, Command, RulesCommand};
+use rollover::commands;
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            std::process::exit(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Convert(args) => commands::convert::run(&args),
+        Command::Validate(args) => commands::validate::run(&args),
+        Command::Rules(args) => match args.command {
+            RulesCommand::Check(check) => commands::rules::check(&check),
+        },
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                std::process::exit(0);
+            }
+            eprintln!("rollover: {err:#}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,194 @@
+//! Codex rollout lines and Responses items, as Codex 0.169 reads them (see
+//! `shared/spec/codex-target.md`). Serialisation only: field order here is the order written.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+
+/// Line tags of a rollout file.
+pub const TAG_SESSION_META: &str = "session_meta";
+pub const TAG_RESPONSE_ITEM: &str = "response_item";
+pub const TAG_EVENT_MSG: &str = "event_msg";
+pub const TAG_COMPACTED: &str = "compacted";
+pub const TAG_TURN_CONTEXT: &str = "turn_context";
+
+/// Message roles written in response items.
+pub const ROLE_USER: &str = "user";
+pub const ROLE_ASSISTANT: &str = "assistant";
+pub const ROLE_DEVELOPER: &str = "developer";
+pub const ROLE_SYSTEM: &str = "system";
+
+/// Assistant phases Codex 0.169 knows.
+pub const KNOWN_PHASES: [&str; 3] = ["commentary", "final_answer", "partial_answer"];
+
+/// The first line of every rollout.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SessionMeta {
+    pub id: String,
+    pub timestamp: String,
+    pub cwd: String,
+    pub originator: String,
+    pub cli_version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_instructions: Option<BaseInstructions>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BaseInstructions {
+    pub text: String,
+}
+
+/// An assistant message's phase.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Commentary,
+    FinalAnswer,
+    PartialAnswer,
+}
+
+impl Phase {
+    pub fn parse(text: &str) -> Option<Phase> {
+        match text {
+            "commentary" => Some(Phase::Commentary),
+            "final_answer" => Some(Phase::FinalAnswer),
+            "partial_answer" => Some(Phase::PartialAnswer),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Commentary => "commentary",
+            Phase::FinalAnswer => "final_answer",
+            Phase::PartialAnswer => "partial_answer",
+        }
+    }
+}
+
+/// A Responses item as written in a `response_item` line.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseItem {
+    Message {
+        role: &'static str,
+        content: Vec<ContentItem>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        phase: Option<Phase>,
+    },
+    Reasoning {
+        summary: Vec<SummaryText>,
+        content: Option<Vec<ReasoningText>>,
+        encrypted_content: Option<String>,
+    },
+    FunctionCall {
+        name: String,
+        arguments: String,
+        call_id: String,
+    },
+    FunctionCallOutput {
+        call_id: String,
+        output: ToolOutput,
+    },
+    CustomToolCall {
+        call_id: String,
+        name: String,
+        input: String,
+    },
+    CustomToolCallOutput {
+        call_id: String,
+        output: ToolOutput,
+    },
+}
+
+/// Message content items Codex accepts.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentItem {
+    InputText {
+        text: String,
+    },
+    InputImage {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        image_url: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    InputAudio {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        audio_url: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_id: Option<String>,
+    },
+    OutputText {
+        text: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename = "summary_text")]
+pub struct SummaryText {
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename = "reasoning_text")]
+pub struct ReasoningText {
+    pub text: String,
+}
+
+/// A tool output: a bare string or a bare array of content items (never an object).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum ToolOutput {
+    Text(String),
+    Items(Vec<ContentItem>),
+}
+
+/// UI events written beside the items, so the session shows turns in Codex. They borrow the
+/// text of the item they follow.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventMsg<'a> {
+    UserMessage {
+        message: Cow<'a, str>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        images: Vec<&'a str>,
+    },
+    AgentMessage {
+        message: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        phase: Option<Phase>,
+    },
+}
+
+/// A `compacted` line's payload: a summary standing in for earlier history.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Compacted<'a> {
+    pub message: &'a str,
+}
+
+/// One rollout line: `{"timestamp":..,"type":..,"payload":..}`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Line<'a, P: Serialize> {
+    pub timestamp: &'a str,
+    #[serde(rename = "type")]
+    pub tag: &'static str,
+    pub payload: P,
+}
+
+impl ContentItem {
+    /// The text this item carries, if it is a text item.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            ContentItem::InputText { text } | ContentItem::OutputText { text } => Some(text),
+            ContentItem::InputImage { .. } | ContentItem::InputAudio { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! A conversation as the input adapters understand it, before any rule is applied.
+//!
+//! Strings are moved out of the parsed JSON, never copied; everything an input shape can say
+//! about a message has a field here, and what has no field is listed in `ignored_fields`.
+
+/// One input conversation: its messages in order and what the record says about itself.
+#[derive(Debug, Clone, Default)]
+pub struct Transcript {
+    pub messages: Vec<Message>,
+    pub meta: RecordMeta,
+    /// Top-level record keys that carry nothing we convert (kept by name in the audit).
+    pub ignored_fields: Vec<String>,
+}
+
+/// Facts about the record as a whole.
+#[derive(Debug, Clone, Default)]
+pub struct RecordMeta {
+    /// `id` or `custom_id` of the record, when it has one.
+    pub id: Option<String>,
+    /// Creation time in milliseconds since the Unix epoch, when the record says.
+    pub created_ms: Option<i64>,
+    /// `model` of the record (or of a batch request body).
+    pub model: Option<String>,
+    /// The record says the conversation finished (a rule-file signal matched).
+    pub finished: bool,
+    /// Where the messages were found (the `messages_at` path that matched).
+    pub messages_at: String,
+    /// Lone surrogate escapes or invalid UTF-8 sequences replaced by U+FFFD while reading.
+    pub unicode_repairs: usize,
+}
+
+/// One input message, normalised across shapes.
+#[derive(Debug, Clone, Default)]
+pub struct Message {
+    /// Position in the input message list (0-based), after flattening turns.
+    pub index: usize,
+    pub role: String,
+    pub name: Option<String>,
+    pub content: Content,
+    /// `assistant.tool_calls[]` (also `type:"custom"` calls).
+    pub tool_calls: Vec<ToolCall>,
+    /// Legacy `assistant.function_call` (no id in the input).
+    pub function_call: Option<ToolCall>,
+    /// `tool_call_id`, or every id of a `tool_call_ids` list.
+    pub tool_call_ids: Vec<String>,
+    pub refusal: Option<String>,
+    /// Plain-text reasoning (`reasoning_content` or `reasoning`).
+    pub reasoning: Option<String>,
+    /// An explicit phase given by the input.
+    pub phase: Option<String>,
+    /// Keys of the message we do not convert.
+    pub ignored_fields: Vec<String>,
+}
+
+/// A message's `content`, keeping apart the four ways of saying "nothing".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Content {
+    #[default]
+    Missing,
+    Null,
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+/// One content part, in input order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    /// `image_url{url, detail}` or `input_image{image_url | file_id, detail}`.
+    Image {
+        url: Option<String>,
+        file_id: Option<String>,
+        detail: Option<String>,
+    },
+    /// `input_audio{data, format}` (chat) or `input_audio{audio_url | file_id}` (Responses).
+    Audio {
+        data: Option<String>,
+        format: Option<String>,
+        url: Option<String>,
+        file_id: Option<String>,
+    },
+    /// `file{filename, file_id, file_data}`: no Codex equivalent.
+    File {
+        filename: Option<String>,
+        file_id: Option<String>,
+        data_len: usize,
+    },
+    Refusal(String),
+    /// A part type we do not know; kept by its type name for the audit.
+    Unknown {
+        kind: String,
+    },
+}
+
+/// A tool call as the input gave it. `arguments` is already a string (objects are serialised).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCall {
+    pub id: Option<String>,
+    pub name: String,
+    pub arguments: String,
+    /// The arguments were given as a JSON object and serialised by us.
+    pub arguments_from_object: bool,
+    /// The arguments were missing or null.
+    pub arguments_missing: bool,
+    /// A freeform (`type:"custom"`) tool call.
+    pub custom: bool,
+}
+
+impl Content {
+    /// The text parts of the content, in order.
+    pub fn texts(&self) -> Vec<&str> {
+        match self {
+            Content::Missing | Content::Null => Vec::new(),
+            Content::Text(text) => vec![text.as_str()],
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|part| match part {
+                    Part::Text(text) => Some(text.as_str()),
+                    Part::Image { .. }
+                    | Part::Audio { .. }
+                    | Part::File { .. }
+                    | Part::Refusal(_)
+                    | Part::Unknown { .. } => None,
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! Output: the Codex home (rollouts written atomically) and the run's own files beside it
+//! (`rollover/quarantine.jsonl`, `rollover/conversations.jsonl`, `rollover/summary.json`).
+//!
+//! In: rollout bytes with their relative path; quarantined records with their location.
+//! Fails with an [`OutputError`] naming the path; those are fatal to the run (an unwritable
+//! output is not a per-record problem).
+
+pub mod home;
+pub mod quarantine;
+
+pub use home::Home;
+pub use quarantine::QuarantineEntry;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum OutputError {
+    #[error(
+        "cannot write {path}: {source}; check that the output folder is writable and has space"
+    )]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

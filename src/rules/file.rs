@@ -1,0 +1,260 @@
+//! The rule-file format, as written in TOML. Every key is optional so that a later file can
+//! override or extend an earlier one; unknown keys are errors (with their line).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleFile {
+    pub meta: Option<MetaSection>,
+    pub input: Option<InputSection>,
+    pub session: Option<SessionSection>,
+    pub phase: Option<PhaseSection>,
+    pub policy: Option<PolicySection>,
+    pub developer: Option<DeveloperSection>,
+    #[serde(default)]
+    pub marker: Vec<MarkerEntry>,
+    #[serde(default)]
+    pub rule: Vec<RuleEntry>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetaSection {
+    pub name: Option<String>,
+    pub codex_version: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSection {
+    pub messages_at: Option<Vec<String>>,
+    pub role_aliases: Option<BTreeMap<String, String>>,
+    pub id_at: Option<Vec<String>>,
+    pub created_at: Option<Vec<String>>,
+    pub model_at: Option<Vec<String>>,
+    pub reply_at: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSection {
+    pub cwd: Option<String>,
+    pub originator: Option<String>,
+    pub cli_version: Option<String>,
+    pub source: Option<String>,
+    pub model_provider: Option<String>,
+    pub timestamp: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSection {
+    pub infer: Option<bool>,
+    pub finished: Option<Vec<FinishedEntry>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishedEntry {
+    pub path: String,
+    pub equals: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySection {
+    pub missing_output: Option<MissingOutput>,
+    pub missing_output_text: Option<String>,
+    pub orphan_output: Option<OrphanOutput>,
+    pub orphan_output_template: Option<String>,
+    pub reused_call_id: Option<ReusedCallId>,
+    pub refusal: Option<Refusal>,
+    pub reasoning: Option<Reasoning>,
+    pub remote_image: Option<PartAction>,
+    pub remote_image_template: Option<String>,
+    pub low_detail_image: Option<PartAction>,
+    pub low_detail_image_template: Option<String>,
+    pub file_part: Option<PartAction>,
+    pub file_part_template: Option<String>,
+    pub audio_part: Option<PartAction>,
+    pub audio_part_template: Option<String>,
+    pub unknown_part: Option<PartAction>,
+    pub unknown_part_template: Option<String>,
+    pub unknown_role: Option<UnknownRole>,
+    pub lookalike_user_text: Option<Lookalike>,
+    pub lookalike_escape_prefix: Option<String>,
+    pub empty_message: Option<EmptyMessage>,
+    pub invalid_unicode: Option<InvalidUnicode>,
+    pub invalid_phase: Option<DropOrQuarantine>,
+    pub duplicate_base_instructions: Option<DropOrQuarantine>,
+    pub unpaired_reasoning: Option<DropOrQuarantine>,
+}
+
+/// A call with no output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingOutput {
+    Synthesize,
+    Quarantine,
+}
+
+/// An output whose call is not in the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrphanOutput {
+    Drop,
+    Text,
+    Quarantine,
+}
+
+/// A call id the model used for an earlier call already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReusedCallId {
+    Rename,
+    Quarantine,
+}
+
+/// An assistant refusal (Codex has no refusal content item).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    Text,
+    Drop,
+    Quarantine,
+}
+
+/// Plain-text reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reasoning {
+    Item,
+    Drop,
+}
+
+/// What to do with a content part Codex would not load as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartAction {
+    Keep,
+    OmitDetail,
+    Placeholder,
+    Drop,
+    Quarantine,
+}
+
+/// A role that is not system, developer, user, assistant, tool or function (after aliases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownRole {
+    Quarantine,
+    User,
+    Developer,
+    Drop,
+}
+
+/// Real user text that starts and ends like a registered fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lookalike {
+    Escape,
+    Quarantine,
+    Contextual,
+}
+
+/// A message with no content and nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmptyMessage {
+    Drop,
+    Keep,
+}
+
+/// Lone surrogates and invalid UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidUnicode {
+    Replace,
+    Quarantine,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropOrQuarantine {
+    Drop,
+    Quarantine,
+}
+
+/// Where a classified message goes (migration.md section 3).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Hash, PartialOrd, Ord,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Slot {
+    BaseInstructions,
+    Developer,
+    SeparateDeveloper,
+    ModelSwitch,
+    ContextualUser,
+    Compacted,
+    Drop,
+    Quarantine,
+    User,
+}
+
+/// Where in the conversation a rule applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    Any,
+    Leading,
+    Mid,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeveloperSection {
+    pub prefixes: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkerEntry {
+    pub kind: String,
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub template: Option<String>,
+    pub separate: Option<bool>,
+    /// `false` removes a marker an earlier file registered.
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleEntry {
+    pub id: String,
+    pub description: Option<String>,
+    pub role: Option<Vec<String>>,
+    pub position: Option<Position>,
+    pub index: Option<usize>,
+    pub first_in_block: Option<bool>,
+    pub name: Option<String>,
+    pub prefix: Option<String>,
+    pub regex: Option<String>,
+    pub wrapped: Option<bool>,
+    pub wrapped_kind: Option<String>,
+    pub min_len: Option<usize>,
+    pub max_len: Option<usize>,
+    pub model: Option<String>,
+    pub source: Option<String>,
+    pub slot: Option<Slot>,
+    pub kind: Option<String>,
+    pub template: Option<String>,
+    pub reason: Option<String>,
+    /// `false` removes a rule an earlier file defined.
+    pub enabled: Option<bool>,
+}

@@ -1,0 +1,35 @@
+//! Sources: find input files, open them through their compression, split them into records.
+//!
+//! In: the INPUT paths of the command line. Out: [`SourceFile`]s in a deterministic order, then
+//! per file a stream of [`RawRecord`]s, each with its [`Location`](crate::model::Location), or a
+//! [`Damage`] where the file cannot be read further (the records before it are still yielded).
+//! Fails: on a missing input path (fatal); everything else is per file and reported, not fatal.
+
+pub mod discover;
+pub mod open;
+pub mod split;
+
+pub use discover::{discover, SourceFile};
+pub use open::{open, Compression};
+pub use split::{records, Damage, RawRecord, RecordEvent};
+
+use thiserror::Error;
+
+/// Errors that stop the reading of one input file or of the whole discovery.
+#[derive(Debug, Error)]
+pub enum SourceError {
+    #[error("input path {path} does not exist or cannot be read: {source}; check the path")]
+    MissingInput {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot walk {path}: {message}")]
+    Walk { path: String, message: String },
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,451 @@
+//! Split a decompressed stream into records, each with its location.
+//!
+//! A file is JSON Lines when its first non-blank line is a complete JSON value; otherwise it is
+//! read whole as one JSON document (an object is one record, an array of objects one record per
+//! element, an array of chat messages one record). A document that does not parse as a whole
+//! falls back to JSON Lines, so every bad line is reported on its own. A UTF-8 byte-order mark,
+//! CRLF endings and blank lines are accepted. A read error (truncated or corrupt compression)
+//! ends the file with a [`Damage`]; the records before it are still yielded, and a line cut by
+//! the damage is yielded as `truncated`.
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::discover::SourceFile;
+use super::open::{open, Compression};
+use crate::model::Location;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One record's bytes, exactly as in the (decompressed) source, minus line ending and BOM.
+#[derive(Debug, Clone)]
+pub struct RawRecord {
+    pub location: Location,
+    pub bytes: Vec<u8>,
+    /// The record was cut short by a damaged stream.
+    pub truncated: bool,
+}
+
+/// The place where a file could not be read further.
+#[derive(Debug, Clone)]
+pub struct Damage {
+    pub location: Location,
+    /// Compressed bytes consumed when the error surfaced (approximate: read-ahead buffering).
+    pub compressed_offset: Option<u64>,
+    pub message: String,
+}
+
+/// What reading a file yields, in order.
+#[derive(Debug)]
+pub enum RecordEvent {
+    Record(RawRecord),
+    /// A blank line (whitespace only): skipped, counted.
+    Blank,
+    Damage(Damage),
+}
+
+/// Reads `file` and returns its events. Opening errors come back as a single damage event.
+pub fn records(file: &SourceFile) -> RecordReader {
+    match open(&file.path) {
+        Ok(opened) => RecordReader {
+            path: Arc::clone(&file.display),
+            reader: Some(opened.reader),
+            compression: opened.compression,
+            compressed_read: opened.compressed_read,
+            line: 0,
+            offset: 0,
+            mode: Mode::Sniff,
+            queue: VecDeque::new(),
+        },
+        Err(err) => {
+            let mut queue = VecDeque::new();
+            queue.push_back(RecordEvent::Damage(Damage {
+                location: Location {
+                    path: Arc::clone(&file.display),
+                    line: 0,
+                    byte_offset: 0,
+                    element: None,
+                },
+                compressed_offset: None,
+                message: err.to_string(),
+            }));
+            RecordReader {
+                path: Arc::clone(&file.display),
+                reader: None,
+                compression: Compression::None,
+                compressed_read: Arc::new(AtomicU64::new(0)),
+                line: 0,
+                offset: 0,
+                mode: Mode::Done,
+                queue,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Sniff,
+    Lines,
+    Done,
+}
+
+/// Iterator over a file's [`RecordEvent`]s.
+pub struct RecordReader {
+    path: Arc<str>,
+    reader: Option<Box<dyn BufRead + Send>>,
+    compression: Compression,
+    compressed_read: Arc<AtomicU64>,
+    line: u64,
+    offset: u64,
+    mode: Mode,
+    queue: VecDeque<RecordEvent>,
+}
+
+/// One physical line as read, or the error that stopped reading.
+enum ReadLine {
+    Line {
+        bytes: Vec<u8>,
+        line: u64,
+        offset: u64,
+    },
+    Eof,
+    Error {
+        partial: Vec<u8>,
+        line: u64,
+        offset: u64,
+        message: String,
+    },
+}
+
+impl RecordReader {
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    fn location(&self, line: u64, offset: u64, element: Option<usize>) -> Location {
+        Location {
+            path: Arc::clone(&self.path),
+            line,
+            byte_offset: offset,
+            element,
+        }
+    }
+
+    fn read_line(&mut self) -> ReadLine {
+        let Some(reader) = self.reader.as_mut() else {
+            return ReadLine::Eof;
+        };
+        let mut buf = Vec::new();
+        let start = self.offset;
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => ReadLine::Eof,
+            Ok(n) => {
+                self.offset += n as u64;
+                self.line += 1;
+                ReadLine::Line {
+                    bytes: buf,
+                    line: self.line,
+                    offset: start,
+                }
+            }
+            Err(err) => {
+                self.offset += buf.len() as u64;
+                self.line += 1;
+                ReadLine::Error {
+                    partial: buf,
+                    line: self.line,
+                    offset: start,
+                    message: err.to_string(),
+                }
+            }
+        }
+    }
+
+    fn damage(&mut self, partial: Vec<u8>, line: u64, offset: u64, message: String) {
+        let location = self.location(line, offset, None);
+        let stripped = strip_line(&partial, offset == 0);
+        if !stripped.iter().all(u8::is_ascii_whitespace) {
+            self.queue.push_back(RecordEvent::Record(RawRecord {
+                location: location.clone(),
+                bytes: stripped.to_vec(),
+                truncated: true,
+            }));
+        }
+        let compressed_offset = match self.compression {
+            Compression::None => None,
+            Compression::Zstd | Compression::Gzip => {
+                Some(self.compressed_read.load(Ordering::Relaxed))
+            }
+        };
+        self.queue.push_back(RecordEvent::Damage(Damage {
+            location,
+            compressed_offset,
+            message: format!("cannot read further: {message}"),
+        }));
+        self.mode = Mode::Done;
+        self.reader = None;
+    }
+
+    fn line_event(&self, bytes: &[u8], line: u64, offset: u64) -> RecordEvent {
+        let stripped = strip_line(bytes, offset == 0);
+        if stripped.iter().all(u8::is_ascii_whitespace) {
+            RecordEvent::Blank
+        } else {
+            RecordEvent::Record(RawRecord {
+                location: self.location(line, offset, None),
+                bytes: stripped.to_vec(),
+                truncated: false,
+            })
+        }
+    }
+
+    /// Decides between JSON Lines and one document on the first non-blank line.
+    fn sniff(&mut self) {
+        let mut head: Vec<(Vec<u8>, u64, u64)> = Vec::new();
+        loop {
+            match self.read_line() {
+                ReadLine::Eof => {
+                    self.mode = Mode::Done;
+                    for (bytes, line, offset) in head {
+                        let event = self.line_event(&bytes, line, offset);
+                        self.queue.push_back(event);
+                    }
+                    return;
+                }
+                ReadLine::Error {
+                    partial,
+                    line,
+                    offset,
+                    message,
+                } => {
+                    for (bytes, line, offset) in std::mem::take(&mut head) {
+                        let event = self.line_event(&bytes, line, offset);
+                        self.queue.push_back(event);
+                    }
+                    self.damage(partial, line, offset, message);
+                    return;
+                }
+                ReadLine::Line {
+                    bytes,
+                    line,
+                    offset,
+                } => {
+                    let stripped = strip_line(&bytes, offset == 0);
+                    if stripped.iter().all(u8::is_ascii_whitespace) {
+                        head.push((bytes, line, offset));
+                        continue;
+                    }
+                    let complete =
+                        serde_json::from_slice::<serde::de::IgnoredAny>(stripped).is_ok();
+                    head.push((bytes, line, offset));
+                    if complete {
+                        self.mode = Mode::Lines;
+                        for (bytes, line, offset) in head {
+                            let event = self.line_event(&bytes, line, offset);
+                            self.queue.push_back(event);
+                        }
+                    } else {
+                        self.read_document(head);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads the rest of the file as one JSON document; falls back to lines if it is not one.
+    fn read_document(&mut self, head: Vec<(Vec<u8>, u64, u64)>) {
+        let mut lines = head;
+        let mut damage = None;
+        loop {
+            match self.read_line() {
+                ReadLine::Line {
+                    bytes,
+                    line,
+                    offset,
+                } => lines.push((bytes, line, offset)),
+                ReadLine::Eof => break,
+                ReadLine::Error {
+                    partial,
+                    line,
+                    offset,
+                    message,
+                } => {
+                    damage = Some((partial, line, offset, message));
+                    break;
+                }
+            }
+        }
+        let mut doc = Vec::with_capacity(lines.iter().map(|(b, _, _)| b.len()).sum());
+        for (bytes, _, offset) in &lines {
+            if *offset == 0 && bytes.starts_with(BOM) {
+                doc.extend_from_slice(&bytes[BOM.len()..]);
+            } else {
+                doc.extend_from_slice(bytes);
+            }
+        }
+        let bom = lines
+            .first()
+            .map(|(b, _, o)| *o == 0 && b.starts_with(BOM))
+            .unwrap_or(false);
+        let doc_start = if bom { BOM.len() as u64 } else { 0 };
+        let first_line = lines.first().map(|(_, l, _)| *l).unwrap_or(1);
+        if let Some((partial, line, offset, message)) = damage {
+            // A document cut by damage is one truncated record: report it whole.
+            doc.extend_from_slice(&partial);
+            let trimmed = doc.trim_ascii();
+            if !trimmed.is_empty() {
+                self.queue.push_back(RecordEvent::Record(RawRecord {
+                    location: self.location(first_line, doc_start, None),
+                    bytes: trimmed.to_vec(),
+                    truncated: true,
+                }));
+            }
+            self.damage(Vec::new(), line, offset, message);
+            return;
+        }
+        self.mode = Mode::Done;
+        self.reader = None;
+        match split_document(&doc) {
+            Some(spans) => {
+                for (start, end, element) in spans {
+                    let line = first_line + count_newlines(&doc[..start]);
+                    self.queue.push_back(RecordEvent::Record(RawRecord {
+                        location: self.location(line, doc_start + start as u64, element),
+                        bytes: doc[start..end].to_vec(),
+                        truncated: false,
+                    }));
+                }
+            }
+            None => {
+                for (bytes, line, offset) in lines {
+                    let event = self.line_event(&bytes, line, offset);
+                    self.queue.push_back(event);
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for RecordReader {
+    type Item = RecordEvent;
+
+    fn next(&mut self) -> Option<RecordEvent> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            match self.mode {
+                Mode::Done => return None,
+                Mode::Sniff => self.sniff(),
+                Mode::Lines => match self.read_line() {
+                    ReadLine::Eof => self.mode = Mode::Done,
+                    ReadLine::Line {
+                        bytes,
+                        line,
+                        offset,
+                    } => return Some(self.line_event(&bytes, line, offset)),
+                    ReadLine::Error {
+                        partial,
+                        line,
+                        offset,
+                        message,
+                    } => self.damage(partial, line, offset, message),
+                },
+            }
+        }
+    }
+}
+
+/// Removes the line ending (LF or CRLF) and, at the start of a file, a UTF-8 BOM.
+fn strip_line(bytes: &[u8], file_start: bool) -> &[u8] {
+    let mut s = bytes;
+    if file_start && s.starts_with(BOM) {
+        s = &s[BOM.len()..];
+    }
+    if let Some(rest) = s.strip_suffix(b"\n") {
+        s = rest;
+    }
+    if let Some(rest) = s.strip_suffix(b"\r") {
+        s = rest;
+    }
+    s
+}
+
+fn count_newlines(bytes: &[u8]) -> u64 {
+    memchr::memchr_iter(b'\n', bytes).count() as u64
+}
+
+/// Splits a whole JSON document into record spans `(start, end, element)`. `None` when the
+/// bytes are not one JSON value.
+fn split_document(doc: &[u8]) -> Option<Vec<(usize, usize, Option<usize>)>> {
+    let whole: &RawValue = serde_json::from_slice(doc).ok()?;
+    let base = doc.as_ptr() as usize;
+    let span = |raw: &RawValue| {
+        let start = raw.get().as_ptr() as usize - base;
+        (start, start + raw.get().len())
+    };
+    if whole.get().starts_with('[') {
+        let elements: Vec<&RawValue> = serde_json::from_str(whole.get()).ok()?;
+        let is_message_list = elements
+            .first()
+            .map(|first| looks_like_message(first.get()))
+            .unwrap_or(false);
+        if !is_message_list && !elements.is_empty() {
+            return Some(
+                elements
+                    .iter()
+                    .enumerate()
+                    .map(|(i, raw)| {
+                        let (start, end) = span(raw);
+                        (start, end, Some(i))
+                    })
+                    .collect(),
+            );
+        }
+    }
+    let (start, end) = span(whole);
+    Some(vec![(start, end, None)])
+}
+
+/// A chat message object: has a string `role`.
+fn looks_like_message(json: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        role: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(json)
+        .map(|p| p.role.is_some())
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_array_splits_into_elements_with_lines() {
+        let doc = b"[\n  {\"a\": 1},\n  {\"b\": 2}\n]\n";
+        let spans = split_document(doc).unwrap();
+        assert_eq!(spans.len(), 2);
+        assert_eq!(&doc[spans[1].0..spans[1].1], b"{\"b\": 2}");
+        assert_eq!(count_newlines(&doc[..spans[1].0]), 2);
+    }
+
+    #[test]
+    fn message_array_is_one_record() {
+        let doc = br#"[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]"#;
+        assert_eq!(split_document(doc).unwrap(), vec![(0, doc.len(), None)]);
+    }
+
+    #[test]
+    fn strip_handles_bom_and_crlf() {
+        assert_eq!(strip_line(b"\xEF\xBB\xBF{}\r\n", true), b"{}");
+        assert_eq!(strip_line(b"{}\r\n", false), b"{}");
+    }
+}

@@ -1,0 +1,704 @@
+//! `rollover validate` against hand-written rollouts: one test per broken invariant (each file
+//! breaks exactly one, and the report must name that invariant and that line), the spec's
+//! minimal rollout passing, compressed files, a Codex home walked, and the real Codex rollout
+//! in the shared corpora.
+//!
+//! Every test runs the real binary in its own temporary folder; on a failed expectation the
+//! command, its status, stdout and stderr are printed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+const UUID: &str = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+const FILE_NAME: &str = "rollout-2025-10-01T12-00-00-0199a213-81c0-7800-8aa1-bbab2a035a53.jsonl";
+
+/// The verified minimal rollout of codex-target.md section 8, one line per entry.
+const MINIMAL: [&str; 7] = [
+    r#"{"timestamp":"2025-10-01T12:00:00.000Z","type":"session_meta","payload":{"id":"0199a213-81c0-7800-8aa1-bbab2a035a53","timestamp":"2025-10-01T12:00:00.000Z","cwd":"/abs/project","originator":"rollover","cli_version":"0.169.0","source":"cli","base_instructions":{"text":"<imported system prompt>"}}}"#,
+    r#"{"timestamp":"2025-10-01T12:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"What files are here?"}]}}"#,
+    r#"{"timestamp":"2025-10-01T12:00:01.000Z","type":"event_msg","payload":{"type":"user_message","message":"What files are here?"}}"#,
+    r#"{"timestamp":"2025-10-01T12:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_abc123"}}"#,
+    r#"{"timestamp":"2025-10-01T12:00:03.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_abc123","output":"README.md\nsrc"}}"#,
+    r#"{"timestamp":"2025-10-01T12:00:04.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"There is README.md and src/."}],"phase":"final_answer"}}"#,
+    r#"{"timestamp":"2025-10-01T12:00:04.000Z","type":"event_msg","payload":{"type":"agent_message","message":"There is README.md and src/.","phase":"final_answer"}}"#,
+];
+
+/// A temporary folder for one test, and the command runner.
+struct Workdir {
+    dir: tempfile::TempDir,
+}
+
+/// What one `validate --json` run said.
+struct Run {
+    code: i32,
+    report: Value,
+    shown: String,
+}
+
+impl Workdir {
+    fn new() -> Workdir {
+        Workdir {
+            dir: tempfile::tempdir().expect("create a temporary folder"),
+        }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    fn write(&self, relative: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.path(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create folders");
+        }
+        std::fs::write(&path, bytes).expect("write a file");
+        path
+    }
+
+    /// `rollover validate --json PATHS...`, run in the work folder.
+    fn validate(&self, paths: &[&Path]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rollover"));
+        cmd.current_dir(self.dir.path())
+            .arg("validate")
+            .arg("--json");
+        cmd.args(paths);
+        let out = cmd.output().expect("run rollover");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let shown = format!(
+            "command: {cmd:?}\nstatus: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            out.status
+        );
+        let code = out
+            .status
+            .code()
+            .unwrap_or_else(|| panic!("killed by a signal\n{shown}"));
+        let report = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{shown}"));
+        Run {
+            code,
+            report,
+            shown,
+        }
+    }
+}
+
+impl Run {
+    /// The (invariant, line) pairs of the only file in the report.
+    fn violations(&self) -> Vec<(String, u64)> {
+        let reports = self.report["reports"].as_array().expect("reports");
+        assert_eq!(reports.len(), 1, "one file expected\n{}", self.shown);
+        reports[0]["violations"]
+            .as_array()
+            .expect("violations")
+            .iter()
+            .map(|v| {
+                (
+                    v["invariant"].as_str().expect("invariant").to_string(),
+                    v["line"].as_u64().expect("line"),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The minimal rollout with `edit` applied to its lines, as file bytes.
+fn rollout(edit: impl FnOnce(&mut Vec<String>)) -> Vec<u8> {
+    let mut lines: Vec<String> = MINIMAL.iter().map(|l| l.to_string()).collect();
+    edit(&mut lines);
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// A response_item line at the minimal rollout's last timestamp.
+fn item(payload: Value) -> String {
+    json!({"timestamp": "2025-10-01T12:00:04.000Z", "type": "response_item", "payload": payload})
+        .to_string()
+}
+
+/// An event_msg line at the minimal rollout's last timestamp.
+fn event(payload: Value) -> String {
+    json!({"timestamp": "2025-10-01T12:00:04.000Z", "type": "event_msg", "payload": payload})
+        .to_string()
+}
+
+fn user(text: &str) -> Value {
+    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+}
+
+/// Parses line `n` (1-based) of `lines`, lets `edit` change it, writes it back.
+fn edit_line(lines: &mut [String], n: usize, edit: impl FnOnce(&mut Value)) {
+    let mut value: Value = serde_json::from_str(&lines[n - 1]).expect("a JSON line");
+    edit(&mut value);
+    lines[n - 1] = value.to_string();
+}
+
+/// Writes `bytes` under the proper rollout name, validates it, and checks the exit code 1 and
+/// that the violations are exactly `expected`.
+fn assert_breaks(bytes: &[u8], expected: &[(&str, u64)]) {
+    let work = Workdir::new();
+    let path = work.write(FILE_NAME, bytes);
+    let run = work.validate(&[&path]);
+    let mut got = run.violations();
+    got.sort();
+    let mut want: Vec<(String, u64)> = expected.iter().map(|(i, l)| (i.to_string(), *l)).collect();
+    want.sort();
+    assert_eq!(got, want, "\n{}", run.shown);
+    assert_eq!(run.code, 1, "\n{}", run.shown);
+    assert_eq!(run.report["failed"], 1, "\n{}", run.shown);
+    assert_eq!(run.report["reports"][0]["ok"], false, "\n{}", run.shown);
+}
+
+// --- The minimal rollout passes -------------------------------------------------------------
+
+#[test]
+fn minimal_rollout_passes() {
+    let work = Workdir::new();
+    let path = work.write(
+        &format!("sessions/2025/10/01/{FILE_NAME}"),
+        &rollout(|_| {}),
+    );
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        Vec::<(String, u64)>::new(),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 0, "\n{}", run.shown);
+    assert_eq!(
+        (&run.report["files"], &run.report["passed"]),
+        (&json!(1), &json!(1))
+    );
+}
+
+// --- 1. session_meta -----------------------------------------------------------------------
+
+#[test]
+fn session_meta_missing_cwd() {
+    let bytes = rollout(|l| {
+        edit_line(l, 1, |v| {
+            v["payload"].as_object_mut().expect("payload").remove("cwd");
+        })
+    });
+    assert_breaks(&bytes, &[("session_meta", 1)]);
+}
+
+#[test]
+fn session_meta_id_differs_from_file_name() {
+    let bytes = rollout(|l| {
+        edit_line(l, 1, |v| {
+            v["payload"]["id"] = json!("0199a213-81c0-7800-8aa1-000000000000");
+        })
+    });
+    assert_breaks(&bytes, &[("session_meta", 1)]);
+}
+
+#[test]
+fn session_meta_id_not_a_uuid() {
+    // Checked on a file named without a UUID, so only "not a UUID" can fire.
+    let work = Workdir::new();
+    let bytes = rollout(|l| edit_line(l, 1, |v| v["payload"]["id"] = json!("session-1")));
+    let path = work.write("session.jsonl", &bytes);
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        vec![("session_meta".to_string(), 1)],
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn session_meta_twice() {
+    let bytes = rollout(|l| {
+        let mut second = l[0].clone();
+        second = second.replace("12:00:00.000Z\",\"type", "12:00:04.000Z\",\"type");
+        l.push(second);
+    });
+    assert_breaks(&bytes, &[("session_meta", 8)]);
+}
+
+#[test]
+fn session_meta_not_first() {
+    let bytes = rollout(|l| {
+        l.insert(
+            0,
+            event(json!({"type": "task_started"})).replace("12:00:04", "12:00:00"),
+        );
+    });
+    assert_breaks(&bytes, &[("session_meta", 1)]);
+}
+
+// --- 2. line format ------------------------------------------------------------------------
+
+#[test]
+fn byte_order_mark() {
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(rollout(|_| {}));
+    assert_breaks(&bytes, &[("line_format", 1)]);
+}
+
+#[test]
+fn timestamps_going_backwards() {
+    let bytes = rollout(|l| {
+        edit_line(l, 4, |v| v["timestamp"] = json!("2025-10-01T11:59:00.000Z"));
+    });
+    assert_breaks(&bytes, &[("line_format", 4)]);
+}
+
+#[test]
+fn timestamp_not_rfc3339() {
+    let bytes = rollout(|l| edit_line(l, 5, |v| v["timestamp"] = json!("yesterday")));
+    assert_breaks(&bytes, &[("line_format", 5)]);
+}
+
+#[test]
+fn invalid_utf8() {
+    let mut bytes = rollout(|l| l[5] = l[5].replace("There is", "There\u{1}is"));
+    // Replace the U+0001 placeholder (one byte) with a lone continuation byte.
+    let at = bytes.iter().position(|b| *b == 1).expect("placeholder");
+    bytes[at] = 0x80;
+    assert_breaks(&bytes, &[("line_format", 6)]);
+}
+
+#[test]
+fn line_not_json() {
+    let bytes = rollout(|l| l.insert(3, "not json at all".to_string()));
+    assert_breaks(&bytes, &[("line_format", 4)]);
+}
+
+#[test]
+fn crlf_line_ending() {
+    let bytes = rollout(|l| l[2].push('\r'));
+    assert_breaks(&bytes, &[("line_format", 3)]);
+}
+
+#[test]
+fn unknown_line_type() {
+    let bytes = rollout(|l| edit_line(l, 7, |v| v["type"] = json!("event")));
+    // The agent_message event is now unknown, so the assistant message misses its event too:
+    // that second finding is the point of UI parity, not noise.
+    assert_breaks(&bytes, &[("line_format", 7), ("ui_parity", 6)]);
+}
+
+// --- 3. roles ------------------------------------------------------------------------------
+
+#[test]
+fn tool_role_message() {
+    let bytes = rollout(|l| {
+        l.push(item(json!({
+            "type": "message", "role": "tool",
+            "content": [{"type": "input_text", "text": "README.md"}]
+        })))
+    });
+    assert_breaks(&bytes, &[("roles", 8)]);
+}
+
+#[test]
+fn system_role_message() {
+    let bytes = rollout(|l| {
+        l.insert(
+            1,
+            item(json!({
+                "type": "message", "role": "system",
+                "content": [{"type": "input_text", "text": "be brief"}]
+            }))
+            .replace("12:00:04", "12:00:00"),
+        )
+    });
+    assert_breaks(&bytes, &[("roles", 2)]);
+}
+
+// --- 4. content types ----------------------------------------------------------------------
+
+#[test]
+fn user_content_output_text() {
+    let bytes = rollout(|l| {
+        edit_line(l, 2, |v| {
+            v["payload"]["content"][0]["type"] = json!("output_text")
+        })
+    });
+    assert_breaks(&bytes, &[("content_types", 2)]);
+}
+
+#[test]
+fn assistant_content_input_text() {
+    let bytes = rollout(|l| {
+        edit_line(l, 6, |v| {
+            v["payload"]["content"][0]["type"] = json!("input_text")
+        })
+    });
+    assert_breaks(&bytes, &[("content_types", 6)]);
+}
+
+#[test]
+fn assistant_refusal_content() {
+    let bytes = rollout(|l| {
+        edit_line(l, 6, |v| {
+            v["payload"]["content"] = json!([{"type": "refusal", "refusal": "no"}]);
+        })
+    });
+    assert_breaks(&bytes, &[("content_types", 6)]);
+}
+
+#[test]
+fn message_content_a_string() {
+    let bytes = rollout(|l| {
+        edit_line(l, 6, |v| {
+            v["payload"]["content"] = json!("There is README.md")
+        })
+    });
+    assert_breaks(&bytes, &[("content_types", 6)]);
+}
+
+// --- 5. phase ------------------------------------------------------------------------------
+
+#[test]
+fn phase_on_user_message() {
+    let bytes = rollout(|l| edit_line(l, 2, |v| v["payload"]["phase"] = json!("final_answer")));
+    assert_breaks(&bytes, &[("phase", 2)]);
+}
+
+#[test]
+fn unknown_phase() {
+    let bytes = rollout(|l| edit_line(l, 6, |v| v["payload"]["phase"] = json!("final")));
+    assert_breaks(&bytes, &[("phase", 6)]);
+}
+
+// --- 6. call pairing -----------------------------------------------------------------------
+
+#[test]
+fn call_without_output() {
+    let bytes = rollout(|l| {
+        l.remove(4);
+    });
+    assert_breaks(&bytes, &[("call_pairing", 4)]);
+}
+
+#[test]
+fn output_without_call() {
+    let bytes = rollout(|l| {
+        l.remove(3);
+    });
+    assert_breaks(&bytes, &[("call_pairing", 4)]);
+}
+
+#[test]
+fn output_before_its_call() {
+    let bytes = rollout(|l| {
+        l.swap(3, 4);
+        // Keep the timestamps non-decreasing, so only the order is wrong.
+        edit_line(l, 4, |v| v["timestamp"] = json!("2025-10-01T12:00:02.000Z"));
+    });
+    // The output has no earlier call (line 4), and the call then has none after it (line 5).
+    assert_breaks(&bytes, &[("call_pairing", 4), ("call_pairing", 5)]);
+}
+
+#[test]
+fn same_call_id_twice() {
+    let bytes = rollout(|l| {
+        let call = l[3].replace("12:00:02", "12:00:04");
+        let output = l[4].replace("12:00:03", "12:00:04");
+        l.push(call);
+        l.push(output);
+    });
+    assert_breaks(&bytes, &[("call_pairing", 8)]);
+}
+
+#[test]
+fn second_output_for_one_call() {
+    let bytes = rollout(|l| {
+        let output = l[4].replace("12:00:03", "12:00:04");
+        l.push(output);
+    });
+    assert_breaks(&bytes, &[("call_pairing", 8)]);
+}
+
+// --- 7. call shapes ------------------------------------------------------------------------
+
+#[test]
+fn output_as_content_success_object() {
+    let bytes = rollout(|l| {
+        edit_line(l, 5, |v| {
+            v["payload"]["output"] = json!({"content": "README.md\nsrc", "success": true});
+        })
+    });
+    assert_breaks(&bytes, &[("call_shapes", 5)]);
+}
+
+#[test]
+fn arguments_as_object() {
+    let bytes = rollout(|l| {
+        edit_line(l, 4, |v| {
+            v["payload"]["arguments"] = json!({"command": ["ls"]})
+        });
+    });
+    assert_breaks(&bytes, &[("call_shapes", 4)]);
+}
+
+// --- 8. reasoning placement ----------------------------------------------------------------
+
+#[test]
+fn reasoning_followed_by_user_message() {
+    let bytes = rollout(|l| {
+        l.push(item(json!({
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "thinking"}],
+            "content": null,
+            "encrypted_content": null
+        })));
+        l.push(item(user("and now?")));
+        l.push(event(
+            json!({"type": "user_message", "message": "and now?"}),
+        ));
+    });
+    assert_breaks(&bytes, &[("reasoning_placement", 8)]);
+}
+
+#[test]
+fn reasoning_before_its_message_passes() {
+    let bytes = rollout(|l| {
+        l.insert(
+            5,
+            item(json!({
+                "type": "reasoning",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": "list the folder"}],
+                "encrypted_content": null
+            }))
+            .replace("12:00:04", "12:00:03"),
+        );
+    });
+    let work = Workdir::new();
+    let path = work.write(FILE_NAME, &bytes);
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        Vec::<(String, u64)>::new(),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 0);
+}
+
+// --- 9. contextual user --------------------------------------------------------------------
+
+#[test]
+fn user_message_mixing_fragment_and_real_text() {
+    let bytes = rollout(|l| {
+        l.insert(
+            1,
+            json!({
+                "timestamp": "2025-10-01T12:00:00.000Z", "type": "response_item",
+                "payload": {"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "<environment_context>\n  <cwd>/abs/project</cwd>\n</environment_context>"},
+                    {"type": "input_text", "text": "also, hello"}
+                ]}
+            })
+            .to_string(),
+        )
+    });
+    assert_breaks(&bytes, &[("contextual_user", 2)]);
+}
+
+#[test]
+fn real_user_text_that_looks_like_a_fragment() {
+    // A user_message event right after it says it was real input; Codex would hide it.
+    let bytes = rollout(|l| {
+        let text = "<skill>do the thing</skill>";
+        l.push(item(user(text)));
+        l.push(event(json!({"type": "user_message", "message": text})));
+    });
+    assert_breaks(&bytes, &[("contextual_user", 8)]);
+}
+
+#[test]
+fn contextual_user_message_needs_no_event() {
+    let bytes = rollout(|l| {
+        l.insert(
+            1,
+            item(user(
+                "<environment_context>\n  <cwd>/abs/project</cwd>\n</environment_context>",
+            ))
+            .replace("12:00:04", "12:00:00"),
+        );
+    });
+    let work = Workdir::new();
+    let path = work.write(FILE_NAME, &bytes);
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        Vec::<(String, u64)>::new(),
+        "\n{}",
+        run.shown
+    );
+}
+
+// --- 10. base instructions -----------------------------------------------------------------
+
+#[test]
+fn base_instructions_repeated_as_developer_message() {
+    let bytes = rollout(|l| {
+        l.insert(
+            1,
+            item(json!({
+                "type": "message", "role": "developer",
+                "content": [{"type": "input_text", "text": "<imported system prompt>"}]
+            }))
+            .replace("12:00:04", "12:00:00"),
+        )
+    });
+    assert_breaks(&bytes, &[("base_instructions", 2)]);
+}
+
+#[test]
+fn empty_base_instructions() {
+    let bytes = rollout(|l| {
+        edit_line(l, 1, |v| {
+            v["payload"]["base_instructions"]["text"] = json!("")
+        })
+    });
+    assert_breaks(&bytes, &[("base_instructions", 1)]);
+}
+
+// --- 11. UI parity -------------------------------------------------------------------------
+
+#[test]
+fn user_message_without_user_message_event() {
+    let bytes = rollout(|l| {
+        l.remove(2);
+    });
+    assert_breaks(&bytes, &[("ui_parity", 2)]);
+}
+
+#[test]
+fn assistant_message_without_agent_message_event() {
+    let bytes = rollout(|l| {
+        l.remove(6);
+    });
+    assert_breaks(&bytes, &[("ui_parity", 6)]);
+}
+
+// --- Files and folders ---------------------------------------------------------------------
+
+#[test]
+fn zstd_rollout_passes() {
+    let work = Workdir::new();
+    let bytes = zstd::encode_all(&rollout(|_| {})[..], 3).expect("zstd");
+    let path = work.write(&format!("{FILE_NAME}.zst"), &bytes);
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        Vec::<(String, u64)>::new(),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 0, "\n{}", run.shown);
+}
+
+#[test]
+fn zstd_rollout_is_checked_after_decompression() {
+    let work = Workdir::new();
+    let bad = rollout(|l| edit_line(l, 2, |v| v["payload"]["phase"] = json!("commentary")));
+    let bytes = zstd::encode_all(&bad[..], 3).expect("zstd");
+    let path = work.write(&format!("{FILE_NAME}.zst"), &bytes);
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        vec![("phase".to_string(), 2)],
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 1, "\n{}", run.shown);
+}
+
+#[test]
+fn codex_home_is_walked() {
+    let work = Workdir::new();
+    let other = "0199a213-81c0-7800-8aa1-bbab2a035a54";
+    let good = rollout(|_| {});
+    let bad = rollout(|l| {
+        edit_line(l, 1, |v| v["payload"]["id"] = json!(other));
+        l.remove(2);
+    });
+    work.write(&format!("home/sessions/2025/10/01/{FILE_NAME}"), &good);
+    work.write(
+        &format!("home/sessions/2025/10/02/rollout-2025-10-02T12-00-00-{other}.jsonl.zst"),
+        &zstd::encode_all(&bad[..], 3).expect("zstd"),
+    );
+    // Not rollouts: never read.
+    work.write("home/config.toml", b"model = \"x\"\n");
+    work.write("home/rollover/summary.json", b"{}");
+    work.write("home/sessions/2025/10/01/notes.jsonl", b"not json\n");
+
+    let run = work.validate(&[&work.path("home")]);
+    assert_eq!(run.code, 1, "\n{}", run.shown);
+    assert_eq!(
+        (
+            &run.report["files"],
+            &run.report["passed"],
+            &run.report["failed"]
+        ),
+        (&json!(2), &json!(1), &json!(1)),
+        "\n{}",
+        run.shown
+    );
+    let reports = run.report["reports"].as_array().expect("reports");
+    let failed: Vec<&Value> = reports.iter().filter(|r| r["ok"] == false).collect();
+    assert!(
+        failed[0]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with(&format!("{other}.jsonl.zst"))),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(failed[0]["violations"][0]["invariant"], "ui_parity");
+    assert_eq!(failed[0]["violations"][0]["line"], 2);
+
+    // The same home with the bad file gone passes.
+    std::fs::remove_dir_all(work.path("home/sessions/2025/10/02")).expect("remove");
+    let run = work.validate(&[&work.path("home")]);
+    assert_eq!(run.code, 0, "\n{}", run.shown);
+    assert_eq!(run.report["files"], 1, "\n{}", run.shown);
+}
+
+#[test]
+fn missing_path_is_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .args(["validate", "/nonexistent/rollover-test-path"])
+        .output()
+        .expect("run rollover");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+}
+
+#[test]
+fn shared_codex_rollouts_pass() {
+    const FOLDER: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpora/codex-rollouts"
+    );
+    const FILE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpora/codex-rollouts/kvsankar-agent-history/session-01.jsonl"
+    );
+    let work = Workdir::new();
+    let run = work.validate(&[Path::new(FOLDER)]);
+    assert_eq!(run.code, 0, "\n{}", run.shown);
+    assert_eq!(run.report["failed"], 0, "\n{}", run.shown);
+    // The fixture is not named `rollout-*.jsonl`, so a folder walk skips it: name it directly
+    // too, so the real Codex file is actually checked.
+    let run = work.validate(&[Path::new(FILE)]);
+    assert_eq!(
+        run.violations(),
+        Vec::<(String, u64)>::new(),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 0, "\n{}", run.shown);
+}

@@ -20,6 +20,7 @@ use crate::audit::accounting::{account, transcript_bytes};
 use crate::audit::summary::{bump, DamageReport};
 use crate::audit::{Decision, Summary};
 use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
+use crate::input::batch::BatchIndex;
 use crate::input::{extract, parse_record, InputError};
 use crate::model::rollout::ResponseItem;
 use crate::output::{Home, OutputError, QuarantineEntry};
@@ -89,6 +90,8 @@ pub fn run(
     let started = Instant::now();
     let mut files = discover(&options.inputs)?;
     dedupe_keys(&mut files);
+    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
+    let batch_index = Arc::new(BatchIndex::scan(&files, &rules.input, repair));
     let files = Arc::new(files);
     let home = Home::new(&options.out);
     let mut quarantine = BufWriter::new(home.create_run_file("quarantine.jsonl")?);
@@ -109,16 +112,23 @@ pub fn run(
 
     let (sender, receiver) = sync_channel::<Vec<Work>>(2);
     let reader_files = Arc::clone(&files);
+    let reader_index = Arc::clone(&batch_index);
     let reader = std::thread::spawn(move || {
         let mut batch = Vec::with_capacity(BATCH_RECORDS);
         let mut batch_bytes = 0;
         for (index, file) in reader_files.iter().enumerate() {
             let mut ordinal = 0u64;
-            for event in records(file) {
+            // Results files were read ahead: only what is not a result line goes through here.
+            let events: Box<dyn Iterator<Item = (RecordEvent, Option<u64>)>> =
+                match reader_index.leftovers.get(&index) {
+                    Some(left) => Box::new(left.iter().map(|(e, o)| (clone_event(e), Some(*o)))),
+                    None => Box::new(records(file).map(|e| (e, None))),
+                };
+            for (event, given) in events {
                 match event {
                     RecordEvent::Record(record) => {
                         batch_bytes += record.bytes.len();
-                        batch.push(Work::Record(record, index, ordinal));
+                        batch.push(Work::Record(record, index, given.unwrap_or(ordinal)));
                         ordinal += 1;
                     }
                     RecordEvent::Blank => batch.push(Work::Blank),
@@ -148,6 +158,7 @@ pub fn run(
                         &files[*file],
                         *ordinal,
                         rules,
+                        &batch_index,
                         &home,
                         options.dry_run,
                     )),
@@ -227,6 +238,34 @@ pub fn run(
     let _ = reader.join();
     if let Some(err) = write_error {
         return Err(err.into());
+    }
+    // Batch results: joined to a request, or quarantined (no request claimed them).
+    for result in batch_index.results() {
+        summary.records += 1;
+        if result.used() {
+            summary.joined += 1;
+            continue;
+        }
+        summary.quarantined += 1;
+        bump(
+            &mut summary.quarantine_reasons,
+            "batch_result_without_request",
+            1,
+        );
+        let id = result.record.location.clone();
+        let reason =
+            format!("{id}: batch result line whose request (same custom_id) is not in the input");
+        let entry = QuarantineEntry::new(
+            &result.record.location,
+            "batch_result_without_request",
+            reason,
+            &result.record.bytes,
+        );
+        serde_json::to_writer(&mut quarantine, &entry)
+            .map_err(|e| io_error(&home, "quarantine.jsonl", e.into()))?;
+        quarantine
+            .write_all(b"\n")
+            .map_err(|e| io_error(&home, "quarantine.jsonl", e))?;
     }
     quarantine
         .flush()
@@ -312,6 +351,7 @@ fn process(
     file: &SourceFile,
     ordinal: u64,
     rules: &RuleSet,
+    batch: &BatchIndex,
     home: &Home,
     dry_run: bool,
 ) -> Result<Outcome, OutputError> {
@@ -328,10 +368,11 @@ fn process(
         return quarantine("truncated", InputError::Truncated.to_string());
     }
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let (value, repairs) = match parse_record(&record.bytes, repair) {
+    let (mut value, repairs) = match parse_record(&record.bytes, repair) {
         Ok(parsed) => parsed,
         Err(err) => return quarantine(input_class(&err), err.to_string()),
     };
+    batch.join(&mut value);
     let mut transcript = match extract(value, &rules.input) {
         Ok(t) => t,
         Err(err) => return quarantine(input_class(&err), err.to_string()),
@@ -442,6 +483,14 @@ fn process(
         account,
         ignored,
     })))
+}
+
+fn clone_event(event: &RecordEvent) -> RecordEvent {
+    match event {
+        RecordEvent::Record(r) => RecordEvent::Record(r.clone()),
+        RecordEvent::Blank => RecordEvent::Blank,
+        RecordEvent::Damage(d) => RecordEvent::Damage(d.clone()),
+    }
 }
 
 fn item_type(item: &ResponseItem) -> &'static str {

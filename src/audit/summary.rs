@@ -27,6 +27,8 @@ pub struct Summary {
     pub blank_lines: u64,
     pub converted: u64,
     pub quarantined: u64,
+    /// Batch result lines joined to their request (converted as part of it).
+    pub joined: u64,
     /// Quarantined records by reason class.
     pub quarantine_reasons: BTreeMap<String, u64>,
     pub damaged_files: Vec<DamageReport>,
@@ -59,9 +61,9 @@ impl Summary {
         }
     }
 
-    /// Records read = converted + quarantined: nothing is lost without a trace.
+    /// Records read = converted + quarantined + joined: nothing is lost without a trace.
     pub fn adds_up(&self) -> bool {
-        self.records == self.converted + self.quarantined
+        self.records == self.converted + self.quarantined + self.joined
     }
 }
 

@@ -154,8 +154,13 @@ fn print_summary(s: &Summary, args: &ConvertArgs) {
         "  files        {}  ({} bytes read, {} blank lines)",
         s.files, s.bytes_read, s.blank_lines
     );
+    let joined = if s.joined > 0 {
+        format!(" + batch results joined {}", s.joined)
+    } else {
+        String::new()
+    };
     println!(
-        "  records      {}  = converted {} + quarantined {}",
+        "  records      {}  = converted {} + quarantined {}{joined}",
         s.records, s.converted, s.quarantined
     );
     for (class, n) in &s.quarantine_reasons {

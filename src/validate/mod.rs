@@ -337,8 +337,24 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
             Some(TAG_RESPONSE_ITEM) => {
                 let kind = payload["type"].as_str().unwrap_or("");
                 if let Some(open) = reasoning_open.take() {
-                    if !(kind == "message" || CALL_TYPES.contains(&kind)) {
-                        add(Invariant::ReasoningPlacement, open, format!("reasoning item followed by `{kind}`, not by the message or call it explains"));
+                    // Reasoning is the model's: it explains an assistant message or a call. A
+                    // user or developer message right after it means the item it explained
+                    // was lost (any message used to pass here).
+                    let explained = if kind == "message" {
+                        payload["role"].as_str() == Some(ROLE_ASSISTANT)
+                    } else {
+                        CALL_TYPES.contains(&kind)
+                    };
+                    if !explained {
+                        let what = if kind == "message" {
+                            format!(
+                                "a {} message",
+                                payload["role"].as_str().unwrap_or("(no role)")
+                            )
+                        } else {
+                            format!("`{kind}`")
+                        };
+                        add(Invariant::ReasoningPlacement, open, format!("reasoning item followed by {what}, not by the assistant message or call it explains"));
                     }
                 }
                 match kind {

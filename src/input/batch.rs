@@ -1,0 +1,136 @@
+//! Batch API result files: join each result line to its request by `custom_id`.
+//!
+//! OpenAI Batch archives keep requests (`{"custom_id","body":{"messages"}}`) and results
+//! (`{"custom_id","response":{"body":{"choices":[{"message"}]}},"error"}`) in separate files. A
+//! file whose first record is a result line is read ahead of the conversion; its results are
+//! held by `custom_id` (the `response` object only), and a request with that id gets its
+//! `response` before it is converted, so the reply is appended like a same-line result. A result
+//! no request claims is quarantined at the end of the run. Memory grows with the results held,
+//! not with the requests.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+
+use super::parse::parse_record;
+use crate::rules::InputRules;
+use crate::source::{records, RawRecord, RecordEvent, SourceFile};
+
+/// One result line held for its request.
+#[derive(Debug)]
+pub struct BatchResult {
+    pub record: RawRecord,
+    pub file: usize,
+    pub ordinal: u64,
+    response: Value,
+    used: AtomicBool,
+}
+
+impl BatchResult {
+    pub fn used(&self) -> bool {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+/// The results read ahead, and what else the results files held.
+#[derive(Debug, Default)]
+pub struct BatchIndex {
+    results: HashMap<String, BatchResult>,
+    /// Events of results files that are not result lines (blank lines, bad lines, requests),
+    /// with their record ordinal, to go through the normal pipeline.
+    pub leftovers: HashMap<usize, Vec<(RecordEvent, u64)>>,
+}
+
+/// `Some(custom_id)` when `value` is a result line without messages of its own.
+fn result_id(value: &Value, rules: &InputRules) -> Option<String> {
+    let id = value.get("custom_id")?.as_str()?;
+    let has_result = value.get("response").is_some_and(Value::is_object)
+        || value.get("error").is_some_and(|e| !e.is_null());
+    let has_messages = rules.messages_at.iter().any(|p| p.get(value).is_some());
+    (has_result && !has_messages).then(|| id.to_string())
+}
+
+impl BatchIndex {
+    /// Reads ahead every file whose first record is a batch result line.
+    pub fn scan(files: &[SourceFile], rules: &InputRules, repair: bool) -> BatchIndex {
+        let mut index = BatchIndex::default();
+        for (file_index, file) in files.iter().enumerate() {
+            let mut events = records(file);
+            let mut head = Vec::new();
+            let first = loop {
+                match events.next() {
+                    Some(RecordEvent::Record(record)) => break Some(record),
+                    Some(other) => head.push(other),
+                    None => break None,
+                }
+            };
+            let Some(first) = first else { continue };
+            let is_results = parse_record(&first.bytes, repair)
+                .ok()
+                .is_some_and(|(v, _)| result_id(&v, rules).is_some());
+            if !is_results {
+                continue;
+            }
+            let mut leftovers: Vec<(RecordEvent, u64)> = head.into_iter().map(|e| (e, 0)).collect();
+            let mut ordinal = 0u64;
+            for event in std::iter::once(RecordEvent::Record(first)).chain(events) {
+                let RecordEvent::Record(record) = event else {
+                    leftovers.push((event, ordinal));
+                    continue;
+                };
+                let parsed = parse_record(&record.bytes, repair).ok();
+                let id = parsed.as_ref().and_then(|(v, _)| result_id(v, rules));
+                match (id, parsed) {
+                    (Some(id), Some((mut value, _))) if !index.results.contains_key(&id) => {
+                        let response = value
+                            .get_mut("response")
+                            .map(std::mem::take)
+                            .unwrap_or(Value::Null);
+                        index.results.insert(
+                            id,
+                            BatchResult {
+                                record,
+                                file: file_index,
+                                ordinal,
+                                response,
+                                used: AtomicBool::new(false),
+                            },
+                        );
+                    }
+                    _ => leftovers.push((RecordEvent::Record(record), ordinal)),
+                }
+                ordinal += 1;
+            }
+            index.leftovers.insert(file_index, leftovers);
+        }
+        index
+    }
+
+    /// Gives a request line its result's `response`, if one was read and it has none.
+    pub fn join(&self, value: &mut Value) {
+        let Some(id) = value.get("custom_id").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(result) = self.results.get(id) else {
+            return;
+        };
+        result.used.store(true, Ordering::Relaxed);
+        if let Value::Object(map) = value {
+            if !map.get("response").is_some_and(Value::is_object) && result.response.is_object() {
+                map.insert("response".to_string(), result.response.clone());
+            }
+        }
+    }
+
+    pub fn is_results_file(&self, file: usize) -> bool {
+        self.leftovers.contains_key(&file)
+    }
+
+    /// Every result held, in input order.
+    pub fn results(&self) -> Vec<&BatchResult> {
+        let mut all: Vec<&BatchResult> = self.results.values().collect();
+        all.sort_by_key(|r| (r.file, r.ordinal));
+        all
+    }
+}

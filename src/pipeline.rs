@@ -63,15 +63,20 @@ enum Outcome {
     Quarantined(QuarantineEntry),
 }
 
+/// A converted record; the serialised fields are its line in `conversations.jsonl`.
+#[derive(serde::Serialize)]
 struct Converted {
     source: String,
     line: u64,
     id: String,
     path: String,
-    decisions: Vec<Decision>,
-    items: Vec<(String, Option<String>)>,
-    events: (u64, u64),
     account: crate::audit::accounting::Account,
+    decisions: Vec<Decision>,
+    #[serde(skip)]
+    items: Vec<(String, Option<String>)>,
+    #[serde(skip)]
+    events: (u64, u64),
+    #[serde(skip)]
     ignored: Vec<String>,
 }
 
@@ -211,15 +216,7 @@ pub fn run(
                         Some(Ok(Outcome::Converted(done))) => {
                             summary.converted += 1;
                             record_converted(&mut summary, &done);
-                            let line = serde_json::json!({
-                                "source": done.source,
-                                "line": done.line,
-                                "id": done.id,
-                                "path": done.path,
-                                "account": done.account,
-                                "decisions": done.decisions,
-                            });
-                            serde_json::to_writer(&mut conversations, &line)
+                            serde_json::to_writer(&mut conversations, &*done)
                                 .map_err(|e| io_error(&home, "conversations.jsonl", e.into()))?;
                             conversations
                                 .write_all(b"\n")
@@ -316,11 +313,7 @@ fn record_converted(summary: &mut Summary, done: &Converted) {
     bump(&mut summary.events, "agent_message", done.events.1);
     for decision in &done.decisions {
         bump(&mut summary.rules_fired, &decision.rule, 1);
-        let action = serde_json::to_value(&decision.action)
-            .ok()
-            .and_then(|v| v["action"].as_str().map(str::to_string))
-            .unwrap_or_default();
-        bump(&mut summary.actions, &action, 1);
+        bump(&mut summary.actions, decision.action.name(), 1);
     }
     for field in &done.ignored {
         bump(&mut summary.ignored_fields, field, 1);

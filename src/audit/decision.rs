@@ -120,3 +120,42 @@ pub enum Action {
     /// Message dropped by a classification rule.
     Dropped,
 }
+
+impl Action {
+    /// The action's name, as serialised in `action`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Classified { .. } => "classified",
+            Action::RoleAliased { .. } => "role_aliased",
+            Action::UnknownRole { .. } => "unknown_role",
+            Action::OutputSynthesized { .. } => "output_synthesized",
+            Action::OrphanOutputDropped { .. } => "orphan_output_dropped",
+            Action::OrphanOutputAsText { .. } => "orphan_output_as_text",
+            Action::CallIdRenamed { .. } => "call_id_renamed",
+            Action::CallIdSynthesized { .. } => "call_id_synthesized",
+            Action::OutputShared { .. } => "output_shared",
+            Action::ArgumentsSerialized => "arguments_serialized",
+            Action::ArgumentsDefaulted => "arguments_defaulted",
+            Action::RefusalAsText => "refusal_as_text",
+            Action::RefusalDropped => "refusal_dropped",
+            Action::ReasoningItem => "reasoning_item",
+            Action::ReasoningDropped => "reasoning_dropped",
+            Action::UnpairedReasoningDropped => "unpaired_reasoning_dropped",
+            Action::PartPlaceholder { .. } => "part_placeholder",
+            Action::PartDropped { .. } => "part_dropped",
+            Action::ImageDetailOmitted => "image_detail_omitted",
+            Action::PartKeptUnsupported { .. } => "part_kept_unsupported",
+            Action::PartsJoined { .. } => "parts_joined",
+            Action::Wrapped { .. } => "wrapped",
+            Action::LookalikeEscaped { .. } => "lookalike_escaped",
+            Action::LookalikeAsContext { .. } => "lookalike_as_context",
+            Action::EmptyMessageDropped => "empty_message_dropped",
+            Action::EmptyMessageKept => "empty_message_kept",
+            Action::InvalidPhaseDropped { .. } => "invalid_phase_dropped",
+            Action::DuplicateBaseInstructionsDropped => "duplicate_base_instructions_dropped",
+            Action::BaseInstructionsAlreadySet => "base_instructions_already_set",
+            Action::UnicodeRepaired { .. } => "unicode_repaired",
+            Action::Dropped => "dropped",
+        }
+    }
+}

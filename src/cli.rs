@@ -43,6 +43,9 @@ pub struct ConvertArgs {
     /// Run every stage and write the report, but no rollout.
     #[arg(long)]
     pub dry_run: bool,
+    /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
+    #[arg(long, hide = true)]
+    pub baseline: bool,
 }
 
 #[derive(Debug, Args)]

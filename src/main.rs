@@ -3,6 +3,11 @@
 
 use clap::Parser;
 
+/// The pipeline allocates many short-lived strings across threads; mimalloc spends far less
+/// time in malloc/free than the system allocator there (see samples/bench.sh).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use rollover::cli::{Cli, Command, RulesCommand};
 use rollover::commands;
 

@@ -48,6 +48,9 @@ pub struct Options {
     pub out: PathBuf,
     pub dry_run: bool,
     pub jobs: Option<usize>,
+    /// Benchmark baseline: decompress, split, parse, serialise and write each record as is,
+    /// through the same reader, batches and writer; no conversion. `samples/bench.sh` compares.
+    pub baseline: bool,
 }
 
 /// Progress callbacks; the command decides how to show them.
@@ -158,6 +161,9 @@ pub fn run(
             batch
                 .par_iter()
                 .map(|work| match work {
+                    Work::Record(record, _, ordinal) if options.baseline => {
+                        Some(round_trip(record, *ordinal, &home, options.dry_run))
+                    }
                     Work::Record(record, file, ordinal) => Some(process(
                         record,
                         &files[*file],
@@ -475,6 +481,46 @@ fn process(
         events,
         account,
         ignored,
+    })))
+}
+
+/// The benchmark baseline for one record: parse, serialise, write. What `convert` must stay
+/// close to in throughput.
+fn round_trip(
+    record: &RawRecord,
+    ordinal: u64,
+    home: &Home,
+    dry_run: bool,
+) -> Result<Outcome, OutputError> {
+    let location = &record.location;
+    let value = match parse_record(&record.bytes, true) {
+        Ok((value, _)) => value,
+        Err(err) => {
+            return Ok(Outcome::Quarantined(QuarantineEntry::new(
+                location,
+                input_class(&err),
+                err.to_string(),
+                &record.bytes,
+            )))
+        }
+    };
+    let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
+    bytes.push(b'\n');
+    let relative =
+        PathBuf::from("baseline").join(format!("{ordinal:09}-{}.jsonl", location.byte_offset));
+    if !dry_run {
+        home.write_atomic(&relative, &bytes)?;
+    }
+    Ok(Outcome::Converted(Box::new(Converted {
+        source: location.path.to_string(),
+        line: location.line,
+        id: String::new(),
+        path: relative.display().to_string(),
+        account: crate::audit::accounting::Account::default(),
+        decisions: Vec::new(),
+        items: Vec::new(),
+        events: (0, 0),
+        ignored: Vec::new(),
     })))
 }
 

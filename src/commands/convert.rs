@@ -34,6 +34,7 @@ pub fn run(args: &ConvertArgs) -> Result<i32> {
         out: args.out.clone(),
         dry_run: args.dry_run,
         jobs: args.jobs,
+        baseline: args.baseline,
     };
     let progress = Reporter::new();
     let summary = pipeline::run(&options, &rules, &progress)

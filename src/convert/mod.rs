@@ -12,6 +12,7 @@
 
 pub mod build;
 pub mod ids;
+pub mod image;
 pub mod parts;
 pub mod phase;
 pub mod render;

@@ -41,6 +41,9 @@ pub fn convert_part(
             detail,
         } => {
             let remote = url.as_deref().is_some_and(|u| !u.starts_with("data:"));
+            let undecodable = url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("data:") && !super::image::data_url_decodes(u));
             let low = detail.as_deref() == Some("low");
             let item = ContentItem::InputImage {
                 image_url: url.clone(),
@@ -54,6 +57,14 @@ pub fn convert_part(
                     "unknown_part",
                     policies.unknown_part_template.as_str(),
                     None,
+                )
+            } else if undecodable {
+                (
+                    "undecodable_image",
+                    policies.undecodable_image,
+                    "undecodable_image",
+                    policies.undecodable_image_template.as_str(),
+                    Some(item),
                 )
             } else if remote {
                 (

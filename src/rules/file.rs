@@ -76,6 +76,8 @@ pub struct PolicySection {
     pub reasoning: Option<Reasoning>,
     pub remote_image: Option<PartAction>,
     pub remote_image_template: Option<String>,
+    pub undecodable_image: Option<PartAction>,
+    pub undecodable_image_template: Option<String>,
     pub low_detail_image: Option<PartAction>,
     pub low_detail_image_template: Option<String>,
     pub file_part: Option<PartAction>,

@@ -161,6 +161,8 @@ pub struct Policies {
     pub reasoning: Reasoning,
     pub remote_image: PartAction,
     pub remote_image_template: String,
+    pub undecodable_image: PartAction,
+    pub undecodable_image_template: String,
     pub low_detail_image: PartAction,
     pub low_detail_image_template: String,
     pub file_part: PartAction,
@@ -500,6 +502,13 @@ pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
             .remote_image
             .ok_or_else(|| missing("policy.remote_image"))?,
         remote_image_template: text(p.remote_image_template, "remote_image_template")?,
+        undecodable_image: p
+            .undecodable_image
+            .ok_or_else(|| missing("policy.undecodable_image"))?,
+        undecodable_image_template: text(
+            p.undecodable_image_template,
+            "undecodable_image_template",
+        )?,
         low_detail_image: p
             .low_detail_image
             .ok_or_else(|| missing("policy.low_detail_image"))?,
@@ -648,6 +657,11 @@ fn merge_policy(t: &mut file::PolicySection, s: &file::PolicySection) {
     override_opt(&mut t.reasoning, &s.reasoning);
     override_opt(&mut t.remote_image, &s.remote_image);
     override_opt(&mut t.remote_image_template, &s.remote_image_template);
+    override_opt(&mut t.undecodable_image, &s.undecodable_image);
+    override_opt(
+        &mut t.undecodable_image_template,
+        &s.undecodable_image_template,
+    );
     override_opt(&mut t.low_detail_image, &s.low_detail_image);
     override_opt(
         &mut t.low_detail_image_template,

@@ -1,0 +1,561 @@
+//! Conformance with the real Codex CLI: what `rollover convert` writes is exactly what Codex
+//! restores and sends to the model.
+//!
+//! `samples/` and every set of `../shared/corpora` are converted into one fresh Codex home.
+//! `codex migrate-rollouts --json` (dry run) must find every rollout eligible. Then a
+//! deterministic sample of rollouts (a greedy cover of every (input set, decision rule) and
+//! (input set, item kind) pair, filled up by a fixed stride) is resumed, each in its own
+//! CODEX_HOME, with `codex exec resume <id> <prompt>` against a fake Responses server on
+//! 127.0.0.1; the request must hold the base instructions, then exactly our response items in
+//! our order, then Codex's fresh context and the prompt.
+//!
+//! The Codex binary: `ROLLOVER_CODEX_BIN`, else `@openai/codex@${ROLLOVER_CODEX_VERSION:-0.169.0}`
+//! installed by npm into `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex/<version>}`. No
+//! binary is a failure, never a skip. `ROLLOVER_CONFORMANCE_KEEP=1` keeps the work folders
+//! (each resume's home with its `request-1.json`).
+//!
+//! The last two tests break a rollout on purpose and prove the check reports it.
+
+mod conformance_support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use conformance_support::{
+    check_resume, codex, edit_rollout, read_rollout_lines, run_with_timeout, write_codex_config,
+    FakeServer,
+};
+
+/// At least this many rollouts are resumed.
+const MIN_SAMPLE: usize = 30;
+/// Resumes run this many at a time (`ROLLOVER_CONFORMANCE_JOBS` overrides).
+const PARALLEL: usize = 3;
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn corpora_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora"))
+}
+
+/// A work folder, kept when `ROLLOVER_CONFORMANCE_KEEP` is set.
+struct Work {
+    _dir: Option<tempfile::TempDir>,
+    path: PathBuf,
+}
+
+impl Work {
+    fn new(name: &str) -> Work {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("rollover-conformance-{name}-"))
+            .tempdir()
+            .expect("create a temporary folder");
+        let path = dir.path().to_path_buf();
+        let keep = std::env::var_os("ROLLOVER_CONFORMANCE_KEEP").is_some_and(|v| !v.is_empty());
+        let dir = if keep {
+            eprintln!("[conformance] keeping {}", dir.keep().display());
+            None
+        } else {
+            Some(dir)
+        };
+        Work { _dir: dir, path }
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// One input given to `rollover convert`, and how its conversations are grouped into sets.
+struct Input {
+    path: PathBuf,
+    /// `samples/` is grouped per file (`samples/<file>`), a corpora set as a whole (`corpora/<set>`).
+    per_file: bool,
+    label: String,
+}
+
+fn inputs() -> Vec<Input> {
+    let samples = manifest_dir().join("samples");
+    assert!(samples.is_dir(), "{} is missing", samples.display());
+    let corpora = corpora_dir();
+    let entries = std::fs::read_dir(&corpora).unwrap_or_else(|e| {
+        panic!(
+            "the shared corpora are missing at {} ({e}): the conformance test converts them",
+            corpora.display()
+        )
+    });
+    let mut sets: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    sets.sort();
+    assert!(!sets.is_empty(), "no set in {}", corpora.display());
+    let mut inputs = vec![Input {
+        path: samples,
+        per_file: true,
+        label: "samples".into(),
+    }];
+    for set in sets {
+        let name = set.file_name().unwrap().to_string_lossy().into_owned();
+        inputs.push(Input {
+            path: set,
+            per_file: false,
+            label: format!("corpora/{name}"),
+        });
+    }
+    inputs
+}
+
+/// The input set a `conversations.jsonl` source belongs to.
+fn source_set(source: &str, inputs: &[Input]) -> String {
+    for input in inputs {
+        let prefix = format!("{}/", input.path.display());
+        if let Some(rest) = source.strip_prefix(&prefix) {
+            return if input.per_file {
+                format!("{}/{}", input.label, rest)
+            } else {
+                input.label.clone()
+            };
+        }
+    }
+    panic!("source {source:?} is under none of the inputs");
+}
+
+/// `rollover convert INPUTS... --out OUT`; panics on failure. Exit 1 (some records
+/// quarantined, e.g. the Codex rollouts of the corpora, which are already in the target format)
+/// is fine: the quarantine is not what this test checks.
+fn convert(inputs: &[&Path], out: &Path) {
+    let output = Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .arg("convert")
+        .args(inputs)
+        .arg("--out")
+        .arg(out)
+        .current_dir(manifest_dir())
+        .output()
+        .expect("run rollover");
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)) && out.join("rollover/summary.json").is_file(),
+        "rollover convert failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// One line of `rollover/conversations.jsonl`.
+struct Conversation {
+    source: String,
+    line: u64,
+    id: String,
+    /// Relative to the home: `sessions/YYYY/MM/DD/rollout-...jsonl`.
+    path: PathBuf,
+    set: String,
+    /// What this conversation exercises: `rule:<rule>/<action>` and item kinds.
+    keys: BTreeSet<String>,
+}
+
+fn read_conversations(home: &Path, inputs: &[Input]) -> Vec<Conversation> {
+    let file = home.join("rollover/conversations.jsonl");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("conversations.jsonl line is JSON");
+            let source = v["source"].as_str().expect("source").to_string();
+            let path = PathBuf::from(v["path"].as_str().expect("path"));
+            let mut keys = BTreeSet::new();
+            for d in v["decisions"].as_array().expect("decisions") {
+                keys.insert(format!(
+                    "rule:{}/{}",
+                    d["rule"].as_str().expect("rule"),
+                    d["action"].as_str().expect("action")
+                ));
+            }
+            keys.extend(item_keys(&home.join(&path)));
+            Conversation {
+                set: source_set(&source, inputs),
+                source,
+                line: v["line"].as_u64().expect("line"),
+                id: v["id"].as_str().expect("id").to_string(),
+                path,
+                keys,
+            }
+        })
+        .collect()
+}
+
+/// The item kinds of a rollout, as coverage keys.
+fn item_keys(rollout: &Path) -> BTreeSet<String> {
+    let lines = read_rollout_lines(rollout).unwrap_or_else(|e| panic!("{e}"));
+    let mut keys = BTreeSet::new();
+    let meta = &lines[0]["payload"];
+    keys.insert(if meta["base_instructions"].is_object() {
+        "meta:base_instructions".to_string()
+    } else {
+        "meta:no_base_instructions".to_string()
+    });
+    for line in &lines[1..] {
+        let tag = line["type"].as_str().unwrap_or("?");
+        if tag == "event_msg" {
+            continue;
+        }
+        if tag != "response_item" {
+            keys.insert(format!("tag:{tag}"));
+            continue;
+        }
+        let item = &line["payload"];
+        let kind = item["type"].as_str().unwrap_or("?");
+        match kind {
+            "message" => {
+                let role = item["role"].as_str().unwrap_or("?");
+                keys.insert(format!("item:message:{role}"));
+                if let Some(phase) = item["phase"].as_str() {
+                    keys.insert(format!("phase:{role}:{phase}"));
+                }
+                for part in item["content"].as_array().into_iter().flatten() {
+                    let t = part["type"].as_str().unwrap_or("?");
+                    keys.insert(format!("part:{role}:{t}"));
+                    if let Some(detail) = part["detail"].as_str() {
+                        keys.insert(format!("part:{t}:detail:{detail}"));
+                    }
+                }
+                if item["content"].as_array().is_some_and(|c| c.len() > 1) {
+                    keys.insert(format!("item:message:{role}:multipart"));
+                }
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                let shape = match &item["output"] {
+                    Value::String(s) if s.is_empty() => "empty",
+                    Value::String(_) => "string",
+                    Value::Array(_) => "array",
+                    _ => "other",
+                };
+                keys.insert(format!("item:{kind}:{shape}"));
+            }
+            _ => {
+                keys.insert(format!("item:{kind}"));
+            }
+        }
+    }
+    keys
+}
+
+/// Greedy cover of every (set, key) pair (and every set), earliest conversation on ties, then
+/// every `stride`-th conversation until there are `MIN_SAMPLE`. Returns (index, why) pairs.
+fn choose_sample(conversations: &[Conversation]) -> Vec<(usize, String)> {
+    let pairs = |c: &Conversation| -> Vec<(String, String)> {
+        std::iter::once("set".to_string())
+            .chain(c.keys.iter().cloned())
+            .map(|k| (c.set.clone(), k))
+            .collect()
+    };
+    let mut uncovered: BTreeSet<(String, String)> = conversations.iter().flat_map(pairs).collect();
+    let mut chosen: Vec<(usize, String)> = Vec::new();
+    while !uncovered.is_empty() {
+        let (best, gain) = conversations
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i, pairs(c).iter().filter(|p| uncovered.contains(p)).count()))
+            .fold((0, 0), |acc, x| if x.1 > acc.1 { x } else { acc });
+        assert!(gain > 0, "greedy cover made no progress");
+        let new: Vec<String> = pairs(&conversations[best])
+            .into_iter()
+            .filter(|p| uncovered.remove(p))
+            .map(|(_, k)| k)
+            .filter(|k| k != "set")
+            .collect();
+        chosen.push((best, format!("cover {}", new.join(" "))));
+    }
+    let stride = (conversations.len() / MIN_SAMPLE).max(1);
+    let fill = (0..stride).flat_map(|offset| (offset..conversations.len()).step_by(stride));
+    for i in fill {
+        if chosen.len() >= MIN_SAMPLE {
+            break;
+        }
+        if !chosen.iter().any(|(c, _)| *c == i) {
+            chosen.push((i, format!("stride {stride}")));
+        }
+    }
+    chosen
+}
+
+/// `codex migrate-rollouts --json` (dry run) on the home: every outcome `eligible`, one per
+/// converted conversation.
+fn check_migrate(bin: &Path, home: &Path, expected: usize) {
+    let server = FakeServer::start();
+    write_codex_config(home, server.port());
+    let mut cmd = conformance_support::codex_command(bin, home);
+    cmd.args(["migrate-rollouts", "--json"]);
+    let out = run_with_timeout(cmd, Duration::from_secs(300)).expect("spawn codex");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "codex migrate-rollouts --json failed ({}):\n{stderr}",
+        out.status
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "codex migrate-rollouts --json printed no JSON ({e}):\n{}\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let outcomes = report["outcomes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `outcomes` in the migration report: {report}"));
+    let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+    let mut bad = Vec::new();
+    for o in outcomes {
+        let status = o["status"].as_str().unwrap_or("?").to_string();
+        if status != "eligible" && bad.len() < 20 {
+            bad.push(o.to_string());
+        }
+        *statuses.entry(status).or_default() += 1;
+    }
+    println!("[conformance] migrate-rollouts --json: {statuses:?}");
+    assert!(
+        bad.is_empty(),
+        "codex migrate-rollouts found rollouts not eligible ({statuses:?}); first ones:\n{}",
+        bad.join("\n")
+    );
+    assert_eq!(
+        outcomes.len(),
+        expected,
+        "codex migrate-rollouts reported {} rollouts, rollover wrote {expected}",
+        outcomes.len()
+    );
+    assert!(server.requests().is_empty() && server.problems().is_empty());
+}
+
+#[test]
+fn converted_rollouts_resume_exactly_in_codex() {
+    let total = Instant::now();
+    let codex = codex();
+    println!("[conformance] Codex: {} ({})", codex.version, codex.origin);
+    let work = Work::new("main");
+    let home = work.path().join("home");
+    let inputs = inputs();
+
+    let t = Instant::now();
+    let paths: Vec<&Path> = inputs.iter().map(|i| i.path.as_path()).collect();
+    convert(&paths, &home);
+    let conversations = read_conversations(&home, &inputs);
+    println!(
+        "[conformance] convert: {} conversations in {:.1?}",
+        conversations.len(),
+        t.elapsed()
+    );
+    let mut per_set: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in &conversations {
+        *per_set.entry(c.set.as_str()).or_default() += 1;
+    }
+    for input in &inputs {
+        if !input.per_file && !per_set.contains_key(input.label.as_str()) {
+            println!(
+                "[conformance] note: {} converted no conversation (see rollover/quarantine.jsonl)",
+                input.label
+            );
+        }
+    }
+    assert!(!conversations.is_empty(), "rollover converted nothing");
+
+    let t = Instant::now();
+    check_migrate(&codex.bin, &home, conversations.len());
+    println!("[conformance] migrate-rollouts: {:.1?}", t.elapsed());
+
+    let sample = choose_sample(&conversations);
+    let all_keys: BTreeSet<(&str, &str)> = conversations
+        .iter()
+        .flat_map(|c| c.keys.iter().map(|k| (c.set.as_str(), k.as_str())))
+        .collect();
+    let rules: BTreeSet<&str> = all_keys
+        .iter()
+        .map(|(_, k)| *k)
+        .filter(|k| k.starts_with("rule:"))
+        .collect();
+    println!(
+        "[conformance] sample: {} of {} rollouts, covering {} sets, {} (set, kind) pairs, rules {:?}",
+        sample.len(),
+        conversations.len(),
+        per_set.len(),
+        all_keys.len(),
+        rules
+    );
+
+    let jobs = std::env::var("ROLLOVER_CONFORMANCE_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(PARALLEL);
+    let t = Instant::now();
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Result<conformance_support::ResumeCheck, String>)>> =
+        Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                let Some((index, _)) = sample.get(n) else {
+                    break;
+                };
+                let c = &conversations[*index];
+                let resume_home = work.path().join(format!("resume-{n:03}"));
+                let result = check_resume(&codex.bin, &resume_home, &home.join(&c.path), &c.path);
+                results.lock().unwrap().push((n, result));
+            });
+        }
+    });
+    let resumes = t.elapsed();
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(n, _)| *n);
+
+    let mut failures = Vec::new();
+    for (n, result) in &results {
+        let (index, why) = &sample[*n];
+        let c = &conversations[*index];
+        match result {
+            Ok(check) => println!(
+                "  ok   {:>6.2?} {:>4} items  {} line {}  {}  [{}]",
+                check.elapsed, check.items, c.source, c.line, c.id, why
+            ),
+            Err(e) => {
+                println!("  FAIL {} line {}  {}  [{}]", c.source, c.line, c.id, why);
+                failures.push(format!(
+                    "{} line {} (set {}), id {}, rollout {}:\n  {}",
+                    c.source,
+                    c.line,
+                    c.set,
+                    c.id,
+                    c.path.display(),
+                    e.replace('\n', "\n  ")
+                ));
+            }
+        }
+    }
+    println!(
+        "[conformance] {} resumes ({} at a time) in {:.1?}; whole test {:.1?}",
+        results.len(),
+        jobs,
+        resumes,
+        total.elapsed()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} sampled rollouts are not restored exactly by {}:\n\n{}",
+        failures.len(),
+        results.len(),
+        codex.version,
+        failures.join("\n\n")
+    );
+}
+
+/// Converts `samples/` into `work/home` and returns its conversations.
+fn convert_samples(work: &Work) -> (PathBuf, Vec<Conversation>) {
+    let home = work.path().join("home");
+    let samples = manifest_dir().join("samples");
+    convert(&[samples.as_path()], &home);
+    let inputs = [Input {
+        path: samples,
+        per_file: true,
+        label: "samples".into(),
+    }];
+    let conversations = read_conversations(&home, &inputs);
+    (home, conversations)
+}
+
+/// A converted rollout, the same rollout resumed unchanged (must pass), and a broken copy at
+/// the same relative path in another folder.
+fn broken_copy(
+    work: &Work,
+    pick: impl Fn(&[Value]) -> bool,
+    breakage: impl FnOnce(&mut Vec<Value>),
+) -> (
+    PathBuf,
+    PathBuf,
+    Result<conformance_support::ResumeCheck, String>,
+) {
+    let codex = codex();
+    let (home, conversations) = convert_samples(work);
+    let c = conversations
+        .iter()
+        .find(|c| pick(&read_rollout_lines(&home.join(&c.path)).unwrap()))
+        .expect("a sample rollout to break");
+    let original = home.join(&c.path);
+    check_resume(&codex.bin, &work.path().join("control"), &original, &c.path)
+        .unwrap_or_else(|e| panic!("the unbroken rollout {} must pass: {e}", original.display()));
+    let broken = work.path().join("broken").join(&c.path);
+    std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
+    std::fs::copy(&original, &broken).unwrap();
+    edit_rollout(&broken, breakage);
+    let result = check_resume(
+        &codex.bin,
+        &work.path().join("broken-home"),
+        &broken,
+        &c.path,
+    );
+    (original, broken, result)
+}
+
+/// A `function_call_output` written in the object form `{"content":..,"success":true}` does not
+/// parse in Codex: it drops the line and sends an invented `"aborted"` output. The history
+/// comparison must report it.
+#[test]
+fn check_catches_object_tool_output() {
+    let work = Work::new("object-output");
+    let is_string_output = |l: &Value| {
+        l["payload"]["type"] == "function_call_output" && l["payload"]["output"].is_string()
+    };
+    let (_, broken, result) = broken_copy(
+        &work,
+        |lines| lines.iter().any(is_string_output),
+        |lines| {
+            let line = lines.iter_mut().find(|l| is_string_output(l)).unwrap();
+            let text = line["payload"]["output"].take();
+            line["payload"]["output"] = serde_json::json!({"content": text, "success": true});
+        },
+    );
+    let err = match result {
+        Ok(_) => panic!(
+            "the check accepted {} although its tool output is an object",
+            broken.display()
+        ),
+        Err(e) => e,
+    };
+    println!("reported as expected:\n{err}");
+    assert!(err.contains("history mismatch"), "{err}");
+    assert!(err.contains(r#""output":"aborted""#), "{err}");
+    assert!(err.contains(r#""success":true"#), "{err}");
+}
+
+/// Without `session_meta.payload.cwd` Codex refuses to resume: the check must report the exit.
+#[test]
+fn check_catches_missing_cwd() {
+    let work = Work::new("missing-cwd");
+    let (_, broken, result) = broken_copy(
+        &work,
+        |_| true,
+        |lines| {
+            let removed = lines[0]["payload"]
+                .as_object_mut()
+                .expect("session_meta payload")
+                .remove("cwd");
+            assert!(removed.is_some(), "the rollout had a cwd");
+        },
+    );
+    let err = match result {
+        Ok(_) => panic!(
+            "the check accepted {} although its session_meta has no cwd",
+            broken.display()
+        ),
+        Err(e) => e,
+    };
+    println!("reported as expected:\n{err}");
+    assert!(err.contains("exited with"), "{err}");
+}

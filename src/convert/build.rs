@@ -142,6 +142,18 @@ impl<'r> Builder<'r> {
         leading: bool,
         first_in_block: bool,
     ) -> Result<(), ConvertError> {
+        if let Some(from) = &m.aliased_from {
+            self.decide(
+                Some(m.index),
+                "input.role_aliases",
+                Action::RoleAliased {
+                    from: from.clone(),
+                    to: m.role.clone(),
+                },
+                0,
+                0,
+            );
+        }
         match m.role.as_str() {
             "system" | "developer" | "user" => {
                 let text = joined_text(&m.content);

@@ -204,7 +204,12 @@ fn read_message(
         other => return Err(format!("is a {}, not a message object", kind(&other))),
     };
     let role = take_string(&mut map, "role")?.ok_or_else(|| "has no `role`".to_string())?;
-    let role = aliases.get(&role).cloned().unwrap_or(role);
+    // Keep the role as written when an alias renames it, so that the renaming is audited
+    // (a silent rename would be a decision without a trace).
+    let (role, aliased_from) = match aliases.get(&role) {
+        Some(alias) => (alias.clone(), Some(role)),
+        None => (role, None),
+    };
     let content = match map.get_mut("content") {
         None => Content::Missing,
         Some(Value::Null) => Content::Null,
@@ -276,6 +281,7 @@ fn read_message(
     Ok(Message {
         index,
         role,
+        aliased_from,
         name,
         content,
         tool_calls,

@@ -35,6 +35,9 @@ pub struct Message {
     /// Position in the input message list (0-based), after flattening turns.
     pub index: usize,
     pub role: String,
+    /// The role as the input wrote it, when a rule-file role alias renamed it (`human` for
+    /// `user`): the converter records the renaming as a decision.
+    pub aliased_from: Option<String>,
     pub name: Option<String>,
     pub content: Content,
     /// `assistant.tool_calls[]` (also `type:"custom"` calls).

@@ -1,9 +1,11 @@
 //! Split a decompressed stream into records, each with its location.
 //!
-//! A file is JSON Lines when its first non-blank line is a complete JSON value; otherwise it is
-//! read whole as one JSON document (an object is one record, an array of objects one record per
-//! element, an array of chat messages one record). A document that does not parse as a whole
-//! falls back to JSON Lines, so every bad line is reported on its own. A UTF-8 byte-order mark,
+//! A file is JSON Lines when its first non-blank line is a complete JSON value, or cannot open
+//! a multi-line one (does not start with `{` or `[`); otherwise it is read whole as one JSON
+//! document (an object is one record, an array of objects one record per element, an array of
+//! chat messages one record). A document that does not parse as a whole falls back to JSON
+//! Lines, so every bad line is reported on its own; so does a damaged one whose other lines are
+//! complete JSON objects (JSON Lines with a bad first line). A UTF-8 byte-order mark,
 //! CRLF endings and blank lines are accepted. A read error (truncated or corrupt compression)
 //! ends the file with a [`Damage`]; the records before it are still yielded, and a line cut by
 //! the damage is yielded as `truncated`.
@@ -240,10 +242,18 @@ impl RecordReader {
                         head.push((bytes, line, offset));
                         continue;
                     }
-                    let complete =
-                        serde_json::from_slice::<serde::de::IgnoredAny>(stripped).is_ok();
+                    let complete = is_json_value(stripped);
+                    // A JSON value that spans lines starts with `{` or `[` (a string cannot
+                    // hold a raw newline, other scalars are one token). A first line that is
+                    // not complete and starts otherwise (say, the tail of a line cut when an
+                    // archive was split by size) is a bad JSON Lines record, not the start of
+                    // a document: reading on as a document would hold the whole file in
+                    // memory, and a damage further on would turn every good record before it
+                    // into one truncated record.
+                    let opens_document =
+                        matches!(stripped.trim_ascii_start().first(), Some(b'{' | b'['));
                     head.push((bytes, line, offset));
-                    if complete {
+                    if complete || !opens_document {
                         self.mode = Mode::Lines;
                         for (bytes, line, offset) in head {
                             let event = self.line_event(&bytes, line, offset);
@@ -296,6 +306,22 @@ impl RecordReader {
         let doc_start = if bom { BOM.len() as u64 } else { 0 };
         let first_line = lines.first().map(|(_, l, _)| *l).unwrap_or(1);
         if let Some((partial, line, offset, message)) = damage {
+            // A first line cut or corrupt at its end still starts with `{`. If other lines
+            // are complete JSON objects on their own, this is JSON Lines, not a document:
+            // read it as lines, so that the records before the damage are converted (as
+            // the undamaged fallback below does).
+            let lines_evidence = lines.iter().any(|(bytes, _, offset)| {
+                let stripped = strip_line(bytes, *offset == 0).trim_ascii();
+                stripped.first() == Some(&b'{') && is_json_value(stripped)
+            });
+            if lines_evidence {
+                for (bytes, line, offset) in lines {
+                    let event = self.line_event(&bytes, line, offset);
+                    self.queue.push_back(event);
+                }
+                self.damage(partial, line, offset, message);
+                return;
+            }
             // A document cut by damage is one truncated record: report it whole.
             doc.extend_from_slice(&partial);
             let trimmed = doc.trim_ascii();
@@ -375,6 +401,11 @@ fn strip_line(bytes: &[u8], file_start: bool) -> &[u8] {
         s = rest;
     }
     s
+}
+
+/// `bytes` hold exactly one complete JSON value.
+fn is_json_value(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
 fn count_newlines(bytes: &[u8]) -> u64 {

@@ -1965,3 +1965,50 @@ fn consecutive_user_messages_and_no_user_message_at_all() {
     );
     assert_eq!(by_line[1], body![assistant_turn("a monologue", None)]);
 }
+
+#[test]
+fn context_block_before_the_system_prompt_does_not_take_its_base_instructions_slot() {
+    let wd = Workdir::new("context_before_system_prompt");
+    let env = "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>";
+    let (_home, rollout) = wd.convert_record(json!({"messages": [
+        {"role": "system", "content": env},
+        {"role": "system", "content": ""},
+        {"role": "system", "content": "You are Codex."},
+        {"role": "system", "content": "Prefer short answers."},
+        {"role": "user", "content": "hi"}
+    ]}));
+    assert_eq!(
+        rollout.meta()["base_instructions"]["text"],
+        "You are Codex."
+    );
+    assert_body(
+        &rollout,
+        body![
+            item(json!({"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": env}]})),
+            item(json!({"type": "message", "role": "developer",
+                        "content": [{"type": "input_text", "text": "Prefer short answers."}]})),
+            user_turn("hi"),
+        ],
+    );
+}
+
+#[test]
+fn top_level_choices_reply_is_appended_as_the_final_answer() {
+    let wd = Workdir::new("choices_reply");
+    let (_home, rollout) = wd.convert_record(json!({
+        "messages": [{"role": "user", "content": "2+2?"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}]
+    }));
+    let body = rollout.body();
+    let last_item = body
+        .iter()
+        .rev()
+        .find(|l| l["type"] == "response_item")
+        .unwrap();
+    assert_eq!(
+        last_item["payload"],
+        json!({"type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": "4"}], "phase": "final_answer"})
+    );
+}

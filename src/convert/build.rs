@@ -48,6 +48,8 @@ struct Builder<'r> {
     pending: Vec<PendingCall>,
     uses: HashMap<String, usize>,
     call_ids: HashSet<String>,
+    /// The current message went to base instructions or developer context.
+    landed_in_instructions: bool,
 }
 
 /// Walks the transcript's messages in order.
@@ -68,17 +70,26 @@ pub fn build(
         pending: Vec::new(),
         uses: HashMap::new(),
         call_ids: HashSet::new(),
+        landed_in_instructions: false,
     };
     let messages = &transcript.messages;
     let leading_end = messages
         .iter()
         .position(|m| !is_instruction_role(&m.role))
         .unwrap_or(messages.len());
+    // `first_in_block`: no earlier message of the same role in the same block went to an
+    // instruction slot. A context block or an empty system message before the real system
+    // prompt must not rob it of being the base instructions.
     let mut seen_in_block: HashSet<(bool, &str)> = HashSet::new();
     for message in messages {
         let leading = message.index < leading_end;
-        let first_in_block = seen_in_block.insert((leading, message.role.as_str()));
+        let key = (leading, message.role.as_str());
+        let first_in_block = !seen_in_block.contains(&key);
+        b.landed_in_instructions = false;
         b.message(message, leading, first_in_block)?;
+        if b.landed_in_instructions {
+            seen_in_block.insert(key);
+        }
     }
     b.flush_context();
     b.close_pending_calls(None)?;
@@ -261,6 +272,10 @@ impl<'r> Builder<'r> {
             );
             return Ok(());
         }
+        self.landed_in_instructions = matches!(
+            slot,
+            Slot::BaseInstructions | Slot::Developer | Slot::SeparateDeveloper | Slot::ModelSwitch
+        );
         let mut slot = slot;
         if slot == Slot::BaseInstructions {
             if self.base.is_some() {

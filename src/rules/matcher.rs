@@ -11,7 +11,8 @@ pub struct Subject<'a> {
     pub index: usize,
     /// Before the first message that is not system or developer.
     pub leading: bool,
-    /// No earlier message of the same role in the same block (leading or mid).
+    /// No earlier message of the same role in the same block (leading or mid) went to base
+    /// instructions or developer context (context fragments and dropped messages do not count).
     pub first_in_block: bool,
     pub model: Option<&'a str>,
     pub source: &'a str,

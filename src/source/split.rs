@@ -3,7 +3,8 @@
 //! A file is JSON Lines when its first non-blank line is a complete JSON value, or cannot open
 //! a multi-line one (does not start with `{` or `[`); otherwise it is read whole as one JSON
 //! document (an object is one record, an array of objects one record per element, an array of
-//! chat messages one record). A document that does not parse as a whole falls back to JSON
+//! chat messages one record; several documents one after another, one record each). A
+//! document that does not parse as a whole falls back to JSON
 //! Lines, so every bad line is reported on its own; so does a damaged one whose other lines are
 //! complete JSON objects (JSON Lines with a bad first line). A UTF-8 byte-order mark,
 //! CRLF endings and blank lines are accepted. A read error (truncated or corrupt compression)
@@ -412,11 +413,31 @@ fn count_newlines(bytes: &[u8]) -> u64 {
     memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
-/// Splits a whole JSON document into record spans `(start, end, element)`. `None` when the
-/// bytes are not one JSON value.
+/// Splits a whole JSON document into record spans `(start, end, element)`. Several documents
+/// one after another (`jq .` output) are one record each. `None` when the bytes are neither.
 fn split_document(doc: &[u8]) -> Option<Vec<(usize, usize, Option<usize>)>> {
-    let whole: &RawValue = serde_json::from_slice(doc).ok()?;
     let base = doc.as_ptr() as usize;
+    let whole: &RawValue = match serde_json::from_slice(doc) {
+        Ok(whole) => whole,
+        Err(_) => {
+            let values = serde_json::Deserializer::from_slice(doc)
+                .into_iter::<&RawValue>()
+                .collect::<Result<Vec<_>, _>>()
+                .ok()?;
+            if values.len() < 2 {
+                return None;
+            }
+            return Some(
+                values
+                    .iter()
+                    .map(|raw| {
+                        let start = raw.get().as_ptr() as usize - base;
+                        (start, start + raw.get().len(), None)
+                    })
+                    .collect(),
+            );
+        }
+    };
     let span = |raw: &RawValue| {
         let start = raw.get().as_ptr() as usize - base;
         (start, start + raw.get().len())
@@ -466,6 +487,15 @@ mod tests {
         assert_eq!(spans.len(), 2);
         assert_eq!(&doc[spans[1].0..spans[1].1], b"{\"b\": 2}");
         assert_eq!(count_newlines(&doc[..spans[1].0]), 2);
+    }
+
+    #[test]
+    fn concatenated_documents_are_one_record_each() {
+        let doc = b"{\n  \"a\": 1\n}\n{\n  \"b\": 2\n}\n";
+        let spans = split_document(doc).unwrap();
+        assert_eq!(spans.len(), 2);
+        assert_eq!(&doc[spans[1].0..spans[1].1], b"{\n  \"b\": 2\n}");
+        assert_eq!(split_document(b"{\"a\": 1} {\"b\""), None);
     }
 
     #[test]

@@ -76,7 +76,7 @@ struct Converted {
     account: crate::audit::accounting::Account,
     decisions: Vec<Decision>,
     #[serde(skip)]
-    items: Vec<(String, Option<String>)>,
+    items: Vec<(&'static str, Option<&'static str>)>,
     #[serde(skip)]
     events: (u64, u64),
     #[serde(skip)]
@@ -311,8 +311,8 @@ fn dedupe_keys(files: &mut [SourceFile]) {
 fn record_converted(summary: &mut Summary, done: &Converted) {
     for (kind, phase) in &done.items {
         bump(&mut summary.items, kind, 1);
-        if kind == "message:assistant" {
-            bump(&mut summary.phases, phase.as_deref().unwrap_or("none"), 1);
+        if *kind == "message:assistant" {
+            bump(&mut summary.phases, phase.unwrap_or("none"), 1);
         }
     }
     bump(&mut summary.events, "user_message", done.events.0);
@@ -444,19 +444,21 @@ fn process(
         .items
         .iter()
         .map(|item| match &item.payload {
-            OutPayload::Compacted(_) => ("compacted".to_string(), None),
-            OutPayload::Item(ResponseItem::Message { role, phase, .. }) => (
-                format!(
-                    "message:{}",
-                    if item.kind == ItemKind::ContextualUser {
-                        "contextual_user"
-                    } else {
-                        role
-                    }
-                ),
-                phase.map(|p| p.as_str().to_string()),
-            ),
-            OutPayload::Item(other) => (item_type(other).to_string(), None),
+            OutPayload::Compacted(_) => ("compacted", None),
+            OutPayload::Item(ResponseItem::Message { phase, .. }) => {
+                let kind = match item.kind {
+                    ItemKind::ContextualUser => "message:contextual_user",
+                    ItemKind::RealUser => "message:user",
+                    ItemKind::Developer => "message:developer",
+                    ItemKind::Assistant => "message:assistant",
+                    ItemKind::Reasoning
+                    | ItemKind::Call
+                    | ItemKind::Output
+                    | ItemKind::Compacted => "message",
+                };
+                (kind, phase.map(|p| p.as_str()))
+            }
+            OutPayload::Item(other) => (item_type(other), None),
         })
         .collect();
     let events = (

@@ -108,3 +108,71 @@ pub fn account(transcript_bytes: usize, conversation: &Conversation) -> Account 
 pub fn transcript_bytes(transcript: &Transcript) -> usize {
     transcript.messages.iter().map(input_message_bytes).sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::{convert, RecordKey};
+    use crate::input::{extract, parse_record};
+    use crate::rules::RuleSet;
+
+    #[test]
+    fn unbalanced_account_is_not_balanced() {
+        let lost = Account {
+            bytes_in: 10,
+            bytes_out: 9,
+            bytes_dropped: 0,
+            bytes_added: 0,
+        };
+        assert!(!lost.balanced());
+        // Added by a rule but never written: as wrong as text lost.
+        let phantom = Account {
+            bytes_in: 10,
+            bytes_out: 10,
+            bytes_dropped: 0,
+            bytes_added: 4,
+        };
+        assert!(!phantom.balanced());
+        let explained = Account {
+            bytes_in: 10,
+            bytes_out: 12,
+            bytes_dropped: 3,
+            bytes_added: 5,
+        };
+        assert!(explained.balanced());
+    }
+
+    #[test]
+    fn converted_conversation_with_a_placeholder_balances() {
+        let rules = RuleSet::builtin().unwrap();
+        let record = br#"{"messages":[
+            {"role":"user","content":[{"type":"text","text":"see"},
+                {"type":"file","file":{"filename":"a.pdf","file_data":"JVBERi0="}}]},
+            {"role":"assistant","content":"ok"}]}"#;
+        let (value, _) = parse_record(record, true).unwrap();
+        let transcript = extract(value, &rules.input).unwrap();
+        let bytes_in = transcript_bytes(&transcript);
+        let key = RecordKey {
+            source: "t.jsonl",
+            ordinal: 0,
+            salt: 0,
+        };
+        let conversation = convert(transcript, &rules, &key).unwrap();
+        let placeholder = "[file not imported: a.pdf]".len();
+        assert_eq!(
+            account(bytes_in, &conversation),
+            Account {
+                bytes_in: "see".len() + "ok".len(),
+                bytes_out: "see".len() + placeholder + "ok".len(),
+                bytes_dropped: 0,
+                bytes_added: placeholder,
+            }
+        );
+        assert!(account(bytes_in, &conversation).balanced());
+
+        // The same output without the placeholder's decision does not add up.
+        let mut unexplained = conversation.clone();
+        unexplained.decisions.retain(|d| d.bytes_added == 0);
+        assert!(!account(bytes_in, &unexplained).balanced());
+    }
+}

@@ -54,7 +54,7 @@ struct Builder<'r> {
 
 /// Walks the transcript's messages in order.
 pub fn build(
-    transcript: &Transcript,
+    transcript: &mut Transcript,
     rules: &RuleSet,
     source: &str,
 ) -> Result<Built, ConvertError> {
@@ -72,7 +72,7 @@ pub fn build(
         call_ids: HashSet::new(),
         landed_in_instructions: false,
     };
-    let messages = &transcript.messages;
+    let messages = &mut transcript.messages;
     let leading_end = messages
         .iter()
         .position(|m| !is_instruction_role(&m.role))
@@ -80,10 +80,10 @@ pub fn build(
     // `first_in_block`: no earlier message of the same role in the same block went to an
     // instruction slot. A context block or an empty system message before the real system
     // prompt must not rob it of being the base instructions.
-    let mut seen_in_block: HashSet<(bool, &str)> = HashSet::new();
-    for message in messages {
+    let mut seen_in_block: HashSet<(bool, String)> = HashSet::new();
+    for message in messages.iter_mut() {
         let leading = message.index < leading_end;
-        let key = (leading, message.role.as_str());
+        let key = (leading, message.role.clone());
         let first_in_block = !seen_in_block.contains(&key);
         b.landed_in_instructions = false;
         b.message(message, leading, first_in_block)?;
@@ -149,7 +149,7 @@ impl<'r> Builder<'r> {
 
     fn message(
         &mut self,
-        m: &Message,
+        m: &mut Message,
         leading: bool,
         first_in_block: bool,
     ) -> Result<(), ConvertError> {
@@ -165,7 +165,8 @@ impl<'r> Builder<'r> {
                 0,
             );
         }
-        match m.role.as_str() {
+        let role = m.role.clone();
+        match role.as_str() {
             "system" | "developer" | "user" => {
                 let text = joined_text(&m.content);
                 let subject = Subject {
@@ -178,18 +179,20 @@ impl<'r> Builder<'r> {
                     model: self.model,
                     source: self.source,
                 };
-                match classify(self.rules, &subject) {
-                    Some(rule) => {
-                        let (slot, id, kind, template, reason) = (
-                            rule.slot,
-                            rule.id.clone(),
-                            rule.kind.clone(),
-                            rule.template.clone(),
-                            rule.reason.clone(),
-                        );
+                let matched = classify(self.rules, &subject).map(|rule| {
+                    (
+                        rule.slot,
+                        rule.id.clone(),
+                        rule.kind.clone(),
+                        rule.template.clone(),
+                        rule.reason.clone(),
+                    )
+                });
+                match matched {
+                    Some((slot, id, kind, template, reason)) => {
                         self.slot(m, slot, &id, kind, template, reason)
                     }
-                    None if m.role == "user" => self.user(m),
+                    None if role == "user" => self.user(m),
                     None => self.slot(
                         m,
                         Slot::Developer,
@@ -231,7 +234,7 @@ impl<'r> Builder<'r> {
     /// Places a classified message in its slot.
     fn slot(
         &mut self,
-        m: &Message,
+        m: &mut Message,
         slot: Slot,
         rule: &str,
         kind: Option<String>,
@@ -398,15 +401,15 @@ impl<'r> Builder<'r> {
     }
 
     /// One string for a system/developer message: text parts joined, other parts by policy.
-    fn instruction_text(&mut self, m: &Message) -> Result<String, ConvertError> {
+    fn instruction_text(&mut self, m: &mut Message) -> Result<String, ConvertError> {
         let mut pieces: Vec<String> = Vec::new();
-        match &m.content {
+        match &mut m.content {
             Content::Missing | Content::Null => {}
-            Content::Text(t) => pieces.push(t.clone()),
+            Content::Text(t) => pieces.push(std::mem::take(t)),
             Content::Parts(parts) => {
-                for part in parts {
+                for part in parts.iter_mut() {
                     match part {
-                        Part::Text(t) | Part::Refusal(t) => pieces.push(t.clone()),
+                        Part::Text(t) | Part::Refusal(t) => pieces.push(std::mem::take(t)),
                         other => {
                             let mut decisions = Vec::new();
                             let item = convert_part(
@@ -489,7 +492,7 @@ impl<'r> Builder<'r> {
     }
 
     /// A real user message: a turn boundary.
-    fn user(&mut self, m: &Message) -> Result<(), ConvertError> {
+    fn user(&mut self, m: &mut Message) -> Result<(), ConvertError> {
         let index = Some(m.index);
         let mut content = self.content_items(m, Side::Input)?;
         if content
@@ -614,19 +617,23 @@ impl<'r> Builder<'r> {
     }
 
     /// Content items of a user or assistant message, parts in order.
-    fn content_items(&mut self, m: &Message, side: Side) -> Result<Vec<ContentItem>, ConvertError> {
+    fn content_items(
+        &mut self,
+        m: &mut Message,
+        side: Side,
+    ) -> Result<Vec<ContentItem>, ConvertError> {
         let text_item = |text: String| match side {
             Side::Input => ContentItem::InputText { text },
             Side::Output => ContentItem::OutputText { text },
         };
         let mut items = Vec::new();
-        match &m.content {
+        match &mut m.content {
             Content::Missing | Content::Null => {}
-            Content::Text(t) => items.push(text_item(t.clone())),
+            Content::Text(t) => items.push(text_item(std::mem::take(t))),
             Content::Parts(parts) => {
-                for part in parts {
+                for part in parts.iter_mut() {
                     match part {
-                        Part::Text(t) => items.push(text_item(t.clone())),
+                        Part::Text(t) => items.push(text_item(std::mem::take(t))),
                         Part::Refusal(t) => {
                             if let Some(item) = self.refusal(t, m.index, side)? {
                                 items.push(item);
@@ -680,7 +687,7 @@ impl<'r> Builder<'r> {
         }
     }
 
-    fn assistant(&mut self, m: &Message) -> Result<(), ConvertError> {
+    fn assistant(&mut self, m: &mut Message) -> Result<(), ConvertError> {
         let index = Some(m.index);
         self.flush_context();
         let mut content = self.content_items(m, Side::Output)?;
@@ -716,10 +723,16 @@ impl<'r> Builder<'r> {
                 }
             }
         }
-        let calls: Vec<&ToolCall> = m.function_call.iter().chain(m.tool_calls.iter()).collect();
+        let calls: Vec<ToolCall> = m
+            .function_call
+            .take()
+            .into_iter()
+            .chain(std::mem::take(&mut m.tool_calls))
+            .collect();
         let has_message =
             !content.is_empty() && !content.iter().all(|c| c.text().is_some_and(str::is_empty));
-        if let Some(reasoning) = &m.reasoning {
+        let had_reasoning = m.reasoning.is_some();
+        if let Some(reasoning) = m.reasoning.take() {
             let rule = "policy.reasoning";
             if !has_message && calls.is_empty() {
                 match self.rules.policy.unpaired_reasoning {
@@ -746,9 +759,7 @@ impl<'r> Builder<'r> {
                             ItemKind::Reasoning,
                             ResponseItem::Reasoning {
                                 summary: Vec::new(),
-                                content: Some(vec![ReasoningText {
-                                    text: reasoning.clone(),
-                                }]),
+                                content: Some(vec![ReasoningText { text: reasoning }]),
                                 encrypted_content: None,
                             },
                             index,
@@ -770,7 +781,7 @@ impl<'r> Builder<'r> {
                 },
                 index,
             );
-        } else if calls.is_empty() && m.reasoning.is_none() {
+        } else if calls.is_empty() && !had_reasoning {
             let dropped: usize = content
                 .iter()
                 .filter_map(ContentItem::text)
@@ -813,7 +824,12 @@ impl<'r> Builder<'r> {
         Ok(())
     }
 
-    fn call(&mut self, m: &Message, call: &ToolCall, position: usize) -> Result<(), ConvertError> {
+    fn call(
+        &mut self,
+        m: &mut Message,
+        mut call: ToolCall,
+        position: usize,
+    ) -> Result<(), ConvertError> {
         let index = Some(m.index);
         let call_id = match &call.id {
             Some(original) if !original.is_empty() => {
@@ -868,7 +884,7 @@ impl<'r> Builder<'r> {
             }
         };
         self.call_ids.insert(call_id.clone());
-        let mut arguments = call.arguments.clone();
+        let mut arguments = std::mem::take(&mut call.arguments);
         if call.arguments_from_object {
             self.decide(
                 index,
@@ -951,7 +967,7 @@ impl<'r> Builder<'r> {
     }
 
     /// A `tool` or `function` message: the output of one (or several) pending calls.
-    fn tool_output(&mut self, m: &Message) -> Result<(), ConvertError> {
+    fn tool_output(&mut self, m: &mut Message) -> Result<(), ConvertError> {
         let index = Some(m.index);
         self.flush_context();
         let output = self.output_of(m)?;
@@ -998,7 +1014,19 @@ impl<'r> Builder<'r> {
             matched.push(removed.remove(&k));
         }
         let mut first = true;
+        let last_matched = matched.iter().rposition(Option::is_some);
+        let mut output = Some(output);
         for (k, target) in matched.into_iter().enumerate() {
+            // The last call to get this output takes it; earlier ones (shared) get a copy.
+            let this_output = if Some(k) == last_matched {
+                output
+                    .take()
+                    .unwrap_or_else(|| ToolOutput::Text(String::new()))
+            } else {
+                output
+                    .clone()
+                    .unwrap_or_else(|| ToolOutput::Text(String::new()))
+            };
             match target {
                 Some(call) => {
                     let added = if first { 0 } else { output_bytes };
@@ -1017,12 +1045,12 @@ impl<'r> Builder<'r> {
                     let item = if call.custom {
                         ResponseItem::CustomToolCallOutput {
                             call_id: call.call_id,
-                            output: output.clone(),
+                            output: this_output,
                         }
                     } else {
                         ResponseItem::FunctionCallOutput {
                             call_id: call.call_id,
-                            output: output.clone(),
+                            output: this_output,
                         }
                     };
                     self.push(ItemKind::Output, item, index);
@@ -1030,7 +1058,7 @@ impl<'r> Builder<'r> {
                 None => {
                     let call_id = m.tool_call_ids.get(k).cloned();
                     let dropped = if first { output_bytes } else { 0 };
-                    self.orphan(m, call_id, &output, dropped, first)?;
+                    self.orphan(m, call_id, &this_output, dropped, first)?;
                     first = false;
                 }
             }
@@ -1040,7 +1068,7 @@ impl<'r> Builder<'r> {
 
     fn orphan(
         &mut self,
-        m: &Message,
+        m: &mut Message,
         call_id: Option<String>,
         output: &ToolOutput,
         dropped: usize,
@@ -1109,10 +1137,10 @@ impl<'r> Builder<'r> {
         }
     }
 
-    fn output_of(&mut self, m: &Message) -> Result<ToolOutput, ConvertError> {
-        Ok(match &m.content {
+    fn output_of(&mut self, m: &mut Message) -> Result<ToolOutput, ConvertError> {
+        Ok(match &mut m.content {
             Content::Missing | Content::Null => ToolOutput::Text(String::new()),
-            Content::Text(t) => ToolOutput::Text(t.clone()),
+            Content::Text(t) => ToolOutput::Text(std::mem::take(t)),
             Content::Parts(_) => ToolOutput::Items(self.content_items(m, Side::Input)?),
         })
     }
@@ -1130,7 +1158,7 @@ fn tool_output_bytes(output: &ToolOutput) -> usize {
 }
 
 /// All text of an input message, as the accounting counts it.
-pub fn message_text_bytes(m: &Message) -> usize {
+pub fn message_text_bytes(m: &mut Message) -> usize {
     crate::audit::accounting::input_message_bytes(m)
 }
 

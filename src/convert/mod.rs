@@ -107,7 +107,7 @@ impl Conversation {
 
 /// Converts one transcript.
 pub fn convert(
-    transcript: Transcript,
+    mut transcript: Transcript,
     rules: &RuleSet,
     key: &RecordKey<'_>,
 ) -> Result<Conversation, ConvertError> {
@@ -116,7 +116,7 @@ pub fn convert(
         .created_ms
         .unwrap_or(rules.session.timestamp_ms);
     let id = ids::session_id(key, started_ms);
-    let built = build::build(&transcript, rules, key.source)?;
+    let built = build::build(&mut transcript, rules, key.source)?;
     let mut items = built.items;
     phase::assign(&mut items, rules.infer_phase, transcript.meta.finished);
     let meta = render::session_meta(rules, &id, started_ms, built.base_instructions);

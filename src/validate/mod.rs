@@ -170,7 +170,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
         if raw.ends_with('\r') {
             add(Invariant::LineFormat, n, "CRLF line ending".to_string());
         }
-        match serde_json::from_str::<Value>(raw.trim_end_matches('\r')) {
+        match parse_line(raw.trim_end_matches('\r')) {
             Ok(value @ Value::Object(_)) => lines.push((n, value)),
             Ok(_) => add(
                 Invariant::LineFormat,
@@ -497,6 +497,23 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
     }
     v.sort_by_key(|x| (x.line, x.invariant));
     v
+}
+
+/// One line to a JSON value: simd-json for speed, serde_json for the error message. A lone
+/// surrogate escape is an error here: simd-json would read it as U+0000, while Codex (serde_json)
+/// rejects the line and so loses it.
+fn parse_line(raw: &str) -> Result<Value, String> {
+    let mut buf = raw.as_bytes().to_vec();
+    let lone = crate::input::parse::repair_lone_surrogates(&mut buf);
+    if lone > 0 {
+        return Err(format!(
+            "{lone} lone surrogate escape(s), which Codex cannot parse"
+        ));
+    }
+    match simd_json::serde::from_slice::<Value>(&mut buf) {
+        Ok(value) => Ok(value),
+        Err(_) => serde_json::from_str::<Value>(raw).map_err(|e| e.to_string()),
+    }
 }
 
 fn tag(line: &Value) -> Option<&str> {

@@ -33,7 +33,7 @@ def chat(rng, i):
         if rng.random() < 0.15:
             msgs.append({"role": "user", "content": [
                 {"type": "text", "text": text(rng, 5, 40)},
-                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"}}]})
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "detail": "auto"}}]})
         else:
             msgs.append({"role": "user", "content": text(rng, 5, 80)})
         for _ in range(rng.randint(0, 3)):

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::Instant;
@@ -56,7 +57,9 @@ pub struct Options {
 /// Progress callbacks; the command decides how to show them.
 pub trait Progress: Sync {
     fn start(&self, files: u64, bytes: u64);
-    fn advance(&self, records: u64, bytes: u64);
+    /// `records` and `bytes` (decompressed) done in this batch; `disk` bytes of the input files
+    /// read so far in all (compressed bytes for compressed files).
+    fn advance(&self, records: u64, bytes: u64, disk: u64);
     fn damage(&self, damage: &Damage);
 }
 
@@ -121,16 +124,30 @@ pub fn run(
     let (sender, receiver) = sync_channel::<Vec<Work>>(2);
     let reader_files = Arc::clone(&files);
     let reader_index = Arc::clone(&batch_index);
+    // Bytes on disk read so far, across files: what the progress bar measures.
+    let disk_read = Arc::new(AtomicU64::new(0));
+    let reader_disk = Arc::clone(&disk_read);
     let reader = std::thread::spawn(move || {
         let mut batch = Vec::with_capacity(BATCH_RECORDS);
         let mut batch_bytes = 0;
+        let mut disk_before = 0u64;
         for (index, file) in reader_files.iter().enumerate() {
             let mut ordinal = 0u64;
+            let file_counter = Arc::new(AtomicU64::new(0));
             // Results files were read ahead: only what is not a result line goes through here.
             let events: Box<dyn Iterator<Item = (RecordEvent, Option<u64>)>> =
                 match reader_index.leftovers.get(&index) {
                     Some(left) => Box::new(left.iter().map(|(e, o)| (clone_event(e), Some(*o)))),
-                    None => Box::new(records(file).map(|e| (e, None))),
+                    None => {
+                        let reader = records(file);
+                        let counter = reader.disk_counter();
+                        file_counter.store(0, Ordering::Relaxed);
+                        let file_counter = Arc::clone(&file_counter);
+                        Box::new(reader.map(move |e| {
+                            file_counter.store(counter.load(Ordering::Relaxed), Ordering::Relaxed);
+                            (e, None)
+                        }))
+                    }
                 };
             for (event, given) in events {
                 match event {
@@ -143,13 +160,17 @@ pub fn run(
                     RecordEvent::Damage(damage) => batch.push(Work::Damage(damage)),
                 }
                 if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
+                    let in_file = file_counter.load(Ordering::Relaxed).min(file.size);
+                    reader_disk.store(disk_before + in_file, Ordering::Relaxed);
                     if sender.send(std::mem::take(&mut batch)).is_err() {
                         return;
                     }
                     batch_bytes = 0;
                 }
             }
+            disk_before += file.size;
         }
+        reader_disk.store(disk_before, Ordering::Relaxed);
         if !batch.is_empty() {
             let _ = sender.send(batch);
         }
@@ -233,7 +254,11 @@ pub fn run(
             }
         }
         summary.bytes_read += batch_bytes;
-        progress.advance(batch_records, batch_bytes);
+        progress.advance(
+            batch_records,
+            batch_bytes,
+            disk_read.load(Ordering::Relaxed),
+        );
         if write_error.is_some() {
             break;
         }

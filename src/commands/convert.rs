@@ -99,15 +99,15 @@ impl Progress for Reporter {
         }
     }
 
-    fn advance(&self, records: u64, bytes: u64) {
+    fn advance(&self, records: u64, bytes: u64, disk: u64) {
         let Ok(mut s) = self.plain.lock() else { return };
         s.records += records;
         s.bytes += bytes;
         let secs = s.started.elapsed().as_secs_f64().max(1e-9);
         let rate = s.records as f64 / secs;
         if let Some(bar) = &self.bar {
-            // Bytes on disk may be compressed: the bar tracks decompressed bytes read, capped.
-            bar.set_position(s.bytes.min(bar.length().unwrap_or(0)));
+            // The bar measures the input files on disk, so its ETA holds for compressed archives.
+            bar.set_position(disk);
             bar.set_message(format!("{} records, {rate:.0} records/s", s.records));
         } else if s.last.elapsed() >= Duration::from_secs(5) {
             s.last = Instant::now();

@@ -48,7 +48,10 @@ fn prepare(bytes: &[u8], repair: bool) -> Result<(Vec<u8>, usize), InputError> {
 pub fn repair_lone_surrogates(bytes: &mut [u8]) -> usize {
     let mut repairs = 0;
     let mut i = 0;
-    while let Some(found) = memchr::memchr(b'\\', &bytes[i..]) {
+    // `bytes.get(i..)`, not `&bytes[i..]`: after a backslash in the last byte (a record cut
+    // inside a string) `i` is past the end, and slicing there panicked the whole run
+    // (found by `cargo fuzz run convert_record`).
+    while let Some(found) = bytes.get(i..).and_then(|rest| memchr::memchr(b'\\', rest)) {
         let at = i + found;
         if bytes.get(at + 1) != Some(&b'u') {
             i = at + 2;
@@ -120,6 +123,15 @@ mod tests {
         assert_eq!(v["b"], "😀");
         assert_eq!(v["c"], "\\ud800");
         assert_eq!(v["d"], "\u{FFFD}");
+    }
+
+    #[test]
+    fn trailing_backslash_is_not_a_panic() {
+        for bytes in [&b"\\"[..], b"{\"a\":\"x\\", b"\\u", b"\\ud800\\"] {
+            let mut buf = bytes.to_vec();
+            repair_lone_surrogates(&mut buf);
+            assert!(parse_record(bytes, true).is_err());
+        }
     }
 
     #[test]

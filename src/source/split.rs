@@ -130,6 +130,12 @@ impl RecordReader {
         self.compression
     }
 
+    /// Bytes of the file on disk consumed so far (compressed bytes for a compressed file), for
+    /// progress.
+    pub fn disk_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.compressed_read)
+    }
+
     fn location(&self, line: u64, offset: u64, element: Option<usize>) -> Location {
         Location {
             path: Arc::clone(&self.path),

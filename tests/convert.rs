@@ -2012,3 +2012,73 @@ fn top_level_choices_reply_is_appended_as_the_final_answer() {
                "content": [{"type": "output_text", "text": "4"}], "phase": "final_answer"})
     );
 }
+
+/// Whether a raw record holds a conversation at one of the shapes the corpora README names,
+/// judged here independently of the converter.
+fn holds_conversation(record: &Value) -> bool {
+    let non_empty = |v: Option<&Value>| match v {
+        Some(Value::Array(a)) => a.iter().any(|m| match m {
+            Value::Array(turn) => !turn.is_empty(),
+            _ => true,
+        }),
+        Some(Value::String(s)) => !s.is_empty(),
+        _ => false,
+    };
+    non_empty(record.get("messages"))
+        || non_empty(record.pointer("/body/messages"))
+        || non_empty(record.get("input"))
+        || non_empty(record.get("history"))
+        || non_empty(record.get("question"))
+        || non_empty(
+            record
+                .pointer("/answer_generation/train_messages")
+                .and_then(Value::as_array)
+                .and_then(|runs| runs.last()),
+        )
+}
+
+/// Issue 2, must show 2: every corpora record that holds a conversation converts, the others
+/// are quarantined with a reason, and the counts add up to the records read.
+#[test]
+fn corpora_sets_convert_every_conversation_and_quarantine_the_rest() {
+    let corpora = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpora");
+    // (set, exit code, quarantine class expected)
+    let sets: [(&str, i32, Option<&str>); 5] = [
+        ("toolbench", 1, Some("no_messages")),
+        ("swe-agent", 0, None),
+        ("openai-evals", 1, Some("no_messages")),
+        ("bfcl", 0, None),
+        ("codex-rollouts", 1, Some("rollout_line")),
+    ];
+    for (set, code, class) in sets {
+        let wd = Workdir::new(&format!("corpora_{set}"));
+        let input = format!("{corpora}/{set}");
+        let home = wd.convert(&input, "home", &[], code);
+        let summary = home.summary();
+        let n = |k: &str| summary[k].as_u64().unwrap();
+        assert_eq!(
+            n("records"),
+            n("converted") + n("quarantined") + n("joined"),
+            "{set}: {summary}"
+        );
+        assert!(n("converted") + n("quarantined") > 0, "{set}");
+        let quarantine = home.quarantine();
+        assert_eq!(quarantine.len() as u64, n("quarantined"), "{set}");
+        for entry in &quarantine {
+            let at = format!("{set}: {} line {}", entry["source"], entry["line"]);
+            assert_eq!(entry["class"].as_str(), class, "{at}: {}", entry["reason"]);
+            assert!(!entry["reason"].as_str().unwrap().is_empty(), "{at}");
+            let record: Value = serde_json::from_str(entry["record"].as_str().unwrap()).unwrap();
+            assert!(
+                !holds_conversation(&record),
+                "{at}: a record that holds a conversation was quarantined: {}",
+                entry["reason"]
+            );
+        }
+        // Every converted conversation passes the validator.
+        if n("converted") > 0 {
+            let run = wd.run(&["validate", "home/sessions"]);
+            run.expect_code(0);
+        }
+    }
+}

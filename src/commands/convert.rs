@@ -24,7 +24,7 @@ pub fn run(args: &ConvertArgs) -> Result<i32> {
             )
         })?);
     }
-    extra.extend(rules.input.messages_at.drain(..));
+    extra.append(&mut rules.input.messages_at);
     rules.input.messages_at = extra;
     if args.jobs == Some(0) {
         anyhow::bail!("--jobs 0: give at least 1 worker thread, or leave it out for one per core");

@@ -1005,7 +1005,7 @@ impl<'r> Builder<'r> {
             .enumerate()
             .filter_map(|(k, t)| t.map(|i| (i, k)))
             .collect();
-        order.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        order.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
         let mut removed: HashMap<usize, PendingCall> = HashMap::new();
         for (i, k) in order {
             removed.insert(k, self.pending.remove(i));

@@ -169,7 +169,7 @@ fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
                 None => value.as_bool() != Some(false),
                 Some(expected) => match value {
                     Value::String(s) => s == expected,
-                    other => other.to_string() == *expected,
+                    other => serde_json::from_str::<Value>(expected).is_ok_and(|e| &e == other),
                 },
             },
         });

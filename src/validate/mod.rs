@@ -358,7 +358,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                     }
                 }
                 match kind {
-                    "message" => {
+                    "message"
                         if check_message(
                             n,
                             payload,
@@ -367,9 +367,9 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                             &mut add,
                             &mut users_needing_event,
                             &mut assistants_needing_event,
-                        ) {
-                            last_contextual = Some(n);
-                        }
+                        ) =>
+                    {
+                        last_contextual = Some(n);
                     }
                     "reasoning" => {
                         reasoning_open = Some(n);
@@ -612,7 +612,7 @@ fn check_message(
         ROLE_ASSISTANT => assistants.push(Pending { line: n }),
         ROLE_DEVELOPER => {
             if let Some(base) = base {
-                if texts.iter().any(|t| *t == base) {
+                if texts.contains(&base) {
                     add(
                         Invariant::BaseInstructions,
                         n,

@@ -138,7 +138,7 @@ fn edit_line(lines: &mut [String], n: usize, edit: impl FnOnce(&mut Value)) {
 
 /// Writes `bytes` under the proper rollout name, validates it, and checks the exit code 1 and
 /// that the violations are exactly `expected`.
-fn assert_breaks(bytes: &[u8], expected: &[(&str, u64)]) {
+fn assert_breaks(bytes: &[u8], expected: &[(&str, u64)]) -> Run {
     let work = Workdir::new();
     let path = work.write(FILE_NAME, bytes);
     let run = work.validate(&[&path]);
@@ -150,6 +150,7 @@ fn assert_breaks(bytes: &[u8], expected: &[(&str, u64)]) {
     assert_eq!(run.code, 1, "\n{}", run.shown);
     assert_eq!(run.report["failed"], 1, "\n{}", run.shown);
     assert_eq!(run.report["reports"][0]["ok"], false, "\n{}", run.shown);
+    run
 }
 
 // --- The minimal rollout passes -------------------------------------------------------------
@@ -194,7 +195,15 @@ fn session_meta_id_differs_from_file_name() {
             v["payload"]["id"] = json!("0199a213-81c0-7800-8aa1-000000000000");
         })
     });
-    assert_breaks(&bytes, &[("session_meta", 1)]);
+    let run = assert_breaks(&bytes, &[("session_meta", 1)]);
+    let message = run.report["reports"][0]["violations"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains(UUID),
+        "the file name's UUID is named\n{}",
+        run.shown
+    );
 }
 
 #[test]
@@ -270,6 +279,29 @@ fn invalid_utf8() {
 fn line_not_json() {
     let bytes = rollout(|l| l.insert(3, "not json at all".to_string()));
     assert_breaks(&bytes, &[("line_format", 4)]);
+}
+
+#[test]
+fn line_cut_after_a_backslash() {
+    // Regression: the lone-surrogate scan sliced past the end here and panicked.
+    let bytes =
+        rollout(|l| l.push(r#"{"timestamp":"2025-10-01T12:00:04.000Z","a":"x\"#.to_string()));
+    assert_breaks(&bytes, &[("line_format", 8)]);
+}
+
+#[test]
+fn line_nested_too_deep() {
+    // Regression: simd-json recursed once per level and overflowed the stack; Codex's
+    // serde_json stops at 128 levels, so the line is lost there.
+    let n = 100_000;
+    let bytes = rollout(|l| {
+        l.push(format!(
+            r#"{{"timestamp":"2025-10-01T12:00:04.000Z","type":"event_msg","payload":{{"type":"x","v":{}{}}}}}"#,
+            "[".repeat(n),
+            "]".repeat(n)
+        ))
+    });
+    assert_breaks(&bytes, &[("line_format", 8)]);
 }
 
 #[test]
@@ -701,4 +733,39 @@ fn shared_codex_rollouts_pass() {
         run.shown
     );
     assert_eq!(run.code, 0, "\n{}", run.shown);
+}
+
+#[test]
+fn lone_surrogate_escape_is_reported_because_codex_would_lose_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+    let path = dir
+        .path()
+        .join(format!("rollout-2025-10-01T12-00-00-{id}.jsonl"));
+    let text = format!(
+        concat!(
+            "{{\"timestamp\":\"2025-10-01T12:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{id}\",\"timestamp\":\"2025-10-01T12:00:00.000Z\",\"cwd\":\"/p\",\"originator\":\"rollover\",\"cli_version\":\"0.169.0\"}}}}\n",
+            "{{\"timestamp\":\"2025-10-01T12:00:01.000Z\",\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"user\",\"content\":[{{\"type\":\"input_text\",\"text\":\"bad \\ud800 text\"}}]}}}}\n",
+            "{{\"timestamp\":\"2025-10-01T12:00:01.000Z\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"user_message\",\"message\":\"bad\"}}}}\n"
+        ),
+        id = id
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .args(["validate", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let violations = &report["reports"][0]["violations"];
+    assert_eq!(violations[0]["invariant"], "line_format", "{report}");
+    assert_eq!(violations[0]["line"], 2, "{report}");
+    assert!(
+        violations[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("lone surrogate"),
+        "{report}"
+    );
 }

@@ -8,22 +8,68 @@ use serde_json::Value;
 
 use super::InputError;
 
+/// serde_json's nesting limit (arrays and objects), which Codex shares: a deeper record is
+/// refused by serde_json with a clear error instead of being parsed.
+pub const MAX_DEPTH: usize = 128;
+
 /// Parses one record. `repair` allows U+FFFD repairs; without it, invalid Unicode is an error.
 /// Returns the value and the number of repairs made. `bytes` is left unchanged.
 pub fn parse_record(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputError> {
     let (mut buf, repairs) = prepare(bytes, repair)?;
-    match simd_json::serde::from_slice::<Value>(&mut buf) {
-        Ok(value) => Ok((value, repairs)),
+    // simd-json's serde path recurses once per nesting level with no limit: a record of
+    // 100 000 `[` overflowed the stack and aborted the whole run. Such records go straight to
+    // serde_json, which stops at MAX_DEPTH with an error (and the record is quarantined).
+    if !nests_deeper_than(&buf, MAX_DEPTH) {
+        if let Ok(value) = simd_json::serde::from_slice::<Value>(&mut buf) {
+            return Ok((value, repairs));
+        }
         // simd-json parses in place and its messages carry no line or column; serde_json's
         // do, so the failure path re-reads a clean copy with it.
-        Err(_) => {
-            let (clean, repairs) = prepare(bytes, repair)?;
-            match serde_json::from_slice::<Value>(&clean) {
-                Ok(value) => Ok((value, repairs)),
-                Err(err) => Err(InputError::InvalidJson(err.to_string())),
+        buf = prepare(bytes, repair)?.0;
+    }
+    match serde_json::from_slice::<Value>(&buf) {
+        Ok(value) => Ok((value, repairs)),
+        Err(err) => Err(InputError::InvalidJson(err.to_string())),
+    }
+}
+
+/// True when arrays and objects in `bytes` (JSON text) nest deeper than `limit`, brackets
+/// inside strings not counted. Malformed text may get either answer; the parser then fails.
+pub fn nests_deeper_than(bytes: &[u8], limit: usize) -> bool {
+    // Most records have too few brackets to reach the limit: one vectorised count decides.
+    if bytes.iter().filter(|b| matches!(b, b'[' | b'{')).count() <= limit {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        i += 1;
+        match byte {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
             }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'"' => loop {
+                // Skip the string: to its closing quote, stepping over escapes.
+                let Some(rest) = bytes.get(i..) else {
+                    return false;
+                };
+                match memchr::memchr2(b'"', b'\\', rest) {
+                    None => return false,
+                    Some(k) if rest[k] == b'\\' => i += k + 2,
+                    Some(k) => {
+                        i += k + 1;
+                        break;
+                    }
+                }
+            },
+            _ => {}
         }
     }
+    false
 }
 
 /// A copy of `bytes` with the allowed Unicode repairs made, and their count.
@@ -132,6 +178,29 @@ mod tests {
             repair_lone_surrogates(&mut buf);
             assert!(parse_record(bytes, true).is_err());
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let deep = format!(
+            "{{\"messages\":{}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let err = parse_record(deep.as_bytes(), true).unwrap_err();
+        assert!(
+            matches!(err, InputError::InvalidJson(ref m) if m.contains("recursion limit")),
+            "{err}"
+        );
+        // At the limit it still parses; brackets inside strings do not count.
+        let at_limit = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse_record(at_limit.as_bytes(), true).is_ok());
+        assert!(!nests_deeper_than(at_limit.as_bytes(), MAX_DEPTH));
+        let in_string = format!("{{\"a\":\"\\\"{}\"}}", "[".repeat(1000));
+        assert!(!nests_deeper_than(in_string.as_bytes(), MAX_DEPTH));
+        assert!(parse_record(in_string.as_bytes(), true).is_ok());
+        assert!(nests_deeper_than(b"[[[", 2));
+        assert!(!nests_deeper_than(b"[\"[[\\", 2));
     }
 
     #[test]

@@ -510,6 +510,11 @@ fn parse_line(raw: &str) -> Result<Value, String> {
             "{lone} lone surrogate escape(s), which Codex cannot parse"
         ));
     }
+    // Deeper than serde_json's limit: Codex cannot read the line, and simd-json would recurse
+    // without a limit and overflow the stack, so serde_json says why.
+    if crate::input::parse::nests_deeper_than(&buf, crate::input::parse::MAX_DEPTH) {
+        return serde_json::from_str::<Value>(raw).map_err(|e| e.to_string());
+    }
     match simd_json::serde::from_slice::<Value>(&mut buf) {
         Ok(value) => Ok(value),
         Err(_) => serde_json::from_str::<Value>(raw).map_err(|e| e.to_string()),

@@ -2082,3 +2082,28 @@ fn corpora_sets_convert_every_conversation_and_quarantine_the_rest() {
         }
     }
 }
+
+#[test]
+fn assistant_only_fields_on_other_roles_are_dropped_with_a_decision() {
+    let wd = Workdir::new("assistant_fields_elsewhere");
+    let (home, rollout) = wd.convert_record(json!({"messages": [
+        {"role": "user", "content": "hi", "reasoning_content": "why", "refusal": "no",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "assistant", "content": "hello"}
+    ]}));
+    assert_body(
+        &rollout,
+        body![user_turn("hi"), assistant_turn("hello", None)],
+    );
+    let decisions = home.decisions();
+    let dropped: Vec<&str> = decisions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["action"] == "field_dropped")
+        .map(|d| d["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(dropped, ["reasoning", "refusal", "tool_calls"]);
+    let account = &home.conversations()[0]["account"];
+    assert_eq!(account["bytes_dropped"], 3 + 2 + 2);
+}

@@ -769,3 +769,37 @@ fn lone_surrogate_escape_is_reported_because_codex_would_lose_the_line() {
         "{report}"
     );
 }
+
+#[test]
+fn corpora_codex_rollout_folder_is_checked_not_just_walked() {
+    let folder = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpora/codex-rollouts"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .args(["validate", "--json", folder])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["files"], 1, "{report}");
+    assert_eq!(report["passed"], 1, "{report}");
+}
+
+#[test]
+fn folder_without_rollouts_is_an_error_not_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "nothing here").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .arg("validate")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no rollout files"));
+}

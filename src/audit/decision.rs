@@ -119,6 +119,11 @@ pub enum Action {
     },
     /// Message dropped by a classification rule.
     Dropped,
+    /// A field only an assistant message can carry (reasoning, refusal, tool calls) found on
+    /// another role: nothing in Codex can hold it there.
+    FieldDropped {
+        field: String,
+    },
 }
 
 impl Action {
@@ -156,6 +161,7 @@ impl Action {
             Action::BaseInstructionsAlreadySet => "base_instructions_already_set",
             Action::UnicodeRepaired { .. } => "unicode_repaired",
             Action::Dropped => "dropped",
+            Action::FieldDropped { .. } => "field_dropped",
         }
     }
 }

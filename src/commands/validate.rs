@@ -101,7 +101,9 @@ pub fn run(args: &ValidateArgs) -> Result<i32> {
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
-/// Files named directly, and `rollout-*.jsonl[.zst]` under folders, sorted.
+/// Files named directly; under a folder, its `rollout-*.jsonl[.zst]` files (a Codex home),
+/// or, when it has none, every `*.jsonl[.zst]` file (a folder of rollouts named otherwise).
+/// A folder with neither is an error: checking nothing must not pass.
 fn rollout_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
@@ -111,14 +113,40 @@ fn rollout_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
+        let mut rollouts = Vec::new();
+        let mut others = Vec::new();
         for entry in WalkDir::new(path).sort_by_file_name() {
             let entry = entry.with_context(|| format!("walking {}", path.display()))?;
-            if entry.file_type().is_file() && is_rollout_name(entry.path()) {
-                files.push(entry.into_path());
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            if is_rollout_name(entry.path()) {
+                rollouts.push(entry.into_path());
+            } else if is_jsonl_name(entry.path()) {
+                others.push(entry.into_path());
             }
         }
+        if rollouts.is_empty() && others.is_empty() {
+            bail!(
+                "no rollout files (rollout-*.jsonl or *.jsonl, optionally .zst) under {}; name files directly to check them",
+                path.display()
+            );
+        }
+        files.extend(if rollouts.is_empty() {
+            others
+        } else {
+            rollouts
+        });
     }
     Ok(files)
+}
+
+fn is_jsonl_name(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.ends_with(".jsonl") || name.ends_with(".jsonl.zst")
 }
 
 fn is_rollout_name(path: &Path) -> bool {

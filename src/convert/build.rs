@@ -153,6 +153,9 @@ impl<'r> Builder<'r> {
         leading: bool,
         first_in_block: bool,
     ) -> Result<(), ConvertError> {
+        if m.role != "assistant" {
+            self.drop_assistant_fields(m);
+        }
         if let Some(from) = &m.aliased_from {
             self.decide(
                 Some(m.index),
@@ -228,6 +231,39 @@ impl<'r> Builder<'r> {
                     }
                 }
             }
+        }
+    }
+
+    /// Reasoning, refusal and tool calls on a message that is not the assistant's have no
+    /// place in Codex: each is dropped with a decision that counts its bytes, so the accounting
+    /// explains it (otherwise the record would be quarantined for an unexplained loss).
+    fn drop_assistant_fields(&mut self, m: &mut Message) {
+        let index = Some(m.index);
+        let rule = "builtin.assistant-fields";
+        let mut dropped: Vec<(&str, usize)> = Vec::new();
+        if let Some(r) = m.reasoning.take() {
+            dropped.push(("reasoning", r.len()));
+        }
+        if let Some(r) = m.refusal.take() {
+            dropped.push(("refusal", r.len()));
+        }
+        if let Some(call) = m.function_call.take() {
+            dropped.push(("function_call", call.arguments.len()));
+        }
+        if !m.tool_calls.is_empty() {
+            let bytes = m.tool_calls.drain(..).map(|c| c.arguments.len()).sum();
+            dropped.push(("tool_calls", bytes));
+        }
+        for (field, bytes) in dropped {
+            self.decide(
+                index,
+                rule,
+                Action::FieldDropped {
+                    field: field.to_string(),
+                },
+                bytes,
+                0,
+            );
         }
     }
 

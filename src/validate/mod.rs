@@ -6,6 +6,8 @@
 //! data, so a converter bug cannot hide from it. Invariant 12 (accounting) needs the input and
 //! lives in [`crate::audit::accounting`].
 
+mod view;
+
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -19,6 +21,7 @@ use crate::model::rollout::{
     TAG_RESPONSE_ITEM, TAG_SESSION_META, TAG_TURN_CONTEXT,
 };
 use crate::rules::Marker;
+use view::{Kind, LineView, Payload};
 
 /// The invariants, in the order of the spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -159,10 +162,9 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
         }
     };
     let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    let mut lines: Vec<(usize, Value)> = Vec::new();
-    let raw_lines: Vec<&str> = body.split('\n').collect();
-    let last = raw_lines.len();
-    for (i, raw) in raw_lines.into_iter().enumerate() {
+    let last = memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1;
+    let mut lines: Vec<(usize, LineView)> = Vec::with_capacity(last);
+    for (i, raw) in body.split('\n').enumerate() {
         let n = i + 1;
         if raw.is_empty() && n == last {
             break;
@@ -170,9 +172,10 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
         if raw.ends_with('\r') {
             add(Invariant::LineFormat, n, "CRLF line ending".to_string());
         }
-        match parse_line(raw.trim_end_matches('\r')) {
-            Ok(value @ Value::Object(_)) => lines.push((n, value)),
-            Ok(_) => add(
+        let raw = raw.trim_end_matches('\r');
+        match parse_line(raw) {
+            Ok(Some(line)) => lines.push((n, line)),
+            Ok(None) => add(
                 Invariant::LineFormat,
                 n,
                 "line is JSON but not an object".to_string(),
@@ -194,12 +197,22 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
         .filter(|(_, l)| tag(l) == Some(TAG_SESSION_META))
         .map(|(n, _)| *n)
         .collect();
-    let mut base_text: Option<String> = None;
+    let mut base_text: Option<&str> = None;
     match lines.first() {
         Some((n, first)) if tag(first) == Some(TAG_SESSION_META) => {
-            let payload = &first["payload"];
-            for key in ["id", "timestamp", "cwd", "originator", "cli_version"] {
-                if !payload[key].is_string() {
+            let payload = first.payload();
+            let id = match payload.id {
+                Some(_) => Kind::String,
+                None => Kind::Null,
+            };
+            for (key, kind) in [
+                ("id", id),
+                ("timestamp", payload.timestamp),
+                ("cwd", payload.cwd),
+                ("originator", payload.originator),
+                ("cli_version", payload.cli_version),
+            ] {
+                if kind != Kind::String {
                     add(
                         Invariant::SessionMeta,
                         *n,
@@ -209,7 +222,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                     );
                 }
             }
-            if let Some(id) = payload["id"].as_str() {
+            if let Some(id) = payload.id.as_deref() {
                 if !is_uuid(id) {
                     add(
                         Invariant::SessionMeta,
@@ -227,27 +240,27 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                     }
                 }
             }
-            match &payload["base_instructions"] {
-                Value::Null => {}
-                Value::Object(o) => match o.get("text") {
-                    Some(Value::String(t)) if t.is_empty() => add(
+            match &payload.base_instructions {
+                _ if payload.base_instructions_not_object => add(
+                    Invariant::SessionMeta,
+                    *n,
+                    "base_instructions is not an object".to_string(),
+                ),
+                None => {}
+                Some(o) => match o.0.text.as_deref() {
+                    Some("") => add(
                         Invariant::BaseInstructions,
                         *n,
                         "empty base_instructions.text: the model would get no instructions at all"
                             .to_string(),
                     ),
-                    Some(Value::String(t)) => base_text = Some(t.clone()),
-                    _ => add(
+                    Some(t) => base_text = Some(t),
+                    None => add(
                         Invariant::SessionMeta,
                         *n,
                         "base_instructions has no string `text`".to_string(),
                     ),
                 },
-                _ => add(
-                    Invariant::SessionMeta,
-                    *n,
-                    "base_instructions is not an object".to_string(),
-                ),
             }
         }
         Some((n, _)) => add(
@@ -268,7 +281,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
     // 2. timestamps well-formed and non-decreasing.
     let mut previous: Option<i64> = None;
     for (n, line) in &lines {
-        match line["timestamp"].as_str().and_then(parse_rfc3339_ms) {
+        match line.timestamp.as_deref().and_then(parse_rfc3339_ms) {
             None => add(
                 Invariant::LineFormat,
                 *n,
@@ -301,7 +314,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                 "line has no string `type`".to_string(),
             ),
         }
-        if !line["payload"].is_object() {
+        if line.payload.is_none() {
             add(
                 Invariant::LineFormat,
                 *n,
@@ -321,10 +334,10 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
     let mut last_contextual: Option<usize> = None;
     for (n, line) in &lines {
         let n = *n;
-        let payload = &line["payload"];
+        let payload = line.payload();
         let contextual_before = last_contextual.take();
         match tag(line) {
-            Some(TAG_EVENT_MSG) => match payload["type"].as_str() {
+            Some(TAG_EVENT_MSG) => match payload.kind.as_deref() {
                 Some("user_message") => {
                     user_events += 1;
                     if let Some(at) = contextual_before {
@@ -335,13 +348,13 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                 _ => {}
             },
             Some(TAG_RESPONSE_ITEM) => {
-                let kind = payload["type"].as_str().unwrap_or("");
+                let kind = payload.kind.as_deref().unwrap_or("");
                 if let Some(open) = reasoning_open.take() {
                     // Reasoning is the model's: it explains an assistant message or a call. A
                     // user or developer message right after it means the item it explained
                     // was lost (any message used to pass here).
                     let explained = if kind == "message" {
-                        payload["role"].as_str() == Some(ROLE_ASSISTANT)
+                        payload.role.as_deref() == Some(ROLE_ASSISTANT)
                     } else {
                         CALL_TYPES.contains(&kind)
                     };
@@ -349,7 +362,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                         let what = if kind == "message" {
                             format!(
                                 "a {} message",
-                                payload["role"].as_str().unwrap_or("(no role)")
+                                payload.role.as_deref().unwrap_or("(no role)")
                             )
                         } else {
                             format!("`{kind}`")
@@ -363,7 +376,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                             n,
                             payload,
                             markers,
-                            base_text.as_deref(),
+                            base_text,
                             &mut add,
                             &mut users_needing_event,
                             &mut assistants_needing_event,
@@ -373,11 +386,10 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                     }
                     "reasoning" => {
                         reasoning_open = Some(n);
-                        if let Some(Value::Array(parts)) = payload.get("content") {
-                            if parts
-                                .iter()
-                                .any(|p| p["type"] != "reasoning_text" && p["type"] != "text")
-                            {
+                        if let Some(parts) = &payload.content {
+                            if parts.iter().any(|p| {
+                                !matches!(p.0.kind.as_deref(), Some("reasoning_text" | "text"))
+                            }) {
                                 add(
                                     Invariant::ContentTypes,
                                     n,
@@ -388,7 +400,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                         }
                     }
                     k if CALL_TYPES.contains(&k) => {
-                        let Some(id) = payload["call_id"].as_str() else {
+                        let Some(id) = payload.call_id.as_deref() else {
                             add(
                                 Invariant::CallShapes,
                                 n,
@@ -404,7 +416,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                             );
                         }
                         calls.insert(id.to_string(), (n, false));
-                        if k == "function_call" && !payload["arguments"].is_string() {
+                        if k == "function_call" && payload.arguments != Kind::String {
                             add(
                                 Invariant::CallShapes,
                                 n,
@@ -412,7 +424,7 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                                     .to_string(),
                             );
                         }
-                        if k == "custom_tool_call" && !payload["input"].is_string() {
+                        if k == "custom_tool_call" && payload.input != Kind::String {
                             add(
                                 Invariant::CallShapes,
                                 n,
@@ -421,18 +433,18 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
                         }
                     }
                     k if OUTPUT_TYPES.contains(&k) => {
-                        match &payload["output"] {
-                            Value::String(_) | Value::Array(_) => {}
+                        match payload.output {
+                            Kind::String | Kind::Array => {}
                             other => add(
                                 Invariant::CallShapes,
                                 n,
                                 format!(
                                     "output is {}, not a string or an array (Codex drops the line)",
-                                    json_kind(other)
+                                    other.article_name()
                                 ),
                             ),
                         }
-                        let Some(id) = payload["call_id"].as_str() else {
+                        let Some(id) = payload.call_id.as_deref() else {
                             add(
                                 Invariant::CallShapes,
                                 n,
@@ -499,53 +511,54 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
     v
 }
 
-/// One line to a JSON value: simd-json for speed, serde_json for the error message. A lone
-/// surrogate escape is an error here: simd-json would read it as U+0000, while Codex (serde_json)
-/// rejects the line and so loses it.
-fn parse_line(raw: &str) -> Result<Value, String> {
+/// One line to its view; `Ok(None)` when it is JSON but not an object. A lone surrogate
+/// escape is an error here: simd-json would read it as U+0000, and serde_json skips it unchecked
+/// in the values the views ignore, while Codex (serde_json) rejects the line and so loses it.
+fn parse_line(raw: &str) -> Result<Option<LineView<'_>>, String> {
+    // Only a line with a `\u` escape can hold a surrogate: most have none, and skip the scan
+    // and its copy.
+    if memchr::memmem::find(raw.as_bytes(), b"\\u").is_some() {
+        let lone = crate::input::parse::repair_lone_surrogates(&mut raw.as_bytes().to_vec());
+        if lone > 0 {
+            return Err(format!(
+                "{lone} lone surrogate escape(s), which Codex cannot parse"
+            ));
+        }
+    }
+    // Deeper than serde_json's limit: Codex cannot read the line, so serde_json says why. (The
+    // fast way skips unread values without a depth limit, and simd-json would recurse without
+    // one and overflow the stack.)
+    if crate::input::parse::nests_deeper_than(raw.as_bytes(), crate::input::parse::MAX_DEPTH) {
+        let value = serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())?;
+        return Ok(view::from_value(&value));
+    }
+    if let Some(line) = view::fast(raw) {
+        return Ok(Some(line));
+    }
+    // Not JSON, or a shape the fast way does not read: parse to a `Value` (simd-json for speed,
+    // serde_json for the error message).
     let mut buf = raw.as_bytes().to_vec();
-    let lone = crate::input::parse::repair_lone_surrogates(&mut buf);
-    if lone > 0 {
-        return Err(format!(
-            "{lone} lone surrogate escape(s), which Codex cannot parse"
-        ));
-    }
-    // Deeper than serde_json's limit: Codex cannot read the line, and simd-json would recurse
-    // without a limit and overflow the stack, so serde_json says why.
-    if crate::input::parse::nests_deeper_than(&buf, crate::input::parse::MAX_DEPTH) {
-        return serde_json::from_str::<Value>(raw).map_err(|e| e.to_string());
-    }
-    match simd_json::serde::from_slice::<Value>(&mut buf) {
-        Ok(value) => Ok(value),
-        Err(_) => serde_json::from_str::<Value>(raw).map_err(|e| e.to_string()),
-    }
+    let value = match simd_json::serde::from_slice::<Value>(&mut buf) {
+        Ok(value) => value,
+        Err(_) => serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())?,
+    };
+    Ok(view::from_value(&value))
 }
 
-fn tag(line: &Value) -> Option<&str> {
-    line["type"].as_str()
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+fn tag<'v>(line: &'v LineView) -> Option<&'v str> {
+    line.tag.as_deref()
 }
 
 fn check_message(
     n: usize,
-    payload: &Value,
+    payload: &Payload,
     markers: &[Marker],
     base: Option<&str>,
     add: &mut impl FnMut(Invariant, usize, String),
     users: &mut Vec<Pending>,
     assistants: &mut Vec<Pending>,
 ) -> bool {
-    let role = payload["role"].as_str().unwrap_or("");
+    let role = payload.role.as_deref().unwrap_or("");
     match role {
         ROLE_USER | ROLE_ASSISTANT | ROLE_DEVELOPER => {}
         "system" => add(
@@ -559,18 +572,28 @@ fn check_message(
             format!("unknown role `{other}`: the API rejects it"),
         ),
     }
-    if let Some(phase) = payload.get("phase").filter(|p| !p.is_null()) {
+    if payload.phase.is_some() || payload.phase_json.is_some() {
+        let phase = payload.phase.as_deref();
         if role != ROLE_ASSISTANT {
             add(Invariant::Phase, n, format!("phase on a {role} message"));
-        } else if !phase.as_str().is_some_and(|p| KNOWN_PHASES.contains(&p)) {
+        } else if !phase.is_some_and(|p| KNOWN_PHASES.contains(&p)) {
+            // Shown as JSON, quoted when it is a string.
+            let shown = match phase {
+                Some(p) => Value::from(p).to_string(),
+                None => payload
+                    .phase_json
+                    .as_deref()
+                    .unwrap_or_default()
+                    .to_string(),
+            };
             add(
                 Invariant::Phase,
                 n,
-                format!("unknown phase {phase} (Codex drops the message)"),
+                format!("unknown phase {shown} (Codex drops the message)"),
             );
         }
     }
-    let Some(content) = payload["content"].as_array() else {
+    let Some(content) = &payload.content else {
         add(
             Invariant::ContentTypes,
             n,
@@ -584,7 +607,7 @@ fn check_message(
         &USER_CONTENT
     };
     for part in content {
-        let kind = part["type"].as_str().unwrap_or("(none)");
+        let kind = part.0.kind.as_deref().unwrap_or("(none)");
         if !allowed.contains(&kind) {
             add(
                 Invariant::ContentTypes,
@@ -593,7 +616,7 @@ fn check_message(
             );
         }
     }
-    let texts: Vec<&str> = content.iter().filter_map(|p| p["text"].as_str()).collect();
+    let texts: Vec<&str> = content.iter().filter_map(|p| p.0.text.as_deref()).collect();
     match role {
         ROLE_USER => {
             let fragments = texts

@@ -84,14 +84,26 @@ impl Marker {
 fn starts_with_ignore_case(text: &str, lower_prefix: &str) -> bool {
     text.len() >= lower_prefix.len()
         && text.is_char_boundary(lower_prefix.len())
-        && text[..lower_prefix.len()].to_lowercase() == lower_prefix
+        && lowercases_to(&text[..lower_prefix.len()], lower_prefix)
 }
 
 fn ends_with_ignore_case(text: &str, lower_suffix: &str) -> bool {
     let Some(at) = text.len().checked_sub(lower_suffix.len()) else {
         return false;
     };
-    text.is_char_boundary(at) && text[at..].to_lowercase() == lower_suffix
+    text.is_char_boundary(at) && lowercases_to(&text[at..], lower_suffix)
+}
+
+/// `part.to_lowercase() == lower`, without allocating when `part` is ASCII (nearly always:
+/// this runs for every user text against every marker, in convert and validate).
+fn lowercases_to(part: &str, lower: &str) -> bool {
+    if part.is_ascii() {
+        part.bytes()
+            .map(|b| b.to_ascii_lowercase())
+            .eq(lower.bytes())
+    } else {
+        part.to_lowercase() == lower
+    }
 }
 
 /// One classification rule, compiled.
@@ -694,4 +706,26 @@ fn merge_marker(old: &MarkerEntry, new: &MarkerEntry, file_index: usize) -> (Mar
     override_opt(&mut merged.separate, &new.separate);
     override_opt(&mut merged.enabled, &new.enabled);
     (merged, file_index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowercases_to_is_to_lowercase_then_equal() {
+        let parts = [
+            "", "<ENV>", "<env>", "<EnV", "<ENVX", "AbC", "abc", "ÀB", "àb", "İ", "i\u{307}", "ΟΣ",
+            "ος", "οσ", "K", "\u{212A}", "k", "a\u{0}",
+        ];
+        for part in parts {
+            for lower in parts.iter().map(|p| p.to_lowercase()) {
+                assert_eq!(
+                    lowercases_to(part, &lower),
+                    part.to_lowercase() == lower,
+                    "{part:?} {lower:?}"
+                );
+            }
+        }
+    }
 }

@@ -43,7 +43,7 @@ pub fn write(
     started_ms: i64,
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
-    let mut clock = started_ms;
+    let mut clock = Clock::new(started_ms);
     write_line(out, &mut clock, TAG_SESSION_META, meta)?;
     for item in items {
         match &item.payload {
@@ -63,22 +63,55 @@ pub fn write(
 
 fn write_line<P: Serialize>(
     out: &mut Vec<u8>,
-    clock: &mut i64,
+    clock: &mut Clock,
     tag: &'static str,
     payload: &P,
 ) -> Result<(), serde_json::Error> {
-    let timestamp = format_ms(*clock);
-    *clock += 1;
     serde_json::to_writer(
         &mut *out,
         &Line {
-            timestamp: &timestamp,
+            timestamp: clock.tick(),
             tag,
             payload,
         },
     )?;
     out.push(b'\n');
     Ok(())
+}
+
+/// The line timestamps: `format_ms` of the start, then of each next millisecond. Lines within
+/// one second differ only in the milliseconds, so only those digits are rewritten; the date is
+/// formatted again when the second changes.
+struct Clock {
+    next: i64,
+    text: String,
+}
+
+impl Clock {
+    fn new(started_ms: i64) -> Clock {
+        Clock {
+            next: started_ms,
+            text: String::new(),
+        }
+    }
+
+    fn tick(&mut self) -> &str {
+        let ms = self.next;
+        self.next += 1;
+        // `format_ms` ends in `.mmmZ`; before the epoch it clamps to 0, so reformat there.
+        let same_second = ms > 0 && ms % 1000 != 0 && self.text.len() > 5;
+        if same_second {
+            self.text.truncate(self.text.len() - 4);
+            let millis = ms % 1000;
+            for digit in [millis / 100, millis / 10 % 10, millis % 10] {
+                self.text.push(char::from(b'0' + digit as u8));
+            }
+            self.text.push('Z');
+        } else {
+            self.text = format_ms(ms);
+        }
+        &self.text
+    }
 }
 
 fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
@@ -112,5 +145,28 @@ fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
         | ItemKind::Call
         | ItemKind::Output
         | ItemKind::Compacted => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_ticks_as_format_ms() {
+        for start in [
+            -3,
+            0,
+            1,
+            998,
+            59_998,
+            1_700_000_000_995,
+            253_402_300_797_990,
+        ] {
+            let mut clock = Clock::new(start);
+            for ms in start..start + 2_005 {
+                assert_eq!(clock.tick(), format_ms(ms), "{start} {ms}");
+            }
+        }
     }
 }

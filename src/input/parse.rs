@@ -36,8 +36,10 @@ pub fn parse_record(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputE
 /// True when arrays and objects in `bytes` (JSON text) nest deeper than `limit`, brackets
 /// inside strings not counted. Malformed text may get either answer; the parser then fails.
 pub fn nests_deeper_than(bytes: &[u8], limit: usize) -> bool {
-    // Most records have too few brackets to reach the limit: one vectorised count decides.
-    if bytes.iter().filter(|b| matches!(b, b'[' | b'{')).count() <= limit {
+    // Most records have too few brackets to reach the limit: a count decides. memchr2 finds
+    // them with SIMD and the count stops at the (limit+1)-th; a byte-by-byte filter here was
+    // a tenth of the baseline's instructions, and runs on every validated line too.
+    if memchr::memchr2_iter(b'[', b'{', bytes).nth(limit).is_none() {
         return false;
     }
     let mut depth = 0usize;

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use super::time::format_ms;
+use super::time::{format_ms, MAX_MS};
 use super::{ItemKind, OutItem, OutPayload};
 use crate::model::rollout::{
     BaseInstructions, Compacted, ContentItem, EventMsg, Line, ResponseItem, SessionMeta,
@@ -96,8 +96,9 @@ impl Clock {
     }
 
     fn tick(&mut self) -> &str {
-        let ms = self.next;
-        self.next += 1;
+        // Past the last representable millisecond the clock stands still (non-decreasing).
+        let ms = self.next.min(MAX_MS);
+        self.next = self.next.saturating_add(1);
         // `format_ms` ends in `.mmmZ`; before the epoch it clamps to 0, so reformat there.
         let same_second = ms > 0 && ms % 1000 != 0 && self.text.len() > 5;
         if same_second {
@@ -168,5 +169,21 @@ mod tests {
                 assert_eq!(clock.tick(), format_ms(ms), "{start} {ms}");
             }
         }
+    }
+
+    #[test]
+    fn clock_stands_still_at_the_end_of_year_9999() {
+        let mut clock = Clock::new(MAX_MS - 2);
+        let ticks: Vec<String> = (0..5).map(|_| clock.tick().to_string()).collect();
+        assert_eq!(
+            ticks,
+            [
+                "9999-12-31T23:59:59.997Z",
+                "9999-12-31T23:59:59.998Z",
+                "9999-12-31T23:59:59.999Z",
+                "9999-12-31T23:59:59.999Z",
+                "9999-12-31T23:59:59.999Z",
+            ]
+        );
     }
 }

@@ -27,8 +27,13 @@ fn split_offset(text: &str) -> Option<(&str, i64)> {
 }
 
 /// `2025-10-01T12:00:00.000Z`.
+/// 9999-12-31T23:59:59.999Z: RFC 3339 has four-digit years (and humantime panics past them).
+pub const MAX_MS: i64 = 253_402_300_799_999;
+
+/// Formats `ms`, clamped to the RFC 3339 range (the epoch to [`MAX_MS`]).
 pub fn format_ms(ms: i64) -> String {
-    let time = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms.max(0)).unwrap_or(0));
+    let ms = ms.clamp(0, MAX_MS);
+    let time = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     humantime::format_rfc3339_millis(time).to_string()
 }
 

@@ -484,42 +484,40 @@ impl<'r> Builder<'r> {
     }
 
     fn flush_developer(&mut self) {
-        if self.developer.is_empty() {
-            return;
-        }
         let sections = std::mem::take(&mut self.developer);
         let origin = sections.first().map(|s| s.2);
         // One developer message, one input_text per section (never concatenated). Items from
         // several input messages share the first one's origin; accounting sums by item.
-        let content = sections
-            .into_iter()
-            .map(|(text, _, _)| ContentItem::InputText { text })
-            .collect();
-        self.push(
-            ItemKind::Developer,
-            ResponseItem::Message {
-                role: ROLE_DEVELOPER,
-                content,
-                phase: None,
-            },
-            origin,
-        );
+        let texts = sections.into_iter().map(|(text, _, _)| text).collect();
+        self.push_bundle(ItemKind::Developer, ROLE_DEVELOPER, texts, origin);
     }
 
     fn flush_contextual(&mut self) {
-        if self.contextual.is_empty() {
-            return;
-        }
         let fragments = std::mem::take(&mut self.contextual);
         let origin = fragments.first().map(|f| f.1);
-        let content = fragments
+        let texts = fragments.into_iter().map(|(text, _)| text).collect();
+        self.push_bundle(ItemKind::ContextualUser, ROLE_USER, texts, origin);
+    }
+
+    /// One message of `input_text` parts, if there is any text to group.
+    fn push_bundle(
+        &mut self,
+        kind: ItemKind,
+        role: &'static str,
+        texts: Vec<String>,
+        origin: Option<usize>,
+    ) {
+        if texts.is_empty() {
+            return;
+        }
+        let content = texts
             .into_iter()
-            .map(|(text, _)| ContentItem::InputText { text })
+            .map(|text| ContentItem::InputText { text })
             .collect();
         self.push(
-            ItemKind::ContextualUser,
+            kind,
             ResponseItem::Message {
-                role: ROLE_USER,
+                role,
                 content,
                 phase: None,
             },

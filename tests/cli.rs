@@ -1,0 +1,199 @@
+//! The command line around conversion: `--dry-run`, rule files given with `--rules`,
+//! `rules check`, exit codes for usage errors.
+
+mod common;
+
+use common::Workdir;
+use serde_json::json;
+
+#[test]
+fn dry_run_writes_the_report_but_no_rollout() {
+    let wd = Workdir::new("dry_run");
+    wd.create_jsonl(
+        "in.jsonl",
+        &[json!({"messages": [{"role": "user", "content": "hi"}]})],
+    );
+    let home = wd.convert("in.jsonl", "home", &["--dry-run"], 0);
+    assert!(home.rollouts().is_empty());
+    let summary = home.summary();
+    assert_eq!(summary["dry_run"], true);
+    assert_eq!(summary["converted"], 1);
+    assert!(
+        home.run.stdout().contains("dry run"),
+        "{}",
+        home.run.stdout()
+    );
+}
+
+#[test]
+fn a_later_rule_file_overrides_policies_and_its_rules_win() {
+    let wd = Workdir::new("rules_override");
+    wd.create(
+        "mine.toml",
+        r#"
+[policy]
+orphan_output = "quarantine"
+
+[[rule]]
+id = "all-system-is-developer"
+role = ["system"]
+slot = "developer"
+"#,
+    );
+    wd.create_jsonl(
+        "in.jsonl",
+        &[
+            json!({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}]}),
+            json!({"messages": [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "r"}]}),
+        ],
+    );
+    let home = wd.convert(
+        "in.jsonl",
+        "home",
+        &["--rules", "default", "--rules", "mine.toml"],
+        1,
+    );
+    // The new rule came before the default `first-leading-system`: no base instructions.
+    let rollout = home.single_rollout();
+    assert!(rollout.meta().get("base_instructions").is_none());
+    let decisions = home.decisions();
+    assert_eq!(decisions[0]["rule"], "all-system-is-developer");
+    // The overridden policy quarantines the orphan output instead of dropping it.
+    let quarantine = home.quarantine();
+    assert_eq!(quarantine.len(), 1);
+    assert!(
+        quarantine[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("policy.orphan_output"),
+        "{}",
+        quarantine[0]["reason"]
+    );
+}
+
+#[test]
+fn rules_check_passes_the_shipped_rules() {
+    let wd = Workdir::new("rules_check_default");
+    let run = wd.run(&[
+        "rules",
+        "check",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/rules/default.toml"),
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout().contains(": ok"), "{}", run.stdout());
+}
+
+#[test]
+fn rules_check_reports_unknown_keys_with_their_line() {
+    let wd = Workdir::new("rules_check_unknown_key");
+    wd.create(
+        "bad.toml",
+        "[policy]\norphan_output = \"drop\"\nbogus = 1\n",
+    );
+    let run = wd.run(&["rules", "check", "bad.toml"]);
+    run.expect_code(1);
+    assert!(
+        run.stdout().contains("bad.toml:3:1: unknown field `bogus`"),
+        "{}",
+        run.stdout()
+    );
+}
+
+#[test]
+fn rules_check_reports_an_invalid_value_with_its_line() {
+    let wd = Workdir::new("rules_check_bad_value");
+    wd.create("bad.toml", "[policy]\n\norphan_output = \"keep\"\n");
+    let run = wd.run(&["rules", "check", "bad.toml"]);
+    run.expect_code(1);
+    assert!(run.stdout().contains("bad.toml:3:"), "{}", run.stdout());
+    assert!(
+        run.stdout().contains("unknown variant `keep`"),
+        "{}",
+        run.stdout()
+    );
+}
+
+#[test]
+fn rules_check_reports_an_invalid_regex_with_its_line() {
+    let wd = Workdir::new("rules_check_bad_regex");
+    wd.create(
+        "bad.toml",
+        "[[rule]]\nid = \"r\"\nrole = [\"system\"]\nregex = \"([\"\nslot = \"developer\"\n",
+    );
+    let run = wd.run(&["rules", "check", "default", "bad.toml"]);
+    run.expect_code(1);
+    assert!(
+        run.stdout()
+            .contains("bad.toml:4: rule `r`: invalid text regex"),
+        "{}",
+        run.stdout()
+    );
+}
+
+#[test]
+fn rules_check_warns_about_unreachable_rules_and_overlapping_markers() {
+    let wd = Workdir::new("rules_check_unreachable");
+    wd.create(
+        "mine.toml",
+        r#"[[rule]]
+id = "catch-all"
+role = ["system", "developer"]
+slot = "developer"
+
+[[marker]]
+kind = "env2"
+start = "<environment_context"
+end = "</environment_context>"
+"#,
+    );
+    let run = wd.run(&["rules", "check", "default", "mine.toml"]);
+    run.expect_code(1);
+    let out = run.stdout();
+    assert!(
+        out.contains("rule `first-leading-system` is unreachable: rule `catch-all`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("markers `environment_context` and `env2` overlap"),
+        "{out}"
+    );
+}
+
+#[test]
+fn usage_and_io_errors_exit_2_with_the_reason() {
+    let wd = Workdir::new("usage_errors");
+    let missing = wd.run(&["convert", "nope.jsonl", "--out", "home"]);
+    missing.expect_code(2);
+    assert!(
+        missing.stderr().contains("nope.jsonl"),
+        "{}",
+        missing.stderr()
+    );
+    wd.create("bad.toml", "[policy\n");
+    wd.create_jsonl("in.jsonl", &[json!({"messages": []})]);
+    let bad_rules = wd.run(&[
+        "convert", "in.jsonl", "--out", "home", "--rules", "bad.toml",
+    ]);
+    bad_rules.expect_code(2);
+    assert!(
+        bad_rules.stderr().contains("bad.toml:1:"),
+        "{}",
+        bad_rules.stderr()
+    );
+    let bad_path = wd.run(&[
+        "convert",
+        "in.jsonl",
+        "--out",
+        "home",
+        "--messages-at",
+        "a[x]",
+    ]);
+    bad_path.expect_code(2);
+    assert!(
+        bad_path.stderr().contains("--messages-at a[x]"),
+        "{}",
+        bad_path.stderr()
+    );
+    let no_args = wd.run(&["convert"]);
+    no_args.expect_code(2);
+}

@@ -99,7 +99,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Summary, PipelineError> {
     let started = Instant::now();
-    let mut files = discover(&options.inputs)?;
+    let mut files = discover(&options.inputs, Some(&options.out))?;
     dedupe_keys(&mut files);
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
     let batch_index = Arc::new(BatchIndex::scan(&files, &rules.input, repair));

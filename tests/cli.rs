@@ -197,3 +197,18 @@ fn usage_and_io_errors_exit_2_with_the_reason() {
     let no_args = wd.run(&["convert"]);
     no_args.expect_code(2);
 }
+
+#[test]
+fn an_output_home_inside_the_input_folder_is_not_read_back() {
+    let wd = Workdir::new("home_inside_input");
+    wd.create_jsonl(
+        "data/in.jsonl",
+        &[json!({"messages": [{"role": "user", "content": "hi"}]})],
+    );
+    let first = wd.convert("data", "data/home", &[], 0);
+    let second = wd.convert("data", "data/home", &[], 0);
+    for home in [&first, &second] {
+        assert_eq!(home.summary()["files"], 1);
+        assert_eq!(home.summary()["records"], 1);
+    }
+}

@@ -25,7 +25,10 @@ pub struct SourceFile {
 }
 
 /// Lists every record file under `inputs`, sorted within each input; inputs keep their order.
-pub fn discover(inputs: &[PathBuf]) -> Result<Vec<SourceFile>, SourceError> {
+/// Folders are not entered when they are `skip` (the output home: converting `.` into `./home`
+/// must not read back its own rollouts and quarantine).
+pub fn discover(inputs: &[PathBuf], skip: Option<&Path>) -> Result<Vec<SourceFile>, SourceError> {
+    let skip = skip.and_then(|p| std::fs::canonicalize(p).ok());
     let mut files = Vec::new();
     for input in inputs {
         let meta = std::fs::metadata(input).map_err(|source| SourceError::MissingInput {
@@ -37,7 +40,16 @@ pub fn discover(inputs: &[PathBuf]) -> Result<Vec<SourceFile>, SourceError> {
             files.push(source_file(input.clone(), base, meta.len()));
             continue;
         }
-        for entry in WalkDir::new(input).sort_by_file_name().follow_links(true) {
+        let walk = WalkDir::new(input)
+            .sort_by_file_name()
+            .follow_links(true)
+            .into_iter()
+            .filter_entry(|entry| {
+                !(entry.file_type().is_dir()
+                    && skip.is_some()
+                    && std::fs::canonicalize(entry.path()).ok() == skip)
+            });
+        for entry in walk {
             let entry = entry.map_err(|err| SourceError::Walk {
                 path: input.display().to_string(),
                 message: err.to_string(),

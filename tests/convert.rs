@@ -353,11 +353,7 @@ fn json_file_that_is_really_jsonl() {
         .collect();
     texts.sort_by_key(Value::to_string);
     assert_eq!(texts, vec![json!("l1"), json!("l2")]);
-    let lines: Vec<Value> = home
-        .conversations()
-        .iter()
-        .map(|c| c["line"].clone())
-        .collect();
+    let lines = home.conversation_lines();
     assert_eq!(lines, vec![json!(1), json!(2)]);
 }
 
@@ -1311,11 +1307,7 @@ fn utf8_bom_crlf_and_blank_lines_are_accepted() {
         ),
         (&json!(2), &json!(2), &json!(3))
     );
-    let lines: Vec<Value> = home
-        .conversations()
-        .iter()
-        .map(|c| c["line"].clone())
-        .collect();
+    let lines = home.conversation_lines();
     assert_eq!(lines, vec![json!(1), json!(5)]);
     // No BOM and no CR reach a rollout (Rollout::read checks the CR).
     for rollout in home.all_rollouts() {
@@ -1363,11 +1355,7 @@ fn two_zstd_frames_in_one_file_are_one_stream() {
         .collect();
     texts.sort();
     assert_eq!(texts, vec!["frame one", "frame two"]);
-    let lines: Vec<Value> = home
-        .conversations()
-        .iter()
-        .map(|c| c["line"].clone())
-        .collect();
+    let lines = home.conversation_lines();
     assert_eq!(lines, vec![json!(1), json!(2)]);
 }
 

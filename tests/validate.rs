@@ -119,6 +119,12 @@ fn item(payload: Value) -> String {
         .to_string()
 }
 
+/// Inserts a response_item right after session_meta, at the first line's timestamp (so that
+/// timestamps stay non-decreasing and only the intended invariant breaks).
+fn insert_after_meta(lines: &mut Vec<String>, payload: Value) {
+    lines.insert(1, item(payload).replace("12:00:04", "12:00:00"));
+}
+
 /// An event_msg line at the minimal rollout's last timestamp.
 fn event(payload: Value) -> String {
     json!({"timestamp": "2025-10-01T12:00:04.000Z", "type": "event_msg", "payload": payload})
@@ -334,13 +340,12 @@ fn tool_role_message() {
 #[test]
 fn system_role_message() {
     let bytes = rollout(|l| {
-        l.insert(
-            1,
-            item(json!({
+        insert_after_meta(
+            l,
+            json!({
                 "type": "message", "role": "system",
                 "content": [{"type": "input_text", "text": "be brief"}]
-            }))
-            .replace("12:00:04", "12:00:00"),
+            }),
         )
     });
     assert_breaks(&bytes, &[("roles", 2)]);
@@ -552,12 +557,9 @@ fn real_user_text_that_looks_like_a_fragment() {
 #[test]
 fn contextual_user_message_needs_no_event() {
     let bytes = rollout(|l| {
-        l.insert(
-            1,
-            item(user(
-                "<environment_context>\n  <cwd>/abs/project</cwd>\n</environment_context>",
-            ))
-            .replace("12:00:04", "12:00:00"),
+        insert_after_meta(
+            l,
+            user("<environment_context>\n  <cwd>/abs/project</cwd>\n</environment_context>"),
         );
     });
     let work = Workdir::new();
@@ -576,13 +578,12 @@ fn contextual_user_message_needs_no_event() {
 #[test]
 fn base_instructions_repeated_as_developer_message() {
     let bytes = rollout(|l| {
-        l.insert(
-            1,
-            item(json!({
+        insert_after_meta(
+            l,
+            json!({
                 "type": "message", "role": "developer",
                 "content": [{"type": "input_text", "text": "<imported system prompt>"}]
-            }))
-            .replace("12:00:04", "12:00:00"),
+            }),
         )
     });
     assert_breaks(&bytes, &[("base_instructions", 2)]);

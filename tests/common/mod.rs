@@ -197,6 +197,14 @@ impl Home {
         read_jsonl(&self.root.join("rollover/conversations.jsonl"))
     }
 
+    /// The source line of each converted conversation, in output order.
+    pub fn conversation_lines(&self) -> Vec<Value> {
+        self.conversations()
+            .iter()
+            .map(|c| c["line"].clone())
+            .collect()
+    }
+
     /// The `decisions` of the only converted conversation.
     pub fn decisions(&self) -> Value {
         let conversations = self.conversations();

@@ -410,3 +410,8 @@ macro_rules! body {
         lines
     }};
 }
+
+/// The folder holding the latest run's report files in a Codex home written by `convert`.
+pub fn run_folder(home: &Path) -> PathBuf {
+    home.join("rollover")
+}

@@ -10,13 +10,19 @@
 //! items out as rollout lines with events and timestamps; [`ids`] makes every id
 //! deterministic.
 
+mod assistant;
 pub mod build;
+mod context;
 pub mod ids;
 pub mod image;
 pub mod parts;
 pub mod phase;
 pub mod render;
+#[cfg(test)]
+mod test_support;
 pub mod time;
+mod tools;
+mod user;
 
 use thiserror::Error;
 

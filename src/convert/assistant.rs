@@ -1,0 +1,228 @@
+//! Assistant messages: reasoning, the message with its phase, then its calls, in that order.
+//!
+//! Reasoning goes right before what it explains (`policy.reasoning`); reasoning with nothing
+//! after it is `policy.unpaired_reasoning`. A phase given by the input is kept when Codex knows
+//! it (`policy.invalid_phase` otherwise); [`super::phase`] infers the rest afterwards.
+
+use super::build::Builder;
+use super::parts::Side;
+use super::{ConvertError, ItemKind};
+use crate::audit::Action;
+use crate::model::rollout::{ContentItem, Phase, ReasoningText, ResponseItem, ROLE_ASSISTANT};
+use crate::model::transcript::{Message, ToolCall};
+use crate::rules::{DropOrQuarantine, EmptyMessage, Reasoning};
+
+impl Builder<'_> {
+    pub(super) fn assistant(&mut self, m: &mut Message) -> Result<(), ConvertError> {
+        let index = Some(m.index);
+        self.flush_context();
+        let mut content = self.content_items(m, Side::Output)?;
+        if let Some(refusal) = &m.refusal {
+            content.extend(self.refusal(refusal, m.index, Side::Output)?);
+        }
+        let phase = self.given_phase(m)?;
+        let calls: Vec<ToolCall> = m
+            .function_call
+            .take()
+            .into_iter()
+            .chain(std::mem::take(&mut m.tool_calls))
+            .collect();
+        let has_message =
+            !content.is_empty() && !content.iter().all(|c| c.text().is_some_and(str::is_empty));
+        let had_reasoning = m.reasoning.is_some();
+        if let Some(reasoning) = m.reasoning.take() {
+            self.reasoning(m.index, reasoning, has_message || !calls.is_empty())?;
+        }
+        if has_message {
+            let item = ResponseItem::Message {
+                role: ROLE_ASSISTANT,
+                content,
+                phase,
+            };
+            self.push(ItemKind::Assistant, item, index);
+        } else if calls.is_empty() && !had_reasoning {
+            self.empty_assistant(m.index, &content, phase);
+        }
+        for (position, call) in calls.into_iter().enumerate() {
+            self.call(m, call, position)?;
+        }
+        Ok(())
+    }
+
+    /// The phase the input gave, if Codex knows it.
+    fn given_phase(&mut self, m: &Message) -> Result<Option<Phase>, ConvertError> {
+        let Some(given) = &m.phase else {
+            return Ok(None);
+        };
+        if let Some(phase) = Phase::parse(given) {
+            return Ok(Some(phase));
+        }
+        let rule = "policy.invalid_phase";
+        match self.rules.policy.invalid_phase {
+            DropOrQuarantine::Drop => {
+                let action = Action::InvalidPhaseDropped {
+                    phase: given.clone(),
+                };
+                self.decide(Some(m.index), rule, action, 0, 0);
+                Ok(None)
+            }
+            DropOrQuarantine::Quarantine => {
+                let reason = format!("unknown phase `{given}`");
+                Err(self.quarantine(rule, reason, Some(m.index)))
+            }
+        }
+    }
+
+    /// Plain-text reasoning: an item before what it explains, when something follows.
+    fn reasoning(
+        &mut self,
+        index: usize,
+        reasoning: String,
+        explains_something: bool,
+    ) -> Result<(), ConvertError> {
+        if !explains_something {
+            let rule = "policy.unpaired_reasoning";
+            return match self.rules.policy.unpaired_reasoning {
+                DropOrQuarantine::Drop => {
+                    let action = Action::UnpairedReasoningDropped;
+                    self.decide(Some(index), rule, action, reasoning.len(), 0);
+                    Ok(())
+                }
+                DropOrQuarantine::Quarantine => {
+                    let reason = "reasoning with no message or call after it".to_string();
+                    Err(self.quarantine(rule, reason, Some(index)))
+                }
+            };
+        }
+        let rule = "policy.reasoning";
+        match self.rules.policy.reasoning {
+            Reasoning::Item => {
+                self.decide(Some(index), rule, Action::ReasoningItem, 0, 0);
+                let item = ResponseItem::Reasoning {
+                    summary: Vec::new(),
+                    content: Some(vec![ReasoningText { text: reasoning }]),
+                    encrypted_content: None,
+                };
+                self.push(ItemKind::Reasoning, item, Some(index));
+            }
+            Reasoning::Drop => {
+                let action = Action::ReasoningDropped;
+                self.decide(Some(index), rule, action, reasoning.len(), 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// An assistant message with no text, reasoning or call: `policy.empty_message`.
+    fn empty_assistant(&mut self, index: usize, content: &[ContentItem], phase: Option<Phase>) {
+        let rule = "policy.empty_message";
+        match self.rules.policy.empty_message {
+            EmptyMessage::Drop => {
+                let dropped = content.iter().filter_map(ContentItem::text).map(str::len);
+                let dropped = dropped.sum();
+                self.decide(Some(index), rule, Action::EmptyMessageDropped, dropped, 0);
+            }
+            EmptyMessage::Keep => {
+                self.decide(Some(index), rule, Action::EmptyMessageKept, 0, 0);
+                let content = vec![ContentItem::OutputText {
+                    text: String::new(),
+                }];
+                let item = ResponseItem::Message {
+                    role: ROLE_ASSISTANT,
+                    content,
+                    phase,
+                };
+                self.push(ItemKind::Assistant, item, Some(index));
+            }
+        }
+    }
+
+    /// Reasoning, refusal and tool calls on a message that is not the assistant's have no
+    /// place in Codex: each is dropped with a decision that counts its bytes, so the accounting
+    /// explains it (otherwise the record would be quarantined for an unexplained loss).
+    pub(super) fn drop_assistant_fields(&mut self, m: &mut Message) {
+        let mut dropped: Vec<(&str, usize)> = Vec::new();
+        if let Some(r) = m.reasoning.take() {
+            dropped.push(("reasoning", r.len()));
+        }
+        if let Some(r) = m.refusal.take() {
+            dropped.push(("refusal", r.len()));
+        }
+        if let Some(call) = m.function_call.take() {
+            dropped.push(("function_call", call.arguments.len()));
+        }
+        if !m.tool_calls.is_empty() {
+            let bytes = m.tool_calls.drain(..).map(|c| c.arguments.len()).sum();
+            dropped.push(("tool_calls", bytes));
+        }
+        for (field, bytes) in dropped {
+            let action = Action::FieldDropped {
+                field: field.to_string(),
+            };
+            self.decide(Some(m.index), "builtin.assistant-fields", action, bytes, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{
+        call, function_call, items, message, output, rules_fired, text_message, walk,
+    };
+    use crate::model::rollout::{ReasoningText, ResponseItem};
+
+    #[test]
+    fn reasoning_goes_before_the_message_and_calls_get_outputs() {
+        let mut assistant = message("assistant", "Looking.");
+        assistant.reasoning = Some("think".to_string());
+        assistant.tool_calls = vec![call(Some("c1"), "ls", "{}"), call(Some("c2"), "pwd", "{}")];
+        let built = walk(vec![message("user", "files?"), assistant]);
+        let reasoning = ResponseItem::Reasoning {
+            summary: Vec::new(),
+            content: Some(vec![ReasoningText {
+                text: "think".to_string(),
+            }]),
+            encrypted_content: None,
+        };
+        assert_eq!(
+            items(&built),
+            vec![
+                text_message("user", &["files?"]),
+                reasoning,
+                text_message("assistant", &["Looking."]),
+                function_call("c1", "ls", "{}"),
+                function_call("c2", "pwd", "{}"),
+                output("c1", "aborted"),
+                output("c2", "aborted"),
+            ]
+        );
+        assert_eq!(
+            rules_fired(&built),
+            [
+                "policy.reasoning",
+                "policy.missing_output",
+                "policy.missing_output"
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_phase_is_dropped_and_reasoning_alone_is_unpaired() {
+        let mut assistant = message("assistant", "ok");
+        assistant.phase = Some("thinking_aloud".to_string());
+        let mut lone = message("assistant", "");
+        lone.reasoning = Some("hmm".to_string());
+        let built = walk(vec![message("user", "q"), assistant, lone]);
+        assert_eq!(
+            items(&built),
+            vec![
+                text_message("user", &["q"]),
+                text_message("assistant", &["ok"])
+            ]
+        );
+        assert_eq!(
+            rules_fired(&built),
+            ["policy.invalid_phase", "policy.unpaired_reasoning"]
+        );
+    }
+}

@@ -20,14 +20,14 @@ pub mod phase;
 pub mod render;
 #[cfg(test)]
 mod test_support;
-pub mod time;
 mod tools;
 mod user;
 
 use thiserror::Error;
 
 use crate::audit::Decision;
-use crate::model::rollout::{ResponseItem, SessionMeta};
+pub use crate::model::conversation::{ItemKind, OutItem, OutPayload};
+use crate::model::rollout::SessionMeta;
 use crate::model::transcript::Transcript;
 use crate::rules::RuleSet;
 
@@ -38,34 +38,6 @@ pub struct ConvertError {
     pub rule: String,
     pub reason: String,
     pub message: Option<usize>,
-}
-
-/// What kind of item an output item is, for events, phases and grouping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ItemKind {
-    RealUser,
-    ContextualUser,
-    Developer,
-    Assistant,
-    Reasoning,
-    Call,
-    Output,
-    Compacted,
-}
-
-/// One output item with the input message it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutItem {
-    pub kind: ItemKind,
-    pub payload: OutPayload,
-    /// Index of the input message it came from (`None` for synthesised items).
-    pub origin: Option<usize>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum OutPayload {
-    Item(ResponseItem),
-    Compacted(String),
 }
 
 /// The identity of a record: where it is and what it says of its time.
@@ -102,7 +74,7 @@ impl Conversation {
     }
 
     pub fn relative_path(&self) -> std::path::PathBuf {
-        let (y, m, d, stamp) = time::path_parts(self.started_ms);
+        let (y, m, d, stamp) = crate::model::time::path_parts(self.started_ms);
         std::path::PathBuf::from("sessions")
             .join(y)
             .join(m)

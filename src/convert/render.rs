@@ -7,12 +7,12 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use super::time::{format_ms, MAX_MS};
 use super::{ItemKind, OutItem, OutPayload};
 use crate::model::rollout::{
     BaseInstructions, Compacted, ContentItem, EventMsg, Line, ResponseItem, SessionMeta,
     TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
 };
+use crate::model::time::{format_ms, MAX_MS};
 use crate::rules::RuleSet;
 
 pub fn session_meta(

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::InputError;
-use crate::convert::time::{epoch_number_to_ms, parse_rfc3339_ms};
+use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
 use crate::model::transcript::{Content, Message, Part, RecordMeta, ToolCall, Transcript};
 use crate::rules::InputRules;
 

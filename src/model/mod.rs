@@ -2,10 +2,15 @@
 //!
 //! - [`transcript`]: a conversation as read from an input record (roles, parts, tool calls).
 //! - [`rollout`]: Codex rollout lines and Responses items, as written.
+//! - [`conversation`]: a converted conversation's items, each with its kind and origin.
+//! - [`time`]: the wire format's timestamps (RFC 3339, milliseconds, `Z`), read and written;
+//!   the one piece of logic here, because both sides of the wire need the same format.
 //! - [`location`]: where a record came from (file, line, byte offset), carried by every error.
 
+pub mod conversation;
 pub mod location;
 pub mod rollout;
+pub mod time;
 pub mod transcript;
 
 pub use location::Location;

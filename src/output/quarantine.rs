@@ -3,9 +3,91 @@
 //! `record_base64` otherwise.
 
 use base64::Engine;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::model::Location;
+use crate::validate::Invariant;
+
+/// The pipeline stage that refused a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Reading the file: the record was cut by damage.
+    Source,
+    /// Parsing and finding the messages.
+    Input,
+    /// A rule said quarantine.
+    Convert,
+    /// The converted conversation broke an invariant.
+    Validate,
+}
+
+/// Why a record was quarantined: the `class` written in `quarantine.jsonl` and counted in
+/// the summary's `quarantine_reasons`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuarantineClass {
+    Truncated,
+    InvalidJson,
+    InvalidUnicode,
+    NotARecord,
+    RolloutLine,
+    BatchResultWithoutRequest,
+    NoMessages,
+    EmptyMessages,
+    BadMessage,
+    /// A classification rule or repair policy said quarantine.
+    Rule,
+    /// The converted conversation broke this invariant (12 is the text accounting).
+    Invariant(Invariant),
+}
+
+impl QuarantineClass {
+    /// The class name, as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            QuarantineClass::Truncated => "truncated",
+            QuarantineClass::InvalidJson => "invalid_json",
+            QuarantineClass::InvalidUnicode => "invalid_unicode",
+            QuarantineClass::NotARecord => "not_a_record",
+            QuarantineClass::RolloutLine => "rollout_line",
+            QuarantineClass::BatchResultWithoutRequest => "batch_result_without_request",
+            QuarantineClass::NoMessages => "no_messages",
+            QuarantineClass::EmptyMessages => "empty_messages",
+            QuarantineClass::BadMessage => "bad_message",
+            QuarantineClass::Rule => "rule",
+            QuarantineClass::Invariant(_) => "invariant",
+        }
+    }
+
+    pub fn stage(self) -> Stage {
+        match self {
+            QuarantineClass::Truncated => Stage::Source,
+            QuarantineClass::InvalidJson
+            | QuarantineClass::InvalidUnicode
+            | QuarantineClass::NotARecord
+            | QuarantineClass::RolloutLine
+            | QuarantineClass::BatchResultWithoutRequest
+            | QuarantineClass::NoMessages
+            | QuarantineClass::EmptyMessages
+            | QuarantineClass::BadMessage => Stage::Input,
+            QuarantineClass::Rule => Stage::Convert,
+            QuarantineClass::Invariant(_) => Stage::Validate,
+        }
+    }
+
+    /// The invariant broken, for quarantines by the validator.
+    pub fn invariant(self) -> Option<Invariant> {
+        match self {
+            QuarantineClass::Invariant(invariant) => Some(invariant),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for QuarantineClass {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct QuarantineEntry {
@@ -15,7 +97,7 @@ pub struct QuarantineEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub element: Option<usize>,
     /// Reason class (`invalid_json`, `no_messages`, `rule`, `invariant`, ...).
-    pub class: String,
+    pub class: QuarantineClass,
     /// One-line reason.
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -25,7 +107,12 @@ pub struct QuarantineEntry {
 }
 
 impl QuarantineEntry {
-    pub fn new(location: &Location, class: &str, reason: String, raw: &[u8]) -> QuarantineEntry {
+    pub fn new(
+        location: &Location,
+        class: QuarantineClass,
+        reason: String,
+        raw: &[u8],
+    ) -> QuarantineEntry {
         let (record, record_base64) = match std::str::from_utf8(raw) {
             Ok(text) => (Some(text.to_string()), None),
             Err(_) => (
@@ -38,7 +125,7 @@ impl QuarantineEntry {
             line: location.line,
             byte_offset: location.byte_offset,
             element: location.element,
-            class: class.to_string(),
+            class,
             reason: reason.replace('\n', " "),
             record,
             record_base64,

@@ -471,14 +471,13 @@ pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
         .timestamp
         .clone()
         .ok_or_else(|| missing("session.timestamp"))?;
-    let timestamp_ms =
-        crate::convert::time::parse_rfc3339_ms(&timestamp_text).ok_or_else(|| {
-            invalid(
-                first,
-                &timestamp_text,
-                format!("session.timestamp `{timestamp_text}` is not an RFC 3339 time"),
-            )
-        })?;
+    let timestamp_ms = crate::model::time::parse_rfc3339_ms(&timestamp_text).ok_or_else(|| {
+        invalid(
+            first,
+            &timestamp_text,
+            format!("session.timestamp `{timestamp_text}` is not an RFC 3339 time"),
+        )
+    })?;
     let finished = phase
         .finished
         .clone()

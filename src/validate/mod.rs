@@ -15,11 +15,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::convert::ids::is_uuid;
-use crate::convert::time::parse_rfc3339_ms;
 use crate::model::rollout::{
     KNOWN_PHASES, ROLE_ASSISTANT, ROLE_DEVELOPER, ROLE_USER, TAG_COMPACTED, TAG_EVENT_MSG,
     TAG_RESPONSE_ITEM, TAG_SESSION_META, TAG_TURN_CONTEXT,
 };
+use crate::model::time::parse_rfc3339_ms;
 use crate::rules::Marker;
 use view::{Kind, LineView, Payload};
 

@@ -1,0 +1,33 @@
+//! A converted conversation's items: each Responses item (or `compacted` summary) with what
+//! kind of item it is and the input message it came from. The converter makes them; the
+//! renderer writes them; the audit counts them.
+
+use super::rollout::ResponseItem;
+
+/// What kind of item an output item is, for events, phases and grouping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    RealUser,
+    ContextualUser,
+    Developer,
+    Assistant,
+    Reasoning,
+    Call,
+    Output,
+    Compacted,
+}
+
+/// One output item with the input message it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutItem {
+    pub kind: ItemKind,
+    pub payload: OutPayload,
+    /// Index of the input message it came from (`None` for synthesised items).
+    pub origin: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutPayload {
+    Item(ResponseItem),
+    Compacted(String),
+}

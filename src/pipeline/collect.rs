@@ -1,0 +1,172 @@
+//! The ordered collector: takes each batch's outcomes in input order and turns them into the
+//! run's counters and report lines (`quarantine.jsonl`, `conversations.jsonl`), so every
+//! output is deterministic whatever the thread count.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+use serde::Serialize;
+
+use super::reader::Work;
+use super::record::{Converted, Outcome};
+use super::Progress;
+use crate::audit::summary::{bump, DamageReport};
+use crate::audit::Summary;
+use crate::input::batch::BatchIndex;
+use crate::output::quarantine::QuarantineClass;
+use crate::output::{Home, OutputError, QuarantineEntry};
+
+pub struct Collector<'h> {
+    home: &'h Home,
+    pub summary: Summary,
+    quarantine: BufWriter<File>,
+    conversations: BufWriter<File>,
+}
+
+impl<'h> Collector<'h> {
+    pub fn new(home: &'h Home, summary: Summary) -> Result<Collector<'h>, OutputError> {
+        Ok(Collector {
+            home,
+            summary,
+            quarantine: BufWriter::new(home.create_run_file("quarantine.jsonl")?),
+            conversations: BufWriter::new(home.create_run_file("conversations.jsonl")?),
+        })
+    }
+
+    /// One batch, in order. `outcomes[i]` is the outcome of `batch[i]` when it is a record.
+    pub fn batch(
+        &mut self,
+        batch: &[Work],
+        outcomes: Vec<Option<Outcome>>,
+        progress: &dyn Progress,
+        disk_read: u64,
+    ) -> Result<(), OutputError> {
+        let mut bytes = 0u64;
+        let mut records = 0u64;
+        for (work, outcome) in batch.iter().zip(outcomes) {
+            match work {
+                Work::Blank => self.summary.blank_lines += 1,
+                Work::Damage(damage) => {
+                    progress.damage(damage);
+                    self.summary.damaged_files.push(DamageReport {
+                        file: damage.location.path.to_string(),
+                        line: damage.location.line,
+                        byte_offset: damage.location.byte_offset,
+                        compressed_offset: damage.compressed_offset,
+                        message: damage.message.clone(),
+                    });
+                }
+                Work::Record(record, _, _) => {
+                    self.summary.records += 1;
+                    records += 1;
+                    bytes += record.bytes.len() as u64;
+                    match outcome {
+                        None => {}
+                        Some(Outcome::Quarantined(entry)) => self.quarantined(&entry)?,
+                        Some(Outcome::Converted(done)) => self.converted(&done)?,
+                    }
+                }
+            }
+        }
+        self.summary.bytes_read += bytes;
+        progress.advance(records, bytes, disk_read);
+        Ok(())
+    }
+
+    fn quarantined(&mut self, entry: &QuarantineEntry) -> Result<(), OutputError> {
+        let summary = &mut self.summary;
+        summary.quarantined += 1;
+        bump(&mut summary.quarantine_reasons, entry.class.name(), 1);
+        if let Some(invariant) = entry.class.invariant() {
+            bump(&mut summary.violations, &invariant.to_string(), 1);
+        }
+        write_line(self.home, &mut self.quarantine, "quarantine.jsonl", entry)
+    }
+
+    fn converted(&mut self, done: &Converted) -> Result<(), OutputError> {
+        let summary = &mut self.summary;
+        summary.converted += 1;
+        for (kind, phase) in &done.items {
+            bump(&mut summary.items, kind, 1);
+            if *kind == "message:assistant" {
+                bump(&mut summary.phases, phase.unwrap_or("none"), 1);
+            }
+        }
+        bump(&mut summary.events, "user_message", done.events.0);
+        bump(&mut summary.events, "agent_message", done.events.1);
+        for decision in &done.decisions {
+            bump(&mut summary.rules_fired, &decision.rule, 1);
+            bump(&mut summary.actions, decision.action.name(), 1);
+        }
+        for field in &done.ignored {
+            bump(&mut summary.ignored_fields, field, 1);
+        }
+        summary.text_bytes_in += done.account.bytes_in as u64;
+        summary.text_bytes_out += done.account.bytes_out as u64;
+        summary.text_bytes_dropped += done.account.bytes_dropped as u64;
+        summary.text_bytes_added += done.account.bytes_added as u64;
+        write_line(
+            self.home,
+            &mut self.conversations,
+            "conversations.jsonl",
+            done,
+        )
+    }
+
+    /// Batch results: joined to a request, or quarantined (no request claimed them).
+    pub fn batch_results(&mut self, index: &BatchIndex) -> Result<(), OutputError> {
+        for result in index.results() {
+            self.summary.records += 1;
+            if result.used() {
+                self.summary.joined += 1;
+                continue;
+            }
+            let location = &result.record.location;
+            let reason = format!(
+                "{location}: batch result line whose request (same custom_id) is not in the input"
+            );
+            let class = QuarantineClass::BatchResultWithoutRequest;
+            let entry = QuarantineEntry::new(location, class, reason, &result.record.bytes);
+            self.quarantined(&entry)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes the report lines and writes `summary.json`; returns the summary.
+    pub fn finish(mut self, seconds: f64) -> Result<Summary, OutputError> {
+        let home = self.home;
+        self.quarantine
+            .flush()
+            .map_err(|e| write_error(home, "quarantine.jsonl", e))?;
+        self.conversations
+            .flush()
+            .map_err(|e| write_error(home, "conversations.jsonl", e))?;
+        let mut file = home.create_run_file("summary.json")?;
+        // Timing varies run to run; the file on disk stays byte-identical for the same input.
+        let mut for_file = self.summary.clone();
+        for_file.seconds = 0.0;
+        serde_json::to_writer_pretty(&mut file, &for_file)
+            .map_err(|e| write_error(home, "summary.json", e.into()))?;
+        file.write_all(b"\n")
+            .map_err(|e| write_error(home, "summary.json", e))?;
+        self.summary.seconds = seconds;
+        Ok(self.summary)
+    }
+}
+
+fn write_line<T: Serialize>(
+    home: &Home,
+    out: &mut BufWriter<File>,
+    name: &str,
+    value: &T,
+) -> Result<(), OutputError> {
+    serde_json::to_writer(&mut *out, value).map_err(|e| write_error(home, name, e.into()))?;
+    out.write_all(b"\n").map_err(|e| write_error(home, name, e))
+}
+
+fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {
+    OutputError::Write {
+        path: home.run_file(name).display().to_string(),
+        source,
+    }
+}

@@ -1,0 +1,110 @@
+//! The reader: one thread walks the files in order and sends their records in bounded
+//! batches, so memory stays flat in the archive's size.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::input::batch::BatchIndex;
+use crate::source::{records, Damage, RawRecord, RecordEvent, SourceFile};
+
+const BATCH_RECORDS: usize = 512;
+const BATCH_BYTES: usize = 16 << 20;
+/// Batches read ahead of the workers.
+const BATCHES_AHEAD: usize = 2;
+
+/// One event of the input, in order.
+pub enum Work {
+    /// A record, the index of its file and its ordinal in that file.
+    Record(RawRecord, usize, u64),
+    Blank,
+    Damage(Damage),
+}
+
+/// The running reader.
+pub struct Reader {
+    pub handle: JoinHandle<()>,
+    pub batches: Receiver<Vec<Work>>,
+    /// Bytes on disk read so far, across files: what the progress bar measures.
+    pub disk_read: Arc<AtomicU64>,
+}
+
+/// Starts the reader thread over `files`. Files whose batch results were read ahead are
+/// replayed from `index.leftovers` (what is not a result line).
+pub fn spawn(files: Arc<Vec<SourceFile>>, index: Arc<BatchIndex>) -> Reader {
+    let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
+    let disk_read = Arc::new(AtomicU64::new(0));
+    let disk = Arc::clone(&disk_read);
+    let handle = std::thread::spawn(move || {
+        let mut batch = Vec::with_capacity(BATCH_RECORDS);
+        let mut batch_bytes = 0;
+        let mut disk_before = 0u64;
+        for (file_index, file) in files.iter().enumerate() {
+            let mut ordinal = 0u64;
+            let in_file = Arc::new(AtomicU64::new(0));
+            for (event, given) in events(&index, file_index, file, &in_file) {
+                super::failpoint("reader");
+                match event {
+                    RecordEvent::Record(record) => {
+                        batch_bytes += record.bytes.len();
+                        let ordinal_here = given.unwrap_or(ordinal);
+                        batch.push(Work::Record(record, file_index, ordinal_here));
+                        ordinal += 1;
+                    }
+                    RecordEvent::Blank => batch.push(Work::Blank),
+                    RecordEvent::Damage(damage) => batch.push(Work::Damage(damage)),
+                }
+                if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
+                    let read = in_file.load(Ordering::Relaxed).min(file.size);
+                    disk.store(disk_before + read, Ordering::Relaxed);
+                    if sender.send(std::mem::take(&mut batch)).is_err() {
+                        return;
+                    }
+                    batch_bytes = 0;
+                }
+            }
+            disk_before += file.size;
+        }
+        disk.store(disk_before, Ordering::Relaxed);
+        if !batch.is_empty() {
+            // The receiver is gone only when the run stopped early; nothing left to do then.
+            let _ = sender.send(batch);
+        }
+    });
+    Reader {
+        handle,
+        batches,
+        disk_read,
+    }
+}
+
+/// The events of one file, each with its ordinal when it was read ahead. `in_file` follows
+/// the bytes on disk read so far in this file.
+fn events<'a>(
+    index: &'a BatchIndex,
+    file_index: usize,
+    file: &SourceFile,
+    in_file: &Arc<AtomicU64>,
+) -> Box<dyn Iterator<Item = (RecordEvent, Option<u64>)> + 'a> {
+    match index.leftovers.get(&file_index) {
+        Some(left) => Box::new(left.iter().map(|(e, o)| (clone_event(e), Some(*o)))),
+        None => {
+            let reader = records(file);
+            let counter = reader.disk_counter();
+            let in_file = Arc::clone(in_file);
+            Box::new(reader.map(move |e| {
+                in_file.store(counter.load(Ordering::Relaxed), Ordering::Relaxed);
+                (e, None)
+            }))
+        }
+    }
+}
+
+fn clone_event(event: &RecordEvent) -> RecordEvent {
+    match event {
+        RecordEvent::Record(r) => RecordEvent::Record(r.clone()),
+        RecordEvent::Blank => RecordEvent::Blank,
+        RecordEvent::Damage(d) => RecordEvent::Damage(d.clone()),
+    }
+}

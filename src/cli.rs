@@ -37,8 +37,8 @@ pub struct ConvertArgs {
     /// before the rule files' paths. Repeatable.
     #[arg(long = "messages-at", value_name = "PATH")]
     pub messages_at: Vec<String>,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
+    /// Worker threads, 1 to 1024 (default: one per core).
+    #[arg(long, value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// Run every stage and write the report, but no rollout.
     #[arg(long)]
@@ -85,4 +85,19 @@ pub struct RulesCheckArgs {
     /// Rule files (`default` names the built-in rules).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+}
+
+/// The most worker threads `--jobs` takes: far more than any machine has cores, and far fewer
+/// than the process can start (100,000 threads abort it before a single record is read).
+pub const MAX_JOBS: usize = 1024;
+
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        Ok(0) => Err("give at least 1 worker thread, or leave --jobs out for one per core".into()),
+        Ok(n) => Err(format!(
+            "{n} threads is more than the {MAX_JOBS} rollover can use; leave --jobs out for one per core"
+        )),
+        Err(_) => Err(format!("`{text}` is not a number of threads (1 to {MAX_JOBS})")),
+    }
 }

@@ -1,5 +1,5 @@
-//! Parse the command line, run the subcommand, map the outcome to an exit code:
-//! 0 success, 1 some records quarantined or files failing validation, 2 usage or I/O error.
+//! Parse the command line, run the subcommand, map the outcome to an exit code (the table is
+//! in `commands`: 0 clean, 1 findings, 2 error, 3 output locked).
 
 use clap::Parser;
 
@@ -9,13 +9,17 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use rollover::cli::{Cli, Command, RulesCommand};
-use rollover::commands;
+use rollover::commands::{self, Exit};
 
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let code = if err.use_stderr() { 2 } else { 0 };
+            let code = if err.use_stderr() {
+                Exit::Error.code()
+            } else {
+                Exit::Clean.code()
+            };
             let _ = err.print();
             std::process::exit(code);
         }
@@ -28,13 +32,13 @@ fn main() {
         },
     };
     match result {
-        Ok(code) => std::process::exit(code),
+        Ok(exit) => std::process::exit(exit.code()),
         Err(err) => {
             if is_broken_pipe(&err) {
-                std::process::exit(0);
+                std::process::exit(Exit::Clean.code());
             }
             eprintln!("rollover: {err:#}");
-            std::process::exit(2);
+            std::process::exit(Exit::for_error(&err).code());
         }
     }
 }

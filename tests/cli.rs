@@ -212,3 +212,83 @@ fn an_output_home_inside_the_input_folder_is_not_read_back() {
         assert_eq!(home.summary()["records"], 1);
     }
 }
+
+/// Issue 7, finding 4: a panic in the reader thread was swallowed (`let _ = reader.join()`),
+/// and the run ended early with exit 0 and a summary that looked complete.
+#[test]
+fn a_panicking_reader_fails_the_run_with_exit_2_naming_the_stage() {
+    let wd = Workdir::new("reader_panic");
+    wd.create_jsonl(
+        "in.jsonl",
+        &[json!({"messages": [{"role": "user", "content": "hi"}]})],
+    );
+    for stage in ["reader", "convert"] {
+        let mut cmd = wd.command(&["convert", "in.jsonl", "--out", "home"]);
+        let out = cmd
+            .env("ROLLOVER_FAILPOINT", stage)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .expect("run rollover");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stage}: {stderr}");
+        let expected = format!("rollover: converting into home: the {stage} stage failed unexpectedly (failpoint `{stage}` reached (ROLLOVER_FAILPOINT)); the run stopped and its report is incomplete");
+        assert!(stderr.contains(&expected), "{stage}: {stderr}");
+        assert!(
+            !wd.path("home/rollover/summary.json").exists(),
+            "{stage}: a summary was written"
+        );
+    }
+}
+
+/// Issue 7, finding 8: `--jobs 100000` aborted the process (exit 134) trying to start the
+/// threads.
+#[test]
+fn absurd_jobs_values_are_rejected_up_front() {
+    let wd = Workdir::new("jobs_bounds");
+    wd.create_jsonl(
+        "in.jsonl",
+        &[json!({"messages": [{"role": "user", "content": "hi"}]})],
+    );
+    let run = wd.run(&["convert", "in.jsonl", "--out", "home", "--jobs", "100000"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("invalid value '100000' for '--jobs <JOBS>': 100000 threads is more than the 1024 rollover can use; leave --jobs out for one per core"),
+        "{}",
+        run.stderr()
+    );
+    let run = wd.run(&["convert", "in.jsonl", "--out", "home", "--jobs", "0"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("give at least 1 worker thread"),
+        "{}",
+        run.stderr()
+    );
+    assert!(!wd.path("home").exists());
+}
+
+/// Issue 7, finding 9: messages printed their cause twice ("...: No such file or directory
+/// (os error 2); check the path: No such file or directory (os error 2)").
+#[test]
+fn errors_state_their_cause_once() {
+    let wd = Workdir::new("cause_once");
+    let run = wd.run(&["convert", "missing.jsonl", "--out", "home"]);
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr().trim_end(),
+        "rollover: converting into home: cannot read input path missing.jsonl (check the path): No such file or directory (os error 2)"
+    );
+    let run = wd.run(&[
+        "convert",
+        "missing.jsonl",
+        "--out",
+        "home",
+        "--rules",
+        "nope.toml",
+    ]);
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr().trim_end(),
+        "rollover: loading rule files: cannot read rule file nope.toml (check the path given to --rules): No such file or directory (os error 2)"
+    );
+    assert_eq!(run.stderr().matches("os error 2").count(), 1);
+}

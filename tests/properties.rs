@@ -385,7 +385,7 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
             &std::fs::read(dir.join(&home).join("rollover/summary.json")).expect("summary.json"),
         )
         .expect("summary is JSON");
-        let count = |key: &str| summary[key].as_u64().unwrap_or(u64::MAX);
+        let count = |key: &str| required_count(&summary, key);
         let (records, converted, quarantined) =
             (count("records"), count("converted"), count("quarantined"));
         if std::env::var_os("ROLLOVER_PROP_DEBUG").is_some() && jobs == "1" {
@@ -457,7 +457,7 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
         {
             let c: Value = serde_json::from_str(conversation).expect("conversation line");
             let a = &c["account"];
-            let n = |k: &str| a[k].as_u64().unwrap_or(u64::MAX);
+            let n = |k: &str| required_count(a, k);
             prop_assert_eq!(
                 n("bytes_in") + n("bytes_added"),
                 n("bytes_out") + n("bytes_dropped"),
@@ -501,4 +501,24 @@ proptest! {
     ) {
         check_case(&lines)?;
     }
+}
+
+/// A count the summary or an account must carry. A missing or non-numeric key fails the
+/// property: defaulting it (to `u64::MAX`, as this file once did) made both sides of a sum
+/// wrap the same way in release builds, so a missing key passed.
+fn required_count(object: &Value, key: &str) -> u64 {
+    match object.get(key).and_then(Value::as_u64) {
+        Some(n) => n,
+        None => panic!("`{key}` is missing or not a count in {object}"),
+    }
+}
+
+#[test]
+#[should_panic(expected = "`text_bytes_added` is missing or not a count")]
+fn a_missing_summary_key_fails_the_property() {
+    let summary =
+        serde_json::json!({"text_bytes_in": 5, "text_bytes_out": 5, "text_bytes_dropped": 0});
+    let added =
+        required_count(&summary, "text_bytes_in") + required_count(&summary, "text_bytes_added");
+    assert_eq!(added, 5);
 }

@@ -52,13 +52,9 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The exit code a scheduler acts on: 0 all converted, 1 something quarantined or damaged.
-    pub fn exit_code(&self) -> i32 {
-        if self.quarantined > 0 || !self.damaged_files.is_empty() {
-            1
-        } else {
-            0
-        }
+    /// Something was quarantined or a file damaged: the run exits 1 so a scheduler can act.
+    pub fn has_findings(&self) -> bool {
+        self.quarantined > 0 || !self.damaged_files.is_empty()
     }
 
     /// Records read = converted + quarantined + joined: nothing is lost without a trace.

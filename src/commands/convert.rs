@@ -9,12 +9,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::audit::Summary;
 use crate::cli::ConvertArgs;
+use crate::commands::Exit;
 use crate::input::PathExpr;
 use crate::pipeline::{self, Options, Progress};
 use crate::rules::RuleSet;
 use crate::source::Damage;
 
-pub fn run(args: &ConvertArgs) -> Result<i32> {
+pub fn run(args: &ConvertArgs) -> Result<Exit> {
     let mut rules = RuleSet::load(&args.rules).context("loading rule files")?;
     let mut extra = Vec::new();
     for path in &args.messages_at {
@@ -26,9 +27,6 @@ pub fn run(args: &ConvertArgs) -> Result<i32> {
     }
     extra.append(&mut rules.input.messages_at);
     rules.input.messages_at = extra;
-    if args.jobs == Some(0) {
-        anyhow::bail!("--jobs 0: give at least 1 worker thread, or leave it out for one per core");
-    }
     let options = Options {
         inputs: args.inputs.clone(),
         out: args.out.clone(),
@@ -41,7 +39,7 @@ pub fn run(args: &ConvertArgs) -> Result<i32> {
         .with_context(|| format!("converting into {}", args.out.display()))?;
     progress.finish();
     print_summary(&summary, args);
-    Ok(summary.exit_code())
+    Ok(Exit::findings_if(summary.has_findings()))
 }
 
 /// A progress bar on a terminal, plain log lines (every few seconds) otherwise.

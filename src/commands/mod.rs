@@ -1,5 +1,60 @@
-//! One file per subcommand; each owns its `run` and returns the exit code.
+//! One file per subcommand; each owns its `run` and says how it ended as an [`Exit`]. The
+//! exit codes live here and nowhere else:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | everything converted, every rollout passed, no rule-file finding |
+//! | 1 | the command ran and found something: records quarantined, a file damaged, a rollout failing validation, a rule-file finding |
+//! | 2 | usage error, or an error that stopped the command (missing input, bad rule file, unwritable output, a failed stage) |
+//! | 3 | the output is locked by another run |
 
 pub mod convert;
 pub mod rules;
 pub mod validate;
+
+use crate::output::OutputError;
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Exit 0.
+    Clean,
+    /// Exit 1: the command ran and found problems in its input.
+    Findings,
+    /// Exit 2: usage error, or an error stopped the command.
+    Error,
+    /// Exit 3: another run holds the output.
+    Locked,
+}
+
+impl Exit {
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Clean => 0,
+            Exit::Findings => 1,
+            Exit::Error => 2,
+            Exit::Locked => 3,
+        }
+    }
+
+    /// `Findings` when `found`, `Clean` otherwise.
+    pub fn findings_if(found: bool) -> Exit {
+        if found {
+            Exit::Findings
+        } else {
+            Exit::Clean
+        }
+    }
+
+    /// How a command that failed with `err` exits.
+    pub fn for_error(err: &anyhow::Error) -> Exit {
+        let locked = err
+            .chain()
+            .any(|cause| matches!(cause.downcast_ref(), Some(OutputError::Locked { .. })));
+        if locked {
+            Exit::Locked
+        } else {
+            Exit::Error
+        }
+    }
+}

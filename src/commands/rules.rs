@@ -3,9 +3,10 @@
 use anyhow::Result;
 
 use crate::cli::RulesCheckArgs;
+use crate::commands::Exit;
 use crate::rules::{check::check as check_rules, load_file, resolve, RulesError};
 
-pub fn check(args: &RulesCheckArgs) -> Result<i32> {
+pub fn check(args: &RulesCheckArgs) -> Result<Exit> {
     let mut errors: Vec<RulesError> = Vec::new();
     let mut loaded = Vec::new();
     for path in &args.files {
@@ -19,13 +20,13 @@ pub fn check(args: &RulesCheckArgs) -> Result<i32> {
     }
     if !errors.is_empty() {
         println!("{} rule file(s) with errors", errors.len());
-        return Ok(1);
+        return Ok(Exit::Findings);
     }
     let rules = match resolve(&loaded) {
         Ok(rules) => rules,
         Err(err) => {
             println!("error: {err}");
-            return Ok(1);
+            return Ok(Exit::Findings);
         }
     };
     let findings = check_rules(&rules, &loaded);
@@ -44,5 +45,5 @@ pub fn check(args: &RulesCheckArgs) -> Result<i32> {
             format!("{} warning(s)", findings.len())
         }
     );
-    Ok(if findings.is_empty() { 0 } else { 1 })
+    Ok(Exit::findings_if(!findings.is_empty()))
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use walkdir::WalkDir;
 
 use crate::cli::ValidateArgs;
+use crate::commands::Exit;
 use crate::rules::RuleSet;
 use crate::source::open;
 use crate::validate::{check, uuid_in_file_name, Violation};
@@ -28,7 +29,7 @@ struct Report {
     reports: Vec<FileReport>,
 }
 
-pub fn run(args: &ValidateArgs) -> Result<i32> {
+pub fn run(args: &ValidateArgs) -> Result<Exit> {
     let rules = RuleSet::load(&args.rules).context("loading rule files")?;
     if !rules.codex_version.starts_with(args.codex_version.as_str()) {
         bail!(
@@ -98,7 +99,7 @@ pub fn run(args: &ValidateArgs) -> Result<i32> {
             report.files, report.passed, report.failed, report.codex_version
         );
     }
-    Ok(if failed > 0 { 1 } else { 0 })
+    Ok(Exit::findings_if(failed > 0))
 }
 
 /// Files named directly; under a folder, its `rollout-*.jsonl[.zst]` files (a Codex home),

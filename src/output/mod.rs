@@ -15,12 +15,13 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum OutputError {
-    #[error(
-        "cannot write {path}: {source}; check that the output folder is writable and has space"
-    )]
+    // The cause follows the message once, from the error chain (`{source}` is not repeated).
+    #[error("cannot write {path} (check that the output folder is writable and has space)")]
     Write {
         path: String,
         #[source]
         source: std::io::Error,
     },
+    #[error("the output {path} is in use by another rollover run (pid {pid}); wait for it to end, or stop it")]
+    Locked { path: String, pid: u32 },
 }

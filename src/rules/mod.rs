@@ -31,7 +31,7 @@ pub const DEFAULT_RULES_NAME: &str = "default";
 
 #[derive(Debug, Error)]
 pub enum RulesError {
-    #[error("cannot read rule file {path}: {source}")]
+    #[error("cannot read rule file {path} (check the path given to --rules)")]
     Read {
         path: String,
         #[source]

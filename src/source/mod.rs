@@ -18,7 +18,7 @@ use thiserror::Error;
 /// Errors that stop the reading of one input file or of the whole discovery.
 #[derive(Debug, Error)]
 pub enum SourceError {
-    #[error("input path {path} does not exist or cannot be read: {source}; check the path")]
+    #[error("cannot read input path {path} (check the path)")]
     MissingInput {
         path: String,
         #[source]
@@ -26,7 +26,7 @@ pub enum SourceError {
     },
     #[error("cannot walk {path}: {message}")]
     Walk { path: String, message: String },
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {path}")]
     Open {
         path: String,
         #[source]

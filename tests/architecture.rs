@@ -1,0 +1,167 @@
+//! The architecture cannot drift silently: dependencies between the library's modules point
+//! one way, along the pipeline (README "Architecture"):
+//!
+//! model ← source, rules ← input ← convert ← pipeline ← commands, with audit (decisions,
+//! accounting, summary) beside convert, validate reading only the wire types and the marker
+//! registry, and output writing what the pipeline hands it.
+//!
+//! Every `crate::<module>` path in `src/` is read; one that is not an allowed edge below fails
+//! this test with the file and line. Changing the architecture means changing this list, in the
+//! same commit as the README.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+
+/// Each top-level module and the modules it may use.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("model", &[]),
+    ("cli", &[]),
+    ("source", &["model"]),
+    ("rules", &["model"]),
+    ("input", &["model", "source", "rules"]),
+    ("audit", &["model", "rules"]),
+    ("convert", &["model", "rules", "audit"]),
+    ("validate", &["model", "rules"]),
+    ("output", &["model", "validate"]),
+    (
+        "pipeline",
+        &[
+            "model", "source", "rules", "input", "audit", "convert", "validate", "output",
+        ],
+    ),
+    (
+        "commands",
+        &[
+            "model", "source", "rules", "input", "audit", "convert", "validate", "output",
+            "pipeline", "cli",
+        ],
+    ),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file belongs to (`src/convert/tools.rs` → `convert`).
+fn module_of(src: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(src).expect("below src");
+    let first = relative.components().next().expect("a component");
+    let name = first.as_os_str().to_string_lossy();
+    name.trim_end_matches(".rs").to_string()
+}
+
+/// Every `crate::NAME` in `text`, with its line, including grouped `use crate::{a, b}`.
+fn crate_paths(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            if let Some(group) = after.strip_prefix('{') {
+                // Names at the group's own depth: `crate::{a::{b, c}, d}` uses `a` and `d`.
+                let mut depth = 0;
+                let mut at_name = true;
+                let mut name = String::new();
+                for c in group.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => at_name = true,
+                        c if at_name && (c.is_alphanumeric() || c == '_') => name.push(c),
+                        c if at_name && !name.is_empty() && !c.is_whitespace() => {
+                            found.push((n + 1, std::mem::take(&mut name)));
+                            at_name = false;
+                        }
+                        _ => {}
+                    }
+                    if at_name && !name.is_empty() && matches!(c, ',' | '}') {
+                        found.push((n + 1, std::mem::take(&mut name)));
+                    }
+                }
+                if !name.is_empty() {
+                    found.push((n + 1, name));
+                }
+            } else {
+                let name: String = after
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                found.push((n + 1, name));
+            }
+            rest = after;
+        }
+    }
+    found
+}
+
+#[test]
+fn modules_only_use_earlier_stages() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let allowed: BTreeMap<&str, BTreeSet<&str>> = ALLOWED
+        .iter()
+        .map(|(module, uses)| (*module, uses.iter().copied().collect()))
+        .collect();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    let mut seen_modules = BTreeSet::new();
+    for file in &files {
+        let module = module_of(&src, file);
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        seen_modules.insert(module.clone());
+        let Some(may_use) = allowed.get(module.as_str()) else {
+            wrong.push(format!(
+                "{}: module `{module}` is not in the allowed list of tests/architecture.rs",
+                file.display()
+            ));
+            continue;
+        };
+        let text = fs::read_to_string(file).expect("read source");
+        for (line, used) in crate_paths(&text) {
+            if used != module && !may_use.contains(used.as_str()) {
+                wrong.push(format!(
+                    "{}:{line}: `{module}` uses `crate::{used}`, which is not an allowed edge",
+                    file.strip_prefix(&src).unwrap_or(file).display()
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "modules reach into later stages:\n{}",
+        wrong.join("\n")
+    );
+    // Every listed module exists, so the list cannot rot.
+    for (module, _) in ALLOWED {
+        assert!(
+            seen_modules.contains(*module),
+            "`{module}` is listed but not in src/"
+        );
+    }
+}
+
+#[test]
+fn the_path_reader_sees_grouped_and_inline_paths() {
+    let text = "use crate::{audit::{Action, Decision}, model};\nlet x = crate::convert::ids::x(); // crate::pipeline\n";
+    assert_eq!(
+        crate_paths(text),
+        vec![
+            (1, "audit".to_string()),
+            (1, "model".to_string()),
+            (2, "convert".to_string())
+        ]
+    );
+}

@@ -14,6 +14,17 @@ pub enum Side {
     Output,
 }
 
+/// What the rules say of one non-text part: its kind (for the audit), the policy that decides
+/// it, and the item to write if the policy keeps it.
+struct Verdict<'p> {
+    kind: &'static str,
+    action: PartAction,
+    /// The policy's key: the rule id is `policy.<key>`.
+    key: &'static str,
+    template: &'p str,
+    keep: Option<ContentItem>,
+}
+
 /// Converts the non-text part `part` of message `message`; text parts are the caller's.
 /// Pushes the decision taken, returns the item to write (if any).
 pub fn convert_part(
@@ -23,18 +34,81 @@ pub fn convert_part(
     message: usize,
     decisions: &mut Vec<Decision>,
 ) -> Result<Option<ContentItem>, ConvertError> {
-    let text_item = |text: String| match side {
-        Side::Input => ContentItem::InputText { text },
-        Side::Output => ContentItem::OutputText { text },
+    let verdict = match verdict(part, side, policies) {
+        Ok(verdict) => verdict,
+        Err(item) => return Ok(item),
     };
-    let (kind, action, template_key, template, keep): (
-        &str,
-        PartAction,
-        &str,
-        &str,
-        Option<ContentItem>,
-    ) = match part {
-        Part::Text(_) | Part::Refusal(_) => return Ok(None),
+    let Verdict {
+        kind,
+        action,
+        key,
+        template,
+        keep,
+    } = verdict;
+    let rule = format!("policy.{key}");
+    let mut decide = |action: Action, added: usize| {
+        decisions.push(Decision {
+            message: Some(message),
+            rule: rule.clone(),
+            action,
+            bytes_dropped: 0,
+            bytes_added: added,
+        })
+    };
+    let part_name = || kind.to_string();
+    match (action, keep) {
+        (PartAction::Keep, Some(item)) => {
+            decide(Action::PartKeptUnsupported { part: part_name() }, 0);
+            Ok(Some(item))
+        }
+        (
+            PartAction::OmitDetail,
+            Some(ContentItem::InputImage {
+                image_url, file_id, ..
+            }),
+        ) => {
+            decide(Action::ImageDetailOmitted, 0);
+            Ok(Some(ContentItem::InputImage {
+                image_url,
+                file_id,
+                detail: None,
+            }))
+        }
+        (PartAction::Drop, _) => {
+            decide(Action::PartDropped { part: part_name() }, 0);
+            Ok(None)
+        }
+        (PartAction::Quarantine, _) => Err(ConvertError {
+            rule: format!("policy.{key}"),
+            reason: format!("{kind} content part"),
+            message: Some(message),
+        }),
+        // Placeholder, and keep/omit_detail where nothing can be kept (e.g. assistant images).
+        (PartAction::Placeholder | PartAction::Keep | PartAction::OmitDetail, _) => {
+            let text = fill_placeholder(template, part);
+            decide(Action::PartPlaceholder { part: part_name() }, text.len());
+            Ok(Some(super::user::text_item(side, text)))
+        }
+    }
+}
+
+/// The policy that decides `part`, or (as `Err`) the item to write when no policy needs to:
+/// a plain image Codex loads as it is, or nothing for a text part (the caller's).
+fn verdict<'p>(
+    part: &Part,
+    side: Side,
+    policies: &'p Policies,
+) -> Result<Verdict<'p>, Option<ContentItem>> {
+    let verdict = |kind, action, key, template: &'p String, keep| Verdict {
+        kind,
+        action,
+        key,
+        template: template.as_str(),
+        keep,
+    };
+    let p = policies;
+    Ok(match part {
+        Part::Text(_) | Part::Refusal(_) => return Err(None),
         Part::Image {
             url,
             file_id,
@@ -51,39 +125,42 @@ pub fn convert_part(
                 detail: detail.clone(),
             };
             if side == Side::Output {
-                (
+                verdict(
                     "image",
-                    policies.unknown_part,
+                    p.unknown_part,
                     "unknown_part",
-                    policies.unknown_part_template.as_str(),
+                    &p.unknown_part_template,
                     None,
                 )
             } else if undecodable {
-                (
+                let template = &p.undecodable_image_template;
+                verdict(
                     "undecodable_image",
-                    policies.undecodable_image,
+                    p.undecodable_image,
                     "undecodable_image",
-                    policies.undecodable_image_template.as_str(),
+                    template,
                     Some(item),
                 )
             } else if remote {
-                (
+                let template = &p.remote_image_template;
+                verdict(
                     "remote_image",
-                    policies.remote_image,
+                    p.remote_image,
                     "remote_image",
-                    policies.remote_image_template.as_str(),
+                    template,
                     Some(item),
                 )
             } else if low {
-                (
+                let template = &p.low_detail_image_template;
+                verdict(
                     "low_detail_image",
-                    policies.low_detail_image,
+                    p.low_detail_image,
                     "low_detail_image",
-                    policies.low_detail_image_template.as_str(),
+                    template,
                     Some(item),
                 )
             } else {
-                return Ok(Some(item));
+                return Err(Some(item));
             }
         }
         Part::Audio {
@@ -104,96 +181,30 @@ pub fn convert_part(
                 audio_url,
                 file_id: file_id.clone(),
             };
-            let keep = if side == Side::Input {
-                Some(item)
-            } else {
-                None
-            };
-            (
+            let keep = (side == Side::Input).then_some(item);
+            verdict(
                 "audio",
-                policies.audio_part,
+                p.audio_part,
                 "audio_part",
-                policies.audio_part_template.as_str(),
+                &p.audio_part_template,
                 keep,
             )
         }
-        Part::File { .. } => (
+        Part::File { .. } => verdict(
             "file",
-            policies.file_part,
+            p.file_part,
             "file_part",
-            policies.file_part_template.as_str(),
+            &p.file_part_template,
             None,
         ),
-        Part::Unknown { .. } => (
+        Part::Unknown { .. } => verdict(
             "unknown",
-            policies.unknown_part,
+            p.unknown_part,
             "unknown_part",
-            policies.unknown_part_template.as_str(),
+            &p.unknown_part_template,
             None,
         ),
-    };
-    let rule = format!("policy.{template_key}");
-    let decide = |action: Action, added: usize, decisions: &mut Vec<Decision>| {
-        decisions.push(Decision {
-            message: Some(message),
-            rule: rule.clone(),
-            action,
-            bytes_dropped: 0,
-            bytes_added: added,
-        })
-    };
-    match (action, keep) {
-        (PartAction::Keep, Some(item)) => {
-            decide(
-                Action::PartKeptUnsupported {
-                    part: kind.to_string(),
-                },
-                0,
-                decisions,
-            );
-            Ok(Some(item))
-        }
-        (
-            PartAction::OmitDetail,
-            Some(ContentItem::InputImage {
-                image_url, file_id, ..
-            }),
-        ) => {
-            decide(Action::ImageDetailOmitted, 0, decisions);
-            Ok(Some(ContentItem::InputImage {
-                image_url,
-                file_id,
-                detail: None,
-            }))
-        }
-        (PartAction::Drop, _) => {
-            decide(
-                Action::PartDropped {
-                    part: kind.to_string(),
-                },
-                0,
-                decisions,
-            );
-            Ok(None)
-        }
-        (PartAction::Quarantine, _) => Err(ConvertError {
-            rule,
-            reason: format!("{kind} content part"),
-            message: Some(message),
-        }),
-        // Placeholder, and keep/omit_detail where nothing can be kept (e.g. assistant images).
-        (PartAction::Placeholder | PartAction::Keep | PartAction::OmitDetail, _) => {
-            let text = fill_placeholder(template, part);
-            decide(
-                Action::PartPlaceholder {
-                    part: kind.to_string(),
-                },
-                text.len(),
-                decisions,
-            );
-            Ok(Some(text_item(text)))
-        }
-    }
+    })
 }
 
 /// Fills `{url}`, `{name}`, `{format}`, `{type}` in a placeholder template.

@@ -43,6 +43,26 @@ pub struct ConvertArgs {
     /// Run every stage and write the report, but no rollout.
     #[arg(long)]
     pub dry_run: bool,
+    /// Convert every input file again, ignoring the manifest of earlier runs (sessions changed
+    /// since they were written are still never overwritten without --force).
+    #[arg(long)]
+    pub full: bool,
+    /// Replace sessions changed on disk since rollover wrote them (resumed in Codex, edited),
+    /// after copying each to OUT/rollover/replaced/.
+    #[arg(long)]
+    pub force: bool,
+    /// fsync every file and folder written, so a power loss cannot lose what the manifest
+    /// records as done (slower: see README "Scheduled jobs").
+    #[arg(long)]
+    pub durable: bool,
+    /// Print one machine-readable summary on stdout (summary.json's numbers plus the exit
+    /// code and its reason) instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 only when more than this share of the records was quarantined (e.g. 0.01);
+    /// without it, any quarantined record makes the exit code 1.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub max_quarantine_rate: Option<f64>,
     /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
     #[arg(long, hide = true)]
     pub baseline: bool,
@@ -99,5 +119,14 @@ fn parse_jobs(text: &str) -> Result<usize, String> {
             "{n} threads is more than the {MAX_JOBS} rollover can use; leave --jobs out for one per core"
         )),
         Err(_) => Err(format!("`{text}` is not a number of threads (1 to {MAX_JOBS})")),
+    }
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "`{text}` is not a share between 0 and 1 (e.g. 0.01 for 1 %)"
+        )),
     }
 }

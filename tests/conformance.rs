@@ -142,7 +142,7 @@ fn convert(inputs: &[&Path], out: &Path) {
         .output()
         .expect("run rollover");
     assert!(
-        matches!(output.status.code(), Some(0 | 1)) && out.join("rollover/summary.json").is_file(),
+        matches!(output.status.code(), Some(0 | 1)) && out.join("rollover/latest/summary.json").is_file(),
         "rollover convert failed ({}):\n{}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
@@ -163,7 +163,7 @@ struct Conversation {
 }
 
 fn read_conversations(home: &Path, inputs: &[Input]) -> Vec<Conversation> {
-    let file = home.join("rollover/conversations.jsonl");
+    let file = home.join("rollover/latest/conversations.jsonl");
     let text = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     text.lines()

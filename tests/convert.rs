@@ -1469,9 +1469,9 @@ fn converting_twice_gives_byte_identical_trees() {
     // The tree is not trivial: rollouts, and every audit file with content.
     assert!(tree.len() > 70, "{} files", tree.len());
     for name in [
-        "rollover/summary.json",
-        "rollover/quarantine.jsonl",
-        "rollover/conversations.jsonl",
+        "rollover/runs/0001/summary.json",
+        "rollover/runs/0001/quarantine.jsonl",
+        "rollover/runs/0001/conversations.jsonl",
     ] {
         let bytes = &tree.iter().find(|(n, _)| n == name).unwrap().1;
         assert!(!bytes.is_empty(), "{name} is empty");

@@ -382,7 +382,7 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
         prop_assert!(!stderr.contains("panicked"), "{}", shown);
 
         let summary: Value = serde_json::from_slice(
-            &std::fs::read(dir.join(&home).join("rollover/summary.json")).expect("summary.json"),
+            &std::fs::read(dir.join(&home).join("rollover/runs/0001/summary.json")).expect("summary.json"),
         )
         .expect("summary is JSON");
         let count = |key: &str| required_count(&summary, key);
@@ -393,7 +393,7 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
                 "case: converted {converted}, quarantined {:?}, items {}, actions {}",
                 summary["quarantine_reasons"], summary["items"], summary["actions"]
             );
-            let q = std::fs::read_to_string(dir.join(&home).join("rollover/quarantine.jsonl"))
+            let q = std::fs::read_to_string(dir.join(&home).join("rollover/runs/0001/quarantine.jsonl"))
                 .unwrap_or_default();
             for entry in q.lines().filter(|l| l.contains("\"class\":\"invariant\"")) {
                 eprintln!("  {entry}");
@@ -416,7 +416,7 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
             .count() as u64;
         prop_assert_eq!(rollouts, converted, "{}", shown);
 
-        let quarantine = String::from_utf8(files["rollover/quarantine.jsonl"].clone())
+        let quarantine = String::from_utf8(files["rollover/runs/0001/quarantine.jsonl"].clone())
             .expect("quarantine is UTF-8");
         let entries: Vec<Value> = quarantine
             .lines()
@@ -453,7 +453,7 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
                 entry
             );
         }
-        for conversation in String::from_utf8_lossy(&files["rollover/conversations.jsonl"]).lines()
+        for conversation in String::from_utf8_lossy(&files["rollover/runs/0001/conversations.jsonl"]).lines()
         {
             let c: Value = serde_json::from_str(conversation).expect("conversation line");
             let a = &c["account"];

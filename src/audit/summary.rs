@@ -49,6 +49,27 @@ pub struct Summary {
     pub text_bytes_added: u64,
     pub ignored_fields: BTreeMap<String, u64>,
     pub seconds: f64,
+    /// The run's number: its report files are in `rollover/runs/NNNN/`.
+    pub run: u32,
+    /// `SIGINT` or `SIGTERM` when a signal stopped the run. Files it had not finished are not
+    /// in the manifest: the next run converts them.
+    pub interrupted: Option<String>,
+    /// Input files unchanged since the manifest recorded them: not converted again.
+    pub files_unchanged: u64,
+    /// Input files converted completely and recorded in the manifest.
+    pub files_done: u64,
+    /// Rollouts already holding exactly the bytes this run would write.
+    pub rollouts_unchanged: u64,
+    /// Rollouts removed because their record is gone from a changed input file.
+    pub rollouts_removed: u64,
+    /// Sessions changed on disk since rollover wrote them (resumed in Codex, or edited): kept
+    /// as they are, not overwritten or removed. Relative paths.
+    pub sessions_kept: Vec<String>,
+    /// Sessions changed on disk and replaced anyway (`--force`); each was first copied to
+    /// `rollover/replaced/<path>`.
+    pub sessions_replaced: Vec<String>,
+    /// Temporary files a killed run had left, removed at the start of this one.
+    pub temporary_files_removed: u64,
 }
 
 impl Summary {

@@ -1,11 +1,13 @@
 //! `rollover convert`: the main job.
 
 use std::io::IsTerminal;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
 
 use crate::audit::Summary;
 use crate::cli::ConvertArgs;
@@ -27,19 +29,82 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
     }
     extra.append(&mut rules.input.messages_at);
     rules.input.messages_at = extra;
+    let stop = Arc::new(AtomicUsize::new(0));
+    handle_signals(&stop)?;
     let options = Options {
         inputs: args.inputs.clone(),
         out: args.out.clone(),
         dry_run: args.dry_run,
         jobs: args.jobs,
         baseline: args.baseline,
+        full: args.full,
+        force: args.force,
+        durable: args.durable,
+        stop,
     };
     let progress = Reporter::new();
-    let summary = pipeline::run(&options, &rules, &progress)
-        .with_context(|| format!("converting into {}", args.out.display()))?;
+    let result = pipeline::run(&options, &rules, &progress)
+        .with_context(|| format!("converting into {}", args.out.display()));
     progress.finish();
-    print_summary(&summary, args);
-    Ok(Exit::findings_if(summary.has_findings()))
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(err) => {
+            if args.json {
+                let exit = Exit::for_error(&err);
+                let out = json!({"exit_code": exit.code(), "exit_reason": exit.reason(), "error": format!("{err:#}")});
+                println!("{out}");
+            }
+            return Err(err);
+        }
+    };
+    let exit = exit_for(&summary, args.max_quarantine_rate);
+    if args.json {
+        let mut out = serde_json::to_value(&summary).context("writing the JSON summary")?;
+        if let Some(map) = out.as_object_mut() {
+            map.insert("exit_code".into(), exit.code().into());
+            map.insert("exit_reason".into(), exit.reason().into());
+        }
+        println!("{out}");
+    } else {
+        print_summary(&summary, args);
+    }
+    Ok(exit)
+}
+
+/// The exit of a finished run: interrupted (130/143), findings (1: a damaged file, or records
+/// quarantined, above `max_rate` when given), or clean.
+fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
+    if let Some(signal) = &summary.interrupted {
+        let number = match signal.as_str() {
+            "SIGTERM" => signal_hook::consts::SIGTERM,
+            _ => signal_hook::consts::SIGINT,
+        };
+        return Exit::Interrupted(number);
+    }
+    let rate = summary.quarantined as f64 / summary.records.max(1) as f64;
+    let quarantine_finding = match max_rate {
+        Some(max) => rate > max,
+        None => summary.quarantined > 0,
+    };
+    Exit::findings_if(quarantine_finding || !summary.damaged_files.is_empty())
+}
+
+/// SIGINT and SIGTERM ask the run to stop cleanly (a second one stops it at once). SIGXFSZ
+/// (a file size limit) becomes a write error naming the file instead of killing the process.
+fn handle_signals(stop: &Arc<AtomicUsize>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGXFSZ};
+    let asked = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_default(signal, Arc::clone(&asked))
+            .context("installing signal handlers")?;
+        signal_hook::flag::register_usize(signal, Arc::clone(stop), signal as usize)
+            .context("installing signal handlers")?;
+        signal_hook::flag::register(signal, Arc::clone(&asked))
+            .context("installing signal handlers")?;
+    }
+    signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)))
+        .context("installing signal handlers")?;
+    Ok(())
 }
 
 /// A progress bar on a terminal, plain log lines (every few seconds) otherwise.
@@ -115,6 +180,14 @@ impl Progress for Reporter {
                 s.bytes,
                 s.bytes as f64 / secs / 1e6
             );
+        }
+    }
+
+    fn note(&self, message: &str) {
+        let line = format!("rollover: {message}");
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
         }
     }
 
@@ -201,15 +274,32 @@ fn print_summary(s: &Summary, args: &ConvertArgs) {
         s.records as f64 / secs,
         s.bytes_read as f64 / secs / 1e6
     );
-    println!("  output       {}", args.out.display());
-    println!(
-        "  report       {}",
-        args.out.join("rollover").join("summary.json").display()
-    );
-    if s.quarantined > 0 {
+    if s.files_unchanged > 0 || s.rollouts_removed > 0 || s.rollouts_unchanged > 0 {
         println!(
-            "  quarantine   {}",
-            args.out.join("rollover").join("quarantine.jsonl").display()
+            "  incremental  {} files unchanged (skipped), {} rollouts already current, {} removed (their record is gone)",
+            s.files_unchanged, s.rollouts_unchanged, s.rollouts_removed
         );
+    }
+    if !s.sessions_kept.is_empty() {
+        println!(
+            "  kept         {} sessions changed since they were written (listed in summary.json; --force replaces them)",
+            s.sessions_kept.len()
+        );
+    }
+    if !s.sessions_replaced.is_empty() {
+        println!(
+            "  replaced     {} changed sessions (copies in {})",
+            s.sessions_replaced.len(),
+            args.out.join("rollover/replaced").display()
+        );
+    }
+    if let Some(signal) = &s.interrupted {
+        println!("  interrupted  by {signal}: finished files are recorded; run again to resume");
+    }
+    let run = args.out.join("rollover/runs").join(format!("{:04}", s.run));
+    println!("  output       {}", args.out.display());
+    println!("  report       {}", run.join("summary.json").display());
+    if s.quarantined > 0 {
+        println!("  quarantine   {}", run.join("quarantine.jsonl").display());
     }
 }

@@ -7,6 +7,8 @@
 //! | 1 | the command ran and found something: records quarantined, a file damaged, a rollout failing validation, a rule-file finding |
 //! | 2 | usage error, or an error that stopped the command (missing input, bad rule file, unwritable output, a failed stage) |
 //! | 3 | the output is locked by another run |
+//! | 130 | stopped by SIGINT (Ctrl-C): finished work kept, reports marked `interrupted` |
+//! | 143 | stopped by SIGTERM: the same |
 
 pub mod convert;
 pub mod rules;
@@ -25,6 +27,8 @@ pub enum Exit {
     Error,
     /// Exit 3: another run holds the output.
     Locked,
+    /// Exit 128 + the signal: a signal stopped the run cleanly.
+    Interrupted(i32),
 }
 
 impl Exit {
@@ -34,6 +38,7 @@ impl Exit {
             Exit::Findings => 1,
             Exit::Error => 2,
             Exit::Locked => 3,
+            Exit::Interrupted(signal) => 128 + signal,
         }
     }
 
@@ -43,6 +48,17 @@ impl Exit {
             Exit::Findings
         } else {
             Exit::Clean
+        }
+    }
+
+    /// Why a command exits so, in a few words (`--json` prints it).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Exit::Clean => "ok",
+            Exit::Findings => "findings",
+            Exit::Error => "error",
+            Exit::Locked => "locked",
+            Exit::Interrupted(_) => "interrupted",
         }
     }
 

@@ -1,71 +1,236 @@
-//! The output folder, a Codex home.
+//! The output folder, a Codex home: rollouts under `sessions/`, rollover's own state under
+//! `rollover/` (lock, manifest, one folder per run, `latest`, copies of replaced sessions).
+//!
+//! Everything is created private (files 0600, folders 0700: transcripts are personal data),
+//! whatever the umask. Files appear under their final name only complete: each is written to a
+//! hidden temporary name in the same folder (so the rename is atomic on any filesystem,
+//! shared ones included) and renamed. `--durable` adds an fsync of the file before the rename
+//! and of the folder after it, so a power loss cannot leave a renamed but empty file.
 
-use std::fs::{self, File};
+use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use walkdir::WalkDir;
 
 use super::OutputError;
 
 /// Folder of rollover's own files inside the home.
-pub const RUN_DIR: &str = "rollover";
+pub const STATE_DIR: &str = "rollover";
+/// One folder per run inside it, numbered `0001`, `0002`...
+pub const RUNS_DIR: &str = "runs";
+/// A symlink to the last run's folder.
+pub const LATEST: &str = "latest";
+/// Where `--force` keeps a copy of each session it replaced.
+pub const REPLACED_DIR: &str = "replaced";
+/// Marks a temporary file: `.rollout-….jsonl.tmp<pid>`.
+const TEMP_MARK: &str = ".tmp";
 
 #[derive(Debug, Clone)]
 pub struct Home {
     pub root: PathBuf,
+    /// fsync files and folders (`--durable`).
+    pub durable: bool,
+    /// The folder of this run's report files.
+    run_dir: PathBuf,
 }
 
-fn write_error(path: &Path, source: std::io::Error) -> OutputError {
+pub(crate) fn write_error(path: &Path, source: std::io::Error) -> OutputError {
     OutputError::Write {
         path: path.display().to_string(),
         source,
     }
 }
 
+/// Creates `dir` and its missing parents, 0700.
+pub(crate) fn private_dir_all(dir: &Path) -> Result<(), OutputError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| write_error(dir, e))
+}
+
+/// Opens `path` with `options`, creating it 0600 whatever the umask.
+pub(crate) fn private_file(options: &mut OpenOptions, path: &Path) -> Result<File, OutputError> {
+    let file = options
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| write_error(path, e))?;
+    // The umask can only take bits away from 0600; a umask like 0277 would leave the owner
+    // unable to write, so set the mode outright.
+    file.set_permissions(fs::Permissions::from_mode(0o600))
+        .map_err(|e| write_error(path, e))?;
+    Ok(file)
+}
+
 impl Home {
     pub fn new(root: &Path) -> Home {
         Home {
             root: root.to_path_buf(),
+            durable: false,
+            run_dir: root.join(STATE_DIR),
         }
     }
 
-    pub fn run_dir(&self) -> PathBuf {
-        self.root.join(RUN_DIR)
+    /// `OUT/rollover`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join(STATE_DIR)
     }
 
-    /// Writes `bytes` at `relative` atomically: a temporary file in the same folder, then
-    /// renamed over the target, so a killed run never leaves a half-written rollout. (No fsync
-    /// per file: it costs more than the conversion; a power loss can lose the newest files,
-    /// which a re-run writes again byte for byte.)
+    pub fn state_file(&self, name: &str) -> PathBuf {
+        self.state_dir().join(name)
+    }
+
+    /// The folder of this run's report files.
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    pub fn run_file(&self, name: &str) -> PathBuf {
+        self.run_dir.join(name)
+    }
+
+    /// Creates `OUT/rollover` (0700).
+    pub fn create_state_dir(&self) -> Result<(), OutputError> {
+        private_dir_all(&self.state_dir())
+    }
+
+    /// Starts the next run folder, `runs/NNNN`. A last folder without `summary.json` belonged
+    /// to a run that was killed: it is removed and its number used again, so the same sequence
+    /// of finished runs always gives the same tree.
+    /// Returns the number and whether a killed run's folder was found.
+    pub fn start_run(&mut self) -> Result<(u32, bool), OutputError> {
+        let runs = self.state_dir().join(RUNS_DIR);
+        private_dir_all(&runs)?;
+        let mut numbers: Vec<u32> = fs::read_dir(&runs)
+            .map_err(|e| write_error(&runs, e))?
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        numbers.sort_unstable();
+        let mut next = numbers.last().map_or(1, |n| n + 1);
+        let mut killed = false;
+        if let Some(&last) = numbers.last() {
+            let folder = runs.join(run_name(last));
+            if !folder.join("summary.json").exists() {
+                fs::remove_dir_all(&folder).map_err(|e| write_error(&folder, e))?;
+                next = last;
+                killed = true;
+            }
+        }
+        self.run_dir = runs.join(run_name(next));
+        private_dir_all(&self.run_dir)?;
+        Ok((next, killed))
+    }
+
+    /// Points `rollover/latest` at this run's folder (a relative symlink, replaced atomically).
+    pub fn mark_latest(&self) -> Result<(), OutputError> {
+        let Some(name) = self.run_dir.file_name() else {
+            return Ok(());
+        };
+        let target = Path::new(RUNS_DIR).join(name);
+        let link = self.state_file(LATEST);
+        let temp = self.state_file(&format!(".{LATEST}{TEMP_MARK}{}", std::process::id()));
+        let _ = fs::remove_file(&temp);
+        std::os::unix::fs::symlink(&target, &temp).map_err(|e| write_error(&temp, e))?;
+        fs::rename(&temp, &link).map_err(|e| write_error(&link, e))
+    }
+
+    /// Writes `bytes` at `relative` atomically (see the module docs).
     pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<PathBuf, OutputError> {
         let target = self.root.join(relative);
         let dir = target.parent().unwrap_or(&self.root);
-        fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
+        private_dir_all(dir)?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let temp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+        let temp = dir.join(format!(".{name}{TEMP_MARK}{}", std::process::id()));
         let result = (|| {
-            let mut file = File::create(&temp)?;
-            file.write_all(bytes)?;
-            fs::rename(&temp, &target)
+            let mut options = OpenOptions::new();
+            let mut file = private_file(options.write(true).create(true).truncate(true), &temp)?;
+            file.write_all(bytes).map_err(|e| write_error(&target, e))?;
+            if self.durable {
+                file.sync_all().map_err(|e| write_error(&target, e))?;
+            }
+            fs::rename(&temp, &target).map_err(|e| write_error(&target, e))?;
+            if self.durable {
+                File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| write_error(dir, e))?;
+            }
+            Ok(())
         })();
         if let Err(err) = result {
             let _ = fs::remove_file(&temp);
-            return Err(write_error(&target, err));
+            return Err(err);
         }
         Ok(target)
     }
 
-    /// Creates (truncating) one of the run's own files.
-    pub fn create_run_file(&self, name: &str) -> Result<File, OutputError> {
-        let dir = self.run_dir();
-        fs::create_dir_all(&dir).map_err(|e| write_error(&dir, e))?;
-        let path = dir.join(name);
-        File::create(&path).map_err(|e| write_error(&path, e))
+    /// Writes one of rollover's state files (`rollover/NAME`) atomically.
+    pub fn write_state_atomic(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, OutputError> {
+        self.write_atomic(&Path::new(STATE_DIR).join(name), bytes)
     }
 
-    pub fn run_file(&self, name: &str) -> PathBuf {
-        self.run_dir().join(name)
+    /// Writes one of the run's own files atomically (`summary.json`: its presence marks the
+    /// run as finished).
+    pub fn write_run_file_atomic(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, OutputError> {
+        let relative = self
+            .run_dir
+            .strip_prefix(&self.root)
+            .unwrap_or(&self.run_dir)
+            .join(name);
+        self.write_atomic(&relative, bytes)
     }
+
+    /// Creates (truncating) one of the run's own files, 0600.
+    pub fn create_run_file(&self, name: &str) -> Result<File, OutputError> {
+        private_dir_all(&self.run_dir)?;
+        let path = self.run_file(name);
+        private_file(
+            OpenOptions::new().write(true).create(true).truncate(true),
+            &path,
+        )
+    }
+
+    /// Removes the temporary files a killed run left under `sessions/` and `rollover/`;
+    /// returns how many.
+    pub fn remove_temporary_files(&self) -> Result<u64, OutputError> {
+        let mut removed = 0;
+        for top in ["sessions", STATE_DIR] {
+            let dir = self.root.join(top);
+            if !dir.exists() {
+                continue;
+            }
+            for entry in WalkDir::new(&dir).into_iter().filter_map(Result::ok) {
+                let name = entry.file_name().to_string_lossy();
+                if entry.file_type().is_dir() || !name.starts_with('.') || !name.contains(TEMP_MARK)
+                {
+                    continue;
+                }
+                fs::remove_file(entry.path()).map_err(|e| write_error(entry.path(), e))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Copies a session about to be replaced (`--force`) to `rollover/replaced/<relative>`.
+    pub fn keep_replaced(&self, relative: &Path) -> Result<PathBuf, OutputError> {
+        let copy = self.state_dir().join(REPLACED_DIR).join(relative);
+        if let Some(dir) = copy.parent() {
+            private_dir_all(dir)?;
+        }
+        let bytes = fs::read(self.root.join(relative)).map_err(|e| write_error(relative, e))?;
+        let mut options = OpenOptions::new();
+        let mut file = private_file(options.write(true).create(true).truncate(true), &copy)?;
+        file.write_all(&bytes).map_err(|e| write_error(&copy, e))?;
+        Ok(copy)
+    }
+}
+
+fn run_name(number: u32) -> String {
+    format!("{number:04}")
 }

@@ -5,10 +5,16 @@
 //! Fails with an [`OutputError`] naming the path; those are fatal to the run (an unwritable
 //! output is not a per-record problem).
 
+pub mod guard;
 pub mod home;
+pub mod lock;
+pub mod manifest;
 pub mod quarantine;
 
+pub use guard::{Guard, Placed, Removal};
 pub use home::Home;
+pub use lock::RunLock;
+pub use manifest::Manifest;
 pub use quarantine::QuarantineEntry;
 
 use thiserror::Error;

@@ -1,7 +1,10 @@
 //! The ordered collector: takes each batch's outcomes in input order and turns them into the
 //! run's counters and report lines (`quarantine.jsonl`, `conversations.jsonl`), so every
-//! output is deterministic whatever the thread count.
+//! output is deterministic whatever the thread count. When an input file's last batch is in,
+//! every rollout it produced is on disk: the collector removes the rollouts of records that
+//! are gone from it and records it in the manifest.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
@@ -13,23 +16,41 @@ use super::Progress;
 use crate::audit::summary::{bump, DamageReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
+use crate::output::manifest::{FileEntry, RolloutEntry};
 use crate::output::quarantine::QuarantineClass;
-use crate::output::{Home, OutputError, QuarantineEntry};
+use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal};
+use crate::source::SourceFile;
 
 pub struct Collector<'h> {
     home: &'h Home,
     pub summary: Summary,
     quarantine: BufWriter<File>,
     conversations: BufWriter<File>,
+    files: &'h [SourceFile],
+    /// Each input file's content digest, from the plan.
+    digests: Vec<String>,
+    guard: &'h Guard,
+    /// Files being read: records seen and rollouts placed so far.
+    open: HashMap<usize, FileEntry>,
 }
 
 impl<'h> Collector<'h> {
-    pub fn new(home: &'h Home, summary: Summary) -> Result<Collector<'h>, OutputError> {
+    pub fn new(
+        home: &'h Home,
+        summary: Summary,
+        files: &'h [SourceFile],
+        digests: Vec<String>,
+        guard: &'h Guard,
+    ) -> Result<Collector<'h>, OutputError> {
         Ok(Collector {
             home,
             summary,
             quarantine: BufWriter::new(home.create_run_file("quarantine.jsonl")?),
             conversations: BufWriter::new(home.create_run_file("conversations.jsonl")?),
+            files,
+            digests,
+            guard,
+            open: HashMap::new(),
         })
     }
 
@@ -40,6 +61,7 @@ impl<'h> Collector<'h> {
         outcomes: Vec<Option<Outcome>>,
         progress: &dyn Progress,
         disk_read: u64,
+        manifest: &mut Manifest,
     ) -> Result<(), OutputError> {
         let mut bytes = 0u64;
         let mut records = 0u64;
@@ -56,21 +78,36 @@ impl<'h> Collector<'h> {
                         message: damage.message.clone(),
                     });
                 }
-                Work::Record(record, _, _) => {
+                Work::Record(record, file, _) => {
                     self.summary.records += 1;
                     records += 1;
                     bytes += record.bytes.len() as u64;
+                    self.file_entry(*file).records += 1;
                     match outcome {
                         None => {}
                         Some(Outcome::Quarantined(entry)) => self.quarantined(&entry)?,
-                        Some(Outcome::Converted(done)) => self.converted(&done)?,
+                        Some(Outcome::Converted(done)) => self.converted(*file, &done)?,
                     }
                 }
+                Work::FileEnd(file) => self.file_done(*file, manifest)?,
             }
         }
         self.summary.bytes_read += bytes;
         progress.advance(records, bytes, disk_read);
         Ok(())
+    }
+
+    fn file_entry(&mut self, file: usize) -> &mut FileEntry {
+        let source = &self.files[file];
+        let digest = &self.digests[file];
+        self.open.entry(file).or_insert_with(|| FileEntry {
+            key: source.key.clone(),
+            size: source.size,
+            mtime_ns: source.mtime_ns,
+            digest: digest.clone(),
+            records: 0,
+            rollouts: Vec::new(),
+        })
     }
 
     fn quarantined(&mut self, entry: &QuarantineEntry) -> Result<(), OutputError> {
@@ -83,7 +120,19 @@ impl<'h> Collector<'h> {
         write_line(self.home, &mut self.quarantine, "quarantine.jsonl", entry)
     }
 
-    fn converted(&mut self, done: &Converted) -> Result<(), OutputError> {
+    fn converted(&mut self, file: usize, done: &Converted) -> Result<(), OutputError> {
+        if let Some(placed) = &done.placed {
+            match placed {
+                Placed::Written => {}
+                Placed::Unchanged => self.summary.rollouts_unchanged += 1,
+                Placed::Kept => self.summary.sessions_kept.push(done.path.clone()),
+                Placed::Replaced { .. } => self.summary.sessions_replaced.push(done.path.clone()),
+            }
+            self.file_entry(file).rollouts.push(RolloutEntry {
+                path: done.path.clone(),
+                digest: done.digest.clone(),
+            });
+        }
         let summary = &mut self.summary;
         summary.converted += 1;
         for (kind, phase) in &done.items {
@@ -105,17 +154,39 @@ impl<'h> Collector<'h> {
         summary.text_bytes_out += done.account.bytes_out as u64;
         summary.text_bytes_dropped += done.account.bytes_dropped as u64;
         summary.text_bytes_added += done.account.bytes_added as u64;
-        write_line(
-            self.home,
-            &mut self.conversations,
-            "conversations.jsonl",
-            done,
-        )
+        write_line(self.home, &mut self.conversations, "conversations.jsonl", done)
     }
 
-    /// Batch results: joined to a request, or quarantined (no request claimed them).
-    pub fn batch_results(&mut self, index: &BatchIndex) -> Result<(), OutputError> {
+    /// Every rollout of `file` is on disk: remove those of records that are gone since the
+    /// manifest last recorded it, then record it. A dry run records nothing.
+    fn file_done(&mut self, file: usize, manifest: &mut Manifest) -> Result<(), OutputError> {
+        let entry = self.file_entry(file).clone();
+        self.open.remove(&file);
+        self.summary.files_done += 1;
+        if self.summary.dry_run {
+            return Ok(());
+        }
+        if let Some(previous) = manifest.files.get(&entry.key) {
+            let now: std::collections::HashSet<&str> =
+                entry.rollouts.iter().map(|r| r.path.as_str()).collect();
+            for gone in previous.rollouts.iter().filter(|r| !now.contains(r.path.as_str())) {
+                match self.guard.remove(self.home, &gone.path, &gone.digest)? {
+                    Removal::Removed => self.summary.rollouts_removed += 1,
+                    Removal::Kept => self.summary.sessions_kept.push(gone.path.clone()),
+                    Removal::Missing => {}
+                }
+            }
+        }
+        manifest.record(self.home, entry)
+    }
+
+    /// Batch results: joined to a request, or quarantined (no request claimed them). Results
+    /// of files left out (unchanged) are not counted again.
+    pub fn batch_results(&mut self, index: &BatchIndex, skip: &[bool]) -> Result<(), OutputError> {
         for result in index.results() {
+            if skip.get(result.file).copied().unwrap_or(false) {
+                continue;
+            }
             self.summary.records += 1;
             if result.used() {
                 self.summary.joined += 1;
@@ -132,7 +203,8 @@ impl<'h> Collector<'h> {
         Ok(())
     }
 
-    /// Flushes the report lines and writes `summary.json`; returns the summary.
+    /// Flushes the report lines and writes `summary.json` (last, atomically: its presence
+    /// marks the run folder as finished); returns the summary.
     pub fn finish(mut self, seconds: f64) -> Result<Summary, OutputError> {
         let home = self.home;
         self.quarantine
@@ -141,14 +213,13 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
-        let mut file = home.create_run_file("summary.json")?;
         // Timing varies run to run; the file on disk stays byte-identical for the same input.
         let mut for_file = self.summary.clone();
         for_file.seconds = 0.0;
-        serde_json::to_writer_pretty(&mut file, &for_file)
+        let mut bytes = serde_json::to_vec_pretty(&for_file)
             .map_err(|e| write_error(home, "summary.json", e.into()))?;
-        file.write_all(b"\n")
-            .map_err(|e| write_error(home, "summary.json", e))?;
+        bytes.push(b'\n');
+        home.write_run_file_atomic("summary.json", &bytes)?;
         self.summary.seconds = seconds;
         Ok(self.summary)
     }

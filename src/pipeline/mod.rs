@@ -15,7 +15,7 @@ pub mod record;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,7 +24,8 @@ use thiserror::Error;
 
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
-use crate::output::{Home, OutputError};
+use crate::output::manifest::file_digest;
+use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{discover, Damage, SourceError, SourceFile};
 use collect::Collector;
@@ -57,6 +58,14 @@ pub struct Options {
     /// Benchmark baseline: decompress, split, parse, serialise and write each record as is,
     /// through the same reader, batches and writer; no conversion. `samples/bench.sh` compares.
     pub baseline: bool,
+    /// Convert every input file, ignoring the manifest (`--full`).
+    pub full: bool,
+    /// Replace sessions changed on disk, keeping a copy (`--force`).
+    pub force: bool,
+    /// fsync files and folders (`--durable`).
+    pub durable: bool,
+    /// The signal that asked the run to stop (0: none yet). Set by the command's handlers.
+    pub stop: Arc<AtomicUsize>,
 }
 
 /// Progress callbacks; the command decides how to show them.
@@ -66,6 +75,8 @@ pub trait Progress: Sync {
     /// read so far in all (compressed bytes for compressed files).
     fn advance(&self, records: u64, bytes: u64, disk: u64);
     fn damage(&self, damage: &Damage);
+    /// Something the user should know that is not a problem with a record.
+    fn note(&self, message: &str);
 }
 
 /// Runs the whole conversion and returns the summary.
@@ -75,21 +86,39 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Summary, PipelineError> {
     let started = Instant::now();
+    let mut home = Home::new(&options.out);
+    home.durable = options.durable;
+    let lock = RunLock::acquire(&home)?;
+    if let Some(pid) = lock.taken_over_from {
+        progress.note(&format!("took over the lock left by pid {pid}, which is no longer running"));
+    }
+    let mut manifest = Manifest::load(&home)?;
+    let (run_number, killed_run) = home.start_run()?;
+    let temporary_files_removed = if manifest.recovered || killed_run {
+        home.remove_temporary_files()?
+    } else {
+        0
+    };
     let mut files = discover(&options.inputs, Some(&options.out))?;
     dedupe_keys(&mut files);
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
     let batch_index = Arc::new(BatchIndex::scan(&files, &rules.input, repair));
+    let (skip, digests) = plan(&files, &batch_index, &mut manifest, options.full)?;
     let files = Arc::new(files);
-    let home = Home::new(&options.out);
+    let guard = Guard::new(manifest.rollout_digests(), options.force);
     let summary = Summary {
         rules: rules.names.clone(),
         codex_version: rules.codex_version.clone(),
         dry_run: options.dry_run,
         files: files.len() as u64,
+        run: run_number,
+        files_unchanged: skip.iter().filter(|s| **s).count() as u64,
+        temporary_files_removed,
         ..Summary::default()
     };
-    let mut collector = Collector::new(&home, summary)?;
-    progress.start(files.len() as u64, files.iter().map(|f| f.size).sum());
+    let mut collector = Collector::new(&home, summary, &files, digests, &guard)?;
+    let to_read = files.iter().zip(&skip).filter(|(_, s)| !**s);
+    progress.start(to_read.clone().count() as u64, to_read.map(|(f, _)| f.size).sum());
     let threads = options.jobs.unwrap_or(0);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -99,11 +128,28 @@ pub fn run(
             message: e.to_string(),
         })?;
 
-    let reader = reader::spawn(Arc::clone(&files), Arc::clone(&batch_index));
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = reader::spawn(reader::Plan {
+        files: Arc::clone(&files),
+        skip: skip.clone(),
+        index: Arc::clone(&batch_index),
+        stop: Arc::clone(&stop),
+    });
     let mut failure: Option<PipelineError> = None;
     for batch in reader.batches.iter() {
+        if options.stop.load(Ordering::Relaxed) != 0 {
+            stop.store(true, Ordering::Relaxed);
+        }
         let work = AssertUnwindSafe(|| {
-            pool.install(|| convert_batch(&batch, &files, rules, &batch_index, &home, options))
+            let context = BatchContext {
+                files: &files,
+                rules,
+                index: &batch_index,
+                home: &home,
+                guard: &guard,
+                options,
+            };
+            pool.install(|| convert_batch(&batch, &context))
         });
         let outcomes = match catch_unwind(work) {
             Ok(Ok(outcomes)) => outcomes,
@@ -117,7 +163,8 @@ pub fn run(
             }
         };
         let disk_read = reader.disk_read.load(Ordering::Relaxed);
-        if let Err(err) = collector.batch(&batch, outcomes, progress, disk_read) {
+        let recorded = collector.batch(&batch, outcomes, progress, disk_read, &mut manifest);
+        if let Err(err) = recorded {
             failure = Some(err.into());
             break;
         }
@@ -130,18 +177,86 @@ pub fn run(
     if let Some(err) = failure {
         return Err(err);
     }
-    collector.batch_results(&batch_index)?;
-    Ok(collector.finish(started.elapsed().as_secs_f64())?)
+    let signal = options.stop.load(Ordering::Relaxed);
+    if signal == 0 {
+        collector.batch_results(&batch_index, &skip)?;
+    }
+    collector.summary.interrupted = signal_name(signal);
+    let summary = collector.finish(started.elapsed().as_secs_f64())?;
+    if !options.dry_run {
+        manifest.save(&home)?;
+    }
+    home.mark_latest()?;
+    drop(lock);
+    Ok(summary)
 }
 
-/// Converts one batch in parallel and writes its rollouts; outcomes in batch order.
+/// Which input files to read: a file whose size and mtime the manifest recorded is unchanged;
+/// one whose content digest it recorded is too (and its new mtime is kept, so the next run
+/// need not read it). Returns the files to skip and every file's digest. When a Batch API
+/// results file changed, every file is read: its requests may be anywhere.
+fn plan(
+    files: &[SourceFile],
+    index: &BatchIndex,
+    manifest: &mut Manifest,
+    full: bool,
+) -> Result<(Vec<bool>, Vec<String>), PipelineError> {
+    let mut skip = Vec::with_capacity(files.len());
+    let mut digests = Vec::with_capacity(files.len());
+    for file in files {
+        let entry = manifest.files.get_mut(&file.key);
+        if let Some(entry) = &entry {
+            if entry.size == file.size && entry.mtime_ns == file.mtime_ns {
+                skip.push(!full);
+                digests.push(entry.digest.clone());
+                continue;
+            }
+        }
+        let digest = file_digest(&file.path).map_err(|source| SourceError::Open {
+            path: file.display.to_string(),
+            source,
+        })?;
+        let same = match entry {
+            Some(entry) if entry.digest == digest => {
+                entry.size = file.size;
+                entry.mtime_ns = file.mtime_ns;
+                true
+            }
+            Some(_) | None => false,
+        };
+        skip.push(same && !full);
+        digests.push(digest);
+    }
+    let results_changed = (0..files.len()).any(|i| index.is_results_file(i) && !skip[i]);
+    if results_changed {
+        skip.iter_mut().for_each(|s| *s = false);
+    }
+    Ok((skip, digests))
+}
+
+fn signal_name(signal: usize) -> Option<String> {
+    match signal as i32 {
+        0 => None,
+        signal_hook::consts::SIGINT => Some("SIGINT".to_string()),
+        signal_hook::consts::SIGTERM => Some("SIGTERM".to_string()),
+        other => Some(format!("signal {other}")),
+    }
+}
+
+/// What every worker of a batch reads.
+struct BatchContext<'a> {
+    files: &'a [SourceFile],
+    rules: &'a RuleSet,
+    index: &'a BatchIndex,
+    home: &'a Home,
+    guard: &'a Guard,
+    options: &'a Options,
+}
+
+/// Converts one batch in parallel and places its rollouts; outcomes in batch order.
 fn convert_batch(
     batch: &[Work],
-    files: &[SourceFile],
-    rules: &RuleSet,
-    index: &BatchIndex,
-    home: &Home,
-    options: &Options,
+    context: &BatchContext<'_>,
 ) -> Result<Vec<Option<Outcome>>, OutputError> {
     batch
         .par_iter()
@@ -150,13 +265,18 @@ fn convert_batch(
                 return Ok(None);
             };
             failpoint("convert");
-            let outcome = if options.baseline {
+            let mut outcome = if context.options.baseline {
                 record::round_trip(record, *ordinal)
             } else {
-                process_record(record, &files[*file].key, *ordinal, rules, index)
+                let key = &context.files[*file].key;
+                process_record(record, key, *ordinal, context.rules, context.index)
             };
-            if let (Outcome::Converted(done), false) = (&outcome, options.dry_run) {
-                home.write_atomic(&done.relative, &done.bytes)?;
+            if let (Outcome::Converted(done), false) = (&mut outcome, context.options.dry_run) {
+                done.digest = crate::output::manifest::digest(&done.bytes);
+                let placed = context
+                    .guard
+                    .place(context.home, &done.relative, &done.bytes, &done.digest)?;
+                done.placed = Some(placed);
             }
             Ok(Some(outcome))
         })

@@ -1,7 +1,7 @@
 //! The reader: one thread walks the files in order and sends their records in bounded
 //! batches, so memory stays flat in the archive's size.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -20,6 +20,9 @@ pub enum Work {
     Record(RawRecord, usize, u64),
     Blank,
     Damage(Damage),
+    /// Every event of this file was read: once the batch holding it is written, the file is
+    /// completely on disk and can be recorded as done.
+    FileEnd(usize),
 }
 
 /// The running reader.
@@ -30,9 +33,25 @@ pub struct Reader {
     pub disk_read: Arc<AtomicU64>,
 }
 
-/// Starts the reader thread over `files`. Files whose batch results were read ahead are
-/// replayed from `index.leftovers` (what is not a result line).
-pub fn spawn(files: Arc<Vec<SourceFile>>, index: Arc<BatchIndex>) -> Reader {
+/// What the reader reads.
+pub struct Plan {
+    pub files: Arc<Vec<SourceFile>>,
+    /// Files left out (unchanged since the manifest recorded them).
+    pub skip: Vec<bool>,
+    pub index: Arc<BatchIndex>,
+    /// Set by a signal: stop reading; the file being read is not finished.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Starts the reader thread over the plan's files. Files whose batch results were read ahead
+/// are replayed from `index.leftovers` (what is not a result line).
+pub fn spawn(plan: Plan) -> Reader {
+    let Plan {
+        files,
+        skip,
+        index,
+        stop,
+    } = plan;
     let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
     let disk_read = Arc::new(AtomicU64::new(0));
     let disk = Arc::clone(&disk_read);
@@ -41,10 +60,19 @@ pub fn spawn(files: Arc<Vec<SourceFile>>, index: Arc<BatchIndex>) -> Reader {
         let mut batch_bytes = 0;
         let mut disk_before = 0u64;
         for (file_index, file) in files.iter().enumerate() {
+            if skip.get(file_index).copied().unwrap_or(false) {
+                disk_before += file.size;
+                continue;
+            }
             let mut ordinal = 0u64;
             let in_file = Arc::new(AtomicU64::new(0));
+            let mut stopped = false;
             for (event, given) in events(&index, file_index, file, &in_file) {
                 super::failpoint("reader");
+                if stop.load(Ordering::Relaxed) {
+                    stopped = true;
+                    break;
+                }
                 match event {
                     RecordEvent::Record(record) => {
                         batch_bytes += record.bytes.len();
@@ -64,6 +92,10 @@ pub fn spawn(files: Arc<Vec<SourceFile>>, index: Arc<BatchIndex>) -> Reader {
                     batch_bytes = 0;
                 }
             }
+            if stopped {
+                break;
+            }
+            batch.push(Work::FileEnd(file_index));
             disk_before += file.size;
         }
         disk.store(disk_before, Ordering::Relaxed);

@@ -14,7 +14,7 @@ use crate::input::{extract, parse_record, InputError};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::Transcript;
 use crate::output::quarantine::QuarantineClass;
-use crate::output::QuarantineEntry;
+use crate::output::{Placed, QuarantineEntry};
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::RawRecord;
 use crate::validate::{self, Invariant};
@@ -48,6 +48,12 @@ pub struct Converted {
     pub bytes: Vec<u8>,
     #[serde(skip)]
     pub relative: PathBuf,
+    /// What writing it did (`None` in a dry run).
+    #[serde(skip)]
+    pub placed: Option<Placed>,
+    /// The manifest's digest of `bytes` (empty in a dry run).
+    #[serde(skip)]
+    pub digest: String,
 }
 
 /// Converts one record of the file keyed `source_key` (its `ordinal`-th record).
@@ -142,6 +148,8 @@ pub fn process_record(
         ignored,
         bytes,
         relative,
+        placed: None,
+        digest: String::new(),
     }))
 }
 
@@ -173,6 +181,8 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         ignored: Vec::new(),
         bytes,
         relative,
+        placed: None,
+        digest: String::new(),
     }))
 }
 

@@ -22,6 +22,8 @@ pub struct SourceFile {
     /// argument it was found under, with `/` separators.
     pub key: String,
     pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch (0 when the system cannot tell).
+    pub mtime_ns: u64,
 }
 
 /// Lists every record file under `inputs`, sorted within each input; inputs keep their order.
@@ -37,7 +39,7 @@ pub fn discover(inputs: &[PathBuf], skip: Option<&Path>) -> Result<Vec<SourceFil
         })?;
         let base = input.parent().unwrap_or_else(|| Path::new(""));
         if meta.is_file() {
-            files.push(source_file(input.clone(), base, meta.len()));
+            files.push(source_file(input.clone(), base, &meta));
             continue;
         }
         let walk = WalkDir::new(input)
@@ -57,14 +59,17 @@ pub fn discover(inputs: &[PathBuf], skip: Option<&Path>) -> Result<Vec<SourceFil
             if !entry.file_type().is_file() || !is_record_file(entry.path()) {
                 continue;
             }
-            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-            files.push(source_file(entry.into_path(), base, size));
+            let meta = entry.metadata().map_err(|err| SourceError::Walk {
+                path: entry.path().display().to_string(),
+                message: err.to_string(),
+            })?;
+            files.push(source_file(entry.into_path(), base, &meta));
         }
     }
     Ok(files)
 }
 
-fn source_file(path: PathBuf, base: &Path, size: u64) -> SourceFile {
+fn source_file(path: PathBuf, base: &Path, meta: &std::fs::Metadata) -> SourceFile {
     let relative = path.strip_prefix(base).unwrap_or(&path);
     let key = relative
         .components()
@@ -75,7 +80,12 @@ fn source_file(path: PathBuf, base: &Path, size: u64) -> SourceFile {
         display: Arc::from(path.display().to_string()),
         path,
         key,
-        size,
+        size: meta.len(),
+        mtime_ns: meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as u64),
     }
 }
 

@@ -171,7 +171,7 @@ impl Home {
                 found.len(),
                 self.run,
                 String::from_utf8_lossy(
-                    &fs::read(self.root.join("rollover/quarantine.jsonl")).unwrap_or_default()
+                    &fs::read(run_folder(&self.root).join("quarantine.jsonl")).unwrap_or_default()
                 )
             );
         }
@@ -184,17 +184,17 @@ impl Home {
     }
 
     pub fn summary(&self) -> Value {
-        let path = self.root.join("rollover/summary.json");
+        let path = run_folder(&self.root).join("summary.json");
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path:?}: {e}"));
         serde_json::from_str(&text).expect("summary.json is JSON")
     }
 
     pub fn quarantine(&self) -> Vec<Value> {
-        read_jsonl(&self.root.join("rollover/quarantine.jsonl"))
+        read_jsonl(&run_folder(&self.root).join("quarantine.jsonl"))
     }
 
     pub fn conversations(&self) -> Vec<Value> {
-        read_jsonl(&self.root.join("rollover/conversations.jsonl"))
+        read_jsonl(&run_folder(&self.root).join("conversations.jsonl"))
     }
 
     /// The source line of each converted conversation, in output order.
@@ -413,5 +413,5 @@ macro_rules! body {
 
 /// The folder holding the latest run's report files in a Codex home written by `convert`.
 pub fn run_folder(home: &Path) -> PathBuf {
-    home.join("rollover")
+    home.join("rollover/latest")
 }

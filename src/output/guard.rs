@@ -1,0 +1,110 @@
+//! Never clobber a user's session. Codex appends a user's new turns to the rollout it resumed,
+//! and a person may edit one; converting again must not cut them back. Each rollout is placed
+//! knowing the digest the manifest recorded when rollover wrote it: a file whose bytes still
+//! have that digest (or already are the new bytes) is ours to replace; any other is kept,
+//! counted and listed, unless `--force`, which first copies it to `rollover/replaced/`.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::home::{write_error, Home};
+use super::manifest::digest;
+use super::OutputError;
+
+/// What happened to one rollout path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placed {
+    /// Written (new, or replacing what rollover wrote there before).
+    Written,
+    /// The same bytes were already there.
+    Unchanged,
+    /// Changed on disk since rollover wrote it: kept as it is.
+    Kept,
+    /// Changed on disk, replaced (`--force`) after a copy was kept at `copy`.
+    Replaced { copy: PathBuf },
+}
+
+/// What happened to a rollout whose record is gone from its input file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Removal {
+    Removed,
+    /// Changed on disk since rollover wrote it: kept.
+    Kept,
+    /// Not there any more.
+    Missing,
+}
+
+#[derive(Debug, Default)]
+pub struct Guard {
+    /// Rollout path (relative to the home) → digest written, from the manifest.
+    written: HashMap<String, String>,
+    force: bool,
+}
+
+impl Guard {
+    pub fn new(written: HashMap<String, String>, force: bool) -> Guard {
+        Guard { written, force }
+    }
+
+    /// Puts `bytes` (whose digest is `new_digest`) at `relative`, unless that would clobber a
+    /// changed session.
+    pub fn place(
+        &self,
+        home: &Home,
+        relative: &Path,
+        bytes: &[u8],
+        new_digest: &str,
+    ) -> Result<Placed, OutputError> {
+        let target = home.root.join(relative);
+        let on_disk = match fs::read(&target) {
+            Ok(existing) => digest(&existing),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                home.write_atomic(relative, bytes)?;
+                return Ok(Placed::Written);
+            }
+            Err(e) => return Err(write_error(&target, e)),
+        };
+        if on_disk == new_digest {
+            return Ok(Placed::Unchanged);
+        }
+        let ours = self.written.get(&key(relative)) == Some(&on_disk);
+        if ours {
+            home.write_atomic(relative, bytes)?;
+            return Ok(Placed::Written);
+        }
+        if !self.force {
+            return Ok(Placed::Kept);
+        }
+        let copy = home.keep_replaced(relative)?;
+        home.write_atomic(relative, bytes)?;
+        Ok(Placed::Replaced { copy })
+    }
+
+    /// Removes the rollout at `relative`, recorded with `recorded` digest, whose record is gone.
+    pub fn remove(&self, home: &Home, relative: &str, recorded: &str) -> Result<Removal, OutputError> {
+        let target = home.root.join(relative);
+        let on_disk = match fs::read(&target) {
+            Ok(existing) => digest(&existing),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Removal::Missing),
+            Err(e) => return Err(write_error(&target, e)),
+        };
+        if on_disk != recorded && !self.force {
+            return Ok(Removal::Kept);
+        }
+        if on_disk != recorded {
+            home.keep_replaced(Path::new(relative))?;
+        }
+        fs::remove_file(&target).map_err(|e| write_error(&target, e))?;
+        Ok(Removal::Removed)
+    }
+}
+
+/// The manifest's key for a relative path (`/` separators).
+pub fn key(relative: &Path) -> String {
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}

@@ -142,7 +142,8 @@ fn convert(inputs: &[&Path], out: &Path) {
         .output()
         .expect("run rollover");
     assert!(
-        matches!(output.status.code(), Some(0 | 1)) && out.join("rollover/latest/summary.json").is_file(),
+        matches!(output.status.code(), Some(0 | 1))
+            && out.join("rollover/latest/summary.json").is_file(),
         "rollover convert failed ({}):\n{}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),

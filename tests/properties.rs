@@ -382,7 +382,8 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
         prop_assert!(!stderr.contains("panicked"), "{}", shown);
 
         let summary: Value = serde_json::from_slice(
-            &std::fs::read(dir.join(&home).join("rollover/runs/0001/summary.json")).expect("summary.json"),
+            &std::fs::read(dir.join(&home).join("rollover/runs/0001/summary.json"))
+                .expect("summary.json"),
         )
         .expect("summary is JSON");
         let count = |key: &str| required_count(&summary, key);
@@ -393,8 +394,10 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
                 "case: converted {converted}, quarantined {:?}, items {}, actions {}",
                 summary["quarantine_reasons"], summary["items"], summary["actions"]
             );
-            let q = std::fs::read_to_string(dir.join(&home).join("rollover/runs/0001/quarantine.jsonl"))
-                .unwrap_or_default();
+            let q = std::fs::read_to_string(
+                dir.join(&home).join("rollover/runs/0001/quarantine.jsonl"),
+            )
+            .unwrap_or_default();
             for entry in q.lines().filter(|l| l.contains("\"class\":\"invariant\"")) {
                 eprintln!("  {entry}");
             }
@@ -453,7 +456,8 @@ fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
                 entry
             );
         }
-        for conversation in String::from_utf8_lossy(&files["rollover/runs/0001/conversations.jsonl"]).lines()
+        for conversation in
+            String::from_utf8_lossy(&files["rollover/runs/0001/conversations.jsonl"]).lines()
         {
             let c: Value = serde_json::from_str(conversation).expect("conversation line");
             let a = &c["account"];

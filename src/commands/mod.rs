@@ -15,6 +15,7 @@ pub mod rules;
 pub mod validate;
 
 use crate::output::OutputError;
+use crate::pipeline::PipelineError;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +65,14 @@ impl Exit {
 
     /// How a command that failed with `err` exits.
     pub fn for_error(err: &anyhow::Error) -> Exit {
-        let locked = err
-            .chain()
-            .any(|cause| matches!(cause.downcast_ref(), Some(OutputError::Locked { .. })));
+        // `PipelineError::Output` is transparent: its OutputError is not a link of the chain.
+        let locked = err.chain().any(|cause| {
+            matches!(cause.downcast_ref(), Some(OutputError::Locked { .. }))
+                || matches!(
+                    cause.downcast_ref(),
+                    Some(PipelineError::Output(OutputError::Locked { .. }))
+                )
+        });
         if locked {
             Exit::Locked
         } else {

@@ -82,7 +82,12 @@ impl Guard {
     }
 
     /// Removes the rollout at `relative`, recorded with `recorded` digest, whose record is gone.
-    pub fn remove(&self, home: &Home, relative: &str, recorded: &str) -> Result<Removal, OutputError> {
+    pub fn remove(
+        &self,
+        home: &Home,
+        relative: &str,
+        recorded: &str,
+    ) -> Result<Removal, OutputError> {
         let target = home.root.join(relative);
         let on_disk = match fs::read(&target) {
             Ok(existing) => digest(&existing),

@@ -26,7 +26,10 @@ impl RunLock {
     pub fn acquire(home: &Home) -> Result<RunLock, OutputError> {
         home.create_state_dir()?;
         let path = home.state_file(LOCK);
-        let mut file = private_file(OpenOptions::new().read(true).write(true).create(true), &path)?;
+        let mut file = private_file(
+            OpenOptions::new().read(true).write(true).create(true),
+            &path,
+        )?;
         let mut previous = String::new();
         let _ = file.read_to_string(&mut previous);
         let previous: Option<u32> = previous.trim().parse().ok();

@@ -93,7 +93,9 @@ impl Manifest {
         if let Some(journal) = self.journal.as_mut() {
             let mut line = serde_json::to_vec(&entry).map_err(|e| write_error(&path, e.into()))?;
             line.push(b'\n');
-            journal.write_all(&line).map_err(|e| write_error(&path, e))?;
+            journal
+                .write_all(&line)
+                .map_err(|e| write_error(&path, e))?;
             if home.durable {
                 journal.sync_data().map_err(|e| write_error(&path, e))?;
             }

@@ -154,7 +154,12 @@ impl<'h> Collector<'h> {
         summary.text_bytes_out += done.account.bytes_out as u64;
         summary.text_bytes_dropped += done.account.bytes_dropped as u64;
         summary.text_bytes_added += done.account.bytes_added as u64;
-        write_line(self.home, &mut self.conversations, "conversations.jsonl", done)
+        write_line(
+            self.home,
+            &mut self.conversations,
+            "conversations.jsonl",
+            done,
+        )
     }
 
     /// Every rollout of `file` is on disk: remove those of records that are gone since the
@@ -169,7 +174,11 @@ impl<'h> Collector<'h> {
         if let Some(previous) = manifest.files.get(&entry.key) {
             let now: std::collections::HashSet<&str> =
                 entry.rollouts.iter().map(|r| r.path.as_str()).collect();
-            for gone in previous.rollouts.iter().filter(|r| !now.contains(r.path.as_str())) {
+            for gone in previous
+                .rollouts
+                .iter()
+                .filter(|r| !now.contains(r.path.as_str()))
+            {
                 match self.guard.remove(self.home, &gone.path, &gone.digest)? {
                     Removal::Removed => self.summary.rollouts_removed += 1,
                     Removal::Kept => self.summary.sessions_kept.push(gone.path.clone()),

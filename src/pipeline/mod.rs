@@ -90,7 +90,9 @@ pub fn run(
     home.durable = options.durable;
     let lock = RunLock::acquire(&home)?;
     if let Some(pid) = lock.taken_over_from {
-        progress.note(&format!("took over the lock left by pid {pid}, which is no longer running"));
+        progress.note(&format!(
+            "took over the lock left by pid {pid}, which is no longer running"
+        ));
     }
     let mut manifest = Manifest::load(&home)?;
     let (run_number, killed_run) = home.start_run()?;
@@ -118,7 +120,10 @@ pub fn run(
     };
     let mut collector = Collector::new(&home, summary, &files, digests, &guard)?;
     let to_read = files.iter().zip(&skip).filter(|(_, s)| !**s);
-    progress.start(to_read.clone().count() as u64, to_read.map(|(f, _)| f.size).sum());
+    progress.start(
+        to_read.clone().count() as u64,
+        to_read.map(|(f, _)| f.size).sum(),
+    );
     let threads = options.jobs.unwrap_or(0);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -273,9 +278,10 @@ fn convert_batch(
             };
             if let (Outcome::Converted(done), false) = (&mut outcome, context.options.dry_run) {
                 done.digest = crate::output::manifest::digest(&done.bytes);
-                let placed = context
-                    .guard
-                    .place(context.home, &done.relative, &done.bytes, &done.digest)?;
+                let placed =
+                    context
+                        .guard
+                        .place(context.home, &done.relative, &done.bytes, &done.digest)?;
                 done.placed = Some(placed);
             }
             Ok(Some(outcome))

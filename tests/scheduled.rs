@@ -1,0 +1,537 @@
+//! Scheduled conversion jobs (issue 8): incremental, resumable, safe to kill, one at a time,
+//! private. Each test runs the real binary.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Workdir;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rollover");
+
+/// A generated archive: `files` JSONL files of `per_file` small chat conversations each.
+fn archive(wd: &Workdir, files: usize, per_file: usize) {
+    for f in 0..files {
+        let mut text = String::new();
+        for r in 0..per_file {
+            let record = json!({
+                "id": format!("conv-{f}-{r}"),
+                "created": 1_700_000_000 + (f * per_file + r) as i64,
+                "messages": [
+                    {"role": "system", "content": format!("You help with file {f}.")},
+                    {"role": "user", "content": format!("Question {r} about archive file {f}?")},
+                    {"role": "assistant", "content": format!("Answer {r}: it holds record {r}.")},
+                ]
+            });
+            text.push_str(&record.to_string());
+            text.push('\n');
+        }
+        wd.create(&format!("archive/part-{f:02}.jsonl"), text);
+    }
+}
+
+fn rollover(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run rollover")
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> Child {
+    Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rollover")
+}
+
+/// Every file under `root` (symlinks not followed), relative path → bytes.
+fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry.expect("dir entry");
+            let path = entry.path();
+            let kind = entry.file_type().expect("file type");
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                let relative = path.strip_prefix(root).expect("below root");
+                out.insert(
+                    relative.to_string_lossy().into_owned(),
+                    fs::read(&path).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The cumulative state of a home: every rollout and the manifest (each run's own report
+/// folder describes that run, and a resumed run did less work than an uninterrupted one).
+fn state(home: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut state: BTreeMap<String, Vec<u8>> = tree(&home.join("sessions"))
+        .into_iter()
+        .map(|(k, v)| (format!("sessions/{k}"), v))
+        .collect();
+    let manifest = fs::read(home.join("rollover/manifest")).unwrap_or_default();
+    state.insert("rollover/manifest".to_string(), manifest);
+    state
+}
+
+fn assert_same_state(expected: &BTreeMap<String, Vec<u8>>, home: &Path, what: &str) {
+    let actual = state(home);
+    let missing: Vec<&String> = expected
+        .keys()
+        .filter(|k| !actual.contains_key(*k))
+        .collect();
+    let extra: Vec<&String> = actual
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .collect();
+    assert!(missing.is_empty(), "{what}: missing {missing:?}");
+    assert!(extra.is_empty(), "{what}: extra {extra:?}");
+    for (name, bytes) in expected {
+        assert!(actual[name] == *bytes, "{what}: {name} differs");
+    }
+    let temporary: Vec<String> = tree(home)
+        .into_keys()
+        .filter(|k| k.rsplit('/').next().is_some_and(|n| n.starts_with('.')))
+        .collect();
+    assert!(
+        temporary.is_empty(),
+        "{what}: temporary files left: {temporary:?}"
+    );
+}
+
+fn count_rollouts(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                count_rollouts(&e.path())
+            } else {
+                usize::from(e.file_name().to_string_lossy().starts_with("rollout-"))
+            }
+        })
+        .sum()
+}
+
+fn summary(home: &Path) -> Value {
+    let bytes = fs::read(home.join("rollover/latest/summary.json")).expect("summary.json");
+    serde_json::from_slice(&bytes).expect("summary is JSON")
+}
+
+#[test]
+fn killed_at_any_point_then_rerun_gives_the_uninterrupted_tree() {
+    let wd = Workdir::new("kill");
+    let (files, per_file) = (10, 2_000);
+    archive(&wd, files, per_file);
+    let total = files * per_file;
+    let out = rollover(wd.root(), &["convert", "archive", "--out", "clean"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = state(&wd.path("clean"));
+    assert_eq!(count_rollouts(&wd.path("clean/sessions")), total);
+
+    // Five kill points, chosen from the run's progress: after 1/6 .. 5/6 of the rollouts.
+    let mut killed_at = Vec::new();
+    for k in 1..=5 {
+        let home = format!("killed-{k}");
+        let threshold = total * k / 6;
+        let mut child = spawn(wd.root(), &["convert", "archive", "--out", &home]);
+        let started = Instant::now();
+        loop {
+            let done = count_rollouts(&wd.path(&home).join("sessions"));
+            if done >= threshold {
+                child.kill().expect("SIGKILL");
+                killed_at.push(done);
+                break;
+            }
+            if child.try_wait().expect("wait").is_some() {
+                killed_at.push(total);
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(120), "run too slow");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.wait().expect("reap");
+        let again = rollover(wd.root(), &["convert", "archive", "--out", &home]);
+        assert_eq!(
+            again.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&again.stderr)
+        );
+        assert_same_state(&expected, &wd.path(&home), &home);
+        // The killed run's folder was taken back: one finished run, numbered 0001.
+        assert_eq!(summary(&wd.path(&home))["run"], 1, "{home}");
+    }
+    // At least most kills landed mid-run (not after the run had finished by itself).
+    let mid_run = killed_at.iter().filter(|n| **n < total).count();
+    assert!(mid_run >= 4, "kills at {killed_at:?} of {total}");
+}
+
+#[test]
+fn a_rerun_with_nothing_changed_converts_nothing_and_changes_only_what_changed() {
+    let wd = Workdir::new("incremental");
+    archive(&wd, 3, 5);
+    wd.convert("archive", "home", &[], 0);
+    let home = wd.path("home");
+    let first = state(&home);
+
+    let again = wd.convert("archive", "home", &[], 0);
+    let s = again.summary();
+    assert_eq!(
+        (s["records"].as_u64(), s["files_unchanged"].as_u64()),
+        (Some(0), Some(3))
+    );
+    assert_eq!(s["run"], 2);
+    assert_same_state(&first, &home, "unchanged re-run");
+
+    // A new file converts alone.
+    wd.create_jsonl(
+        "archive/part-09.jsonl",
+        &[json!({"id": "new", "messages": [{"role": "user", "content": "new one"}]})],
+    );
+    let s = wd.convert("archive", "home", &[], 0).summary();
+    assert_eq!(
+        (s["records"].as_u64(), s["files_unchanged"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(count_rollouts(&home.join("sessions")), 16);
+
+    // Truncating a file removes the rollouts of the records that are gone.
+    let part = wd.path("archive/part-01.jsonl");
+    let text = fs::read_to_string(&part).expect("read part");
+    let kept: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    fs::write(&part, kept).expect("truncate part");
+    let s = wd.convert("archive", "home", &[], 0).summary();
+    assert_eq!(s["records"], 2);
+    assert_eq!(s["rollouts_removed"], 3);
+    assert_eq!(s["rollouts_unchanged"], 2);
+    assert_eq!(count_rollouts(&home.join("sessions")), 13);
+    let manifest = fs::read_to_string(home.join("rollover/manifest")).expect("manifest");
+    let entry: Value = manifest
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("manifest line"))
+        .find(|e| e["key"] == "archive/part-01.jsonl")
+        .expect("entry for part-01");
+    assert_eq!(entry["records"], 2);
+    assert_eq!(entry["rollouts"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn a_session_resumed_in_codex_is_never_clobbered_and_force_keeps_a_copy() {
+    let wd = Workdir::new("clobber");
+    archive(&wd, 1, 3);
+    wd.convert("archive", "home", &[], 0);
+    let home = wd.path("home");
+    let mut rollouts: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![home.join("sessions")];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(dir).expect("read").filter_map(Result::ok) {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                rollouts.push(e.path());
+            }
+        }
+    }
+    rollouts.sort();
+    let resumed = &rollouts[0];
+    let original = fs::read(resumed).expect("read rollout");
+    // What Codex appends when a user resumes the session and types a new turn.
+    let appended_line = b"{\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"one more thing\"}}\n";
+    let mut resumed_bytes = original.clone();
+    resumed_bytes.extend_from_slice(appended_line);
+    fs::write(resumed, &resumed_bytes).expect("append");
+    let relative = resumed
+        .strip_prefix(&home)
+        .expect("below home")
+        .to_string_lossy()
+        .into_owned();
+
+    // A plain re-run: the input is unchanged, nothing is touched.
+    wd.convert("archive", "home", &[], 0);
+    assert_eq!(fs::read(resumed).expect("read"), resumed_bytes);
+    // --full converts again, but keeps the changed session and lists it.
+    let full = wd.convert("archive", "home", &["--full"], 0);
+    assert_eq!(fs::read(resumed).expect("read"), resumed_bytes);
+    assert_eq!(full.summary()["sessions_kept"], json!([relative]));
+    assert_eq!(full.summary()["rollouts_unchanged"], 2);
+    assert!(full
+        .run
+        .stdout()
+        .contains("kept         1 sessions changed since they were written"));
+    // --force replaces it, after copying it aside.
+    let forced = wd.convert("archive", "home", &["--full", "--force"], 0);
+    assert_eq!(fs::read(resumed).expect("read"), original);
+    assert_eq!(forced.summary()["sessions_replaced"], json!([relative]));
+    let copy = home.join("rollover/replaced").join(&relative);
+    assert_eq!(fs::read(copy).expect("the replaced copy"), resumed_bytes);
+}
+
+#[test]
+fn a_second_run_on_the_same_output_exits_3_and_a_stale_lock_is_taken_over() {
+    let wd = Workdir::new("lock");
+    archive(&wd, 1, 2);
+    fs::create_dir_all(wd.path("home/rollover")).expect("mkdir");
+    let lock_path = wd.path("home/rollover/lock");
+    // Held by a live process (this test), with its pid inside.
+    let held = fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&lock_path)
+        .expect("open lock");
+    held.try_lock().expect("take the lock");
+    fs::write(&lock_path, format!("{}\n", std::process::id())).expect("write pid");
+    let out = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "the output home is in use by another rollover run (pid {}); wait for it to end, or stop it",
+        std::process::id()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(!wd.path("home/sessions").exists());
+    drop(held);
+
+    // A lock file left by a process that died (no lock held): taken over.
+    let mut dead = Command::new("true").spawn().expect("spawn true");
+    let dead_pid = dead.id();
+    dead.wait().expect("reap");
+    fs::write(&lock_path, format!("{dead_pid}\n")).expect("write stale pid");
+    let out = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "took over the lock left by pid {dead_pid}, which is no longer running"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_write_failure_names_the_path_once_exits_2_and_records_nothing_as_done() {
+    let wd = Workdir::new("write_failure");
+    // One conversation of about 20 KB: over a 8 KB file size limit.
+    let long = "x".repeat(20_000);
+    wd.create_jsonl(
+        "archive/big.jsonl",
+        &[json!({"messages": [{"role": "user", "content": long}]})],
+    );
+    let out = Command::new("sh")
+        .current_dir(wd.root())
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 8; exec {BIN} convert archive --out home"
+        ))
+        .output()
+        .expect("run under ulimit");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rollover: converting into home: cannot write home/sessions/"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(check that the output folder is writable and has space): File too large"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("cannot write").count(), 1, "{stderr}");
+    let manifest = fs::read_to_string(wd.path("home/rollover/manifest")).unwrap_or_default();
+    assert!(manifest.is_empty(), "recorded as done: {manifest}");
+    assert_eq!(count_rollouts(&wd.path("home/sessions")), 0);
+    // Without the limit, the next run converts it.
+    let out = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(count_rollouts(&wd.path("home/sessions")), 1);
+}
+
+#[test]
+fn sigint_stops_cleanly_with_complete_reports_exit_130_and_the_rerun_resumes() {
+    let wd = Workdir::new("sigint");
+    let (files, per_file) = (10, 2_000);
+    archive(&wd, files, per_file);
+    let out = rollover(wd.root(), &["convert", "archive", "--out", "clean"]);
+    assert_eq!(out.status.code(), Some(0));
+    let expected = state(&wd.path("clean"));
+
+    let mut child = spawn(wd.root(), &["convert", "archive", "--out", "home"]);
+    let started = Instant::now();
+    while count_rollouts(&wd.path("home/sessions")) < files * per_file / 3 {
+        assert!(started.elapsed() < Duration::from_secs(120), "run too slow");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("send SIGINT");
+    assert!(status.success());
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let home = wd.path("home");
+    let s = summary(&home);
+    assert_eq!(s["interrupted"], "SIGINT");
+    assert!(s["converted"].as_u64().unwrap_or(0) > 0);
+    assert!(s["converted"].as_u64().unwrap_or(u64::MAX) < (files * per_file) as u64);
+    // Complete report files: every line whole, one per conversation counted.
+    let conversations = fs::read_to_string(home.join("rollover/latest/conversations.jsonl"))
+        .expect("conversations.jsonl");
+    assert!(conversations.ends_with('\n'));
+    for line in conversations.lines() {
+        serde_json::from_str::<Value>(line).expect("a whole JSON line");
+    }
+    assert_eq!(
+        conversations.lines().count() as u64,
+        s["converted"].as_u64().unwrap_or(0)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("interrupted  by SIGINT"));
+
+    let again = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
+    assert_eq!(again.status.code(), Some(0));
+    assert_same_state(&expected, &home, "resumed after SIGINT");
+    assert_eq!(summary(&home)["run"], 2);
+}
+
+#[test]
+fn files_are_0600_and_folders_0700_whatever_the_umask() {
+    let wd = Workdir::new("modes");
+    archive(&wd, 2, 2);
+    let out = Command::new("sh")
+        .current_dir(wd.root())
+        .arg("-c")
+        .arg(format!("umask 022; exec {BIN} convert archive --out home"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let mut checked = 0;
+    let mut stack = vec![wd.path("home")];
+    while let Some(dir) = stack.pop() {
+        let mode = fs::metadata(&dir).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+        for entry in fs::read_dir(&dir).expect("read").filter_map(Result::ok) {
+            let kind = entry.file_type().expect("type");
+            if kind.is_symlink() {
+                continue;
+            }
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else {
+                let mode = entry.metadata().expect("meta").permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{}", entry.path().display());
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 8, "{checked} files checked");
+}
+
+#[test]
+fn json_prints_the_summary_numbers_and_the_exit_reason() {
+    let wd = Workdir::new("json");
+    wd.create(
+        "in.jsonl",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\nnot json\n",
+    );
+    let out = rollover(
+        wd.root(),
+        &["convert", "in.jsonl", "--out", "home", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let printed: Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let on_disk = summary(&wd.path("home"));
+    for key in [
+        "records",
+        "converted",
+        "quarantined",
+        "items",
+        "rules_fired",
+        "run",
+    ] {
+        assert_eq!(printed[key], on_disk[key], "{key}");
+    }
+    assert_eq!(printed["exit_code"], 1);
+    assert_eq!(printed["exit_reason"], "findings");
+
+    // An error is JSON too.
+    let locked = rollover(
+        wd.root(),
+        &["convert", "missing.jsonl", "--out", "home", "--json"],
+    );
+    assert_eq!(locked.status.code(), Some(2));
+    let printed: Value = serde_json::from_slice(&locked.stdout).expect("JSON on error");
+    assert_eq!(printed["exit_reason"], "error");
+}
+
+#[test]
+fn max_quarantine_rate_sets_the_exit_code() {
+    let wd = Workdir::new("rate");
+    let mut text = String::new();
+    for i in 0..9 {
+        text.push_str(&format!(
+            "{{\"messages\":[{{\"role\":\"user\",\"content\":\"q{i}\"}}]}}\n"
+        ));
+    }
+    text.push_str("not json\n");
+    wd.create("in.jsonl", text);
+    let run = |home: &str, rate: &str| {
+        let out = rollover(
+            wd.root(),
+            &[
+                "convert",
+                "in.jsonl",
+                "--out",
+                home,
+                "--max-quarantine-rate",
+                rate,
+            ],
+        );
+        out.status.code()
+    };
+    assert_eq!(run("a", "0.2"), Some(0), "10 % quarantined, 20 % allowed");
+    assert_eq!(run("b", "0.05"), Some(1), "10 % quarantined, 5 % allowed");
+    let bad = rollover(
+        wd.root(),
+        &[
+            "convert",
+            "in.jsonl",
+            "--out",
+            "c",
+            "--max-quarantine-rate",
+            "5",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`5` is not a share between 0 and 1"));
+}

@@ -380,7 +380,7 @@ fn sigint_stops_cleanly_with_complete_reports_exit_130_and_the_rerun_resumes() {
     assert_eq!(out.status.code(), Some(0));
     let expected = state(&wd.path("clean"));
 
-    let mut child = spawn(wd.root(), &["convert", "archive", "--out", "home"]);
+    let child = spawn(wd.root(), &["convert", "archive", "--out", "home"]);
     let started = Instant::now();
     while count_rollouts(&wd.path("home/sessions")) < files * per_file / 3 {
         assert!(started.elapsed() < Duration::from_secs(120), "run too slow");

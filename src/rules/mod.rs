@@ -9,6 +9,7 @@
 pub mod check;
 pub mod file;
 pub mod matcher;
+pub mod path;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ pub use file::{
 };
 use file::{MarkerEntry, RuleEntry, RuleFile};
 
-use crate::input::PathExpr;
+pub use path::PathExpr;
 
 /// The shipped default rules (target Codex 0.169), built into the binary.
 pub const DEFAULT_RULES: &str = include_str!("../../rules/default.toml");

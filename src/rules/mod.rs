@@ -10,6 +10,7 @@ pub mod check;
 pub mod file;
 pub mod matcher;
 pub mod path;
+pub mod policy;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,11 +18,14 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use thiserror::Error;
 
-pub use file::{
-    DropOrQuarantine, EmptyMessage, InvalidUnicode, Lookalike, MissingOutput, OrphanOutput,
-    PartAction, Position, Reasoning, Refusal, ReusedCallId, Slot, UnknownRole,
-};
 use file::{MarkerEntry, RuleEntry, RuleFile};
+pub use file::{Position, Slot};
+use policy::override_opt;
+pub use policy::{
+    DropOrQuarantine, EmptyMessage, InvalidUnicode, Lookalike, MissingOutput, OrphanOutput,
+    PartAction, Policies, PolicyAction, PolicyDoc, PolicyId, Reasoning, Refusal, ReusedCallId,
+    UnknownRole,
+};
 
 pub use path::PathExpr;
 
@@ -162,38 +166,6 @@ pub struct SessionDefaults {
     pub timestamp_ms: i64,
 }
 
-/// Repair policies, each with the rule id `policy.<key>` in decisions.
-#[derive(Debug, Clone)]
-pub struct Policies {
-    pub missing_output: MissingOutput,
-    pub missing_output_text: String,
-    pub orphan_output: OrphanOutput,
-    pub orphan_output_template: String,
-    pub reused_call_id: ReusedCallId,
-    pub refusal: Refusal,
-    pub reasoning: Reasoning,
-    pub remote_image: PartAction,
-    pub remote_image_template: String,
-    pub undecodable_image: PartAction,
-    pub undecodable_image_template: String,
-    pub low_detail_image: PartAction,
-    pub low_detail_image_template: String,
-    pub file_part: PartAction,
-    pub file_part_template: String,
-    pub audio_part: PartAction,
-    pub audio_part_template: String,
-    pub unknown_part: PartAction,
-    pub unknown_part_template: String,
-    pub unknown_role: UnknownRole,
-    pub lookalike_user_text: Lookalike,
-    pub lookalike_escape_prefix: String,
-    pub empty_message: EmptyMessage,
-    pub invalid_unicode: InvalidUnicode,
-    pub invalid_phase: DropOrQuarantine,
-    pub duplicate_base_instructions: DropOrQuarantine,
-    pub unpaired_reasoning: DropOrQuarantine,
-}
-
 /// Everything the rule files decide, resolved.
 #[derive(Debug, Clone)]
 pub struct RuleSet {
@@ -323,7 +295,7 @@ pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
     let mut input = file::InputSection::default();
     let mut session = file::SessionSection::default();
     let mut phase = file::PhaseSection::default();
-    let mut policy = file::PolicySection::default();
+    let mut policy = policy::PolicySection::default();
     let mut prefixes: Option<Vec<String>> = None;
     let mut markers: Vec<(MarkerEntry, usize)> = Vec::new();
     let mut rules: Vec<(RuleEntry, usize)> = Vec::new();
@@ -345,7 +317,7 @@ pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
             override_opt(&mut phase.finished, &s.finished);
         }
         if let Some(s) = &f.policy {
-            merge_policy(&mut policy, s);
+            policy.merge(s);
         }
         if let Some(d) = &f.developer {
             override_opt(&mut prefixes, &d.prefixes);
@@ -494,81 +466,10 @@ pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    let p = policy;
-    let text = |v: Option<String>, key: &str| v.ok_or_else(|| missing(&format!("policy.{key}")));
-    let policies = Policies {
-        missing_output: p
-            .missing_output
-            .ok_or_else(|| missing("policy.missing_output"))?,
-        missing_output_text: text(p.missing_output_text, "missing_output_text")?,
-        orphan_output: p
-            .orphan_output
-            .ok_or_else(|| missing("policy.orphan_output"))?,
-        orphan_output_template: text(p.orphan_output_template, "orphan_output_template")?,
-        reused_call_id: p
-            .reused_call_id
-            .ok_or_else(|| missing("policy.reused_call_id"))?,
-        refusal: p.refusal.ok_or_else(|| missing("policy.refusal"))?,
-        reasoning: p.reasoning.ok_or_else(|| missing("policy.reasoning"))?,
-        remote_image: p
-            .remote_image
-            .ok_or_else(|| missing("policy.remote_image"))?,
-        remote_image_template: text(p.remote_image_template, "remote_image_template")?,
-        undecodable_image: p
-            .undecodable_image
-            .ok_or_else(|| missing("policy.undecodable_image"))?,
-        undecodable_image_template: text(
-            p.undecodable_image_template,
-            "undecodable_image_template",
-        )?,
-        low_detail_image: p
-            .low_detail_image
-            .ok_or_else(|| missing("policy.low_detail_image"))?,
-        low_detail_image_template: text(p.low_detail_image_template, "low_detail_image_template")?,
-        file_part: p.file_part.ok_or_else(|| missing("policy.file_part"))?,
-        file_part_template: text(p.file_part_template, "file_part_template")?,
-        audio_part: p.audio_part.ok_or_else(|| missing("policy.audio_part"))?,
-        audio_part_template: text(p.audio_part_template, "audio_part_template")?,
-        unknown_part: p
-            .unknown_part
-            .ok_or_else(|| missing("policy.unknown_part"))?,
-        unknown_part_template: text(p.unknown_part_template, "unknown_part_template")?,
-        unknown_role: p
-            .unknown_role
-            .ok_or_else(|| missing("policy.unknown_role"))?,
-        lookalike_user_text: p
-            .lookalike_user_text
-            .ok_or_else(|| missing("policy.lookalike_user_text"))?,
-        lookalike_escape_prefix: text(p.lookalike_escape_prefix, "lookalike_escape_prefix")?,
-        empty_message: p
-            .empty_message
-            .ok_or_else(|| missing("policy.empty_message"))?,
-        invalid_unicode: p
-            .invalid_unicode
-            .ok_or_else(|| missing("policy.invalid_unicode"))?,
-        invalid_phase: p
-            .invalid_phase
-            .ok_or_else(|| missing("policy.invalid_phase"))?,
-        duplicate_base_instructions: p
-            .duplicate_base_instructions
-            .ok_or_else(|| missing("policy.duplicate_base_instructions"))?,
-        unpaired_reasoning: p
-            .unpaired_reasoning
-            .ok_or_else(|| missing("policy.unpaired_reasoning"))?,
-    };
-    for (key, action) in [
-        ("file_part", policies.file_part),
-        ("unknown_part", policies.unknown_part),
-    ] {
-        if matches!(action, PartAction::Keep | PartAction::OmitDetail) {
-            return Err(invalid(first, key, format!("policy.{key} cannot be `{action:?}`: Codex has no content item for it; use placeholder, drop or quarantine")));
-        }
-    }
-    if policies.lookalike_escape_prefix.trim().is_empty()
-        && !policies.lookalike_escape_prefix.is_empty()
-    {
-        return Err(invalid(first, "lookalike_escape_prefix", "policy.lookalike_escape_prefix is whitespace only: Codex trims it away, so it would not stop the text being hidden".to_string()));
-    }
+    let policies = policy.resolve(missing)?;
+    policies
+        .check()
+        .map_err(|(key, message)| invalid(first, key, message))?;
     let input_files = files
         .iter()
         .rev()
@@ -631,12 +532,6 @@ pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
     })
 }
 
-fn override_opt<T: Clone>(target: &mut Option<T>, value: &Option<T>) {
-    if value.is_some() {
-        target.clone_from(value);
-    }
-}
-
 fn merge_input(t: &mut file::InputSection, s: &file::InputSection) {
     override_opt(&mut t.messages_at, &s.messages_at);
     if let Some(aliases) = &s.role_aliases {
@@ -657,45 +552,6 @@ fn merge_session(t: &mut file::SessionSection, s: &file::SessionSection) {
     override_opt(&mut t.source, &s.source);
     override_opt(&mut t.model_provider, &s.model_provider);
     override_opt(&mut t.timestamp, &s.timestamp);
-}
-
-fn merge_policy(t: &mut file::PolicySection, s: &file::PolicySection) {
-    override_opt(&mut t.missing_output, &s.missing_output);
-    override_opt(&mut t.missing_output_text, &s.missing_output_text);
-    override_opt(&mut t.orphan_output, &s.orphan_output);
-    override_opt(&mut t.orphan_output_template, &s.orphan_output_template);
-    override_opt(&mut t.reused_call_id, &s.reused_call_id);
-    override_opt(&mut t.refusal, &s.refusal);
-    override_opt(&mut t.reasoning, &s.reasoning);
-    override_opt(&mut t.remote_image, &s.remote_image);
-    override_opt(&mut t.remote_image_template, &s.remote_image_template);
-    override_opt(&mut t.undecodable_image, &s.undecodable_image);
-    override_opt(
-        &mut t.undecodable_image_template,
-        &s.undecodable_image_template,
-    );
-    override_opt(&mut t.low_detail_image, &s.low_detail_image);
-    override_opt(
-        &mut t.low_detail_image_template,
-        &s.low_detail_image_template,
-    );
-    override_opt(&mut t.file_part, &s.file_part);
-    override_opt(&mut t.file_part_template, &s.file_part_template);
-    override_opt(&mut t.audio_part, &s.audio_part);
-    override_opt(&mut t.audio_part_template, &s.audio_part_template);
-    override_opt(&mut t.unknown_part, &s.unknown_part);
-    override_opt(&mut t.unknown_part_template, &s.unknown_part_template);
-    override_opt(&mut t.unknown_role, &s.unknown_role);
-    override_opt(&mut t.lookalike_user_text, &s.lookalike_user_text);
-    override_opt(&mut t.lookalike_escape_prefix, &s.lookalike_escape_prefix);
-    override_opt(&mut t.empty_message, &s.empty_message);
-    override_opt(&mut t.invalid_unicode, &s.invalid_unicode);
-    override_opt(&mut t.invalid_phase, &s.invalid_phase);
-    override_opt(
-        &mut t.duplicate_base_instructions,
-        &s.duplicate_base_instructions,
-    );
-    override_opt(&mut t.unpaired_reasoning, &s.unpaired_reasoning);
 }
 
 fn merge_marker(old: &MarkerEntry, new: &MarkerEntry, file_index: usize) -> (MarkerEntry, usize) {

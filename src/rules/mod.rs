@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod file;
+pub mod id;
 pub mod matcher;
 pub mod path;
 pub mod policy;
@@ -20,6 +21,7 @@ use thiserror::Error;
 
 use file::{MarkerEntry, RuleEntry, RuleFile};
 pub use file::{Position, Slot};
+pub use id::{Builtin, RuleRef};
 use policy::override_opt;
 pub use policy::{
     DropOrQuarantine, EmptyMessage, InvalidUnicode, Lookalike, MissingOutput, OrphanOutput,

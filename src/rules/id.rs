@@ -1,7 +1,8 @@
 //! Typed rule references: what a decision or a quarantine cites as its reason.
 //!
 //! A decision names the rule behind it as one string in the audit: `policy.<key>` for a repair
-//! policy, `builtin.<name>` for what no rule file can change, or a `[[rule]]`'s own `id`. The
+//! policy, `builtin.<name>` for what no rule file can change, `input.role_aliases` for a role
+//! renamed by an alias, or a `[[rule]]`'s own `id`. The
 //! types here keep that string's shape in one place and let code match on the reason instead of
 //! comparing text. They live in `rules` so that `audit`, `input` and `convert` can all use them
 //! (each of those may depend on `rules`, never the other way round).
@@ -58,6 +59,8 @@ builtins! {
     WrongTypeField = "wrong-type-field",
 }
 
+const ROLE_ALIASES: &str = "input.role_aliases";
+
 /// The rule behind a decision or quarantine. Serialises to exactly the audit's string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RuleRef {
@@ -65,6 +68,8 @@ pub enum RuleRef {
     Policy(PolicyId),
     /// `builtin.<name>`.
     Builtin(Builtin),
+    /// The `[input] role_aliases` table: `input.role_aliases`.
+    RoleAliases,
     /// A `[[rule]]` of a rule file, by its `id`.
     File(String),
 }
@@ -75,6 +80,7 @@ impl RuleRef {
         match self {
             RuleRef::Policy(id) => id.rule_id(),
             RuleRef::Builtin(builtin) => builtin.rule_id(),
+            RuleRef::RoleAliases => ROLE_ALIASES,
             RuleRef::File(id) => id,
         }
     }
@@ -91,6 +97,9 @@ impl RuleRef {
             let found = Builtin::ALL.iter().find(|b| b.name() == name)?;
             Some(RuleRef::Builtin(*found))
         };
+        if text == ROLE_ALIASES {
+            return RuleRef::RoleAliases;
+        }
         policy
             .or_else(builtin)
             .unwrap_or_else(|| RuleRef::File(text.to_string()))
@@ -106,6 +115,19 @@ impl From<PolicyId> for RuleRef {
 impl From<Builtin> for RuleRef {
     fn from(builtin: Builtin) -> RuleRef {
         RuleRef::Builtin(builtin)
+    }
+}
+
+/// A rule passed on by reference (a classification rule placing several decisions).
+impl From<&RuleRef> for RuleRef {
+    fn from(rule: &RuleRef) -> RuleRef {
+        rule.clone()
+    }
+}
+
+impl AsRef<str> for RuleRef {
+    fn as_ref(&self) -> &str {
+        self.as_str()
     }
 }
 

@@ -121,9 +121,12 @@ pub enum Action {
     /// Message dropped by a classification rule.
     Dropped,
     /// A field only an assistant message can carry (reasoning, refusal, tool calls) found on
-    /// another role: nothing in Codex can hold it there.
+    /// another role: nothing in Codex can hold it there. Or (`builtin.wrong-type-field`) a
+    /// field of the wrong JSON type, e.g. `"name": 5`; `found` is the type it held.
     FieldDropped {
         field: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        found: Option<String>,
     },
 }
 

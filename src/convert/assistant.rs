@@ -158,6 +158,7 @@ impl Builder<'_> {
         for (field, bytes) in dropped {
             let action = Action::FieldDropped {
                 field: field.to_string(),
+                found: None,
             };
             self.decide(Some(m.index), Builtin::AssistantFields, action, bytes, 0);
         }

@@ -132,6 +132,14 @@ impl Builder<'_> {
         leading: bool,
         first_in_block: bool,
     ) -> Result<(), ConvertError> {
+        for field in std::mem::take(&mut m.dropped_fields) {
+            let action = Action::FieldDropped {
+                field: field.path,
+                found: Some(field.found.to_string()),
+            };
+            // Not text the accounting counts in (names, phases, image details): no bytes.
+            self.decide(Some(m.index), Builtin::WrongTypeField, action, 0, 0);
+        }
         if m.role != "assistant" {
             self.drop_assistant_fields(m);
         }

@@ -85,7 +85,7 @@ impl Summary {
 }
 
 /// Adds `by` to `key`'s count (`key`: any string-like id, e.g. a [`RuleRef`](crate::rules::RuleRef)).
-pub fn bump(map: &mut BTreeMap<String, u64>, key: impl AsRef<str>, by: u64) {
+pub fn bump<K: AsRef<str> + ?Sized>(map: &mut BTreeMap<String, u64>, key: &K, by: u64) {
     let key = key.as_ref();
     match map.get_mut(key) {
         Some(count) => *count += by,

@@ -98,12 +98,22 @@ pub enum RulesCommand {
     /// Check rule files: syntax (with line numbers), unknown keys, regexes, unreachable rules,
     /// overlapping markers. Files are checked on their own and then merged in order.
     Check(RulesCheckArgs),
+    /// List every `[policy]` key: its rule id, allowed values, value under the rule files
+    /// (default: built-in) and what it decides.
+    Policies(RulesPoliciesArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct RulesCheckArgs {
     /// Rule files (`default` names the built-in rules).
     #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RulesPoliciesArgs {
+    /// Rule files whose values to show, applied in order (`default` names the built-in
+    /// rules). Default: built-in.
     pub files: Vec<PathBuf>,
 }
 

@@ -29,6 +29,7 @@ fn main() {
         Command::Validate(args) => commands::validate::run(&args),
         Command::Rules(args) => match args.command {
             RulesCommand::Check(check) => commands::rules::check(&check),
+            RulesCommand::Policies(policies) => commands::rules::policies(&policies),
         },
     };
     match result {

@@ -1,5 +1,5 @@
 //! The command line around conversion: `--dry-run`, rule files given with `--rules`,
-//! `rules check`, exit codes for usage errors.
+//! `rules check`, `rules policies`, exit codes for usage errors.
 
 mod common;
 
@@ -156,6 +156,48 @@ end = "</environment_context>"
     assert!(
         out.contains("markers `environment_context` and `env2` overlap"),
         "{out}"
+    );
+}
+
+#[test]
+fn rules_policies_lists_every_policy_with_its_values_and_the_override() {
+    let wd = Workdir::new("rules_policies");
+    let run = wd.run(&["rules", "policies"]);
+    run.expect_code(0);
+    let out = run.stdout();
+    for line in [
+        "missing_output = \"synthesize\"    (synthesize | quarantine)",
+        "missing_output_text = \"aborted\"",
+        "file_part = \"placeholder\"    (placeholder | drop | quarantine)",
+        "lookalike_escape_prefix = \"\\u{200b}\"",
+        "unpaired_reasoning = \"drop\"    (drop | quarantine)",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line}\n{out}");
+    }
+    assert!(out.contains("rule id `policy.orphan_output`"), "{out}");
+    wd.create("mine.toml", "[policy]\norphan_output = \"quarantine\"\n");
+    let run = wd.run(&["rules", "policies", "default", "mine.toml"]);
+    run.expect_code(0);
+    let out = run.stdout();
+    assert!(
+        out.lines()
+            .any(|l| l == "orphan_output = \"quarantine\"    (drop | text | quarantine)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_forbidden_policy_value_names_the_key_and_the_allowed_values() {
+    let wd = Workdir::new("rules_forbidden_value");
+    wd.create("mine.toml", "[policy]\nfile_part = \"keep\"\n");
+    let run = wd.run(&["rules", "check", "default", "mine.toml"]);
+    run.expect_code(1);
+    assert!(
+        run.stdout().contains(
+            "policy.file_part cannot be `Keep`: Codex has no content item for it; use placeholder, drop or quarantine"
+        ),
+        "{}",
+        run.stdout()
     );
 }
 

@@ -464,6 +464,48 @@ fn user_parts_convert_in_order() {
     );
 }
 
+/// Finding 5: a field of the wrong JSON type used to vanish without a trace
+/// (`take_string(..).unwrap_or(None)`); each drop is now a decision, counted in the summary.
+#[test]
+fn wrong_type_fields_are_dropped_with_a_decision() {
+    let wd = Workdir::new("wrong_type_fields");
+    let (home, rollout) = wd.convert_record(json!({"messages": [
+        {"role": "user", "name": 5, "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": PIXEL_PNG, "detail": 3}
+        ]},
+        {"role": "assistant", "phase": ["final_answer"], "content": "a pixel"}
+    ]}));
+    assert_body(
+        &rollout,
+        body![
+            item(json!({"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "look"},
+                {"type": "input_image", "image_url": PIXEL_PNG}
+            ]})),
+            event(json!({"type": "user_message", "message": "look", "images": [PIXEL_PNG]})),
+            item(json!({"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": "a pixel"}
+            ]})),
+            event(json!({"type": "agent_message", "message": "a pixel"})),
+        ],
+    );
+    assert_json_eq(
+        &home.decisions(),
+        &json!([
+            {"message": 0, "rule": "builtin.wrong-type-field", "action": "field_dropped",
+             "field": "content[1].detail", "found": "number"},
+            {"message": 0, "rule": "builtin.wrong-type-field", "action": "field_dropped",
+             "field": "name", "found": "number"},
+            {"message": 1, "rule": "builtin.wrong-type-field", "action": "field_dropped",
+             "field": "phase", "found": "list"}
+        ]),
+    );
+    let summary = home.summary();
+    assert_eq!(summary["rules_fired"]["builtin.wrong-type-field"], 3);
+    assert_eq!(summary["actions"]["field_dropped"], 3);
+}
+
 #[test]
 fn assistant_refusal_part_and_field_become_output_text() {
     let wd = Workdir::new("refusal");

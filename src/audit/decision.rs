@@ -2,16 +2,17 @@
 
 use serde::Serialize;
 
-use crate::rules::Slot;
+use crate::rules::{RuleRef, Slot};
 
-/// What was decided for (part of) one input message. `rule` is a rule id from the rule files
-/// (`policy.<key>` for repair policies, `builtin.<name>` for what no rule can change).
+/// What was decided for (part of) one input message. `rule` is the rule behind it, written as
+/// its id: `policy.<key>` for repair policies, `builtin.<name>` for what no rule can change, or
+/// a rule file's `[[rule]]` id.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Decision {
     /// Index of the input message, when the decision concerns one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<usize>,
-    pub rule: String,
+    pub rule: RuleRef,
     #[serde(flatten)]
     pub action: Action,
     /// Text bytes of the input that this decision removed.
@@ -120,9 +121,12 @@ pub enum Action {
     /// Message dropped by a classification rule.
     Dropped,
     /// A field only an assistant message can carry (reasoning, refusal, tool calls) found on
-    /// another role: nothing in Codex can hold it there.
+    /// another role: nothing in Codex can hold it there. Or (`builtin.wrong-type-field`) a
+    /// field of the wrong JSON type, e.g. `"name": 5`; `found` is the type it held.
     FieldDropped {
         field: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        found: Option<String>,
     },
 }
 

@@ -84,7 +84,9 @@ impl Summary {
     }
 }
 
-pub fn bump(map: &mut BTreeMap<String, u64>, key: &str, by: u64) {
+/// Adds `by` to `key`'s count (`key`: any string-like id, e.g. a [`RuleRef`](crate::rules::RuleRef)).
+pub fn bump<K: AsRef<str> + ?Sized>(map: &mut BTreeMap<String, u64>, key: &K, by: u64) {
+    let key = key.as_ref();
     match map.get_mut(key) {
         Some(count) => *count += by,
         None => {

@@ -12,9 +12,8 @@ use serde_json::json;
 use crate::audit::Summary;
 use crate::cli::ConvertArgs;
 use crate::commands::Exit;
-use crate::input::PathExpr;
 use crate::pipeline::{self, Options, Progress};
-use crate::rules::RuleSet;
+use crate::rules::{PathExpr, RuleSet};
 use crate::source::Damage;
 
 pub fn run(args: &ConvertArgs) -> Result<Exit> {

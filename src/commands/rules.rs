@@ -1,10 +1,14 @@
-//! `rollover rules check`.
+//! `rollover rules check` and `rollover rules policies`.
 
-use anyhow::Result;
+use std::io::Write;
 
-use crate::cli::RulesCheckArgs;
+use anyhow::{Context, Result};
+
+use crate::cli::{RulesCheckArgs, RulesPoliciesArgs};
 use crate::commands::Exit;
-use crate::rules::{check::check as check_rules, load_file, resolve, RulesError};
+use crate::rules::{
+    check::check as check_rules, load_file, resolve, PolicyId, RuleSet, RulesError,
+};
 
 pub fn check(args: &RulesCheckArgs) -> Result<Exit> {
     let mut errors: Vec<RulesError> = Vec::new();
@@ -46,4 +50,28 @@ pub fn check(args: &RulesCheckArgs) -> Result<Exit> {
         }
     );
     Ok(Exit::findings_if(!findings.is_empty()))
+}
+
+/// Prints every policy from its one declaration ([`PolicyId::doc`]), with the value the given
+/// rule files (or the built-in ones) set.
+pub fn policies(args: &RulesPoliciesArgs) -> Result<Exit> {
+    let rules = RuleSet::load(&args.files).context("loading rule files")?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "[policy] of {}:", rules.names.join(" + "))?;
+    for &id in PolicyId::ALL {
+        let doc = id.doc();
+        writeln!(
+            out,
+            "\n{} = \"{}\"    ({})",
+            id.key(),
+            rules.policy.action_name(id),
+            doc.allowed.join(" | ")
+        )?;
+        writeln!(out, "    {}; rule id `{}`", doc.what, id.rule_id())?;
+        if let (Some((key, meaning)), Some(value)) = (doc.text_key, rules.policy.text(id)) {
+            writeln!(out, "{key} = {value:?}")?;
+            writeln!(out, "    {meaning}")?;
+        }
+    }
+    Ok(Exit::Clean)
 }

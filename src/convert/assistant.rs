@@ -10,7 +10,7 @@ use super::{ConvertError, ItemKind};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, Phase, ReasoningText, ResponseItem, ROLE_ASSISTANT};
 use crate::model::transcript::{Message, ToolCall};
-use crate::rules::{DropOrQuarantine, EmptyMessage, Reasoning};
+use crate::rules::{Builtin, DropOrQuarantine, EmptyMessage, PolicyId, Reasoning};
 
 impl Builder<'_> {
     pub(super) fn assistant(&mut self, m: &mut Message) -> Result<(), ConvertError> {
@@ -57,7 +57,7 @@ impl Builder<'_> {
         if let Some(phase) = Phase::parse(given) {
             return Ok(Some(phase));
         }
-        let rule = "policy.invalid_phase";
+        let rule = PolicyId::InvalidPhase;
         match self.rules.policy.invalid_phase {
             DropOrQuarantine::Drop => {
                 let action = Action::InvalidPhaseDropped {
@@ -81,7 +81,7 @@ impl Builder<'_> {
         explains_something: bool,
     ) -> Result<(), ConvertError> {
         if !explains_something {
-            let rule = "policy.unpaired_reasoning";
+            let rule = PolicyId::UnpairedReasoning;
             return match self.rules.policy.unpaired_reasoning {
                 DropOrQuarantine::Drop => {
                     let action = Action::UnpairedReasoningDropped;
@@ -94,7 +94,7 @@ impl Builder<'_> {
                 }
             };
         }
-        let rule = "policy.reasoning";
+        let rule = PolicyId::Reasoning;
         match self.rules.policy.reasoning {
             Reasoning::Item => {
                 self.decide(Some(index), rule, Action::ReasoningItem, 0, 0);
@@ -115,7 +115,7 @@ impl Builder<'_> {
 
     /// An assistant message with no text, reasoning or call: `policy.empty_message`.
     fn empty_assistant(&mut self, index: usize, content: &[ContentItem], phase: Option<Phase>) {
-        let rule = "policy.empty_message";
+        let rule = PolicyId::EmptyMessage;
         match self.rules.policy.empty_message {
             EmptyMessage::Drop => {
                 let dropped = content.iter().filter_map(ContentItem::text).map(str::len);
@@ -158,8 +158,9 @@ impl Builder<'_> {
         for (field, bytes) in dropped {
             let action = Action::FieldDropped {
                 field: field.to_string(),
+                found: None,
             };
-            self.decide(Some(m.index), "builtin.assistant-fields", action, bytes, 0);
+            self.decide(Some(m.index), Builtin::AssistantFields, action, bytes, 0);
         }
     }
 }
@@ -170,6 +171,7 @@ mod tests {
         call, function_call, items, message, output, rules_fired, text_message, walk,
     };
     use crate::model::rollout::{ReasoningText, ResponseItem};
+    use crate::rules::PolicyId;
 
     #[test]
     fn reasoning_goes_before_the_message_and_calls_get_outputs() {
@@ -199,9 +201,9 @@ mod tests {
         assert_eq!(
             rules_fired(&built),
             [
-                "policy.reasoning",
-                "policy.missing_output",
-                "policy.missing_output"
+                PolicyId::Reasoning.rule_id(),
+                PolicyId::MissingOutput.rule_id(),
+                PolicyId::MissingOutput.rule_id()
             ]
         );
     }
@@ -222,7 +224,10 @@ mod tests {
         );
         assert_eq!(
             rules_fired(&built),
-            ["policy.invalid_phase", "policy.unpaired_reasoning"]
+            [
+                PolicyId::InvalidPhase.rule_id(),
+                PolicyId::UnpairedReasoning.rule_id()
+            ]
         );
     }
 }

@@ -14,7 +14,7 @@ use crate::audit::{Action, Decision};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::{Message, Transcript};
 use crate::rules::matcher::{classify, Subject};
-use crate::rules::{RuleSet, Slot, UnknownRole};
+use crate::rules::{Builtin, PolicyId, RuleRef, RuleSet, Slot, UnknownRole};
 
 /// What the walk produced.
 #[derive(Debug)]
@@ -90,14 +90,14 @@ impl Builder<'_> {
     pub(super) fn decide(
         &mut self,
         message: Option<usize>,
-        rule: &str,
+        rule: impl Into<RuleRef>,
         action: Action,
         dropped: usize,
         added: usize,
     ) {
         self.decisions.push(Decision {
             message,
-            rule: rule.to_string(),
+            rule: rule.into(),
             action,
             bytes_dropped: dropped,
             bytes_added: added,
@@ -106,12 +106,12 @@ impl Builder<'_> {
 
     pub(super) fn quarantine(
         &self,
-        rule: &str,
+        rule: impl Into<RuleRef>,
         reason: String,
         message: Option<usize>,
     ) -> ConvertError {
         ConvertError {
-            rule: rule.to_string(),
+            rule: rule.into(),
             reason,
             message,
         }
@@ -132,6 +132,14 @@ impl Builder<'_> {
         leading: bool,
         first_in_block: bool,
     ) -> Result<(), ConvertError> {
+        for field in std::mem::take(&mut m.dropped_fields) {
+            let action = Action::FieldDropped {
+                field: field.path,
+                found: Some(field.found.to_string()),
+            };
+            // Not text the accounting counts in (names, phases, image details): no bytes.
+            self.decide(Some(m.index), Builtin::WrongTypeField, action, 0, 0);
+        }
         if m.role != "assistant" {
             self.drop_assistant_fields(m);
         }
@@ -140,7 +148,7 @@ impl Builder<'_> {
                 from: from.clone(),
                 to: m.role.clone(),
             };
-            self.decide(Some(m.index), "input.role_aliases", action, 0, 0);
+            self.decide(Some(m.index), RuleRef::RoleAliases, action, 0, 0);
         }
         match m.role.as_str() {
             "system" | "developer" | "user" => self.classified(m, leading, first_in_block),
@@ -174,7 +182,13 @@ impl Builder<'_> {
                 rule.template.clone(),
                 rule.reason.clone(),
             );
-            (rule.slot, rule.id.clone(), kind, template, reason)
+            (
+                rule.slot,
+                RuleRef::File(rule.id.clone()),
+                kind,
+                template,
+                reason,
+            )
         });
         match matched {
             Some((slot, id, kind, template, reason)) => {
@@ -184,7 +198,7 @@ impl Builder<'_> {
             None => self.slot(
                 m,
                 Slot::Developer,
-                "builtin.unmatched-instructions",
+                &RuleRef::Builtin(Builtin::UnmatchedInstructions),
                 None,
                 None,
                 None,
@@ -194,7 +208,7 @@ impl Builder<'_> {
 
     /// A role no rule knows: `policy.unknown_role` decides.
     fn unknown_role(&mut self, m: &mut Message) -> Result<(), ConvertError> {
-        let rule = "policy.unknown_role";
+        let rule = PolicyId::UnknownRole;
         let action = Action::UnknownRole {
             role: m.role.clone(),
         };
@@ -214,7 +228,7 @@ impl Builder<'_> {
             }
             UnknownRole::Developer => {
                 self.decide(Some(m.index), rule, action, 0, 0);
-                self.slot(m, Slot::Developer, rule, None, None, None)
+                self.slot(m, Slot::Developer, &rule.into(), None, None, None)
             }
         }
     }

@@ -11,7 +11,7 @@ use super::{ConvertError, ItemKind, OutItem, OutPayload};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, ResponseItem, ROLE_DEVELOPER, ROLE_USER};
 use crate::model::transcript::{Content, Message, Part};
-use crate::rules::{DropOrQuarantine, EmptyMessage, Slot};
+use crate::rules::{Builtin, DropOrQuarantine, EmptyMessage, PolicyId, RuleRef, Slot};
 
 /// A developer section waiting to be grouped.
 #[derive(Debug)]
@@ -34,7 +34,7 @@ pub(super) struct Context {
 
 /// A rule's instructions for one message, beyond its slot.
 struct Placement<'a> {
-    rule: &'a str,
+    rule: &'a RuleRef,
     index: usize,
     kind: Option<String>,
     name: Option<&'a str>,
@@ -46,7 +46,7 @@ impl Builder<'_> {
         &mut self,
         m: &mut Message,
         slot: Slot,
-        rule: &str,
+        rule: &RuleRef,
         kind: Option<String>,
         template: Option<String>,
         reason: Option<String>,
@@ -77,7 +77,7 @@ impl Builder<'_> {
         let text = self.instruction_text(m)?;
         if text.trim().is_empty() && self.rules.policy.empty_message == EmptyMessage::Drop {
             let action = Action::EmptyMessageDropped;
-            self.decide(index, "policy.empty_message", action, text.len(), 0);
+            self.decide(index, PolicyId::EmptyMessage, action, text.len(), 0);
             return Ok(());
         }
         self.landed_in_instructions = matches!(
@@ -137,7 +137,7 @@ impl Builder<'_> {
     ) -> Result<(), ConvertError> {
         let index = Some(at.index);
         if self.context.base.as_deref() == Some(text.as_str()) {
-            let rule = "policy.duplicate_base_instructions";
+            let rule = PolicyId::DuplicateBaseInstructions;
             return match self.rules.policy.duplicate_base_instructions {
                 DropOrQuarantine::Drop => {
                     let action = Action::DuplicateBaseInstructionsDropped;
@@ -201,7 +201,7 @@ impl Builder<'_> {
         &mut self,
         template: &str,
         text: String,
-        rule: &str,
+        rule: &RuleRef,
         kind: &str,
         m: &Message,
     ) -> String {
@@ -254,7 +254,7 @@ impl Builder<'_> {
                 parts: pieces.len(),
             };
             let added = pieces.len() - 1;
-            self.decide(Some(m.index), "builtin.join-parts", action, 0, added);
+            self.decide(Some(m.index), Builtin::JoinParts, action, 0, added);
         }
         Ok(pieces.join("\n"))
     }

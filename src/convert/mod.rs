@@ -29,13 +29,13 @@ use crate::audit::Decision;
 pub use crate::model::conversation::{ItemKind, OutItem, OutPayload};
 use crate::model::rollout::SessionMeta;
 use crate::model::transcript::Transcript;
-use crate::rules::RuleSet;
+use crate::rules::{PolicyId, RuleRef, RuleSet};
 
 /// A rule said the record cannot be migrated as is.
 #[derive(Debug, Clone, Error, PartialEq)]
 #[error("{reason} (rule `{rule}`{})", message.map(|m| format!(", message {m}")).unwrap_or_default())]
 pub struct ConvertError {
-    pub rule: String,
+    pub rule: RuleRef,
     pub reason: String,
     pub message: Option<usize>,
 }
@@ -102,7 +102,7 @@ pub fn convert(
     if transcript.meta.unicode_repairs > 0 {
         decisions.push(Decision {
             message: None,
-            rule: "policy.invalid_unicode".to_string(),
+            rule: PolicyId::InvalidUnicode.into(),
             action: crate::audit::Action::UnicodeRepaired {
                 count: transcript.meta.unicode_repairs,
             },

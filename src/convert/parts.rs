@@ -3,7 +3,7 @@
 use crate::audit::{Action, Decision};
 use crate::model::rollout::ContentItem;
 use crate::model::transcript::Part;
-use crate::rules::{PartAction, Policies};
+use crate::rules::{PartAction, Policies, PolicyId, RuleRef};
 
 use super::ConvertError;
 
@@ -19,8 +19,8 @@ pub enum Side {
 struct Verdict<'p> {
     kind: &'static str,
     action: PartAction,
-    /// The policy's key: the rule id is `policy.<key>`.
-    key: &'static str,
+    /// The policy deciding it.
+    policy: PolicyId,
     template: &'p str,
     keep: Option<ContentItem>,
 }
@@ -41,11 +41,11 @@ pub fn convert_part(
     let Verdict {
         kind,
         action,
-        key,
+        policy,
         template,
         keep,
     } = verdict;
-    let rule = format!("policy.{key}");
+    let rule = RuleRef::Policy(policy);
     let mut decide = |action: Action, added: usize| {
         decisions.push(Decision {
             message: Some(message),
@@ -79,7 +79,7 @@ pub fn convert_part(
             Ok(None)
         }
         (PartAction::Quarantine, _) => Err(ConvertError {
-            rule: format!("policy.{key}"),
+            rule,
             reason: format!("{kind} content part"),
             message: Some(message),
         }),
@@ -99,10 +99,10 @@ fn verdict<'p>(
     side: Side,
     policies: &'p Policies,
 ) -> Result<Verdict<'p>, Option<ContentItem>> {
-    let verdict = |kind, action, key, template: &'p String, keep| Verdict {
+    let verdict = |kind, action, policy, template: &'p String, keep| Verdict {
         kind,
         action,
-        key,
+        policy,
         template: template.as_str(),
         keep,
     };
@@ -128,7 +128,7 @@ fn verdict<'p>(
                 verdict(
                     "image",
                     p.unknown_part,
-                    "unknown_part",
+                    PolicyId::UnknownPart,
                     &p.unknown_part_template,
                     None,
                 )
@@ -137,7 +137,7 @@ fn verdict<'p>(
                 verdict(
                     "undecodable_image",
                     p.undecodable_image,
-                    "undecodable_image",
+                    PolicyId::UndecodableImage,
                     template,
                     Some(item),
                 )
@@ -146,7 +146,7 @@ fn verdict<'p>(
                 verdict(
                     "remote_image",
                     p.remote_image,
-                    "remote_image",
+                    PolicyId::RemoteImage,
                     template,
                     Some(item),
                 )
@@ -155,7 +155,7 @@ fn verdict<'p>(
                 verdict(
                     "low_detail_image",
                     p.low_detail_image,
-                    "low_detail_image",
+                    PolicyId::LowDetailImage,
                     template,
                     Some(item),
                 )
@@ -185,7 +185,7 @@ fn verdict<'p>(
             verdict(
                 "audio",
                 p.audio_part,
-                "audio_part",
+                PolicyId::AudioPart,
                 &p.audio_part_template,
                 keep,
             )
@@ -193,14 +193,14 @@ fn verdict<'p>(
         Part::File { .. } => verdict(
             "file",
             p.file_part,
-            "file_part",
+            PolicyId::FilePart,
             &p.file_part_template,
             None,
         ),
         Part::Unknown { .. } => verdict(
             "unknown",
             p.unknown_part,
-            "unknown_part",
+            PolicyId::UnknownPart,
             &p.unknown_part_template,
             None,
         ),

@@ -14,7 +14,7 @@ use super::{ids, ConvertError, ItemKind};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput, ROLE_USER};
 use crate::model::transcript::{Content, Message, ToolCall};
-use crate::rules::{MissingOutput, OrphanOutput, ReusedCallId};
+use crate::rules::{Builtin, MissingOutput, OrphanOutput, PolicyId, ReusedCallId};
 
 /// A call waiting for its output.
 #[derive(Debug)]
@@ -99,7 +99,7 @@ impl Builder<'_> {
         };
         self.calls.ids.insert(call_id.clone());
         let mut arguments = std::mem::take(&mut call.arguments);
-        let rule = "builtin.arguments-string";
+        let rule = Builtin::ArgumentsString;
         if call.arguments_from_object {
             self.decide(index, rule, Action::ArgumentsSerialized, 0, 0);
         }
@@ -139,7 +139,7 @@ impl Builder<'_> {
         if n == 1 && !self.calls.ids.contains(original) {
             return Ok(original.to_string());
         }
-        let rule = "policy.reused_call_id";
+        let rule = PolicyId::ReusedCallId;
         if self.rules.policy.reused_call_id == ReusedCallId::Quarantine {
             let reason = format!("call id `{original}` used again");
             return Err(self.quarantine(rule, reason, Some(index)));
@@ -166,7 +166,7 @@ impl Builder<'_> {
         let action = Action::CallIdSynthesized {
             call_id: id.clone(),
         };
-        self.decide(Some(index), "builtin.call-id", action, 0, 0);
+        self.decide(Some(index), Builtin::CallId, action, 0, 0);
         id
     }
 
@@ -176,7 +176,7 @@ impl Builder<'_> {
         before: Option<usize>,
     ) -> Result<(), ConvertError> {
         let pending = std::mem::take(&mut self.calls.pending);
-        let rule = "policy.missing_output";
+        let rule = PolicyId::MissingOutput;
         for call in pending {
             if self.rules.policy.missing_output == MissingOutput::Quarantine {
                 let reason = format!("call `{}` has no output", call.call_id);
@@ -217,7 +217,7 @@ impl Builder<'_> {
                         let action = Action::OutputShared {
                             call_id: call.call_id.clone(),
                         };
-                        self.decide(index, "builtin.shared-output", action, 0, output_bytes);
+                        self.decide(index, Builtin::SharedOutput, action, 0, output_bytes);
                     }
                     let item = output_item(call.custom, call.call_id, this_output);
                     self.push(ItemKind::Output, item, index);
@@ -243,7 +243,7 @@ impl Builder<'_> {
         dropped: usize,
         carries_text: bool,
     ) -> Result<(), ConvertError> {
-        let rule = "policy.orphan_output";
+        let rule = PolicyId::OrphanOutput;
         let shown = call_id.as_deref().unwrap_or("(no id)");
         match self.rules.policy.orphan_output {
             OrphanOutput::Quarantine => {
@@ -314,6 +314,7 @@ mod tests {
     use super::super::test_support::{
         call, function_call, items, message, output, rules_fired, text_message, walk,
     };
+    use crate::rules::{Builtin, PolicyId};
 
     fn assistant_calling(
         calls: Vec<crate::model::transcript::ToolCall>,
@@ -348,7 +349,7 @@ mod tests {
                 output("c#2", "two"),
             ]
         );
-        assert_eq!(rules_fired(&built), ["policy.reused_call_id"]);
+        assert_eq!(rules_fired(&built), [PolicyId::ReusedCallId.rule_id()]);
     }
 
     #[test]
@@ -367,7 +368,7 @@ mod tests {
                 output(&id, "rain"),
             ]
         );
-        assert_eq!(rules_fired(&built), ["builtin.call-id"]);
+        assert_eq!(rules_fired(&built), [Builtin::CallId.rule_id()]);
     }
 
     #[test]
@@ -392,7 +393,10 @@ mod tests {
         );
         assert_eq!(
             rules_fired(&built),
-            ["builtin.shared-output", "policy.orphan_output"]
+            [
+                Builtin::SharedOutput.rule_id(),
+                PolicyId::OrphanOutput.rule_id()
+            ]
         );
     }
 }

@@ -9,7 +9,7 @@ use super::{ConvertError, ItemKind};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, ResponseItem, ROLE_USER};
 use crate::model::transcript::{Content, Message, Part};
-use crate::rules::{EmptyMessage, Lookalike, Marker, Refusal};
+use crate::rules::{EmptyMessage, Lookalike, Marker, PolicyId, Refusal};
 
 impl Builder<'_> {
     /// A real user message: a turn boundary.
@@ -20,7 +20,7 @@ impl Builder<'_> {
             .iter()
             .all(|c| c.text().is_some_and(|t| t.is_empty()))
         {
-            let rule = "policy.empty_message";
+            let rule = PolicyId::EmptyMessage;
             match self.rules.policy.empty_message {
                 EmptyMessage::Drop => {
                     self.decide(index, rule, Action::EmptyMessageDropped, 0, 0);
@@ -146,7 +146,7 @@ impl Builder<'_> {
         index: usize,
         side: Side,
     ) -> Result<Option<ContentItem>, ConvertError> {
-        let rule = "policy.refusal";
+        let rule = PolicyId::Refusal;
         match self.rules.policy.refusal {
             Refusal::Text => {
                 self.decide(Some(index), rule, Action::RefusalAsText, 0, 0);
@@ -164,7 +164,7 @@ impl Builder<'_> {
     }
 }
 
-const LOOKALIKE: &str = "policy.lookalike_user_text";
+const LOOKALIKE: PolicyId = PolicyId::LookalikeUserText;
 
 /// A text content item of the side's kind.
 pub(super) fn text_item(side: Side, text: String) -> ContentItem {
@@ -177,6 +177,7 @@ pub(super) fn text_item(side: Side, text: String) -> ContentItem {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{items, message, rules_fired, text_message, walk};
+    use crate::rules::PolicyId;
 
     #[test]
     fn user_text_that_looks_like_a_fragment_is_escaped() {
@@ -184,13 +185,13 @@ mod tests {
         let built = walk(vec![message("user", text)]);
         let escaped = format!("\u{200B}{text}");
         assert_eq!(items(&built), vec![text_message("user", &[&escaped])]);
-        assert_eq!(rules_fired(&built), ["policy.lookalike_user_text"]);
+        assert_eq!(rules_fired(&built), [PolicyId::LookalikeUserText.rule_id()]);
     }
 
     #[test]
     fn empty_user_message_is_dropped_by_policy() {
         let built = walk(vec![message("user", ""), message("user", "real")]);
         assert_eq!(items(&built), vec![text_message("user", &["real"])]);
-        assert_eq!(rules_fired(&built), ["policy.empty_message"]);
+        assert_eq!(rules_fired(&built), [PolicyId::EmptyMessage.rule_id()]);
     }
 }

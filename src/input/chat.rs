@@ -5,7 +5,9 @@ use serde_json::{Map, Value};
 
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
-use crate::model::transcript::{Content, Message, Part, RecordMeta, ToolCall, Transcript};
+use crate::model::transcript::{
+    Content, DroppedField, Message, Part, RecordMeta, ToolCall, Transcript,
+};
 use crate::rules::InputRules;
 
 /// Keys of a message that we convert; anything else is an ignored field.
@@ -183,6 +185,28 @@ fn take_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>
     }
 }
 
+/// An optional string field where another type is not worth refusing the message for: the
+/// field is left out and recorded in `dropped` (with `at`, its path in the message), so the
+/// converter can audit the drop instead of it vanishing.
+fn take_string_or_drop(
+    map: &mut Map<String, Value>,
+    key: &str,
+    at: &str,
+    dropped: &mut Vec<DroppedField>,
+) -> Option<String> {
+    match map.get_mut(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(std::mem::take(s)),
+        Some(other) => {
+            dropped.push(DroppedField {
+                path: format!("{at}{key}"),
+                found: kind(other),
+            });
+            None
+        }
+    }
+}
+
 fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -210,6 +234,7 @@ fn read_message(
         Some(alias) => (alias.clone(), Some(role)),
         None => (role, None),
     };
+    let mut dropped = Vec::new();
     let content = match map.get_mut("content") {
         None => Content::Missing,
         Some(Value::Null) => Content::Null,
@@ -217,10 +242,13 @@ fn read_message(
         Some(Value::Array(parts)) => Content::Parts(
             parts
                 .iter_mut()
-                .map(read_part)
+                .enumerate()
+                .map(|(i, part)| read_part(part, &format!("content[{i}]."), &mut dropped))
                 .collect::<Result<Vec<_>, _>>()?,
         ),
-        Some(single @ Value::Object(_)) => Content::Parts(vec![read_part(single)?]),
+        Some(single @ Value::Object(_)) => {
+            Content::Parts(vec![read_part(single, "content.", &mut dropped)?])
+        }
         Some(other) => return Err(format!("`content` is a {}", kind(other))),
     };
     let mut tool_calls = Vec::new();
@@ -271,8 +299,8 @@ fn read_message(
             _ => None,
         },
     };
-    let phase = take_string(&mut map, "phase").unwrap_or(None);
-    let name = take_string(&mut map, "name").unwrap_or(None);
+    let phase = take_string_or_drop(&mut map, "phase", "", &mut dropped);
+    let name = take_string_or_drop(&mut map, "name", "", &mut dropped);
     let ignored_fields = map
         .iter()
         .filter(|(k, v)| !MESSAGE_KEYS.contains(&k.as_str()) && !v.is_null())
@@ -291,6 +319,7 @@ fn read_message(
         reasoning,
         phase,
         ignored_fields,
+        dropped_fields: dropped,
     })
 }
 
@@ -347,7 +376,8 @@ fn read_function(function: &mut Value, custom: bool) -> Result<ToolCall, String>
     })
 }
 
-fn read_part(part: &mut Value) -> Result<Part, String> {
+/// One content part; `at` is its path in the message (`content[2].`), for dropped fields.
+fn read_part(part: &mut Value, at: &str, dropped: &mut Vec<DroppedField>) -> Result<Part, String> {
     let map = match part {
         Value::String(s) => return Ok(Part::Text(std::mem::take(s))),
         Value::Object(map) => map,
@@ -365,8 +395,8 @@ fn read_part(part: &mut Value) -> Result<Part, String> {
         "refusal" => Part::Refusal(take_string(map, "refusal")?.unwrap_or_default()),
         "image_url" | "input_image" => {
             let mut url = None;
-            let mut detail = take_string(map, "detail").unwrap_or(None);
-            let file_id = take_string(map, "file_id").unwrap_or(None);
+            let mut detail = take_string_or_drop(map, "detail", at, dropped);
+            let file_id = take_string_or_drop(map, "file_id", at, dropped);
             match map.get_mut("image_url") {
                 Some(Value::String(s)) => url = Some(std::mem::take(s)),
                 Some(Value::Object(o)) => {
@@ -392,13 +422,13 @@ fn read_part(part: &mut Value) -> Result<Part, String> {
             Part::Audio {
                 data,
                 format,
-                url: take_string(map, "audio_url").unwrap_or(None),
-                file_id: take_string(map, "file_id").unwrap_or(None),
+                url: take_string_or_drop(map, "audio_url", at, dropped),
+                file_id: take_string_or_drop(map, "file_id", at, dropped),
             }
         }
         "file" | "input_file" => {
-            let mut filename = take_string(map, "filename").unwrap_or(None);
-            let mut file_id = take_string(map, "file_id").unwrap_or(None);
+            let mut filename = take_string_or_drop(map, "filename", at, dropped);
+            let mut file_id = take_string_or_drop(map, "file_id", at, dropped);
             let mut data_len = 0;
             if let Some(Value::Object(o)) = map.get_mut("file") {
                 filename = filename.or(take_string(o, "filename")?);

@@ -14,11 +14,9 @@
 pub mod batch;
 pub mod chat;
 pub mod parse;
-pub mod path;
 
 pub use chat::extract;
 pub use parse::parse_record;
-pub use path::PathExpr;
 
 use thiserror::Error;
 

@@ -53,6 +53,18 @@ pub struct Message {
     pub phase: Option<String>,
     /// Keys of the message we do not convert.
     pub ignored_fields: Vec<String>,
+    /// Fields we would convert but whose JSON type was wrong (`"name": 5`), so they were left
+    /// out: the converter records each as a decision.
+    pub dropped_fields: Vec<DroppedField>,
+}
+
+/// A message or part field left out because it held the wrong JSON type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedField {
+    /// Where it was in the message: `name`, `content[1].detail`.
+    pub path: String,
+    /// The JSON type it held: `number`, `boolean`, `list` or `object`.
+    pub found: &'static str,
 }
 
 /// A message's `content`, keeping apart the four ways of saying "nothing".

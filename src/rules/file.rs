@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::policy::PolicySection;
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleFile {
@@ -62,133 +64,6 @@ pub struct PhaseSection {
 pub struct FinishedEntry {
     pub path: String,
     pub equals: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicySection {
-    pub missing_output: Option<MissingOutput>,
-    pub missing_output_text: Option<String>,
-    pub orphan_output: Option<OrphanOutput>,
-    pub orphan_output_template: Option<String>,
-    pub reused_call_id: Option<ReusedCallId>,
-    pub refusal: Option<Refusal>,
-    pub reasoning: Option<Reasoning>,
-    pub remote_image: Option<PartAction>,
-    pub remote_image_template: Option<String>,
-    pub undecodable_image: Option<PartAction>,
-    pub undecodable_image_template: Option<String>,
-    pub low_detail_image: Option<PartAction>,
-    pub low_detail_image_template: Option<String>,
-    pub file_part: Option<PartAction>,
-    pub file_part_template: Option<String>,
-    pub audio_part: Option<PartAction>,
-    pub audio_part_template: Option<String>,
-    pub unknown_part: Option<PartAction>,
-    pub unknown_part_template: Option<String>,
-    pub unknown_role: Option<UnknownRole>,
-    pub lookalike_user_text: Option<Lookalike>,
-    pub lookalike_escape_prefix: Option<String>,
-    pub empty_message: Option<EmptyMessage>,
-    pub invalid_unicode: Option<InvalidUnicode>,
-    pub invalid_phase: Option<DropOrQuarantine>,
-    pub duplicate_base_instructions: Option<DropOrQuarantine>,
-    pub unpaired_reasoning: Option<DropOrQuarantine>,
-}
-
-/// A call with no output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MissingOutput {
-    Synthesize,
-    Quarantine,
-}
-
-/// An output whose call is not in the conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OrphanOutput {
-    Drop,
-    Text,
-    Quarantine,
-}
-
-/// A call id the model used for an earlier call already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReusedCallId {
-    Rename,
-    Quarantine,
-}
-
-/// An assistant refusal (Codex has no refusal content item).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Refusal {
-    Text,
-    Drop,
-    Quarantine,
-}
-
-/// Plain-text reasoning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reasoning {
-    Item,
-    Drop,
-}
-
-/// What to do with a content part Codex would not load as given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PartAction {
-    Keep,
-    OmitDetail,
-    Placeholder,
-    Drop,
-    Quarantine,
-}
-
-/// A role that is not system, developer, user, assistant, tool or function (after aliases).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnknownRole {
-    Quarantine,
-    User,
-    Developer,
-    Drop,
-}
-
-/// Real user text that starts and ends like a registered fragment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lookalike {
-    Escape,
-    Quarantine,
-    Contextual,
-}
-
-/// A message with no content and nothing else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EmptyMessage {
-    Drop,
-    Keep,
-}
-
-/// Lone surrogates and invalid UTF-8.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InvalidUnicode {
-    Replace,
-    Quarantine,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DropOrQuarantine {
-    Drop,
-    Quarantine,
 }
 
 /// Where a classified message goes (migration.md section 3).

@@ -1,4 +1,7 @@
 //! Paths into a record: `body.messages`, `answer_generation.train_messages[-1]`.
+//!
+//! They live with the rules because the rule files declare them (`messages_at`, `finished`);
+//! the input adapters only follow them.
 
 use std::fmt;
 

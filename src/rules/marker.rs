@@ -1,0 +1,87 @@
+//! The contextual-user fragment registry: Codex's case-insensitive start/end test.
+
+/// A contextual-user fragment kind Codex recognises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub kind: String,
+    pub start: String,
+    pub end: String,
+    pub template: String,
+    pub separate: bool,
+    start_lower: String,
+    end_lower: String,
+}
+
+impl Marker {
+    pub fn new(
+        kind: String,
+        start: String,
+        end: String,
+        template: String,
+        separate: bool,
+    ) -> Marker {
+        Marker {
+            start_lower: start.trim().to_lowercase(),
+            end_lower: end.trim().to_lowercase(),
+            kind,
+            start,
+            end,
+            template,
+            separate,
+        }
+    }
+
+    /// Codex's test: the trimmed text starts with `start` and ends with `end`, ignoring case.
+    pub fn wraps(&self, text: &str) -> bool {
+        let trimmed = text.trim();
+        starts_with_ignore_case(trimmed, &self.start_lower)
+            && ends_with_ignore_case(trimmed, &self.end_lower)
+    }
+}
+
+fn starts_with_ignore_case(text: &str, lower_prefix: &str) -> bool {
+    text.len() >= lower_prefix.len()
+        && text.is_char_boundary(lower_prefix.len())
+        && lowercases_to(&text[..lower_prefix.len()], lower_prefix)
+}
+
+fn ends_with_ignore_case(text: &str, lower_suffix: &str) -> bool {
+    let Some(at) = text.len().checked_sub(lower_suffix.len()) else {
+        return false;
+    };
+    text.is_char_boundary(at) && lowercases_to(&text[at..], lower_suffix)
+}
+
+/// `part.to_lowercase() == lower`, without allocating when `part` is ASCII (nearly always:
+/// this runs for every user text against every marker, in convert and validate).
+fn lowercases_to(part: &str, lower: &str) -> bool {
+    if part.is_ascii() {
+        part.bytes()
+            .map(|b| b.to_ascii_lowercase())
+            .eq(lower.bytes())
+    } else {
+        part.to_lowercase() == lower
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowercases_to_is_to_lowercase_then_equal() {
+        let parts = [
+            "", "<ENV>", "<env>", "<EnV", "<ENVX", "AbC", "abc", "ÀB", "àb", "İ", "i\u{307}", "ΟΣ",
+            "ος", "οσ", "K", "\u{212A}", "k", "a\u{0}",
+        ];
+        for part in parts {
+            for lower in parts.iter().map(|p| p.to_lowercase()) {
+                assert_eq!(
+                    lowercases_to(part, &lower),
+                    part.to_lowercase() == lower,
+                    "{part:?} {lower:?}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! The `[policy]` section: every repair policy, declared once.
+//!
+//! In: the `[policy]` tables of the rule files. Out: the resolved [`Policies`], the typed
+//! [`PolicyId`] that decisions cite (`policy.<key>`), and the table `rollover rules policies`
+//! prints. Fails with a [`RulesError`] when a key is set by no file or a value is forbidden.
+//!
+//! [`declare_policies!`] below is the one place a policy is written: its TOML key, its action
+//! type, its optional text or template key, what it decides, and any actions it forbids. The
+//! file model ([`PolicySection`], unknown keys still rejected with their line), the resolved
+//! model, merging, the "not set by any rule file" check and the docs are all generated from it.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::RulesError;
+
+/// An action type of a policy: the values a rule file may write for it.
+pub trait PolicyAction: Copy + Eq + fmt::Debug + 'static {
+    /// Every value, in the order the docs list them.
+    const ALL: &'static [Self];
+    /// The value as written in a rule file.
+    fn name(self) -> &'static str;
+}
+
+/// Declares an action enum: each variant with its rule-file spelling, used both by serde and
+/// by [`PolicyAction::name`], so the two cannot disagree.
+macro_rules! action_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant,)+
+        }
+
+        impl PolicyAction for $name {
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+            fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+    };
+}
+
+action_enum! {
+    /// A call with no output.
+    MissingOutput { Synthesize = "synthesize", Quarantine = "quarantine" }
+}
+action_enum! {
+    /// An output whose call is not in the conversation.
+    OrphanOutput { Drop = "drop", Text = "text", Quarantine = "quarantine" }
+}
+action_enum! {
+    /// A call id the model used for an earlier call already.
+    ReusedCallId { Rename = "rename", Quarantine = "quarantine" }
+}
+action_enum! {
+    /// An assistant refusal (Codex has no refusal content item).
+    Refusal { Text = "text", Drop = "drop", Quarantine = "quarantine" }
+}
+action_enum! {
+    /// Plain-text reasoning.
+    Reasoning { Item = "item", Drop = "drop" }
+}
+action_enum! {
+    /// What to do with a content part Codex would not load as given.
+    PartAction {
+        Keep = "keep",
+        OmitDetail = "omit_detail",
+        Placeholder = "placeholder",
+        Drop = "drop",
+        Quarantine = "quarantine",
+    }
+}
+action_enum! {
+    /// A role that is not system, developer, user, assistant, tool or function (after aliases).
+    UnknownRole { Quarantine = "quarantine", User = "user", Developer = "developer", Drop = "drop" }
+}
+action_enum! {
+    /// Real user text that starts and ends like a registered fragment.
+    Lookalike { Escape = "escape", Quarantine = "quarantine", Contextual = "contextual" }
+}
+action_enum! {
+    /// A message with no content and nothing else.
+    EmptyMessage { Drop = "drop", Keep = "keep" }
+}
+action_enum! {
+    /// Lone surrogates and invalid UTF-8.
+    InvalidUnicode { Replace = "replace", Quarantine = "quarantine" }
+}
+action_enum! {
+    DropOrQuarantine { Drop = "drop", Quarantine = "quarantine" }
+}
+
+/// One policy as the docs show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyDoc {
+    pub id: PolicyId,
+    /// The values a rule file may give it (forbidden ones left out).
+    pub allowed: Vec<&'static str>,
+    /// What it decides.
+    pub what: &'static str,
+    /// Its text or template key, and what that text is.
+    pub text_key: Option<(&'static str, &'static str)>,
+}
+
+/// `None`, or the text key's name and meaning (a helper of [`declare_policies!`]).
+macro_rules! text_key {
+    () => {
+        None
+    };
+    ($extra:ident, $meaning:literal) => {
+        Some((stringify!($extra), $meaning))
+    };
+}
+
+/// `None`, or the value of the text key in `p` (a helper of [`declare_policies!`]).
+macro_rules! text_value {
+    ($p:ident) => {
+        None
+    };
+    ($p:ident, $extra:ident) => {
+        Some($p.$extra.as_str())
+    };
+}
+
+/// The forbidden actions of a policy (a helper of [`declare_policies!`]).
+macro_rules! forbidden {
+    ($action:ident) => {
+        &[]
+    };
+    ($action:ident, $($bad:ident),+) => {
+        &[$($action::$bad),+]
+    };
+}
+
+/// The declaration every part of the `[policy]` section is generated from. Each entry:
+/// `Variant(toml_key): ActionType, "what it decides"`, then optionally
+/// `text text_key: "what the text is"` and `forbid [Variants] "why"`.
+macro_rules! declare_policies {
+    ($(
+        $variant:ident($key:ident): $action:ident, $what:literal
+        $(, text $extra:ident: $meaning:literal)?
+        $(, forbid [$($bad:ident),+] $why:literal)?
+        ;
+    )+) => {
+        /// A repair policy, named in decisions as `policy.<key>`; serialised as its TOML key.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum PolicyId {
+            $($variant,)+
+        }
+
+        impl PolicyId {
+            /// Every policy, in declaration (and default-file) order.
+            pub const ALL: &'static [PolicyId] = &[$(PolicyId::$variant),+];
+
+            /// The key in `[policy]`, e.g. `missing_output`.
+            pub fn key(self) -> &'static str {
+                match self {
+                    $(PolicyId::$variant => stringify!($key),)+
+                }
+            }
+
+            /// The rule id decisions carry, e.g. `policy.missing_output`.
+            pub fn rule_id(self) -> &'static str {
+                match self {
+                    $(PolicyId::$variant => concat!("policy.", stringify!($key)),)+
+                }
+            }
+
+            pub fn from_key(key: &str) -> Option<PolicyId> {
+                PolicyId::ALL.iter().copied().find(|id| id.key() == key)
+            }
+
+            /// The policy as the docs show it.
+            pub fn doc(self) -> PolicyDoc {
+                match self {
+                    $(PolicyId::$variant => {
+                        let bad: &[$action] = forbidden!($action $(, $($bad),+)?);
+                        PolicyDoc {
+                            id: self,
+                            allowed: $action::ALL
+                                .iter()
+                                .filter(|a| !bad.contains(a))
+                                .map(|a| a.name())
+                                .collect(),
+                            what: $what,
+                            text_key: text_key!($($extra, $meaning)?),
+                        }
+                    })+
+                }
+            }
+        }
+
+        /// `[policy]` as written in one file: every key optional so a later file can override.
+        #[derive(Debug, Clone, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct PolicySection {
+            $(
+                pub $key: Option<$action>,
+                $(pub $extra: Option<String>,)?
+            )+
+        }
+
+        /// Repair policies, resolved: each with the rule id `policy.<key>` in decisions.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct Policies {
+            $(
+                pub $key: $action,
+                $(pub $extra: String,)?
+            )+
+        }
+
+        impl PolicySection {
+            /// Keys set in `later` override this section's.
+            pub fn merge(&mut self, later: &PolicySection) {
+                $(
+                    override_opt(&mut self.$key, &later.$key);
+                    $(override_opt(&mut self.$extra, &later.$extra);)?
+                )+
+            }
+
+            /// Every key must be set by some file; `missing` names the first that is not.
+            pub fn resolve(
+                self,
+                missing: impl Fn(&str) -> RulesError,
+            ) -> Result<Policies, RulesError> {
+                Ok(Policies {
+                    $(
+                        $key: self
+                            .$key
+                            .ok_or_else(|| missing(concat!("policy.", stringify!($key))))?,
+                        $($extra: self
+                            .$extra
+                            .ok_or_else(|| missing(concat!("policy.", stringify!($extra))))?,)?
+                    )+
+                })
+            }
+        }
+
+        impl Policies {
+            /// The action set for `id`, as written in a rule file.
+            pub fn action_name(&self, id: PolicyId) -> &'static str {
+                match id {
+                    $(PolicyId::$variant => self.$key.name(),)+
+                }
+            }
+
+            /// The value of `id`'s text or template key, if it has one.
+            pub fn text(&self, id: PolicyId) -> Option<&str> {
+                let p = self;
+                match id {
+                    $(PolicyId::$variant => text_value!(p $(, $extra)?),)+
+                }
+            }
+
+            /// A policy set to an action it forbids: its key and why.
+            pub fn forbidden(&self) -> Option<(PolicyId, String)> {
+                $(
+                    $(
+                        if [$($action::$bad),+].contains(&self.$key) {
+                            let id = PolicyId::$variant;
+                            let allowed = or_list(&id.doc().allowed);
+                            return Some((id, format!(
+                                "{} cannot be `{:?}`: {}; use {allowed}",
+                                id.rule_id(),
+                                self.$key,
+                                $why,
+                            )));
+                        }
+                    )?
+                )+
+                None
+            }
+        }
+    };
+}
+
+declare_policies! {
+    MissingOutput(missing_output): MissingOutput,
+        "a call with no output: synthesise one, as Codex would, or quarantine",
+        text missing_output_text: "the synthesised output's text";
+    OrphanOutput(orphan_output): OrphanOutput,
+        "an output whose call is not in the conversation",
+        text orphan_output_template: "the user text `text` writes ({call_id}, {text})";
+    ReusedCallId(reused_call_id): ReusedCallId,
+        "a call id an earlier call used: rename (call_x -> call_x#2) in the call and its own output";
+    Refusal(refusal): Refusal,
+        "an assistant refusal (Codex has no refusal content item)";
+    Reasoning(reasoning): Reasoning,
+        "plain-text reasoning: a reasoning item before what it explains";
+    RemoteImage(remote_image): PartAction,
+        "an image given by URL (Codex would not load it)",
+        text remote_image_template: "the placeholder text ({url})";
+    UndecodableImage(undecodable_image): PartAction,
+        "a data: image that does not decode as PNG/JPEG/GIF/WebP (Codex would replace it)",
+        text undecodable_image_template: "the placeholder text";
+    LowDetailImage(low_detail_image): PartAction,
+        "an image with detail \"low\" (Codex would replace it by a note)",
+        text low_detail_image_template: "the placeholder text";
+    FilePart(file_part): PartAction,
+        "a file content part (no Codex equivalent)",
+        text file_part_template: "the placeholder text ({name})",
+        forbid [Keep, OmitDetail] "Codex has no content item for it";
+    AudioPart(audio_part): PartAction,
+        "an audio content part (Codex 0.169 replaces audio for text models)",
+        text audio_part_template: "the placeholder text ({format})";
+    UnknownPart(unknown_part): PartAction,
+        "a content part of an unknown type, or an image in assistant output",
+        text unknown_part_template: "the placeholder text ({type})",
+        forbid [Keep, OmitDetail] "Codex has no content item for it";
+    UnknownRole(unknown_role): UnknownRole,
+        "a role that is not system, developer, user, assistant, tool or function (after aliases)";
+    LookalikeUserText(lookalike_user_text): Lookalike,
+        "real user text that starts and ends like a registered fragment (Codex would hide it)",
+        text lookalike_escape_prefix: "the prefix `escape` adds (not whitespace only: Codex trims)";
+    EmptyMessage(empty_message): EmptyMessage,
+        "a message with no content and nothing else";
+    InvalidUnicode(invalid_unicode): InvalidUnicode,
+        "lone surrogates and invalid UTF-8: replace by U+FFFD (counted)";
+    InvalidPhase(invalid_phase): DropOrQuarantine,
+        "an explicit phase Codex does not know";
+    DuplicateBaseInstructions(duplicate_base_instructions): DropOrQuarantine,
+        "a developer message repeating the base instructions";
+    UnpairedReasoning(unpaired_reasoning): DropOrQuarantine,
+        "reasoning with no message or call after it to explain";
+}
+
+impl Policies {
+    /// Values TOML cannot rule out: a forbidden action, an escape prefix Codex would trim.
+    /// The error is the key to point at and the message.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if let Some((id, message)) = self.forbidden() {
+            return Err((id.key(), message));
+        }
+        let prefix = &self.lookalike_escape_prefix;
+        if prefix.trim().is_empty() && !prefix.is_empty() {
+            return Err(("lookalike_escape_prefix", "policy.lookalike_escape_prefix is whitespace only: Codex trims it away, so it would not stop the text being hidden".to_string()));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for PolicyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl Serialize for PolicyId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(deserializer)?;
+        PolicyId::from_key(&key)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown policy `{key}`")))
+    }
+}
+
+pub(super) fn override_opt<T: Clone>(target: &mut Option<T>, value: &Option<T>) {
+    if value.is_some() {
+        target.clone_from(value);
+    }
+}
+
+/// `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::DEFAULT_RULES;
+
+    /// Every key the declaration knows, action and text keys alike.
+    fn declared_keys() -> Vec<&'static str> {
+        PolicyId::ALL
+            .iter()
+            .flat_map(|id| {
+                let doc = id.doc();
+                std::iter::once(id.key()).chain(doc.text_key.map(|(key, _)| key))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_declared_policy_is_in_the_default_rules() {
+        let file: toml::Table = toml::from_str(DEFAULT_RULES).unwrap();
+        let policy = file["policy"].as_table().unwrap();
+        let mut in_file: Vec<&str> = policy.keys().map(String::as_str).collect();
+        let mut declared = declared_keys();
+        in_file.sort_unstable();
+        declared.sort_unstable();
+        assert_eq!(in_file, declared);
+    }
+
+    #[test]
+    fn every_declared_policy_is_in_the_readme_policy_list() {
+        let readme = include_str!("../../README.md");
+        let start = readme.find("- `[policy]`").unwrap();
+        let end = start + readme[start..].find("\n- `[").unwrap();
+        let list = &readme[start..end];
+        let missing: Vec<&str> = declared_keys()
+            .into_iter()
+            .filter(|key| !list.contains(&format!("`{key}`")))
+            .collect();
+        assert_eq!(missing, Vec::<&str>::new());
+    }
+
+    #[test]
+    fn policy_ids_serialise_as_their_key_and_rule_id_is_prefixed() {
+        for id in PolicyId::ALL {
+            let json = serde_json::to_string(id).unwrap();
+            assert_eq!(json, format!("\"{}\"", id.key()));
+            assert_eq!(serde_json::from_str::<PolicyId>(&json).unwrap(), *id);
+            assert_eq!(id.rule_id(), format!("policy.{}", id.key()));
+        }
+    }
+
+    #[test]
+    fn forbidden_actions_are_left_out_of_the_docs() {
+        assert_eq!(
+            PolicyId::FilePart.doc().allowed,
+            ["placeholder", "drop", "quarantine"]
+        );
+        assert_eq!(
+            PolicyId::RemoteImage.doc().allowed,
+            ["keep", "omit_detail", "placeholder", "drop", "quarantine"]
+        );
+    }
+
+    #[test]
+    fn or_list_reads_as_english() {
+        assert_eq!(or_list(&["a"]), "a");
+        assert_eq!(or_list(&["a", "b", "c"]), "a, b or c");
+    }
+}

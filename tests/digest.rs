@@ -54,9 +54,14 @@ fn files_below(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
 fn digest_of(name: &str, input: &Path) -> String {
     let work = common::Workdir::new(&format!("digest-{name}"));
     let home = work.path("home");
+    // Run from the input's parent with a relative path, as a user would: the reports name the
+    // source as given, and the digest must not depend on where the repository is cloned.
+    let parent = input.parent().expect("input has a parent");
+    let set = input.file_name().expect("input has a name");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .current_dir(parent)
         .arg("convert")
-        .arg(input)
+        .arg(set)
         .arg("--out")
         .arg(&home)
         .output()

@@ -804,3 +804,55 @@ fn folder_without_rollouts_is_an_error_not_a_pass() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no rollout files"));
 }
+
+// --- Findings of the architecture pass ---------------------------------------------------------
+
+/// Validates `bytes` under the proper rollout name and checks that it passes: exit 0, no
+/// violation.
+fn assert_passes(bytes: &[u8]) -> Run {
+    let work = Workdir::new();
+    let path = work.write(FILE_NAME, bytes);
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        Vec::<(String, u64)>::new(),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 0, "\n{}", run.shown);
+    run
+}
+
+fn reasoning(text: &str) -> Value {
+    json!({
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": text}],
+        "content": null,
+        "encrypted_content": null
+    })
+}
+
+/// Finding 1: Codex and the API write runs of reasoning items before a call or message.
+#[test]
+fn reasoning_run_before_its_call_passes() {
+    let bytes = rollout(|l| {
+        for text in ["first", "second"] {
+            l.insert(3, item(reasoning(text)).replace("12:00:04", "12:00:01"));
+        }
+    });
+    assert_passes(&bytes);
+}
+
+/// Finding 1: a run is fine, but its last item must still be followed by what it explains.
+#[test]
+fn reasoning_run_followed_by_user_message() {
+    let bytes = rollout(|l| {
+        l.push(item(reasoning("first")));
+        l.push(item(reasoning("second")));
+        l.push(item(user("and now?")));
+        l.push(event(
+            json!({"type": "user_message", "message": "and now?"}),
+        ));
+    });
+    assert_breaks(&bytes, &[("reasoning_placement", 9)]);
+}

@@ -172,11 +172,12 @@ impl<'l> Walk<'l> {
     /// the API write runs), explains the assistant message or call right after it. Anything
     /// else there means the item it explained was lost.
     fn reasoning_before(&mut self, n: usize, item: &ResponseItemView, out: &mut Findings) {
-        let open = self.reasoning.take();
         if let ResponseItemView::Reasoning { .. } = item {
-            self.reasoning = Some((n, n, 1));
+            let (first, _, count) = self.reasoning.unwrap_or((n, n, 0));
+            self.reasoning = Some((first, n, count + 1));
+            return;
         }
-        let Some((_, last, count)) = open else {
+        let Some((_, last, count)) = self.reasoning.take() else {
             return;
         };
         let what = match item {

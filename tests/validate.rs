@@ -856,3 +856,54 @@ fn reasoning_run_followed_by_user_message() {
     });
     assert_breaks(&bytes, &[("reasoning_placement", 9)]);
 }
+
+/// Finding 2: an item type Codex 0.169 does not know is dropped on resume without a word.
+#[test]
+fn unknown_response_item_type() {
+    let bytes = rollout(|l| insert_after_meta(l, json!({"type": "bogus_item", "text": "x"})));
+    let run = assert_breaks(&bytes, &[("roles", 2)]);
+    let message = run.report["reports"][0]["violations"][0]["message"]
+        .as_str()
+        .expect("message");
+    assert!(message.contains("bogus_item"), "{message}");
+}
+
+/// Finding 2: `ghost_snapshot` is a legacy type Codex ignores on purpose: a warning, and the
+/// file still passes.
+#[test]
+fn ghost_snapshot_is_a_warning_not_a_failure() {
+    let bytes = rollout(|l| {
+        insert_after_meta(
+            l,
+            json!({"type": "ghost_snapshot", "ghost_commit": {"id": "abc", "parent": null}}),
+        )
+    });
+    let run = assert_passes(&bytes);
+    let warnings = &run.report["reports"][0]["warnings"];
+    assert_eq!(
+        warnings.as_array().map(Vec::len),
+        Some(1),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(warnings[0]["kind"], "ignored_item_type", "\n{}", run.shown);
+    assert_eq!(warnings[0]["line"], 2, "\n{}", run.shown);
+    assert_eq!(run.report["warnings"], 1, "\n{}", run.shown);
+    assert_eq!(run.report["passed"], 1, "\n{}", run.shown);
+
+    // The text report shows it too, and still exits 0.
+    let work = Workdir::new();
+    let path = work.write(FILE_NAME, &bytes);
+    let out = Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .expect("run rollover");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(":2: [warning] `ghost_snapshot`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 passed, 0 failed, 1 warning"), "{stdout}");
+}

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::message::{self, Role};
-use super::{Findings, Invariant};
+use super::{Findings, Invariant, WarningKind};
 use crate::model::rollout::view::{
     EventMsgView, Kind, LineView, MessageView, ResponseItemView, RolloutItemView, Text,
 };
@@ -104,7 +104,7 @@ impl<'l> Walk<'l> {
         &mut self,
         n: usize,
         item: &'l ResponseItemView<'l>,
-        _payload_is_object: bool,
+        payload_is_object: bool,
         out: &mut Findings,
     ) {
         self.reasoning_before(n, item, out);
@@ -164,7 +164,28 @@ impl<'l> Walk<'l> {
             | ResponseItemView::WebSearchCall
             | ResponseItemView::ImageGenerationCall
             | ResponseItemView::Compaction => {}
-            ResponseItemView::GhostSnapshot | ResponseItemView::Other(_) => {}
+            ResponseItemView::GhostSnapshot => out.warning(
+                WarningKind::IgnoredItemType,
+                n,
+                "`ghost_snapshot` item: Codex keeps it out of the model's history on purpose"
+                    .to_string(),
+            ),
+            // A line without an object payload is reported already (invariant 2).
+            ResponseItemView::Other(_) if !payload_is_object => {}
+            ResponseItemView::Other(Some(kind)) => out.violation(
+                Invariant::Roles,
+                n,
+                format!(
+                    "response item type `{}` is unknown to Codex 0.169: it drops the item on \
+                     resume",
+                    &**kind
+                ),
+            ),
+            ResponseItemView::Other(None) => out.violation(
+                Invariant::Roles,
+                n,
+                "response item has no string `type`: Codex drops it on resume".to_string(),
+            ),
         }
     }
 

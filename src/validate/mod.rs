@@ -153,6 +153,14 @@ impl Findings {
             message,
         });
     }
+
+    fn warning(&mut self, kind: WarningKind, line: usize, message: String) {
+        self.warnings.push(Warning {
+            kind,
+            line,
+            message,
+        });
+    }
 }
 
 /// Checks a rollout's bytes: its violations. `file_uuid` is the UUID in the file name, when

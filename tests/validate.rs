@@ -378,7 +378,9 @@ fn assistant_refusal_content() {
     let bytes = rollout(|l| {
         edit_line(l, 6, |v| {
             v["payload"]["content"] = json!([{"type": "refusal", "refusal": "no"}]);
-        })
+        });
+        // The event shows the message's text, which is now none (UI parity compares texts).
+        edit_line(l, 7, |v| v["payload"]["message"] = json!(""));
     });
     assert_breaks(&bytes, &[("content_types", 6)]);
 }
@@ -906,4 +908,18 @@ fn ghost_snapshot_is_a_warning_not_a_failure() {
         "{stdout}"
     );
     assert!(stdout.contains("1 passed, 0 failed, 1 warning"), "{stdout}");
+}
+
+/// Finding 3: the UI shows the agent_message event, the model sees the item: they must agree.
+#[test]
+fn agent_message_text_differs_from_its_message() {
+    let bytes =
+        rollout(|l| edit_line(l, 7, |v| v["payload"]["message"] = json!("Something else.")));
+    assert_breaks(&bytes, &[("ui_parity", 6)]);
+}
+
+#[test]
+fn user_message_event_text_differs_from_its_message() {
+    let bytes = rollout(|l| edit_line(l, 3, |v| v["payload"]["message"] = json!("What files?")));
+    assert_breaks(&bytes, &[("ui_parity", 2)]);
 }

@@ -351,6 +351,25 @@ fn ui_parity(
             );
             continue;
         };
-        let _ = (at, text, m);
+        let Some(text) = text else {
+            out.violation(
+                Invariant::UiParity,
+                *n,
+                format!("its {event_type} event (line {at}) has no string `message`"),
+            );
+            continue;
+        };
+        if !message::text_is(m, text) {
+            out.violation(
+                Invariant::UiParity,
+                *n,
+                format!(
+                    "its {event_type} event (line {at}) shows another text ({} bytes, the \
+                     message has {}): the UI would not show what the model sees",
+                    text.len(),
+                    message::text_len(m)
+                ),
+            );
+        }
     }
 }

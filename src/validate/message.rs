@@ -10,6 +10,8 @@ use crate::model::rollout::KNOWN_PHASES;
 
 const USER_CONTENT: [&str; 3] = ["input_text", "input_image", "input_audio"];
 const ASSISTANT_CONTENT: [&str; 1] = ["output_text"];
+/// Content parts whose text the UI events repeat.
+const TEXT_PARTS: [&str; 2] = ["input_text", "output_text"];
 
 /// What a message is, for the UI events it needs.
 pub(super) enum Role {
@@ -130,4 +132,40 @@ fn check_developer(walk: &Walk, n: usize, m: &MessageView, out: &mut Findings) {
             "base instructions repeated as a developer message".to_string(),
         );
     }
+}
+
+fn texts<'m>(m: &'m MessageView) -> impl Iterator<Item = &'m str> {
+    m.content
+        .iter()
+        .flatten()
+        .filter_map(|p| match p.kind.as_deref() {
+            Some(kind) if TEXT_PARTS.contains(&kind) => p.text.as_deref(),
+            _ => None,
+        })
+}
+
+/// True when `text` is the message's text parts joined by `\n`, as its UI event shows them.
+pub(super) fn text_is(m: &MessageView, text: &str) -> bool {
+    let mut rest = text;
+    for (i, part) in texts(m).enumerate() {
+        if i > 0 {
+            match rest.strip_prefix('\n') {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        match rest.strip_prefix(part) {
+            Some(r) => rest = r,
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// The length in bytes of the text its UI event should show.
+pub(super) fn text_len(m: &MessageView) -> usize {
+    texts(m)
+        .map(|t| t.len() + 1)
+        .sum::<usize>()
+        .saturating_sub(1)
 }

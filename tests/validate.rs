@@ -923,3 +923,117 @@ fn user_message_event_text_differs_from_its_message() {
     let bytes = rollout(|l| edit_line(l, 3, |v| v["payload"]["message"] = json!("What files?")));
     assert_breaks(&bytes, &[("ui_parity", 2)]);
 }
+
+/// Lines as Codex 0.169 appends them when it resumes a migrated rollout (taken from a real
+/// `codex exec resume` in the conformance test, shortened), at `12:00:05`.
+fn codex_turn(base_instructions_again: bool) -> Vec<String> {
+    let ts = "2025-10-01T12:00:05.000Z";
+    let line = |tag: &str, payload: Value| {
+        json!({"timestamp": ts, "type": tag, "payload": payload}).to_string()
+    };
+    let mut lines = vec![
+        line(
+            "event_msg",
+            json!({"type": "thread_settings_applied", "thread_id": UUID,
+            "thread_settings": {"model": "gpt-fake", "approval_policy": "never"}}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "task_started", "turn_id": "t1",
+            "started_at": 1_796_097_614u64, "model_context_window": 258_400}),
+        ),
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_1", "role": "developer",
+            "content": [{"type": "input_text", "text": "<permissions instructions>\nread-only\n</permissions instructions>"},
+                        {"type": "input_text", "text": "<skills_instructions>\n## Skills\n</skills_instructions>"}]}),
+        ),
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_2", "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/p</cwd>\n</environment_context>"}],
+            "internal_chat_message_metadata_passthrough": {"turn_id": "t1"}}),
+        ),
+        line(
+            "world_state",
+            json!({"full": true, "state": {"agents_md": {}, "current_date": "2025-10-01"}}),
+        ),
+        line(
+            "turn_context",
+            json!({"turn_id": "t1", "cwd": "/p", "approval_policy": "never",
+            "model": "gpt-fake", "sandbox_policy": {"type": "read-only"}}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "thread_settings_applied", "thread_id": UUID,
+            "thread_settings": {"model": "gpt-fake"}}),
+        ),
+    ];
+    if base_instructions_again {
+        lines.push(line(
+            "response_item",
+            json!({"type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": "<imported system prompt>"}]}),
+        ));
+    }
+    lines.extend([
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_3", "role": "user",
+            "content": [{"type": "input_text", "text": "please continue"}]}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "user_message", "message": "please continue",
+            "images": [], "local_images": [], "text_elements": []}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "agent_message", "message": "ok", "phase": null,
+            "memory_citation": null}),
+        ),
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_4", "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok"}]}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "token_count", "info": null, "rate_limits": {"primary": null}}),
+        ),
+        line(
+            "token_usage_record",
+            json!({"turn_id": "t1", "usage": {"input_tokens": 10, "output_tokens": 1}}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "task_complete", "turn_id": "t1", "last_agent_message": "ok"}),
+        ),
+    ]);
+    lines
+}
+
+/// Finding 7: what Codex 0.169 itself appends on resume passes, including the base
+/// instructions again as a developer message in the turn it ran.
+#[test]
+fn rollout_resumed_by_codex_passes() {
+    let bytes = rollout(|l| l.extend(codex_turn(true)));
+    assert_passes(&bytes);
+}
+
+/// Finding 7: the base instructions as a developer message in the migrated part, before any
+/// turn Codex ran, are still a duplicate, even with a Codex turn after them.
+#[test]
+fn base_instructions_repeated_before_a_codex_turn() {
+    let bytes = rollout(|l| {
+        insert_after_meta(
+            l,
+            json!({
+                "type": "message", "role": "developer",
+                "content": [{"type": "input_text", "text": "<imported system prompt>"}]
+            }),
+        );
+        l.extend(codex_turn(false));
+    });
+    assert_breaks(&bytes, &[("base_instructions", 2)]);
+}

@@ -124,6 +124,9 @@ fn check_developer(walk: &Walk, n: usize, m: &MessageView, out: &mut Findings) {
     let Some(base) = walk.base else {
         return;
     };
+    if walk.codex_turn || m.id.is_some() {
+        return;
+    }
     let content = m.content.as_deref().unwrap_or_default();
     if content.iter().any(|p| p.text.as_deref() == Some(base)) {
         out.violation(

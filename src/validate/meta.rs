@@ -146,17 +146,9 @@ pub(super) fn check_envelopes(lines: &[(usize, LineView)], out: &mut Findings) {
             | RolloutItemView::ResponseItem(_)
             | RolloutItemView::EventMsg(_)
             | RolloutItemView::Compacted
-            | RolloutItemView::TurnContext => {}
-            RolloutItemView::WorldState => out.violation(
-                Invariant::LineFormat,
-                n,
-                "unknown line type `world_state` (Codex skips it silently)".to_string(),
-            ),
-            RolloutItemView::TokenUsageRecord => out.violation(
-                Invariant::LineFormat,
-                n,
-                "unknown line type `token_usage_record` (Codex skips it silently)".to_string(),
-            ),
+            | RolloutItemView::TurnContext
+            | RolloutItemView::WorldState
+            | RolloutItemView::TokenUsageRecord => {}
             RolloutItemView::Other(tag) => out.violation(
                 Invariant::LineFormat,
                 n,

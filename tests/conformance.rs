@@ -7,7 +7,8 @@
 //! (input set, item kind) pair, filled up by a fixed stride) is resumed, each in its own
 //! CODEX_HOME, with `codex exec resume <id> <prompt>` against a fake Responses server on
 //! 127.0.0.1; the request must hold the base instructions, then exactly our response items in
-//! our order, then Codex's fresh context and the prompt.
+//! our order, then Codex's fresh context and the prompt. The rollout as Codex left it, with the
+//! turn it appended, must then pass `rollover validate`.
 //!
 //! The Codex binary: `ROLLOVER_CODEX_BIN`, else `@openai/codex@${ROLLOVER_CODEX_VERSION:-0.169.0}`
 //! installed by npm into `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex/<version>}`. No

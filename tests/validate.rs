@@ -378,7 +378,9 @@ fn assistant_refusal_content() {
     let bytes = rollout(|l| {
         edit_line(l, 6, |v| {
             v["payload"]["content"] = json!([{"type": "refusal", "refusal": "no"}]);
-        })
+        });
+        // The event shows the message's text, which is now none (UI parity compares texts).
+        edit_line(l, 7, |v| v["payload"]["message"] = json!(""));
     });
     assert_breaks(&bytes, &[("content_types", 6)]);
 }
@@ -803,4 +805,235 @@ fn folder_without_rollouts_is_an_error_not_a_pass() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no rollout files"));
+}
+
+// --- Findings of the architecture pass ---------------------------------------------------------
+
+/// Validates `bytes` under the proper rollout name and checks that it passes: exit 0, no
+/// violation.
+fn assert_passes(bytes: &[u8]) -> Run {
+    let work = Workdir::new();
+    let path = work.write(FILE_NAME, bytes);
+    let run = work.validate(&[&path]);
+    assert_eq!(
+        run.violations(),
+        Vec::<(String, u64)>::new(),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(run.code, 0, "\n{}", run.shown);
+    run
+}
+
+fn reasoning(text: &str) -> Value {
+    json!({
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": text}],
+        "content": null,
+        "encrypted_content": null
+    })
+}
+
+/// Finding 1: Codex and the API write runs of reasoning items before a call or message.
+#[test]
+fn reasoning_run_before_its_call_passes() {
+    let bytes = rollout(|l| {
+        for text in ["first", "second"] {
+            l.insert(3, item(reasoning(text)).replace("12:00:04", "12:00:01"));
+        }
+    });
+    assert_passes(&bytes);
+}
+
+/// Finding 1: a run is fine, but its last item must still be followed by what it explains.
+#[test]
+fn reasoning_run_followed_by_user_message() {
+    let bytes = rollout(|l| {
+        l.push(item(reasoning("first")));
+        l.push(item(reasoning("second")));
+        l.push(item(user("and now?")));
+        l.push(event(
+            json!({"type": "user_message", "message": "and now?"}),
+        ));
+    });
+    assert_breaks(&bytes, &[("reasoning_placement", 9)]);
+}
+
+/// Finding 2: an item type Codex 0.169 does not know is dropped on resume without a word.
+#[test]
+fn unknown_response_item_type() {
+    let bytes = rollout(|l| insert_after_meta(l, json!({"type": "bogus_item", "text": "x"})));
+    let run = assert_breaks(&bytes, &[("roles", 2)]);
+    let message = run.report["reports"][0]["violations"][0]["message"]
+        .as_str()
+        .expect("message");
+    assert!(message.contains("bogus_item"), "{message}");
+}
+
+/// Finding 2: `ghost_snapshot` is a legacy type Codex ignores on purpose: a warning, and the
+/// file still passes.
+#[test]
+fn ghost_snapshot_is_a_warning_not_a_failure() {
+    let bytes = rollout(|l| {
+        insert_after_meta(
+            l,
+            json!({"type": "ghost_snapshot", "ghost_commit": {"id": "abc", "parent": null}}),
+        )
+    });
+    let run = assert_passes(&bytes);
+    let warnings = &run.report["reports"][0]["warnings"];
+    assert_eq!(
+        warnings.as_array().map(Vec::len),
+        Some(1),
+        "\n{}",
+        run.shown
+    );
+    assert_eq!(warnings[0]["kind"], "ignored_item_type", "\n{}", run.shown);
+    assert_eq!(warnings[0]["line"], 2, "\n{}", run.shown);
+    assert_eq!(run.report["warnings"], 1, "\n{}", run.shown);
+    assert_eq!(run.report["passed"], 1, "\n{}", run.shown);
+
+    // The text report shows it too, and still exits 0.
+    let work = Workdir::new();
+    let path = work.write(FILE_NAME, &bytes);
+    let out = Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .expect("run rollover");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(":2: [warning] `ghost_snapshot`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 passed, 0 failed, 1 warning"), "{stdout}");
+}
+
+/// Finding 3: the UI shows the agent_message event, the model sees the item: they must agree.
+#[test]
+fn agent_message_text_differs_from_its_message() {
+    let bytes =
+        rollout(|l| edit_line(l, 7, |v| v["payload"]["message"] = json!("Something else.")));
+    assert_breaks(&bytes, &[("ui_parity", 6)]);
+}
+
+#[test]
+fn user_message_event_text_differs_from_its_message() {
+    let bytes = rollout(|l| edit_line(l, 3, |v| v["payload"]["message"] = json!("What files?")));
+    assert_breaks(&bytes, &[("ui_parity", 2)]);
+}
+
+/// Lines as Codex 0.169 appends them when it resumes a migrated rollout (taken from a real
+/// `codex exec resume` in the conformance test, shortened), at `12:00:05`.
+fn codex_turn(base_instructions_again: bool) -> Vec<String> {
+    let ts = "2025-10-01T12:00:05.000Z";
+    let line = |tag: &str, payload: Value| {
+        json!({"timestamp": ts, "type": tag, "payload": payload}).to_string()
+    };
+    let mut lines = vec![
+        line(
+            "event_msg",
+            json!({"type": "thread_settings_applied", "thread_id": UUID,
+            "thread_settings": {"model": "gpt-fake", "approval_policy": "never"}}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "task_started", "turn_id": "t1",
+            "started_at": 1_796_097_614u64, "model_context_window": 258_400}),
+        ),
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_1", "role": "developer",
+            "content": [{"type": "input_text", "text": "<permissions instructions>\nread-only\n</permissions instructions>"},
+                        {"type": "input_text", "text": "<skills_instructions>\n## Skills\n</skills_instructions>"}]}),
+        ),
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_2", "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/p</cwd>\n</environment_context>"}],
+            "internal_chat_message_metadata_passthrough": {"turn_id": "t1"}}),
+        ),
+        line(
+            "world_state",
+            json!({"full": true, "state": {"agents_md": {}, "current_date": "2025-10-01"}}),
+        ),
+        line(
+            "turn_context",
+            json!({"turn_id": "t1", "cwd": "/p", "approval_policy": "never",
+            "model": "gpt-fake", "sandbox_policy": {"type": "read-only"}}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "thread_settings_applied", "thread_id": UUID,
+            "thread_settings": {"model": "gpt-fake"}}),
+        ),
+    ];
+    if base_instructions_again {
+        lines.push(line(
+            "response_item",
+            json!({"type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": "<imported system prompt>"}]}),
+        ));
+    }
+    lines.extend([
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_3", "role": "user",
+            "content": [{"type": "input_text", "text": "please continue"}]}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "user_message", "message": "please continue",
+            "images": [], "local_images": [], "text_elements": []}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "agent_message", "message": "ok", "phase": null,
+            "memory_citation": null}),
+        ),
+        line(
+            "response_item",
+            json!({"type": "message", "id": "msg_4", "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok"}]}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "token_count", "info": null, "rate_limits": {"primary": null}}),
+        ),
+        line(
+            "token_usage_record",
+            json!({"turn_id": "t1", "usage": {"input_tokens": 10, "output_tokens": 1}}),
+        ),
+        line(
+            "event_msg",
+            json!({"type": "task_complete", "turn_id": "t1", "last_agent_message": "ok"}),
+        ),
+    ]);
+    lines
+}
+
+/// Finding 7: what Codex 0.169 itself appends on resume passes, including the base
+/// instructions again as a developer message in the turn it ran.
+#[test]
+fn rollout_resumed_by_codex_passes() {
+    let bytes = rollout(|l| l.extend(codex_turn(true)));
+    assert_passes(&bytes);
+}
+
+/// Finding 7: the base instructions as a developer message in the migrated part, before any
+/// turn Codex ran, are still a duplicate, even with a Codex turn after them.
+#[test]
+fn base_instructions_repeated_before_a_codex_turn() {
+    let bytes = rollout(|l| {
+        insert_after_meta(
+            l,
+            json!({
+                "type": "message", "role": "developer",
+                "content": [{"type": "input_text", "text": "<imported system prompt>"}]
+            }),
+        );
+        l.extend(codex_turn(false));
+    });
+    assert_breaks(&bytes, &[("base_instructions", 2)]);
 }

@@ -1,4 +1,5 @@
-//! `rollover validate`: check existing rollouts against invariants 1-11.
+//! `rollover validate`: check existing rollouts against invariants 1-11. Violations fail the
+//! run; warnings (what Codex ignores on purpose) are shown and do not.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,13 +12,16 @@ use crate::cli::ValidateArgs;
 use crate::commands::Exit;
 use crate::rules::RuleSet;
 use crate::source::open;
-use crate::validate::{check, uuid_in_file_name, Violation};
+use crate::validate::{
+    check_with_warnings, uuid_in_file_name, Findings, Invariant, Violation, Warning,
+};
 
 #[derive(Serialize)]
 struct FileReport {
     path: String,
     ok: bool,
     violations: Vec<Violation>,
+    warnings: Vec<Warning>,
 }
 
 #[derive(Serialize)]
@@ -26,6 +30,7 @@ struct Report {
     files: usize,
     passed: usize,
     failed: usize,
+    warnings: usize,
     reports: Vec<FileReport>,
 }
 
@@ -44,24 +49,28 @@ pub fn run(args: &ValidateArgs) -> Result<Exit> {
         let mut bytes = Vec::new();
         let opened = open(path).with_context(|| format!("opening {}", path.display()))?;
         let mut reader = opened.reader;
-        let violations = match reader.read_to_end(&mut bytes) {
+        let findings = match reader.read_to_end(&mut bytes) {
             Ok(_) => {
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                check(&bytes, uuid_in_file_name(&name), &rules.markers)
+                check_with_warnings(&bytes, uuid_in_file_name(&name), &rules.markers)
             }
-            Err(err) => vec![Violation {
-                invariant: crate::validate::Invariant::LineFormat,
-                line: 0,
-                message: format!("cannot read: {err}"),
-            }],
+            Err(err) => Findings {
+                violations: vec![Violation {
+                    invariant: Invariant::LineFormat,
+                    line: 0,
+                    message: format!("cannot read: {err}"),
+                }],
+                warnings: Vec::new(),
+            },
         };
         reports.push(FileReport {
             path: path.display().to_string(),
-            ok: violations.is_empty(),
-            violations,
+            ok: findings.violations.is_empty(),
+            violations: findings.violations,
+            warnings: findings.warnings,
         });
     }
     let failed = reports.iter().filter(|r| !r.ok).count();
@@ -70,36 +79,57 @@ pub fn run(args: &ValidateArgs) -> Result<Exit> {
         files: reports.len(),
         passed: reports.len() - failed,
         failed,
+        warnings: reports.iter().map(|r| r.warnings.len()).sum(),
         reports,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for r in &report.reports {
-            if r.ok {
-                println!("ok    {}", r.path);
-                continue;
-            }
-            println!("FAIL  {} ({} violations)", r.path, r.violations.len());
-            for v in r.violations.iter().take(args.max_per_file) {
-                println!(
-                    "      {}:{}: [{}] {}",
-                    r.path, v.line, v.invariant, v.message
-                );
-            }
-            if r.violations.len() > args.max_per_file {
-                println!(
-                    "      ... {} more (--max-per-file, or --json for all)",
-                    r.violations.len() - args.max_per_file
-                );
-            }
+            print_file(r, args.max_per_file);
         }
+        let warnings = match report.warnings {
+            0 => String::new(),
+            1 => ", 1 warning".to_string(),
+            n => format!(", {n} warnings"),
+        };
         println!(
-            "{} files: {} passed, {} failed (Codex {})",
+            "{} files: {} passed, {} failed{warnings} (Codex {})",
             report.files, report.passed, report.failed, report.codex_version
         );
     }
     Ok(Exit::findings_if(failed > 0))
+}
+
+/// One file's lines of the text report: its status, then up to `max` violations and up to
+/// `max` warnings.
+fn print_file(r: &FileReport, max: usize) {
+    if r.ok {
+        println!("ok    {}", r.path);
+    } else {
+        println!("FAIL  {} ({} violations)", r.path, r.violations.len());
+    }
+    for v in r.violations.iter().take(max) {
+        println!(
+            "      {}:{}: [{}] {}",
+            r.path, v.line, v.invariant, v.message
+        );
+    }
+    if r.violations.len() > max {
+        println!(
+            "      ... {} more (--max-per-file, or --json for all)",
+            r.violations.len() - max
+        );
+    }
+    for w in r.warnings.iter().take(max) {
+        println!("      {}:{}: [warning] {}", r.path, w.line, w.message);
+    }
+    if r.warnings.len() > max {
+        println!(
+            "      ... {} more warnings (--max-per-file, or --json for all)",
+            r.warnings.len() - max
+        );
+    }
 }
 
 /// Files named directly; under a folder, its `rollout-*.jsonl[.zst]` files (a Codex home),

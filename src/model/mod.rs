@@ -1,7 +1,7 @@
 //! Wire types and the plain data that moves between pipeline stages. No logic lives here.
 //!
 //! - [`transcript`]: a conversation as read from an input record (roles, parts, tool calls).
-//! - [`rollout`]: Codex rollout lines and Responses items, as written.
+//! - [`rollout`]: Codex rollout lines and Responses items, as written and as read back.
 //! - [`conversation`]: a converted conversation's items, each with its kind and origin.
 //! - [`time`]: the wire format's timestamps (RFC 3339, milliseconds, `Z`), read and written;
 //!   the one piece of logic here, because both sides of the wire need the same format.

@@ -939,10 +939,40 @@ pub fn check_resume(
         .as_array()
         .ok_or("the request has no `input` array")?;
     compare_input(&rollout, input, PROMPT)?;
+    validate_resumed(rollout_file, &target)?;
     Ok(ResumeCheck {
         elapsed,
         items: rollout.items.len(),
     })
+}
+
+/// The rollout as Codex left it, with the turn it ran appended, must pass `rollover validate`:
+/// validate accepts everything Codex itself writes. Codex must have appended something, or the
+/// check proves nothing.
+fn validate_resumed(original: &Path, resumed: &Path) -> Result<(), String> {
+    let lines = |path: &Path| read_rollout_lines(path).map(|l| l.len());
+    let (before, after) = (lines(original)?, lines(resumed)?);
+    if after <= before {
+        return Err(format!(
+            "Codex appended nothing to {} ({before} lines before the resume, {after} after)",
+            resumed.display()
+        ));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .args(["validate", "--json"])
+        .arg(resumed)
+        .output()
+        .map_err(|e| format!("cannot run rollover validate: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "rollover validate fails the rollout after Codex resumed it ({}; {before} lines migrated, \
+         {after} after the resume):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
 }
 
 /// Rewrite a rollout's lines in place through `edit` (one parsed JSON value per line).

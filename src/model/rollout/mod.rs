@@ -1,9 +1,16 @@
 //! Codex rollout lines and Responses items, as Codex 0.169 reads them (see
-//! `shared/spec/codex-target.md`). Serialisation only: field order here is the order written.
+//! `shared/spec/codex-target.md`). Here the types `convert` writes (field order here is the
+//! order written); in [`view`], the same lines read back, for `validate`.
+//!
+//! The writer enums hold only what the converter writes, so that every `match` on them in the
+//! pipeline stays exhaustive; the views add what Codex itself writes and an `Other` case for
+//! what it does not know. Round-trip tests in [`view`] keep the two in step.
 
 use std::borrow::Cow;
 
 use serde::Serialize;
+
+pub mod view;
 
 /// Line tags of a rollout file.
 pub const TAG_SESSION_META: &str = "session_meta";
@@ -11,6 +18,9 @@ pub const TAG_RESPONSE_ITEM: &str = "response_item";
 pub const TAG_EVENT_MSG: &str = "event_msg";
 pub const TAG_COMPACTED: &str = "compacted";
 pub const TAG_TURN_CONTEXT: &str = "turn_context";
+/// Tags Codex 0.169 writes when it runs a turn; an importer does not write them.
+pub const TAG_WORLD_STATE: &str = "world_state";
+pub const TAG_TOKEN_USAGE_RECORD: &str = "token_usage_record";
 
 /// Message roles written in response items.
 pub const ROLE_USER: &str = "user";

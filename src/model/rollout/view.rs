@@ -1,0 +1,580 @@
+//! Rollout lines read back: borrowed views of the wire types in [`super`], for checking any
+//! rollout (ours, or one Codex wrote or appended to).
+//!
+//! A line is `{timestamp, type, payload}`; by its `type` the payload reads as a
+//! [`RolloutItemView`] (tags Codex 0.169 does not know keep their name in
+//! [`RolloutItemView::Other`]), and a `response_item` payload as a [`ResponseItemView`] tagged
+//! by its own `type` (item types Codex 0.169 does not know keep theirs in
+//! [`ResponseItemView::Other`]). The writer types and these views are kept in step by the
+//! round-trip tests below: every variant the converter writes reads back as its view.
+//!
+//! Views hold what a check reads, not every field: strings the checks compare are borrowed
+//! from the line (copied only when they hold escapes), values only type-checked
+//! (`arguments`, `output`...) are skipped and kept as their JSON [`Kind`].
+//!
+//! Two ways in. The fast way deserialises the line in one pass into a flat set of fields
+//! (no `serde_json::Value` tree, no map per object; an internally tagged serde enum would buffer
+//! the whole payload first) and then sorts them into the views. It accepts only the shapes a
+//! well-formed rollout has, and fails on anything else (a `phase` that is a number, a
+//! `payload` that is an array, a duplicate key...). The slow way reads the same fields from a
+//! `Value`, following `serde_json::Value` indexing (a missing key, `null` and a wrong type all
+//! read as absent), and handles every line; use it when the fast way fails: for any line the
+//! fast way accepts, both give the same view.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::{
+    TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META, TAG_TOKEN_USAGE_RECORD,
+    TAG_TURN_CONTEXT, TAG_WORLD_STATE,
+};
+
+/// One line: its timestamp, its payload read by its tag.
+#[derive(Debug, PartialEq)]
+pub struct LineView<'a> {
+    pub timestamp: Option<Text<'a>>,
+    pub item: RolloutItemView<'a>,
+    /// False when `payload` is missing or not an object (the item then reads as if every
+    /// field were absent).
+    pub payload_is_object: bool,
+}
+
+/// A line's payload by the line's `type` (`RolloutItem` in codex-rs).
+#[derive(Debug, PartialEq)]
+pub enum RolloutItemView<'a> {
+    SessionMeta(SessionMetaView<'a>),
+    ResponseItem(ResponseItemView<'a>),
+    EventMsg(EventMsgView<'a>),
+    Compacted,
+    TurnContext,
+    /// Written by Codex 0.169 when it runs a turn (`{"full": bool, "state": {...}}`).
+    WorldState,
+    /// Written by Codex 0.169 when it runs a turn.
+    TokenUsageRecord,
+    /// A tag Codex 0.169 does not know: it skips the line silently.
+    Other(Text<'a>),
+    /// No string `type`.
+    Untagged,
+}
+
+/// A `session_meta` payload. Of the required fields but `id`, only the JSON type matters.
+#[derive(Debug, PartialEq)]
+pub struct SessionMetaView<'a> {
+    pub id: Option<Text<'a>>,
+    pub timestamp: Kind,
+    pub cwd: Kind,
+    pub originator: Kind,
+    pub cli_version: Kind,
+    pub base_instructions: BaseInstructionsView<'a>,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum BaseInstructionsView<'a> {
+    /// Missing or `null`.
+    Absent,
+    NotObject,
+    /// `text` is `None` when it is missing or not a string.
+    Object {
+        text: Option<Text<'a>>,
+    },
+}
+
+/// A `response_item` payload, by its `type` (`ResponseItem` in codex-rs). Fields missing or of
+/// the wrong type read as `None`.
+#[derive(Debug, PartialEq)]
+pub enum ResponseItemView<'a> {
+    Message(MessageView<'a>),
+    Reasoning {
+        /// `None` when missing or not an array.
+        content: Option<Vec<PartView<'a>>>,
+    },
+    FunctionCall {
+        call_id: Option<Text<'a>>,
+        arguments: Kind,
+    },
+    FunctionCallOutput {
+        call_id: Option<Text<'a>>,
+        output: Kind,
+    },
+    CustomToolCall {
+        call_id: Option<Text<'a>>,
+        input: Kind,
+    },
+    CustomToolCallOutput {
+        call_id: Option<Text<'a>>,
+        output: Kind,
+    },
+    LocalShellCall {
+        call_id: Option<Text<'a>>,
+    },
+    ToolSearchCall,
+    ToolSearchOutput,
+    WebSearchCall,
+    ImageGenerationCall,
+    /// Also read under its older name `compaction_summary`.
+    Compaction,
+    /// A legacy type Codex 0.169 still parses and leaves out of the model's history on purpose.
+    GhostSnapshot,
+    /// A type Codex 0.169 does not know (`None`: no string `type`): it drops the item on resume.
+    Other(Option<Text<'a>>),
+}
+
+#[derive(Debug, PartialEq)]
+pub struct MessageView<'a> {
+    pub role: Option<Text<'a>>,
+    /// `None` when missing or not an array.
+    pub content: Option<Vec<PartView<'a>>>,
+    pub phase: PhaseView<'a>,
+    /// Set on items Codex wrote itself.
+    pub id: Option<Text<'a>>,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum PhaseView<'a> {
+    /// Missing or `null`.
+    Absent,
+    Text(Text<'a>),
+    /// Neither a string nor `null`, as JSON text.
+    NotText(Box<str>),
+}
+
+/// A content part (a part that is not an object reads as one with neither field).
+#[derive(Debug, Default, PartialEq, serde::Deserialize)]
+pub struct PartView<'a> {
+    #[serde(default, borrow, rename = "type")]
+    pub kind: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub text: Option<Text<'a>>,
+}
+
+/// An `event_msg` payload, by its `type`.
+#[derive(Debug, PartialEq)]
+pub enum EventMsgView<'a> {
+    UserMessage {
+        message: Option<Text<'a>>,
+    },
+    AgentMessage {
+        message: Option<Text<'a>>,
+    },
+    /// Codex starts each turn it runs with one.
+    TaskStarted,
+    /// Any other event (Codex writes many: token counts, settings, ...); `None`: no string `type`.
+    Other(Option<Text<'a>>),
+}
+
+impl<'a> LineView<'a> {
+    /// The response item of a `response_item` line.
+    pub fn response_item(&self) -> Option<&ResponseItemView<'a>> {
+        match &self.item {
+            RolloutItemView::ResponseItem(item) => Some(item),
+            _ => None,
+        }
+    }
+}
+
+impl ResponseItemView<'_> {
+    /// The type name as written (`None` when there is none).
+    pub fn type_name(&self) -> Option<&str> {
+        Some(match self {
+            ResponseItemView::Message(_) => "message",
+            ResponseItemView::Reasoning { .. } => "reasoning",
+            ResponseItemView::FunctionCall { .. } => "function_call",
+            ResponseItemView::FunctionCallOutput { .. } => "function_call_output",
+            ResponseItemView::CustomToolCall { .. } => "custom_tool_call",
+            ResponseItemView::CustomToolCallOutput { .. } => "custom_tool_call_output",
+            ResponseItemView::LocalShellCall { .. } => "local_shell_call",
+            ResponseItemView::ToolSearchCall => "tool_search_call",
+            ResponseItemView::ToolSearchOutput => "tool_search_output",
+            ResponseItemView::WebSearchCall => "web_search_call",
+            ResponseItemView::ImageGenerationCall => "image_generation_call",
+            ResponseItemView::Compaction => "compaction",
+            ResponseItemView::GhostSnapshot => "ghost_snapshot",
+            ResponseItemView::Other(kind) => return kind.as_deref(),
+        })
+    }
+}
+
+// --- Reading ---------------------------------------------------------------------------------
+
+/// The fast way: `None` when the line is not valid JSON or has a shape only the slow way reads.
+pub fn fast(raw: &str) -> Option<LineView<'_>> {
+    serde_json::from_str::<Obj<RawLine<'_>>>(raw)
+        .ok()
+        .map(|line| line.0.into_view())
+}
+
+/// The slow way, for any value; `None` when it is not an object.
+pub fn from_value(line: &Value) -> Option<LineView<'static>> {
+    let Value::Object(_) = line else {
+        return None;
+    };
+    let payload = match &line["payload"] {
+        p @ Value::Object(_) => Some(Obj(fields_from_value(p))),
+        _ => None,
+    };
+    Some(
+        RawLine {
+            timestamp: string(&line["timestamp"]),
+            tag: string(&line["type"]),
+            payload,
+        }
+        .into_view(),
+    )
+}
+
+/// A line as the fast way reads it.
+#[derive(serde::Deserialize)]
+struct RawLine<'a> {
+    #[serde(default, borrow)]
+    timestamp: Option<Text<'a>>,
+    #[serde(default, borrow, rename = "type")]
+    tag: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    payload: Option<Obj<Fields<'a>>>,
+}
+
+/// The fields of every payload type at once, read in one pass.
+#[derive(Default, serde::Deserialize)]
+struct Fields<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    role: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    phase: Option<Text<'a>>,
+    #[serde(skip)]
+    phase_json: Option<Box<str>>,
+    #[serde(default, borrow)]
+    content: Option<Vec<Obj<PartView<'a>>>>,
+    #[serde(default, borrow)]
+    call_id: Option<Text<'a>>,
+    #[serde(default)]
+    arguments: Kind,
+    #[serde(default)]
+    input: Kind,
+    #[serde(default)]
+    output: Kind,
+    #[serde(default, borrow)]
+    message: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    id: Option<Text<'a>>,
+    #[serde(default)]
+    timestamp: Kind,
+    #[serde(default)]
+    cwd: Kind,
+    #[serde(default)]
+    originator: Kind,
+    #[serde(default)]
+    cli_version: Kind,
+    #[serde(default, borrow)]
+    base_instructions: Option<Obj<RawBaseInstructions<'a>>>,
+    #[serde(skip)]
+    base_instructions_not_object: bool,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct RawBaseInstructions<'a> {
+    #[serde(default, borrow)]
+    text: Option<Text<'a>>,
+}
+
+impl<'a> RawLine<'a> {
+    fn into_view(self) -> LineView<'a> {
+        let payload_is_object = self.payload.is_some();
+        let fields = self.payload.map(|p| p.0).unwrap_or_default();
+        let item = match self.tag {
+            None => RolloutItemView::Untagged,
+            Some(tag) => match &*tag {
+                TAG_SESSION_META => RolloutItemView::SessionMeta(fields.into_session_meta()),
+                TAG_RESPONSE_ITEM => RolloutItemView::ResponseItem(fields.into_response_item()),
+                TAG_EVENT_MSG => RolloutItemView::EventMsg(fields.into_event()),
+                TAG_COMPACTED => RolloutItemView::Compacted,
+                TAG_TURN_CONTEXT => RolloutItemView::TurnContext,
+                TAG_WORLD_STATE => RolloutItemView::WorldState,
+                TAG_TOKEN_USAGE_RECORD => RolloutItemView::TokenUsageRecord,
+                _ => RolloutItemView::Other(tag),
+            },
+        };
+        LineView {
+            timestamp: self.timestamp,
+            item,
+            payload_is_object,
+        }
+    }
+}
+
+fn parts(content: Option<Vec<Obj<PartView<'_>>>>) -> Option<Vec<PartView<'_>>> {
+    content.map(|parts| parts.into_iter().map(|p| p.0).collect())
+}
+
+impl<'a> Fields<'a> {
+    fn into_session_meta(self) -> SessionMetaView<'a> {
+        let base_instructions = match self.base_instructions {
+            _ if self.base_instructions_not_object => BaseInstructionsView::NotObject,
+            None => BaseInstructionsView::Absent,
+            Some(b) => BaseInstructionsView::Object { text: b.0.text },
+        };
+        SessionMetaView {
+            id: self.id,
+            timestamp: self.timestamp,
+            cwd: self.cwd,
+            originator: self.originator,
+            cli_version: self.cli_version,
+            base_instructions,
+        }
+    }
+
+    fn into_response_item(self) -> ResponseItemView<'a> {
+        let Some(kind) = self.kind else {
+            return ResponseItemView::Other(None);
+        };
+        let call_id = self.call_id;
+        match &*kind {
+            "message" => ResponseItemView::Message(MessageView {
+                role: self.role,
+                content: parts(self.content),
+                phase: match (self.phase, self.phase_json) {
+                    (Some(text), _) => PhaseView::Text(text),
+                    (None, Some(json)) => PhaseView::NotText(json),
+                    (None, None) => PhaseView::Absent,
+                },
+                id: self.id,
+            }),
+            "reasoning" => ResponseItemView::Reasoning {
+                content: parts(self.content),
+            },
+            "function_call" => ResponseItemView::FunctionCall {
+                call_id,
+                arguments: self.arguments,
+            },
+            "function_call_output" => ResponseItemView::FunctionCallOutput {
+                call_id,
+                output: self.output,
+            },
+            "custom_tool_call" => ResponseItemView::CustomToolCall {
+                call_id,
+                input: self.input,
+            },
+            "custom_tool_call_output" => ResponseItemView::CustomToolCallOutput {
+                call_id,
+                output: self.output,
+            },
+            "local_shell_call" => ResponseItemView::LocalShellCall { call_id },
+            "tool_search_call" => ResponseItemView::ToolSearchCall,
+            "tool_search_output" => ResponseItemView::ToolSearchOutput,
+            "web_search_call" => ResponseItemView::WebSearchCall,
+            "image_generation_call" => ResponseItemView::ImageGenerationCall,
+            "compaction" | "compaction_summary" => ResponseItemView::Compaction,
+            "ghost_snapshot" => ResponseItemView::GhostSnapshot,
+            _ => ResponseItemView::Other(Some(kind)),
+        }
+    }
+
+    fn into_event(self) -> EventMsgView<'a> {
+        match self.kind.as_deref() {
+            Some("user_message") => EventMsgView::UserMessage {
+                message: self.message,
+            },
+            Some("agent_message") => EventMsgView::AgentMessage {
+                message: self.message,
+            },
+            Some("task_started") => EventMsgView::TaskStarted,
+            _ => EventMsgView::Other(self.kind),
+        }
+    }
+}
+
+fn fields_from_value(p: &Value) -> Fields<'static> {
+    let (phase, phase_json) = match &p["phase"] {
+        Value::Null => (None, None),
+        Value::String(s) => (Some(Text(Cow::Owned(s.clone()))), None),
+        other => (None, Some(other.to_string().into())),
+    };
+    let (base_instructions, base_instructions_not_object) = match &p["base_instructions"] {
+        Value::Null => (None, false),
+        b @ Value::Object(_) => (
+            Some(Obj(RawBaseInstructions {
+                text: string(&b["text"]),
+            })),
+            false,
+        ),
+        _ => (None, true),
+    };
+    Fields {
+        kind: string(&p["type"]),
+        role: string(&p["role"]),
+        phase,
+        phase_json,
+        content: p["content"].as_array().map(|parts| {
+            parts
+                .iter()
+                .map(|part| {
+                    Obj(PartView {
+                        kind: string(&part["type"]),
+                        text: string(&part["text"]),
+                    })
+                })
+                .collect()
+        }),
+        call_id: string(&p["call_id"]),
+        arguments: Kind::of(&p["arguments"]),
+        input: Kind::of(&p["input"]),
+        output: Kind::of(&p["output"]),
+        message: string(&p["message"]),
+        id: string(&p["id"]),
+        timestamp: Kind::of(&p["timestamp"]),
+        cwd: Kind::of(&p["cwd"]),
+        originator: Kind::of(&p["originator"]),
+        cli_version: Kind::of(&p["cli_version"]),
+        base_instructions,
+        base_instructions_not_object,
+    }
+}
+
+fn string(v: &Value) -> Option<Text<'static>> {
+    v.as_str().map(|s| Text(Cow::Owned(s.to_string())))
+}
+
+// --- Value types -----------------------------------------------------------------------------
+
+/// A string, borrowed from the line when it has no escapes. (`#[serde(borrow)]` borrows a bare
+/// `Cow<str>` field, but an `Option<Cow<str>>` always gets an owned copy.)
+#[derive(Debug, PartialEq)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<'a>(PhantomData<&'a str>);
+        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(text.to_string())))
+            }
+            fn visit_string<E>(self, text: String) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor(PhantomData))
+    }
+}
+
+/// A value that must be a JSON object. Derived structs also accept an array (field by field,
+/// in order), which would read `[..]` as an object: this reads only a map.
+#[derive(Debug, Default, PartialEq)]
+struct Obj<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Obj)
+            }
+        }
+        deserializer.deserialize_map(ObjVisitor(PhantomData))
+    }
+}
+
+/// The JSON type of a value the checks only type-check; the value itself is skipped. Missing
+/// reads as `Null`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    #[default]
+    Null,
+    Bool,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl Kind {
+    pub fn of(value: &Value) -> Kind {
+        match value {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+
+    /// As a message names it.
+    pub fn article_name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "a boolean",
+            Kind::Number => "a number",
+            Kind::String => "a string",
+            Kind::Array => "an array",
+            Kind::Object => "an object",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KindVisitor;
+        impl<'de> Visitor<'de> for KindVisitor {
+            type Value = Kind;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Kind, E> {
+                Ok(Kind::Null)
+            }
+            fn visit_none<E>(self) -> Result<Kind, E> {
+                Ok(Kind::Null)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
+                Ok(Kind::Bool)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
+                Ok(Kind::Number)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
+                Ok(Kind::Number)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
+                Ok(Kind::Number)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
+                Ok(Kind::String)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kind, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Kind::Array)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Kind, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Kind::Object)
+            }
+        }
+        deserializer.deserialize_any(KindVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,216 @@
+//! A rollout's bytes to its lines, read as [`LineView`]s, with the findings of invariant 2 that
+//! concern the bytes themselves: a byte-order mark, invalid UTF-8, CRLF endings, lines that are
+//! not JSON objects or that Codex's parser would refuse.
+//!
+//! The JSON checks here are this module's own, not the input reader's: a bug in a helper shared
+//! with the converter could otherwise hide from both sides.
+
+use serde_json::Value;
+
+use super::{Findings, Invariant};
+use crate::model::rollout::view::{self, LineView};
+
+/// serde_json's nesting limit, which Codex's reader has: a deeper line is lost there.
+const MAX_DEPTH: usize = 128;
+
+/// The lines that parse, with their 1-based numbers. `None` when the file is not UTF-8 (Codex
+/// then refuses it whole, and nothing else is worth reading).
+pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize, LineView<'a>)>> {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        out.violation(
+            Invariant::LineFormat,
+            1,
+            "file starts with a UTF-8 byte-order mark".to_string(),
+        );
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(err) => {
+            let at = err.valid_up_to();
+            let line = memchr::memchr_iter(b'\n', &bytes[..at]).count() + 1;
+            out.violation(
+                Invariant::LineFormat,
+                line,
+                format!("invalid UTF-8 at byte {at}: Codex refuses the whole file"),
+            );
+            return None;
+        }
+    };
+    let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let last = memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1;
+    let mut lines = Vec::with_capacity(last);
+    for (i, raw) in body.split('\n').enumerate() {
+        let n = i + 1;
+        if raw.is_empty() && n == last {
+            break;
+        }
+        if raw.ends_with('\r') {
+            out.violation(Invariant::LineFormat, n, "CRLF line ending".to_string());
+        }
+        let raw = raw.trim_end_matches('\r');
+        match parse_line(raw) {
+            Ok(Some(line)) => lines.push((n, line)),
+            Ok(None) => out.violation(
+                Invariant::LineFormat,
+                n,
+                "line is JSON but not an object".to_string(),
+            ),
+            Err(err) if raw.trim().is_empty() => {
+                out.violation(Invariant::LineFormat, n, format!("blank line ({err})"))
+            }
+            Err(err) => out.violation(
+                Invariant::LineFormat,
+                n,
+                format!("not JSON: {err} (Codex skips such a line silently)"),
+            ),
+        }
+    }
+    Some(lines)
+}
+
+/// One line to its view; `Ok(None)` when it is JSON but not an object. A lone surrogate
+/// escape is an error here: simd-json would read it as U+0000, and serde_json skips it unchecked
+/// in the values the views ignore, while Codex (serde_json) rejects the line and so loses it.
+fn parse_line(raw: &str) -> Result<Option<LineView<'_>>, String> {
+    let lone = lone_surrogates(raw.as_bytes());
+    if lone > 0 {
+        return Err(format!(
+            "{lone} lone surrogate escape(s), which Codex cannot parse"
+        ));
+    }
+    // Deeper than serde_json's limit: Codex cannot read the line, so serde_json says why. (The
+    // fast way skips unread values without a depth limit, and simd-json would recurse without
+    // one and overflow the stack.)
+    if nests_deeper_than(raw.as_bytes(), MAX_DEPTH) {
+        let value = serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())?;
+        return Ok(view::from_value(&value));
+    }
+    if let Some(line) = view::fast(raw) {
+        return Ok(Some(line));
+    }
+    // Not JSON, or a shape the fast way does not read: parse to a `Value` (simd-json for speed,
+    // serde_json for the error message).
+    let mut buf = raw.as_bytes().to_vec();
+    let value = match simd_json::serde::from_slice::<Value>(&mut buf) {
+        Ok(value) => value,
+        Err(_) => serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())?,
+    };
+    Ok(view::from_value(&value))
+}
+
+/// The number of `\uD8xx`..`\uDFxx` escapes in `bytes` (JSON text) that are not a high
+/// surrogate directly followed by a low one.
+fn lone_surrogates(bytes: &[u8]) -> usize {
+    let finder = memchr::memmem::Finder::new(b"\\u");
+    let mut count = 0;
+    let mut i = 0;
+    // `get(i..)`: a line may end in a backslash (cut inside a string), and `i` may pass the end.
+    while let Some(found) = bytes.get(i..).and_then(|rest| finder.find(rest)) {
+        let at = i + found;
+        // An escaped backslash before the `u` (`\\u`) is no escape: count the run.
+        let backslashes = bytes[..=at]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            i = at + 2;
+            continue;
+        }
+        match hex4(bytes, at + 2) {
+            Some(0xD800..=0xDBFF) => {
+                let low = match bytes.get(at + 6..at + 8) {
+                    Some(b"\\u") => hex4(bytes, at + 8),
+                    _ => None,
+                };
+                if matches!(low, Some(0xDC00..=0xDFFF)) {
+                    i = at + 12;
+                } else {
+                    count += 1;
+                    i = at + 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                count += 1;
+                i = at + 6;
+            }
+            Some(_) | None => i = at + 2,
+        }
+    }
+    count
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
+    u32::from_str_radix(digits, 16).ok()
+}
+
+/// True when arrays and objects in `bytes` (JSON text) nest deeper than `limit`, brackets
+/// inside strings not counted. Malformed text may get either answer; the parser then fails.
+fn nests_deeper_than(bytes: &[u8], limit: usize) -> bool {
+    // Most lines have too few brackets to reach the limit: a count decides.
+    if memchr::memchr2_iter(b'[', b'{', bytes).nth(limit).is_none() {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_counted() {
+        for (text, lone) in [
+            (r#""\ud83d\ude00""#, 0),
+            (r#""\ud83d""#, 1),
+            (r#""\ude00x""#, 1),
+            (r#""\ud83d\u0041""#, 1),
+            (r#""\\ud83d""#, 0),
+            (r#""\\\ud83d""#, 1),
+            (r#""\u00e9""#, 0),
+            ("\"x\\", 0),
+            ("\"\\u", 0),
+            (r#""\ud83d"#, 1),
+        ] {
+            assert_eq!(lone_surrogates(text.as_bytes()), lone, "{text}");
+        }
+    }
+
+    #[test]
+    fn depth_counts_brackets_outside_strings() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(nests_deeper_than(deep.as_bytes(), MAX_DEPTH));
+        let quoted = format!("[\"{}\"]", "[".repeat(200));
+        assert!(!nests_deeper_than(quoted.as_bytes(), MAX_DEPTH));
+        let escaped = format!("[\"\\\"{}\"]", "{".repeat(200));
+        assert!(!nests_deeper_than(escaped.as_bytes(), MAX_DEPTH));
+        let exact = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        assert!(!nests_deeper_than(exact.as_bytes(), MAX_DEPTH));
+    }
+}

@@ -113,56 +113,7 @@ fn verdict<'p>(
             url,
             file_id,
             detail,
-        } => {
-            let remote = url.as_deref().is_some_and(|u| !u.starts_with("data:"));
-            let undecodable = url
-                .as_deref()
-                .is_some_and(|u| u.starts_with("data:") && !super::image::data_url_decodes(u));
-            let low = detail.as_deref() == Some("low");
-            let item = ContentItem::InputImage {
-                image_url: url.clone(),
-                file_id: file_id.clone(),
-                detail: detail.clone(),
-            };
-            if side == Side::Output {
-                verdict(
-                    "image",
-                    p.unknown_part,
-                    PolicyId::UnknownPart,
-                    &p.unknown_part_template,
-                    None,
-                )
-            } else if undecodable {
-                let template = &p.undecodable_image_template;
-                verdict(
-                    "undecodable_image",
-                    p.undecodable_image,
-                    PolicyId::UndecodableImage,
-                    template,
-                    Some(item),
-                )
-            } else if remote {
-                let template = &p.remote_image_template;
-                verdict(
-                    "remote_image",
-                    p.remote_image,
-                    PolicyId::RemoteImage,
-                    template,
-                    Some(item),
-                )
-            } else if low {
-                let template = &p.low_detail_image_template;
-                verdict(
-                    "low_detail_image",
-                    p.low_detail_image,
-                    PolicyId::LowDetailImage,
-                    template,
-                    Some(item),
-                )
-            } else {
-                return Err(Some(item));
-            }
-        }
+        } => return image_verdict(url, file_id, detail, side, policies),
         Part::Audio {
             data,
             format,
@@ -204,6 +155,71 @@ fn verdict<'p>(
             &p.unknown_part_template,
             None,
         ),
+    })
+}
+
+/// An image part: kept as is when Codex loads it, otherwise the policy for why it would not.
+fn image_verdict<'p>(
+    url: &Option<String>,
+    file_id: &Option<String>,
+    detail: &Option<String>,
+    side: Side,
+    p: &'p Policies,
+) -> Result<Verdict<'p>, Option<ContentItem>> {
+    let verdict = |kind, action, policy, template: &'p String, keep| Verdict {
+        kind,
+        action,
+        policy,
+        template: template.as_str(),
+        keep,
+    };
+    let remote = url.as_deref().is_some_and(|u| !u.starts_with("data:"));
+    let undecodable = url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("data:") && !super::image::data_url_decodes(u));
+    let low = detail.as_deref() == Some("low");
+    let item = ContentItem::InputImage {
+        image_url: url.clone(),
+        file_id: file_id.clone(),
+        detail: detail.clone(),
+    };
+    Ok(if side == Side::Output {
+        verdict(
+            "image",
+            p.unknown_part,
+            PolicyId::UnknownPart,
+            &p.unknown_part_template,
+            None,
+        )
+    } else if undecodable {
+        let template = &p.undecodable_image_template;
+        verdict(
+            "undecodable_image",
+            p.undecodable_image,
+            PolicyId::UndecodableImage,
+            template,
+            Some(item),
+        )
+    } else if remote {
+        let template = &p.remote_image_template;
+        verdict(
+            "remote_image",
+            p.remote_image,
+            PolicyId::RemoteImage,
+            template,
+            Some(item),
+        )
+    } else if low {
+        let template = &p.low_detail_image_template;
+        verdict(
+            "low_detail_image",
+            p.low_detail_image,
+            PolicyId::LowDetailImage,
+            template,
+            Some(item),
+        )
+    } else {
+        return Err(Some(item));
     })
 }
 

@@ -266,39 +266,9 @@ fn read_message(
         Some(call @ Value::Object(_)) => Some(read_function(call, false)?),
         Some(other) => return Err(format!("`function_call` is a {}", kind(other))),
     };
-    let mut tool_call_ids = Vec::new();
-    if let Some(id) = take_string(&mut map, "tool_call_id")? {
-        tool_call_ids.push(id);
-    }
-    match map.get_mut("tool_call_ids") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(ids)) => {
-            for id in ids.iter_mut() {
-                match id {
-                    Value::String(s) => tool_call_ids.push(std::mem::take(s)),
-                    other => return Err(format!("`tool_call_ids` holds a {}", kind(other))),
-                }
-            }
-        }
-        Some(other) => return Err(format!("`tool_call_ids` is a {}", kind(other))),
-    }
+    let tool_call_ids = read_tool_call_ids(&mut map)?;
     let refusal = take_string(&mut map, "refusal")?;
-    let reasoning = match take_string(&mut map, "reasoning_content")? {
-        Some(r) => Some(r),
-        None => match map.get_mut("reasoning") {
-            Some(Value::String(s)) => Some(std::mem::take(s)),
-            // A structured reasoning object (e.g. `{"content": "..."}`, `{"text": "..."}`).
-            Some(Value::Object(o)) => {
-                ["content", "text", "summary"]
-                    .iter()
-                    .find_map(|k| match o.get_mut(*k) {
-                        Some(Value::String(s)) => Some(std::mem::take(s)),
-                        _ => None,
-                    })
-            }
-            _ => None,
-        },
-    };
+    let reasoning = read_reasoning(&mut map)?;
     let phase = take_string_or_drop(&mut map, "phase", "", &mut dropped);
     let name = take_string_or_drop(&mut map, "name", "", &mut dropped);
     let ignored_fields = map
@@ -320,6 +290,47 @@ fn read_message(
         phase,
         ignored_fields,
         dropped_fields: dropped,
+    })
+}
+
+/// `tool_call_id`, then every id of a `tool_call_ids` list.
+fn read_tool_call_ids(map: &mut Map<String, Value>) -> Result<Vec<String>, String> {
+    let mut tool_call_ids = Vec::new();
+    if let Some(id) = take_string(map, "tool_call_id")? {
+        tool_call_ids.push(id);
+    }
+    match map.get_mut("tool_call_ids") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(ids)) => {
+            for id in ids.iter_mut() {
+                match id {
+                    Value::String(s) => tool_call_ids.push(std::mem::take(s)),
+                    other => return Err(format!("`tool_call_ids` holds a {}", kind(other))),
+                }
+            }
+        }
+        Some(other) => return Err(format!("`tool_call_ids` is a {}", kind(other))),
+    }
+    Ok(tool_call_ids)
+}
+
+/// Plain-text reasoning: `reasoning_content`, or `reasoning` as a string or an object.
+fn read_reasoning(map: &mut Map<String, Value>) -> Result<Option<String>, String> {
+    Ok(match take_string(map, "reasoning_content")? {
+        Some(r) => Some(r),
+        None => match map.get_mut("reasoning") {
+            Some(Value::String(s)) => Some(std::mem::take(s)),
+            // A structured reasoning object (e.g. `{"content": "..."}`, `{"text": "..."}`).
+            Some(Value::Object(o)) => {
+                ["content", "text", "summary"]
+                    .iter()
+                    .find_map(|k| match o.get_mut(*k) {
+                        Some(Value::String(s)) => Some(std::mem::take(s)),
+                        _ => None,
+                    })
+            }
+            _ => None,
+        },
     })
 }
 

@@ -20,9 +20,56 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Work with rule files.
     Rules(RulesArgs),
+    /// A dry run for a cutover review: every stage and check and the reports (report.md,
+    /// report.html), no rollout. The same options as convert; `--sample` audits a share.
+    Audit(ConvertArgs),
+    /// Convert one record and show, message by message, the rule that decided it and the
+    /// items it became, with repairs and drops marked.
+    Explain(ExplainArgs),
+    /// Work with run reports.
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The record: `FILE` (its first record) or `FILE:LINE` (the record starting on that line).
+    pub record: String,
+    /// Rule files, applied in order (`default` names the built-in rules). Default: built-in.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Where the record keeps its messages (as for convert).
+    #[arg(long = "messages-at", value_name = "PATH")]
+    pub messages_at: Vec<String>,
+    /// Print the same as JSON, for machines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Compare two runs (e.g. before and after a rule change): outcomes, decisions by rule,
+    /// and the conversations whose items changed. Exit 1 when anything moved.
+    Diff(ReportDiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportDiffArgs {
+    /// A run folder (`OUT/rollover/runs/0001`), or a Codex home (its latest run).
+    pub before: PathBuf,
+    /// The run to compare with it.
+    pub after: PathBuf,
+    /// Conversations to list by name (the rest are counted).
+    #[arg(long, default_value_t = 20)]
+    pub max_listed: usize,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
     /// Input files or folders (walked): .jsonl/.json/.traj, plain, zstd or gzip.
     #[arg(required = true)]
@@ -63,6 +110,14 @@ pub struct ConvertArgs {
     /// without it, any quarantined record makes the exit code 1.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub max_quarantine_rate: Option<f64>,
+    /// Audit only this share of the records (e.g. 0.05), picked by a hash of each record's
+    /// key so the same ones every time; the report estimates the full run. Dry runs only.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub sample: Option<f64>,
+    /// Show short excerpts of quarantined records in the reports (they hold no transcript
+    /// text otherwise); the reports say so at the top.
+    #[arg(long)]
+    pub report_text: bool,
     /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
     #[arg(long, hide = true)]
     pub baseline: bool,

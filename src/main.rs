@@ -8,7 +8,7 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use rollover::cli::{Cli, Command, RulesCommand};
+use rollover::cli::{Cli, Command, ReportCommand, RulesCommand};
 use rollover::commands::{self, Exit};
 
 fn main() {
@@ -26,6 +26,11 @@ fn main() {
     };
     let result = match cli.command {
         Command::Convert(args) => commands::convert::run(&args),
+        Command::Audit(args) => commands::convert::audit(&args),
+        Command::Explain(args) => commands::explain::run(&args),
+        Command::Report(args) => match args.command {
+            ReportCommand::Diff(diff) => commands::report::diff(&diff),
+        },
         Command::Validate(args) => commands::validate::run(&args),
         Command::Rules(args) => match args.command {
             RulesCommand::Check(check) => commands::rules::check(&check),

@@ -4,6 +4,7 @@
 
 pub mod accounting;
 pub mod decision;
+pub mod report;
 pub mod summary;
 
 pub use decision::{Action, Decision};

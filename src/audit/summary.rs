@@ -18,7 +18,12 @@ pub struct DamageReport {
 /// The whole run, as written to `rollover/summary.json` and printed at the end.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
+    /// The version of this file's schema (README "Report files"); bumped on any change that
+    /// is not a new optional field.
+    pub schema_version: u32,
     pub rules: Vec<String>,
+    /// SHA-256 of each rule file's text, in the order of `rules`.
+    pub rule_digests: Vec<String>,
     pub codex_version: String,
     pub dry_run: bool,
     pub files: u64,
@@ -70,7 +75,18 @@ pub struct Summary {
     pub sessions_replaced: Vec<String>,
     /// Temporary files a killed run had left, removed at the start of this one.
     pub temporary_files_removed: u64,
+    /// Every decision, by action, then by the rule behind it.
+    pub decisions: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Records audited, as a share of all (`--sample`): 1 when every record was.
+    pub sample_rate: f64,
+    /// Records left out by `--sample`.
+    pub records_not_sampled: u64,
+    /// Bytes of the rollouts written (or, in a dry run, that would be).
+    pub output_bytes: u64,
 }
+
+/// The schema version of `summary.json` and of each `conversations.jsonl` line.
+pub const SCHEMA_VERSION: u32 = 1;
 
 impl Summary {
     /// Something was quarantined or a file damaged: the run exits 1 so a scheduler can act.

@@ -16,10 +16,18 @@ use crate::pipeline::{self, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
 use crate::source::Damage;
 
-pub fn run(args: &ConvertArgs) -> Result<Exit> {
-    let mut rules = RuleSet::load(&args.rules).context("loading rule files")?;
+/// `rollover audit`: convert's dry run.
+pub fn audit(args: &ConvertArgs) -> Result<Exit> {
+    let mut args = args.clone();
+    args.dry_run = true;
+    run(&args)
+}
+
+/// The rule files given, with `--messages-at` paths tried before theirs.
+pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> Result<RuleSet> {
+    let mut rules = RuleSet::load(paths).context("loading rule files")?;
     let mut extra = Vec::new();
-    for path in &args.messages_at {
+    for path in messages_at {
         extra.push(PathExpr::parse(path).map_err(|msg| {
             anyhow::anyhow!(
                 "--messages-at {path}: {msg}; write it like `body.messages` or `runs[-1].messages`"
@@ -28,6 +36,11 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
     }
     extra.append(&mut rules.input.messages_at);
     rules.input.messages_at = extra;
+    Ok(rules)
+}
+
+pub fn run(args: &ConvertArgs) -> Result<Exit> {
+    let rules = load_rules(&args.rules, &args.messages_at)?;
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
     let options = Options {
@@ -40,7 +53,13 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
         force: args.force,
         durable: args.durable,
         stop,
+        sample: args.sample,
+        max_quarantine_rate: args.max_quarantine_rate.unwrap_or(0.0),
+        report_text: args.report_text,
     };
+    if args.sample.is_some() && !args.dry_run {
+        anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
+    }
     let progress = Reporter::new();
     let result = pipeline::run(&options, &rules, &progress)
         .with_context(|| format!("converting into {}", args.out.display()));

@@ -11,6 +11,8 @@
 //! | 143 | stopped by SIGTERM: the same |
 
 pub mod convert;
+pub mod explain;
+pub mod report;
 pub mod rules;
 pub mod validate;
 

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::reader::Work;
 use super::record::{Converted, Outcome};
 use super::Progress;
+use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
@@ -32,7 +33,15 @@ pub struct Collector<'h> {
     guard: &'h Guard,
     /// Files being read: records seen and rollouts placed so far.
     open: HashMap<usize, FileEntry>,
+    /// Per-file counts for the report, in input order.
+    stats: Vec<FileStats>,
+    /// What the report needs beyond the summary.
+    pub report: ReportOptions,
 }
+
+/// Excerpts of quarantined records the report shows with `--report-text`.
+const EXCERPTS: usize = 10;
+const EXCERPT_CHARS: usize = 120;
 
 impl<'h> Collector<'h> {
     pub fn new(
@@ -51,6 +60,14 @@ impl<'h> Collector<'h> {
             digests,
             guard,
             open: HashMap::new(),
+            stats: files
+                .iter()
+                .map(|f| FileStats {
+                    file: f.display.to_string(),
+                    ..FileStats::default()
+                })
+                .collect(),
+            report: ReportOptions::default(),
         })
     }
 
@@ -79,14 +96,32 @@ impl<'h> Collector<'h> {
                     });
                 }
                 Work::Record(record, file, _) => {
-                    self.summary.records += 1;
                     records += 1;
                     bytes += record.bytes.len() as u64;
                     self.file_entry(*file).records += 1;
+                    if matches!(outcome, Some(Outcome::NotSampled)) {
+                        self.summary.records_not_sampled += 1;
+                        continue;
+                    }
+                    self.summary.records += 1;
+                    self.stats[*file].records += 1;
                     match outcome {
-                        None => {}
-                        Some(Outcome::Quarantined(entry)) => self.quarantined(&entry)?,
-                        Some(Outcome::Converted(done)) => self.converted(*file, &done)?,
+                        None | Some(Outcome::NotSampled) => {}
+                        Some(Outcome::Quarantined(entry)) => {
+                            self.stats[*file].quarantined += 1;
+                            self.quarantined(&entry)?
+                        }
+                        Some(Outcome::Converted(done)) => {
+                            let stats = &mut self.stats[*file];
+                            stats.converted += 1;
+                            stats.output_bytes += done.bytes.len() as u64;
+                            stats.repairs += done
+                                .decisions
+                                .iter()
+                                .filter(|d| d.action.name() != "classified")
+                                .count() as u64;
+                            self.converted(*file, &done)?
+                        }
                     }
                 }
                 Work::FileEnd(file) => self.file_done(*file, manifest)?,
@@ -117,6 +152,19 @@ impl<'h> Collector<'h> {
         if let Some(invariant) = entry.class.invariant() {
             bump(&mut summary.violations, &invariant.to_string(), 1);
         }
+        if self.report.report_text && self.report.excerpts.len() < EXCERPTS {
+            let raw = entry.raw();
+            let text: String = String::from_utf8_lossy(&raw)
+                .chars()
+                .take(EXCERPT_CHARS)
+                .collect();
+            self.report.excerpts.push(Excerpt {
+                source: entry.source.clone(),
+                line: entry.line,
+                class: entry.class.name().to_string(),
+                text,
+            });
+        }
         write_line(self.home, &mut self.quarantine, "quarantine.jsonl", entry)
     }
 
@@ -146,7 +194,13 @@ impl<'h> Collector<'h> {
         for decision in &done.decisions {
             bump(&mut summary.rules_fired, &decision.rule, 1);
             bump(&mut summary.actions, decision.action.name(), 1);
+            let by_rule = summary
+                .decisions
+                .entry(decision.action.name().to_string())
+                .or_default();
+            bump(by_rule, &decision.rule, 1);
         }
+        summary.output_bytes += done.bytes.len() as u64;
         for field in &done.ignored {
             bump(&mut summary.ignored_fields, field, 1);
         }
@@ -228,6 +282,12 @@ impl<'h> Collector<'h> {
         let mut bytes = serde_json::to_vec_pretty(&for_file)
             .map_err(|e| write_error(home, "summary.json", e.into()))?;
         bytes.push(b'\n');
+        self.report.seconds = seconds;
+        let (markdown, html) = report::render(&for_file, &self.stats, &self.report)
+            .map_err(|e| write_error(home, "report.md", std::io::Error::other(e)))?;
+        home.write_run_file_atomic("report.md", markdown.as_bytes())?;
+        home.write_run_file_atomic("report.html", html.as_bytes())?;
+        // Last: its presence marks the run folder as finished.
         home.write_run_file_atomic("summary.json", &bytes)?;
         self.summary.seconds = seconds;
         Ok(self.summary)

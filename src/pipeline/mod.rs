@@ -66,6 +66,12 @@ pub struct Options {
     pub durable: bool,
     /// The signal that asked the run to stop (0: none yet). Set by the command's handlers.
     pub stop: Arc<AtomicUsize>,
+    /// Convert only this share of the records, chosen by a hash of their key (`--sample`).
+    pub sample: Option<f64>,
+    /// The largest quarantined share the report still calls ready.
+    pub max_quarantine_rate: f64,
+    /// Short excerpts of quarantined records in the report (`--report-text`).
+    pub report_text: bool,
 }
 
 /// Progress callbacks; the command decides how to show them.
@@ -109,16 +115,22 @@ pub fn run(
     let files = Arc::new(files);
     let guard = Guard::new(manifest.rollout_digests(), options.force);
     let summary = Summary {
+        schema_version: crate::audit::summary::SCHEMA_VERSION,
         rules: rules.names.clone(),
+        rule_digests: rules.digests.clone(),
         codex_version: rules.codex_version.clone(),
         dry_run: options.dry_run,
         files: files.len() as u64,
         run: run_number,
         files_unchanged: skip.iter().filter(|s| **s).count() as u64,
         temporary_files_removed,
+        sample_rate: options.sample.unwrap_or(1.0),
         ..Summary::default()
     };
     let mut collector = Collector::new(&home, summary, &files, digests, &guard)?;
+    collector.report.max_quarantine_rate = options.max_quarantine_rate;
+    collector.report.report_text = options.report_text;
+    let mut convert_seconds = 0.0;
     let to_read = files.iter().zip(&skip).filter(|(_, s)| !**s);
     progress.start(
         to_read.clone().count() as u64,
@@ -156,7 +168,10 @@ pub fn run(
             };
             pool.install(|| convert_batch(&batch, &context))
         });
-        let outcomes = match catch_unwind(work) {
+        let converting = Instant::now();
+        let caught = catch_unwind(work);
+        convert_seconds += converting.elapsed().as_secs_f64();
+        let outcomes = match caught {
             Ok(Ok(outcomes)) => outcomes,
             Ok(Err(err)) => {
                 failure = Some(err.into());
@@ -187,6 +202,7 @@ pub fn run(
         collector.batch_results(&batch_index, &skip)?;
     }
     collector.summary.interrupted = signal_name(signal);
+    collector.report.convert_seconds = convert_seconds;
     let summary = collector.finish(started.elapsed().as_secs_f64())?;
     if !options.dry_run {
         manifest.save(&home)?;
@@ -270,14 +286,16 @@ fn convert_batch(
                 return Ok(None);
             };
             failpoint("convert");
+            let key = &context.files[*file].key;
+            if !record::sampled(key, *ordinal, context.options.sample.unwrap_or(1.0)) {
+                return Ok(Some(Outcome::NotSampled));
+            }
             let mut outcome = if context.options.baseline {
                 record::round_trip(record, *ordinal)
             } else {
-                let key = &context.files[*file].key;
                 process_record(record, key, *ordinal, context.rules, context.index)
             };
             if let (Outcome::Converted(done), false) = (&mut outcome, context.options.dry_run) {
-                done.digest = crate::output::manifest::digest(&done.bytes);
                 let placed =
                     context
                         .guard

@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::audit::accounting::{account, transcript_bytes, Account};
+use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
 use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::{extract, parse_record, InputError};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::Transcript;
+use crate::output::manifest::digest;
 use crate::output::quarantine::QuarantineClass;
 use crate::output::{Placed, QuarantineEntry};
 use crate::rules::{InvalidUnicode, RuleSet};
@@ -24,17 +26,33 @@ use crate::validate::{self, Invariant};
 pub enum Outcome {
     Converted(Box<Converted>),
     Quarantined(QuarantineEntry),
+    /// Left out by `--sample`.
+    NotSampled,
+}
+
+/// Whether the record `ordinal` of the file keyed `source_key` is in a sample of `rate`:
+/// chosen by a hash of its key, so the same records are picked every time.
+pub fn sampled(source_key: &str, ordinal: u64, rate: f64) -> bool {
+    if rate >= 1.0 {
+        return true;
+    }
+    let key = format!("{source_key}#{ordinal}");
+    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+    (hash as f64) < rate * (u64::MAX as f64)
 }
 
 /// A converted record; the serialised fields are its line in `conversations.jsonl`.
 #[derive(Debug, Serialize)]
 pub struct Converted {
+    pub schema_version: u32,
     pub source: String,
     pub line: u64,
     pub id: String,
     pub path: String,
     pub account: Account,
     pub decisions: Vec<Decision>,
+    /// xxh3-128 of the rollout's bytes (the manifest's digest): what `report diff` compares.
+    pub digest: String,
     /// Items written by kind (`message:user`, `function_call`, ...) with assistant phases.
     #[serde(skip)]
     pub items: Vec<(&'static str, Option<&'static str>)>,
@@ -51,9 +69,6 @@ pub struct Converted {
     /// What writing it did (`None` in a dry run).
     #[serde(skip)]
     pub placed: Option<Placed>,
-    /// The manifest's digest of `bytes` (empty in a dry run).
-    #[serde(skip)]
-    pub digest: String,
 }
 
 /// Converts one record of the file keyed `source_key` (its `ordinal`-th record).
@@ -137,9 +152,11 @@ pub fn process_record(
         count(ItemKind::Assistant) as u64,
     );
     Outcome::Converted(Box::new(Converted {
+        schema_version: SCHEMA_VERSION,
         source: location.path.to_string(),
         line: location.line,
         id: conversation.meta.id.clone(),
+        digest: digest(&bytes),
         path: relative.display().to_string(),
         decisions: conversation.decisions,
         items,
@@ -149,7 +166,6 @@ pub fn process_record(
         bytes,
         relative,
         placed: None,
-        digest: String::new(),
     }))
 }
 
@@ -170,9 +186,11 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
     let relative =
         PathBuf::from("baseline").join(format!("{ordinal:09}-{}.jsonl", location.byte_offset));
     Outcome::Converted(Box::new(Converted {
+        schema_version: SCHEMA_VERSION,
         source: location.path.to_string(),
         line: location.line,
         id: String::new(),
+        digest: String::new(),
         path: relative.display().to_string(),
         account: Account::default(),
         decisions: Vec::new(),
@@ -182,7 +200,6 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         bytes,
         relative,
         placed: None,
-        digest: String::new(),
     }))
 }
 

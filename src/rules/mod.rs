@@ -129,6 +129,8 @@ pub struct SessionDefaults {
 #[derive(Debug, Clone)]
 pub struct RuleSet {
     pub names: Vec<String>,
+    /// SHA-256 of each rule file's text, in the order of `names`.
+    pub digests: Vec<String>,
     pub codex_version: String,
     pub input: InputRules,
     pub session: SessionDefaults,

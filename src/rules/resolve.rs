@@ -20,6 +20,7 @@ use super::{
 #[derive(Default)]
 struct Merged {
     names: Vec<String>,
+    digests: Vec<String>,
     codex_version: Option<String>,
     input: InputSection,
     session: SessionSection,
@@ -56,6 +57,7 @@ pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
     let s = merged.session;
     Ok(RuleSet {
         names: merged.names,
+        digests: merged.digests,
         codex_version,
         input,
         session: SessionDefaults {
@@ -90,6 +92,7 @@ fn merge(files: &[LoadedFile]) -> Merged {
     for (file_index, loaded) in files.iter().enumerate() {
         let f = &loaded.file;
         m.names.push(loaded.name.clone());
+        m.digests.push(text_digest(&loaded.text));
         if let Some(meta) = &f.meta {
             override_opt(&mut m.codex_version, &meta.codex_version);
         }
@@ -323,4 +326,13 @@ fn merge_marker(old: &MarkerEntry, new: &MarkerEntry, file_index: usize) -> (Mar
     override_opt(&mut merged.separate, &new.separate);
     override_opt(&mut merged.enabled, &new.enabled);
     (merged, file_index)
+}
+
+/// SHA-256 of a rule file's text, hex: the audit names the exact rules a run used.
+fn text_digest(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -1,0 +1,387 @@
+//! The audit report a reviewer signs before cutover: `report.md` (the story, largest numbers
+//! first) and `report.html` (one self-contained page: charts as inline SVG, a sortable table of
+//! files, no network, no external script or font). Both come from templates fed by the same
+//! [`ReportData`], built from the run's summary and per-file counts only: no transcript text
+//! unless the run opted in (`--report-text`), and then only short excerpts, said at the top.
+
+use std::collections::BTreeMap;
+
+use plotters::prelude::*;
+use serde::Serialize;
+use thiserror::Error;
+
+use super::Summary;
+
+const MARKDOWN: &str = include_str!("templates/report.md.j2");
+const HTML: &str = include_str!("templates/report.html.j2");
+/// Bars per chart: the rest are summed into one "other" bar, so charts stay readable.
+const MAX_BARS: usize = 12;
+
+#[derive(Debug, Error)]
+pub enum ReportError {
+    #[error("the report template failed: {0}")]
+    Template(#[from] minijinja::Error),
+    #[error("a report chart failed: {0}")]
+    Chart(String),
+}
+
+/// One input file's counts, for the table and the worst-files chart.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct FileStats {
+    pub file: String,
+    pub records: u64,
+    pub converted: u64,
+    pub quarantined: u64,
+    /// Decisions that changed something (every action but `classified`).
+    pub repairs: u64,
+    pub output_bytes: u64,
+}
+
+/// What the reviewer is told about the run, beyond its summary.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// The largest quarantined share still "ready" (`--max-quarantine-rate`, default 0).
+    pub max_quarantine_rate: f64,
+    /// Short excerpts of quarantined records (`--report-text`); empty otherwise.
+    pub excerpts: Vec<Excerpt>,
+    pub report_text: bool,
+    /// The run's seconds, for the estimate of a sampled run.
+    pub seconds: f64,
+    /// Seconds spent converting the sampled records (not reading them).
+    pub convert_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Excerpt {
+    pub source: String,
+    pub line: u64,
+    pub class: String,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Row {
+    label: String,
+    count: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Change {
+    action: String,
+    rule: String,
+    count: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Chart {
+    title: String,
+    svg: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Estimate {
+    rate: f64,
+    conversations: u64,
+    output_bytes: u64,
+    seconds: f64,
+}
+
+/// Everything both templates show.
+#[derive(Debug, Serialize)]
+struct ReportData<'a> {
+    summary: &'a Summary,
+    verdict: &'static str,
+    verdict_reasons: Vec<String>,
+    max_quarantine_rate: f64,
+    quarantine_rate: f64,
+    changes: Vec<Change>,
+    quarantine: Vec<Row>,
+    rule_files: Vec<Row2>,
+    files: &'a [FileStats],
+    worst_files: Vec<&'a FileStats>,
+    charts: Vec<Chart>,
+    report_text: bool,
+    excerpts: &'a [Excerpt],
+    estimate: Option<Estimate>,
+}
+
+#[derive(Debug, Serialize)]
+struct Row2 {
+    name: String,
+    digest: String,
+}
+
+/// The two reports: (Markdown, HTML).
+pub fn render(
+    summary: &Summary,
+    files: &[FileStats],
+    options: &ReportOptions,
+) -> Result<(String, String), ReportError> {
+    let mut data = data(summary, files, options);
+    let mut env = minijinja::Environment::new();
+    env.add_template("report.md", MARKDOWN)?;
+    let markdown = env.get_template("report.md")?.render(&data)?;
+    data.charts = charts(summary, files)?;
+    env.add_template("report.html", HTML)?;
+    let html = env.get_template("report.html")?.render(&data)?;
+    Ok((markdown, html))
+}
+
+fn data<'a>(
+    summary: &'a Summary,
+    files: &'a [FileStats],
+    options: &'a ReportOptions,
+) -> ReportData<'a> {
+    let quarantine_rate = summary.quarantined as f64 / summary.records.max(1) as f64;
+    let mut reasons = Vec::new();
+    if summary.violations.values().sum::<u64>() > 0 {
+        reasons.push(format!(
+            "{} conversations broke an invariant of the target",
+            summary.violations.values().sum::<u64>()
+        ));
+    }
+    if quarantine_rate > options.max_quarantine_rate {
+        reasons.push(format!(
+            "{:.2} % of the records were quarantined (threshold {:.2} %)",
+            100.0 * quarantine_rate,
+            100.0 * options.max_quarantine_rate
+        ));
+    }
+    if !summary.damaged_files.is_empty() {
+        reasons.push(format!(
+            "{} input files are damaged",
+            summary.damaged_files.len()
+        ));
+    }
+    let mut changes: Vec<Change> = summary
+        .decisions
+        .iter()
+        .filter(|(action, _)| action.as_str() != "classified")
+        .flat_map(|(action, rules)| {
+            rules.iter().map(move |(rule, count)| Change {
+                action: action.clone(),
+                rule: rule.clone(),
+                count: *count,
+            })
+        })
+        .collect();
+    changes.sort_by(|a, b| b.count.cmp(&a.count).then(a.action.cmp(&b.action)));
+    let verdict = if !reasons.is_empty() {
+        "blocked"
+    } else if changes.is_empty() {
+        "ready"
+    } else {
+        "ready with repairs"
+    };
+    let mut worst: Vec<&FileStats> = files.iter().filter(|f| f.quarantined > 0).collect();
+    worst.sort_by(|a, b| b.quarantined.cmp(&a.quarantined).then(a.file.cmp(&b.file)));
+    worst.truncate(10);
+    let estimate = (summary.sample_rate < 1.0 && summary.sample_rate > 0.0).then(|| {
+        let rate = summary.sample_rate;
+        let reading = (options.seconds - options.convert_seconds).max(0.0);
+        Estimate {
+            rate,
+            conversations: (summary.converted as f64 / rate).round() as u64,
+            output_bytes: (summary.output_bytes as f64 / rate).round() as u64,
+            seconds: reading + options.convert_seconds / rate,
+        }
+    });
+    ReportData {
+        summary,
+        verdict,
+        verdict_reasons: reasons,
+        max_quarantine_rate: options.max_quarantine_rate,
+        quarantine_rate,
+        changes,
+        quarantine: rows(&summary.quarantine_reasons),
+        rule_files: summary
+            .rules
+            .iter()
+            .zip(&summary.rule_digests)
+            .map(|(name, digest)| Row2 {
+                name: name.clone(),
+                digest: digest.clone(),
+            })
+            .collect(),
+        files,
+        worst_files: worst,
+        charts: Vec::new(),
+        report_text: options.report_text,
+        excerpts: &options.excerpts,
+        estimate,
+    }
+}
+
+/// A count map as rows, largest first.
+fn rows(map: &BTreeMap<String, u64>) -> Vec<Row> {
+    let mut rows: Vec<Row> = map
+        .iter()
+        .map(|(label, count)| Row {
+            label: label.clone(),
+            count: *count,
+        })
+        .collect();
+    rows.sort_by(|a, b| b.count.cmp(&a.count).then(a.label.cmp(&b.label)));
+    rows
+}
+
+fn charts(summary: &Summary, files: &[FileStats]) -> Result<Vec<Chart>, ReportError> {
+    let mut outcome = vec![
+        ("converted".to_string(), summary.converted),
+        ("joined (batch results)".to_string(), summary.joined),
+    ];
+    for (class, n) in &summary.quarantine_reasons {
+        outcome.push((format!("quarantined: {class}"), *n));
+    }
+    let repairs: BTreeMap<String, u64> = summary
+        .decisions
+        .iter()
+        .filter(|(action, _)| action.as_str() != "classified")
+        .map(|(action, rules)| (action.clone(), rules.values().sum()))
+        .collect();
+    let mut worst: Vec<(String, u64)> = files
+        .iter()
+        .filter(|f| f.quarantined > 0)
+        .map(|f| (f.file.clone(), f.quarantined))
+        .collect();
+    worst.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let charts = [
+        ("Conversations by outcome", outcome),
+        ("Decisions by rule", pairs(&summary.rules_fired)),
+        ("Assistant messages by phase", pairs(&summary.phases)),
+        ("Repairs by kind", pairs(&repairs)),
+        ("Items written by type", pairs(&summary.items)),
+        ("Files with the most quarantined records", worst),
+    ];
+    charts
+        .into_iter()
+        .map(|(title, bars)| {
+            Ok(Chart {
+                title: title.to_string(),
+                svg: bar_chart(&top(bars))?,
+            })
+        })
+        .collect()
+}
+
+fn pairs(map: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
+    map.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+/// The largest bars first, the rest summed as "other".
+fn top(mut bars: Vec<(String, u64)>) -> Vec<(String, u64)> {
+    bars.retain(|b| b.1 > 0);
+    bars.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if bars.len() > MAX_BARS {
+        let rest: u64 = bars[MAX_BARS - 1..].iter().map(|b| b.1).sum();
+        let others = bars.len() - (MAX_BARS - 1);
+        bars.truncate(MAX_BARS - 1);
+        bars.push((format!("{others} others"), rest));
+    }
+    if bars.is_empty() {
+        bars.push(("(none)".to_string(), 0));
+    }
+    bars
+}
+
+/// A horizontal bar chart as an SVG document (plotters' SVG backend).
+fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
+    let chart_error = |e: &dyn std::fmt::Display| ReportError::Chart(e.to_string());
+    let mut svg = String::new();
+    let n = bars.len();
+    let height = 40 + 24 * n as u32;
+    let label_chars = bars.iter().map(|b| b.0.chars().count()).max().unwrap_or(4);
+    let label_width = (label_chars as u32 * 7 + 16).min(340);
+    let max = bars.iter().map(|b| b.1).max().unwrap_or(0).max(1);
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| chart_error(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(6)
+            .x_label_area_size(22)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(0u64..max + max / 8 + 1, (0..n).into_segmented())
+            .map_err(|e| chart_error(&e))?;
+        // Segment 0 is at the bottom: the first (largest) bar goes to the top.
+        let at = |i: usize| n - 1 - i;
+        let label = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i < n => {
+                bars.get(at(*i)).map(|b| b.0.clone()).unwrap_or_default()
+            }
+            SegmentValue::CenterOf(_) | SegmentValue::Exact(_) => String::new(),
+            SegmentValue::Last => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&label)
+            .x_labels(6)
+            .label_style(("sans-serif", 13))
+            .draw()
+            .map_err(|e| chart_error(&e))?;
+        let color = RGBColor(0x3b, 0x6e, 0xa5);
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, (_, value))| {
+                let mut bar = Rectangle::new(
+                    [
+                        (0, SegmentValue::Exact(i)),
+                        (*value, SegmentValue::Exact(i + 1)),
+                    ],
+                    color.filled(),
+                );
+                bar.set_margin(3, 3, 0, 0);
+                bar
+            }))
+            .map_err(|e| chart_error(&e))?;
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, (_, value))| {
+                Text::new(
+                    value.to_string(),
+                    (*value, SegmentValue::CenterOf(at(i))),
+                    ("sans-serif", 12).into_font(),
+                )
+            }))
+            .map_err(|e| chart_error(&e))?;
+        root.present().map_err(|e| chart_error(&e))?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_is_an_svg_with_a_bar_per_value() {
+        let svg = bar_chart(&[("converted".into(), 90), ("quarantined".into(), 10)]).unwrap();
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains("converted") && svg.contains("quarantined"));
+        assert!(svg.matches("<rect").count() >= 3, "{svg}");
+    }
+
+    #[test]
+    fn verdicts_follow_the_thresholds() {
+        let mut summary = Summary {
+            records: 100,
+            converted: 100,
+            ..Summary::default()
+        };
+        let options = ReportOptions::default();
+        assert_eq!(data(&summary, &[], &options).verdict, "ready");
+        summary
+            .decisions
+            .entry("output_synthesized".into())
+            .or_default()
+            .insert("policy.missing_output".into(), 3);
+        assert_eq!(data(&summary, &[], &options).verdict, "ready with repairs");
+        summary.converted = 99;
+        summary.quarantined = 1;
+        assert_eq!(data(&summary, &[], &options).verdict, "blocked");
+        let lenient = ReportOptions {
+            max_quarantine_rate: 0.05,
+            ..ReportOptions::default()
+        };
+        assert_eq!(data(&summary, &[], &lenient).verdict, "ready with repairs");
+    }
+}

@@ -14,7 +14,7 @@ use crate::cli::ConvertArgs;
 use crate::commands::Exit;
 use crate::pipeline::{self, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
-use crate::source::Damage;
+use crate::source::{Damage, WalkOptions};
 
 pub fn run(args: &ConvertArgs) -> Result<Exit> {
     let mut rules = RuleSet::load(&args.rules).context("loading rule files")?;
@@ -28,6 +28,14 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
     }
     extra.append(&mut rules.input.messages_at);
     rules.input.messages_at = extra;
+    rules.input.guess = !args.no_guess;
+    if let Some(cwd) = &args.cwd {
+        let cwd = std::path::absolute(cwd).with_context(|| format!("--cwd {}", cwd.display()))?;
+        rules.session.cwd = cwd.display().to_string();
+    }
+    if args.out.is_file() {
+        anyhow::bail!("--out must be a folder: {} is a file", args.out.display());
+    }
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
     let options = Options {
@@ -40,6 +48,11 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
         force: args.force,
         durable: args.durable,
         stop,
+        walk: WalkOptions {
+            hidden: args.hidden,
+            follow: args.follow,
+            stdin_name: args.stdin_name.clone(),
+        },
     };
     let progress = Reporter::new();
     let result = pipeline::run(&options, &rules, &progress)
@@ -85,7 +98,12 @@ fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
         Some(max) => rate > max,
         None => summary.quarantined > 0,
     };
-    Exit::findings_if(quarantine_finding || !summary.damaged_files.is_empty())
+    Exit::findings_if(
+        quarantine_finding
+            || !summary.damaged_files.is_empty()
+            || !summary.unreadable.is_empty()
+            || !summary.symlink_loops.is_empty(),
+    )
 }
 
 /// SIGINT and SIGTERM ask the run to stop cleanly (a second one stops it at once). SIGXFSZ
@@ -236,6 +254,32 @@ fn print_summary(s: &Summary, args: &ConvertArgs) {
     );
     for (class, n) in &s.quarantine_reasons {
         println!("    quarantined {class}: {n}");
+    }
+    for (path, n) in &s.messages_by_shape {
+        println!(
+            "  guessed      messages found at `{path}` by shape in {n} records: pass `--messages-at {path}` to make it explicit"
+        );
+    }
+    let skips = s.skipped_other_extensions.values().sum::<u64>()
+        + s.skipped_hidden
+        + s.skipped_symlinks
+        + s.skipped_codex_homes.len() as u64;
+    if skips > 0 || !s.unreadable.is_empty() || !s.symlink_loops.is_empty() {
+        println!(
+            "  skipped      {} other extensions, {} hidden, {} symlinks, {} Codex homes, {} symlink loops, {} unreadable",
+            s.skipped_other_extensions.values().sum::<u64>(),
+            s.skipped_hidden,
+            s.skipped_symlinks,
+            s.skipped_codex_homes.len(),
+            s.symlink_loops.len(),
+            s.unreadable.len()
+        );
+    }
+    if !s.same_content.is_empty() {
+        println!(
+            "  duplicates   {} files already converted into this home under other ids (listed in summary.json)",
+            s.same_content.len()
+        );
     }
     for d in &s.damaged_files {
         println!(

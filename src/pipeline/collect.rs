@@ -14,7 +14,7 @@ use super::reader::Work;
 use super::record::{Converted, Outcome};
 use super::Progress;
 use crate::audit::summary::{bump, DamageReport};
-use crate::audit::Summary;
+use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::output::manifest::{FileEntry, RolloutEntry};
 use crate::output::quarantine::QuarantineClass;
@@ -146,6 +146,9 @@ impl<'h> Collector<'h> {
         for decision in &done.decisions {
             bump(&mut summary.rules_fired, &decision.rule, 1);
             bump(&mut summary.actions, decision.action.name(), 1);
+            if let Action::MessagesFoundByShape { path } = &decision.action {
+                bump(&mut summary.messages_by_shape, path, 1);
+            }
         }
         for field in &done.ignored {
             bump(&mut summary.ignored_fields, field, 1);

@@ -71,7 +71,8 @@ pub struct ReportDiffArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
-    /// Input files or folders (walked): .jsonl/.json/.traj, plain, zstd or gzip.
+    /// Input files or folders (walked): .jsonl/.json/.traj, plain, zstd or gzip; `-` is
+    /// standard input.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// The Codex home to write: rollouts under sessions/, the audit under rollover/.
@@ -84,6 +85,23 @@ pub struct ConvertArgs {
     /// before the rule files' paths. Repeatable.
     #[arg(long = "messages-at", value_name = "PATH")]
     pub messages_at: Vec<String>,
+    /// Do not look for the messages by shape when no `messages_at` path holds them (quarantine
+    /// the record instead).
+    #[arg(long)]
+    pub no_guess: bool,
+    /// The folder every session says it ran in (session_meta.cwd), overriding the rule files'
+    /// `[session] cwd`. Codex's picker lists the sessions of the folder it runs in.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The key of standard input (`-`) and other streams: session ids and reports use it.
+    #[arg(long, value_name = "NAME", default_value = "stdin")]
+    pub stdin_name: String,
+    /// Read hidden files and folders (names starting with `.`) when walking a folder.
+    #[arg(long)]
+    pub hidden: bool,
+    /// Follow symlinks when walking a folder (a symlink loop is reported and skipped).
+    #[arg(long)]
+    pub follow: bool,
     /// Worker threads, 1 to 1024 (default: one per core).
     #[arg(long, value_parser = parse_jobs)]
     pub jobs: Option<usize>,

@@ -561,3 +561,68 @@ fn check_catches_missing_cwd() {
     println!("reported as expected:\n{err}");
     assert!(err.contains("exited with"), "{err}");
 }
+
+/// README "Open the result in Codex", run with the real Codex: samples converted with
+/// `--cwd DIR`, the README's `config.toml` snippet as the home's config, and Codex's picker
+/// listing (`thread/list` through `codex app-server`) shows every session for DIR, none for
+/// another folder, and all of them without the filter (`codex resume --all`).
+#[test]
+fn readme_open_in_codex_lists_the_sessions_for_their_cwd() {
+    use conformance_support::picker;
+    let codex = codex();
+    let work = Work::new("open-in-codex");
+    let home = work.path().join("home");
+    let project = "/srv/rollover-project";
+    let output = Command::new(env!("CARGO_BIN_EXE_rollover"))
+        .args(["convert", "samples", "--cwd", project, "--out"])
+        .arg(&home)
+        .current_dir(manifest_dir())
+        .output()
+        .expect("run rollover");
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).expect("read README");
+    let snippet = picker::readme_toml(&readme, "## Open the result in Codex");
+    let provider = snippet
+        .lines()
+        .find_map(|l| l.strip_prefix("model_provider = "))
+        .expect("the snippet sets model_provider")
+        .trim_matches('"')
+        .to_string();
+    picker::write_readme_config(&home, &snippet);
+    let mut ids: Vec<String> =
+        read_rollout_lines(&home.join("rollover/latest/conversations.jsonl"))
+            .expect("read conversations.jsonl")
+            .iter()
+            .map(|c| c["id"].as_str().expect("id").to_string())
+            .collect();
+    ids.sort();
+    assert!(!ids.is_empty());
+    let listed_ids = |threads: &[Value]| {
+        let mut found: Vec<String> = threads
+            .iter()
+            .map(|t| t["id"].as_str().unwrap_or_default().to_string())
+            .collect();
+        found.sort();
+        found
+    };
+
+    let here = picker::thread_list(&codex.bin, &home, Some(project));
+    assert_eq!(listed_ids(&here), ids, "listed for {project}: {here:#?}");
+    for thread in &here {
+        assert_eq!(thread["cwd"], project, "{thread}");
+        // No model_provider in the sessions: Codex lists them under the configured one, and
+        // resumes them with it.
+        assert_eq!(thread["modelProvider"], provider.as_str(), "{thread}");
+    }
+    let elsewhere = picker::thread_list(&codex.bin, &home, Some("/somewhere/else"));
+    assert!(
+        elsewhere.is_empty(),
+        "listed for another folder: {elsewhere:#?}"
+    );
+    let all = picker::thread_list(&codex.bin, &home, None);
+    assert_eq!(listed_ids(&all), ids);
+}

@@ -272,8 +272,9 @@ fn messages_at_names_a_custom_path() {
         ],
     );
 
-    // Without --messages-at the record has no message list: quarantined, exit 1.
-    let home = wd.convert("in.jsonl", "home2", &[], 1);
+    // Without --messages-at (and with the search by shape off) the record has no message
+    // list: quarantined, exit 1.
+    let home = wd.convert("in.jsonl", "home2", &["--no-guess"], 1);
     assert!(home.rollouts().is_empty());
     let quarantine = home.quarantine();
     assert_eq!(quarantine.len(), 1);
@@ -2076,7 +2077,8 @@ fn corpora_sets_convert_every_conversation_and_quarantine_the_rest() {
     let sets: [(&str, i32, Option<&str>); 5] = [
         ("toolbench", 1, Some("no_messages")),
         ("swe-agent", 0, None),
-        ("openai-evals", 1, Some("no_messages")),
+        // The few-shot `sample` files hold their messages at `sample`: found by shape.
+        ("openai-evals", 0, None),
         ("bfcl", 0, None),
         ("codex-rollouts", 1, Some("rollout_line")),
     ];

@@ -118,6 +118,10 @@ pub enum Action {
     UnicodeRepaired {
         count: usize,
     },
+    /// The messages were found by their shape at `path`, not at a configured path.
+    MessagesFoundByShape {
+        path: String,
+    },
     /// Message dropped by a classification rule.
     Dropped,
     /// A field only an assistant message can carry (reasoning, refusal, tool calls) found on
@@ -164,6 +168,7 @@ impl Action {
             Action::DuplicateBaseInstructionsDropped => "duplicate_base_instructions_dropped",
             Action::BaseInstructionsAlreadySet => "base_instructions_already_set",
             Action::UnicodeRepaired { .. } => "unicode_repaired",
+            Action::MessagesFoundByShape { .. } => "messages_found_by_shape",
             Action::Dropped => "dropped",
             Action::FieldDropped { .. } => "field_dropped",
         }

@@ -15,6 +15,21 @@ pub struct DamageReport {
     pub message: String,
 }
 
+/// A path the walk or the reader could not read.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UnreadableReport {
+    pub path: String,
+    pub message: String,
+}
+
+/// An input file whose content the home already holds, converted from another key (another
+/// root): its sessions are duplicates under other ids.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SameContent {
+    pub file: String,
+    pub converted_as: String,
+}
+
 /// The whole run, as written to `rollover/summary.json` and printed at the end.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
@@ -83,6 +98,23 @@ pub struct Summary {
     pub records_not_sampled: u64,
     /// Bytes of the rollouts written (or, in a dry run, that would be).
     pub output_bytes: u64,
+    /// Files found by walking a folder that are not record files, by extension (`.txt`,
+    /// `(none)`).
+    pub skipped_other_extensions: BTreeMap<String, u64>,
+    /// Hidden files and folders not read (`--hidden` reads them; a folder counts once).
+    pub skipped_hidden: u64,
+    /// Symlinks not followed (`--follow` follows them).
+    pub skipped_symlinks: u64,
+    /// Codex homes found inside an input folder, not entered.
+    pub skipped_codex_homes: Vec<String>,
+    /// Symlinks leading back to a folder above them, not followed again.
+    pub symlink_loops: Vec<String>,
+    /// Files and folders that could not be read; the run went on without them.
+    pub unreadable: Vec<UnreadableReport>,
+    /// Input files converted this run whose content the home already holds under another key.
+    pub same_content: Vec<SameContent>,
+    /// Records whose messages were found by shape (no `messages_at` path held them), by path.
+    pub messages_by_shape: BTreeMap<String, u64>,
 }
 
 /// The schema version of `summary.json` and of each `conversations.jsonl` line.
@@ -91,7 +123,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 impl Summary {
     /// Something was quarantined or a file damaged: the run exits 1 so a scheduler can act.
     pub fn has_findings(&self) -> bool {
-        self.quarantined > 0 || !self.damaged_files.is_empty()
+        self.quarantined > 0
+            || !self.damaged_files.is_empty()
+            || !self.unreadable.is_empty()
+            || !self.symlink_loops.is_empty()
     }
 
     /// Records read = converted + quarantined + joined: nothing is lost without a trace.

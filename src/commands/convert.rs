@@ -14,7 +14,7 @@ use crate::cli::ConvertArgs;
 use crate::commands::Exit;
 use crate::pipeline::{self, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
-use crate::source::Damage;
+use crate::source::{Damage, WalkOptions};
 
 /// `rollover audit`: convert's dry run.
 pub fn audit(args: &ConvertArgs) -> Result<Exit> {
@@ -40,7 +40,15 @@ pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> Resul
 }
 
 pub fn run(args: &ConvertArgs) -> Result<Exit> {
-    let rules = load_rules(&args.rules, &args.messages_at)?;
+    let mut rules = load_rules(&args.rules, &args.messages_at)?;
+    rules.input.guess = !args.no_guess;
+    if let Some(cwd) = &args.cwd {
+        let cwd = std::path::absolute(cwd).with_context(|| format!("--cwd {}", cwd.display()))?;
+        rules.session.cwd = cwd.display().to_string();
+    }
+    if args.out.is_file() {
+        anyhow::bail!("--out must be a folder: {} is a file", args.out.display());
+    }
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
     let options = Options {
@@ -56,6 +64,11 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
         sample: args.sample,
         max_quarantine_rate: args.max_quarantine_rate.unwrap_or(0.0),
         report_text: args.report_text,
+        walk: WalkOptions {
+            hidden: args.hidden,
+            follow: args.follow,
+            stdin_name: args.stdin_name.clone(),
+        },
     };
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
@@ -104,7 +117,12 @@ fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
         Some(max) => rate > max,
         None => summary.quarantined > 0,
     };
-    Exit::findings_if(quarantine_finding || !summary.damaged_files.is_empty())
+    Exit::findings_if(
+        quarantine_finding
+            || !summary.damaged_files.is_empty()
+            || !summary.unreadable.is_empty()
+            || !summary.symlink_loops.is_empty(),
+    )
 }
 
 /// SIGINT and SIGTERM ask the run to stop cleanly (a second one stops it at once). SIGXFSZ
@@ -255,6 +273,32 @@ fn print_summary(s: &Summary, args: &ConvertArgs) {
     );
     for (class, n) in &s.quarantine_reasons {
         println!("    quarantined {class}: {n}");
+    }
+    for (path, n) in &s.messages_by_shape {
+        println!(
+            "  guessed      messages found at `{path}` by shape in {n} records: pass `--messages-at {path}` to make it explicit"
+        );
+    }
+    let skips = s.skipped_other_extensions.values().sum::<u64>()
+        + s.skipped_hidden
+        + s.skipped_symlinks
+        + s.skipped_codex_homes.len() as u64;
+    if skips > 0 || !s.unreadable.is_empty() || !s.symlink_loops.is_empty() {
+        println!(
+            "  skipped      {} other extensions, {} hidden, {} symlinks, {} Codex homes, {} symlink loops, {} unreadable",
+            s.skipped_other_extensions.values().sum::<u64>(),
+            s.skipped_hidden,
+            s.skipped_symlinks,
+            s.skipped_codex_homes.len(),
+            s.symlink_loops.len(),
+            s.unreadable.len()
+        );
+    }
+    if !s.same_content.is_empty() {
+        println!(
+            "  duplicates   {} files already converted into this home under other ids (listed in summary.json)",
+            s.same_content.len()
+        );
     }
     for d in &s.damaged_files {
         println!(

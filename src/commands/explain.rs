@@ -17,15 +17,20 @@ use crate::convert::{convert, ItemKind, OutItem, OutPayload, RecordKey};
 use crate::input::{extract, parse_record};
 use crate::model::rollout::{ResponseItem, ToolOutput};
 use crate::model::transcript::{Content, Message};
-use crate::source::{discover, records, RawRecord, RecordEvent};
+use crate::source::{discover, records, RawRecord, RecordEvent, WalkOptions};
 use crate::validate;
 
 pub fn run(args: &ExplainArgs) -> Result<Exit> {
     let rules = load_rules(&args.rules, &args.messages_at)?;
     let (path, line) = split_line(&args.record);
-    let files = discover(std::slice::from_ref(&path), None)
+    let walk = WalkOptions {
+        hidden: true,
+        follow: true,
+        stdin_name: "stdin".to_string(),
+    };
+    let found = discover(std::slice::from_ref(&path), None, &walk)
         .with_context(|| format!("explaining {}", args.record))?;
-    let Some(file) = files.first() else {
+    let Some(file) = found.files.first() else {
         bail!("{} holds no record file", path.display());
     };
     let (record, ordinal) = find_record(file, line)?;

@@ -29,7 +29,7 @@ use crate::audit::Decision;
 pub use crate::model::conversation::{ItemKind, OutItem, OutPayload};
 use crate::model::rollout::SessionMeta;
 use crate::model::transcript::Transcript;
-use crate::rules::{PolicyId, RuleRef, RuleSet};
+use crate::rules::{Builtin, PolicyId, RuleRef, RuleSet};
 
 /// A rule said the record cannot be migrated as is.
 #[derive(Debug, Clone, Error, PartialEq)]
@@ -105,6 +105,17 @@ pub fn convert(
             rule: PolicyId::InvalidUnicode.into(),
             action: crate::audit::Action::UnicodeRepaired {
                 count: transcript.meta.unicode_repairs,
+            },
+            bytes_dropped: 0,
+            bytes_added: 0,
+        });
+    }
+    if transcript.meta.messages_by_shape {
+        decisions.push(Decision {
+            message: None,
+            rule: RuleRef::Builtin(Builtin::MessagesByShape),
+            action: crate::audit::Action::MessagesFoundByShape {
+                path: transcript.meta.messages_at.clone(),
             },
             bytes_dropped: 0,
             bytes_added: 0,

@@ -68,13 +68,33 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
                         let id = meta.id.clone().unwrap_or_else(|| "(none)".to_string());
                         return Err(InputError::BatchResultWithoutRequest(id));
                     }
-                    let tried = rules
-                        .messages_at
-                        .iter()
-                        .map(|p| format!("`{p}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(InputError::NoMessages(tried));
+                    let shaped = if rules.guess {
+                        messages_by_shape(map_of(&value))
+                    } else {
+                        Vec::new()
+                    };
+                    match shaped.as_slice() {
+                        [] => {
+                            let tried = rules
+                                .messages_at
+                                .iter()
+                                .map(|p| format!("`{p}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ");
+                            return Err(InputError::NoMessages(tried));
+                        }
+                        [one] => {
+                            let taken = take_at(&mut value, one);
+                            meta.messages_by_shape = true;
+                            (taken, one.join("."))
+                        }
+                        [first, second, ..] => {
+                            return Err(InputError::AmbiguousMessages(
+                                first.join("."),
+                                second.join("."),
+                            ));
+                        }
+                    }
                 }
             }
         }
@@ -130,6 +150,50 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
         meta,
         ignored_fields,
     })
+}
+
+fn map_of(value: &Value) -> Option<&Map<String, Value>> {
+    match value {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+/// The fields, at the top level or one level down, that hold a non-empty list of objects each
+/// with a string `role`: where a record of an unknown shape (tau-bench's `traj`) keeps its
+/// messages. Each path as its keys, in the record's key order.
+fn messages_by_shape(record: Option<&Map<String, Value>>) -> Vec<Vec<String>> {
+    let is_messages = |value: &Value| match value {
+        Value::Array(items) => {
+            !items.is_empty()
+                && items
+                    .iter()
+                    .all(|item| matches!(item.get("role"), Some(Value::String(_))))
+        }
+        _ => false,
+    };
+    let mut found = Vec::new();
+    for (key, value) in record.into_iter().flatten() {
+        if is_messages(value) {
+            found.push(vec![key.clone()]);
+        } else if let Value::Object(inner) = value {
+            for (inner_key, inner_value) in inner {
+                if is_messages(inner_value) {
+                    found.push(vec![key.clone(), inner_key.clone()]);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Moves the value at `keys` out of `value` (leaving null).
+fn take_at(value: &mut Value, keys: &[String]) -> Value {
+    let mut here = Some(value);
+    for key in keys {
+        here = here.and_then(|v| v.get_mut(key.as_str()));
+    }
+    here.map(std::mem::take).unwrap_or(Value::Null)
 }
 
 /// A list of messages, or a list of turns each a list of messages (flattened in order).

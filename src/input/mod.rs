@@ -39,6 +39,8 @@ pub enum InputError {
     BatchResultWithoutRequest(String),
     #[error("no message list: none of the paths {0} holds a list of messages or a string; name the right one with --messages-at")]
     NoMessages(String),
+    #[error("two fields hold a list of messages, `{0}` and `{1}`: name the right one with --messages-at")]
+    AmbiguousMessages(String, String),
     #[error("message list at `{0}` is empty")]
     EmptyMessages(String),
     #[error("message {index} at `{path}`: {problem}")]

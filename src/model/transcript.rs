@@ -25,6 +25,8 @@ pub struct RecordMeta {
     pub finished: bool,
     /// Where the messages were found (the `messages_at` path that matched).
     pub messages_at: String,
+    /// No configured path held messages: `messages_at` was found by shape.
+    pub messages_by_shape: bool,
     /// Lone surrogate escapes or invalid UTF-8 sequences replaced by U+FFFD while reading.
     pub unicode_repairs: usize,
 }

@@ -32,6 +32,8 @@ pub enum QuarantineClass {
     RolloutLine,
     BatchResultWithoutRequest,
     NoMessages,
+    /// Two fields qualified when looking for the messages by shape.
+    AmbiguousMessages,
     EmptyMessages,
     BadMessage,
     /// A classification rule or repair policy said quarantine.
@@ -51,6 +53,7 @@ impl QuarantineClass {
             QuarantineClass::RolloutLine => "rollout_line",
             QuarantineClass::BatchResultWithoutRequest => "batch_result_without_request",
             QuarantineClass::NoMessages => "no_messages",
+            QuarantineClass::AmbiguousMessages => "ambiguous_messages",
             QuarantineClass::EmptyMessages => "empty_messages",
             QuarantineClass::BadMessage => "bad_message",
             QuarantineClass::Rule => "rule",
@@ -67,6 +70,7 @@ impl QuarantineClass {
             | QuarantineClass::RolloutLine
             | QuarantineClass::BatchResultWithoutRequest
             | QuarantineClass::NoMessages
+            | QuarantineClass::AmbiguousMessages
             | QuarantineClass::EmptyMessages
             | QuarantineClass::BadMessage => Stage::Input,
             QuarantineClass::Rule => Stage::Convert,

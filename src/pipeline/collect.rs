@@ -15,7 +15,7 @@ use super::record::{Converted, Outcome};
 use super::Progress;
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport};
-use crate::audit::Summary;
+use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::output::manifest::{FileEntry, RolloutEntry};
 use crate::output::quarantine::QuarantineClass;
@@ -199,6 +199,9 @@ impl<'h> Collector<'h> {
                 .entry(decision.action.name().to_string())
                 .or_default();
             bump(by_rule, &decision.rule, 1);
+            if let Action::MessagesFoundByShape { path } = &decision.action {
+                bump(&mut summary.messages_by_shape, path, 1);
+            }
         }
         summary.output_bytes += done.bytes.len() as u64;
         for field in &done.ignored {

@@ -12,7 +12,7 @@ pub mod collect;
 pub mod reader;
 pub mod record;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,18 +22,22 @@ use std::time::Instant;
 use rayon::prelude::*;
 use thiserror::Error;
 
+use crate::audit::summary::{SameContent, UnreadableReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::output::manifest::file_digest;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
-use crate::source::{discover, Damage, SourceError, SourceFile};
+use crate::source::{discover, Damage, Skipped, SourceError, SourceFile, WalkOptions};
 use collect::Collector;
 use reader::Work;
 pub use record::{process_record, Converted, Outcome};
 
 #[derive(Debug, Error)]
 pub enum PipelineError {
+    /// No input file was found: nothing is written, the run exits 2.
+    #[error("no input file to convert: {found}")]
+    NothingToDo { found: String },
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error(transparent)]
@@ -72,6 +76,8 @@ pub struct Options {
     pub max_quarantine_rate: f64,
     /// Short excerpts of quarantined records in the report (`--report-text`).
     pub report_text: bool,
+    /// Hidden files, symlinks, the key of standard input.
+    pub walk: WalkOptions,
 }
 
 /// Progress callbacks; the command decides how to show them.
@@ -92,6 +98,26 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Summary, PipelineError> {
     let started = Instant::now();
+    // Discovery first: a run with nothing to read stops before it writes into the output.
+    let discovery = discover(&options.inputs, Some(&options.out), &options.walk)?;
+    let skipped = &discovery.skipped;
+    if discovery.files.is_empty() && skipped.unreadable.is_empty() && skipped.loops.is_empty() {
+        return Err(PipelineError::NothingToDo {
+            found: nothing_found(options, skipped),
+        });
+    }
+    for note in skipped.notes() {
+        progress.note(&note);
+    }
+    for path in &skipped.loops {
+        progress.note(&format!("symlink loop at {path}: skipped"));
+    }
+    for entry in &skipped.unreadable {
+        progress.note(&format!(
+            "cannot read {}: {}; skipped",
+            entry.path, entry.message
+        ));
+    }
     let mut home = Home::new(&options.out);
     home.durable = options.durable;
     let lock = RunLock::acquire(&home)?;
@@ -107,11 +133,37 @@ pub fn run(
     } else {
         0
     };
-    let mut files = discover(&options.inputs, Some(&options.out))?;
+    let mut files = discovery.files;
     dedupe_keys(&mut files);
+    let mut unreadable: Vec<UnreadableReport> = skipped
+        .unreadable
+        .iter()
+        .map(|u| UnreadableReport {
+            path: u.path.clone(),
+            message: u.message.clone(),
+        })
+        .collect();
+    let (mut skip, digests) = plan(&mut files, &mut manifest, options.full, &mut unreadable);
+    for entry in unreadable.iter().skip(skipped.unreadable.len()) {
+        progress.note(&format!(
+            "cannot read {}: {}; skipped",
+            entry.path, entry.message
+        ));
+    }
+    let same_content = same_content(&files, &skip, &digests, &manifest);
+    for same in &same_content {
+        progress.note(&format!(
+            "{} has the same content as {}, which this home already holds under other session ids: its sessions are duplicates (convert from the same folder as before to update them instead)",
+            same.file, same.converted_as
+        ));
+    }
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
     let batch_index = Arc::new(BatchIndex::scan(&files, &rules.input, repair));
-    let (skip, digests) = plan(&files, &batch_index, &mut manifest, options.full)?;
+    // When a Batch API results file changed, every file is read: its requests may be anywhere.
+    let results_changed = (0..files.len()).any(|i| batch_index.is_results_file(i) && !skip[i]);
+    if results_changed {
+        skip.iter_mut().for_each(|s| *s = false);
+    }
     let files = Arc::new(files);
     let guard = Guard::new(manifest.rollout_digests(), options.force);
     let summary = Summary {
@@ -125,6 +177,13 @@ pub fn run(
         files_unchanged: skip.iter().filter(|s| **s).count() as u64,
         temporary_files_removed,
         sample_rate: options.sample.unwrap_or(1.0),
+        skipped_other_extensions: skipped.other_extensions.clone(),
+        skipped_hidden: skipped.hidden,
+        skipped_symlinks: skipped.symlinks,
+        skipped_codex_homes: skipped.codex_homes.clone(),
+        symlink_loops: skipped.loops.clone(),
+        unreadable,
+        same_content,
         ..Summary::default()
     };
     let mut collector = Collector::new(&home, summary, &files, digests, &guard)?;
@@ -209,34 +268,42 @@ pub fn run(
     }
     home.mark_latest()?;
     drop(lock);
+    // The temporary copies of streams are removed only now: the reader is done with them.
+    drop(discovery.spools);
     Ok(summary)
 }
 
 /// Which input files to read: a file whose size and mtime the manifest recorded is unchanged;
 /// one whose content digest it recorded is too (and its new mtime is kept, so the next run
-/// need not read it). Returns the files to skip and every file's digest. When a Batch API
-/// results file changed, every file is read: its requests may be anywhere.
+/// need not read it). Returns the files to skip and every file's digest. A file that cannot
+/// be read is taken out of `files` and added to `unreadable`: the run goes on without it.
 fn plan(
-    files: &[SourceFile],
-    index: &BatchIndex,
+    files: &mut Vec<SourceFile>,
     manifest: &mut Manifest,
     full: bool,
-) -> Result<(Vec<bool>, Vec<String>), PipelineError> {
+    unreadable: &mut Vec<UnreadableReport>,
+) -> (Vec<bool>, Vec<String>) {
     let mut skip = Vec::with_capacity(files.len());
     let mut digests = Vec::with_capacity(files.len());
-    for file in files {
+    files.retain(|file| {
         let entry = manifest.files.get_mut(&file.key);
         if let Some(entry) = &entry {
             if entry.size == file.size && entry.mtime_ns == file.mtime_ns {
                 skip.push(!full);
                 digests.push(entry.digest.clone());
-                continue;
+                return true;
             }
         }
-        let digest = file_digest(&file.path).map_err(|source| SourceError::Open {
-            path: file.display.to_string(),
-            source,
-        })?;
+        let digest = match file_digest(&file.path) {
+            Ok(digest) => digest,
+            Err(err) => {
+                unreadable.push(UnreadableReport {
+                    path: file.display.to_string(),
+                    message: err.to_string(),
+                });
+                return false;
+            }
+        };
         let same = match entry {
             Some(entry) if entry.digest == digest => {
                 entry.size = file.size;
@@ -247,12 +314,54 @@ fn plan(
         };
         skip.push(same && !full);
         digests.push(digest);
+        true
+    });
+    (skip, digests)
+}
+
+/// Files to convert whose content the manifest holds under a key not in this run: the same
+/// conversations converted before from another root (`convert samples`, then
+/// `cd samples && convert .`), whose sessions would be duplicates under other ids.
+fn same_content(
+    files: &[SourceFile],
+    skip: &[bool],
+    digests: &[String],
+    manifest: &Manifest,
+) -> Vec<SameContent> {
+    let keys: HashSet<&str> = files.iter().map(|f| f.key.as_str()).collect();
+    let mut by_digest: HashMap<&str, &str> = HashMap::new();
+    for entry in manifest.files.values() {
+        if !keys.contains(entry.key.as_str()) {
+            by_digest.entry(entry.digest.as_str()).or_insert(&entry.key);
+        }
     }
-    let results_changed = (0..files.len()).any(|i| index.is_results_file(i) && !skip[i]);
-    if results_changed {
-        skip.iter_mut().for_each(|s| *s = false);
+    files
+        .iter()
+        .zip(skip)
+        .zip(digests)
+        .filter(|((_, skipped), _)| !**skipped)
+        .filter_map(|((file, _), digest)| {
+            by_digest.get(digest.as_str()).map(|other| SameContent {
+                file: file.key.clone(),
+                converted_as: other.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// What the inputs held, for the error of a run with nothing to read.
+fn nothing_found(options: &Options, skipped: &Skipped) -> String {
+    let notes = skipped.notes();
+    if notes.is_empty() {
+        let inputs: Vec<String> = options
+            .inputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        format!("no file in {}", inputs.join(", "))
+    } else {
+        notes.join("; ")
     }
-    Ok((skip, digests))
 }
 
 fn signal_name(signal: usize) -> Option<String> {

@@ -212,6 +212,7 @@ pub fn input_class(err: &InputError) -> QuarantineClass {
         InputError::RolloutLine(_) => QuarantineClass::RolloutLine,
         InputError::BatchResultWithoutRequest(_) => QuarantineClass::BatchResultWithoutRequest,
         InputError::NoMessages(_) => QuarantineClass::NoMessages,
+        InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
         InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,
         InputError::BadMessage { .. } => QuarantineClass::BadMessage,
     }

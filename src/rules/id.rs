@@ -57,6 +57,9 @@ builtins! {
     SharedOutput = "shared-output",
     /// A message or part field of the wrong JSON type (e.g. `"name": 5`), dropped.
     WrongTypeField = "wrong-type-field",
+    /// No `messages_at` path held messages: the one field holding a list of objects with a
+    /// string `role` was used (`--no-guess` turns it off).
+    MessagesByShape = "messages-by-shape",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

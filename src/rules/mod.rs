@@ -112,6 +112,9 @@ pub struct InputRules {
     pub model_at: Vec<PathExpr>,
     pub reply_at: Vec<PathExpr>,
     pub finished: Vec<FinishedSignal>,
+    /// When no `messages_at` path holds messages, look for them by shape (`--no-guess` turns
+    /// it off).
+    pub guess: bool,
 }
 
 /// Session-meta defaults.

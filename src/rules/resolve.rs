@@ -272,6 +272,7 @@ fn resolve_input(
         model_at: optional("input.model_at", &input.model_at)?,
         reply_at: optional("input.reply_at", &input.reply_at)?,
         finished,
+        guess: true,
     })
 }
 

@@ -1,5 +1,13 @@
-//! Walk the input paths and list the files to read, in a stable order.
+//! Walk the input paths and list the files to read, in a stable order, the way fd walks:
+//! hidden entries and symlinks are left out unless asked for, a symlink loop or an unreadable
+//! entry is reported and skipped (never fatal), and a Codex home found inside an input is not
+//! entered. Standard input (`-`) and other streams (FIFOs, `/dev/stdin`, `<(...)`) are copied
+//! once to a temporary file, since a run reads each file more than once (digest, batch
+//! results, records).
 
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,6 +19,8 @@ use super::SourceError;
 /// A file named directly on the command line is always read, whatever its name.
 const RECORD_EXTENSIONS: [&str; 4] = ["jsonl", "json", "ndjson", "traj"];
 const COMPRESSION_EXTENSIONS: [&str; 3] = ["zst", "zstd", "gz"];
+/// The INPUT that means standard input.
+pub const STDIN: &str = "-";
 
 /// One input file to read.
 #[derive(Debug, Clone)]
@@ -19,67 +29,328 @@ pub struct SourceFile {
     /// The path as shown in messages and reports.
     pub display: Arc<str>,
     /// A stable key for deterministic ids: the path relative to the parent of the INPUT
-    /// argument it was found under, with `/` separators.
+    /// argument it was found under, with `/` separators (the `--stdin-name` for a stream).
     pub key: String,
     pub size: u64,
     /// Modification time, nanoseconds since the Unix epoch (0 when the system cannot tell).
     pub mtime_ns: u64,
 }
 
+/// How to walk.
+#[derive(Debug, Clone, Default)]
+pub struct WalkOptions {
+    /// Read hidden files and enter hidden folders (`--hidden`).
+    pub hidden: bool,
+    /// Follow symlinks (`--follow`).
+    pub follow: bool,
+    /// The key (and display name) of standard input and other anonymous streams.
+    pub stdin_name: String,
+}
+
+/// A path the walk could not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub path: String,
+    pub message: String,
+}
+
+/// What the walk found and left out.
+#[derive(Debug, Default)]
+pub struct Skipped {
+    /// Files with other extensions, by extension (`.txt`; `(none)` without one).
+    pub other_extensions: BTreeMap<String, u64>,
+    /// Hidden files and folders (a folder counts once).
+    pub hidden: u64,
+    /// Symlinks not followed.
+    pub symlinks: u64,
+    /// Codex homes inside an input, not entered.
+    pub codex_homes: Vec<String>,
+    /// Symlinks leading back to a folder above them (with `--follow`).
+    pub loops: Vec<String>,
+    /// Files and folders that could not be read.
+    pub unreadable: Vec<Unreadable>,
+    /// Inputs that are the output folder itself.
+    pub output: Vec<String>,
+}
+
+impl Skipped {
+    /// Files left out for their extension.
+    pub fn other_extension_files(&self) -> u64 {
+        self.other_extensions.values().sum()
+    }
+
+    /// One line per kind of skip, for the user, e.g. "skipped 12 files with other
+    /// extensions: .txt 8, .csv 4".
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if !self.other_extensions.is_empty() {
+            let mut by_count: Vec<(&String, &u64)> = self.other_extensions.iter().collect();
+            by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let list: Vec<String> = by_count.iter().map(|(e, n)| format!("{e} {n}")).collect();
+            let n = self.other_extension_files();
+            notes.push(format!(
+                "skipped {n} {} with other extensions: {}",
+                plural(n, "file", "files"),
+                list.join(", ")
+            ));
+        }
+        if self.hidden > 0 {
+            notes.push(format!(
+                "skipped {} hidden {} (--hidden reads them)",
+                self.hidden,
+                plural(self.hidden, "file or folder", "files and folders")
+            ));
+        }
+        if self.symlinks > 0 {
+            notes.push(format!(
+                "skipped {} {} (--follow follows them)",
+                self.symlinks,
+                plural(self.symlinks, "symlink", "symlinks")
+            ));
+        }
+        for home in &self.codex_homes {
+            notes.push(format!(
+                "skipped {home}: it is a Codex home (rollouts, not transcripts)"
+            ));
+        }
+        for path in &self.output {
+            notes.push(format!("skipped {path}: it is the output folder (--out)"));
+        }
+        notes
+    }
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// The files to read, what was left out, and the temporary copies of streams (removed when
+/// this is dropped: keep it until the run ends).
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub files: Vec<SourceFile>,
+    pub skipped: Skipped,
+    pub spools: Vec<tempfile::TempPath>,
+}
+
 /// Lists every record file under `inputs`, sorted within each input; inputs keep their order.
 /// Folders are not entered when they are `skip` (the output home: converting `.` into `./home`
-/// must not read back its own rollouts and quarantine).
-pub fn discover(inputs: &[PathBuf], skip: Option<&Path>) -> Result<Vec<SourceFile>, SourceError> {
+/// must not read back its own rollouts and quarantine) or a Codex home.
+pub fn discover(
+    inputs: &[PathBuf],
+    skip: Option<&Path>,
+    options: &WalkOptions,
+) -> Result<Discovery, SourceError> {
     let skip = skip.and_then(|p| std::fs::canonicalize(p).ok());
-    let mut files = Vec::new();
+    let mut found = Discovery::default();
     for input in inputs {
+        if input.as_os_str() == STDIN {
+            spool(input, &options.stdin_name, &mut found);
+            continue;
+        }
         let meta = std::fs::metadata(input).map_err(|source| SourceError::MissingInput {
             path: input.display().to_string(),
             source,
         })?;
         let base = input.parent().unwrap_or_else(|| Path::new(""));
         if meta.is_file() {
-            files.push(source_file(input.clone(), base, &meta));
+            found.files.push(source_file(input.clone(), base, &meta));
             continue;
         }
-        let walk = WalkDir::new(input)
-            .sort_by_file_name()
-            .follow_links(true)
-            .into_iter()
-            .filter_entry(|entry| {
-                !(entry.file_type().is_dir()
-                    && skip.is_some()
-                    && std::fs::canonicalize(entry.path()).ok() == skip)
-            });
-        for entry in walk {
-            let entry = entry.map_err(|err| SourceError::Walk {
-                path: input.display().to_string(),
-                message: err.to_string(),
-            })?;
-            if !entry.file_type().is_file() || !is_record_file(entry.path()) {
-                continue;
-            }
-            let meta = entry.metadata().map_err(|err| SourceError::Walk {
-                path: entry.path().display().to_string(),
-                message: err.to_string(),
-            })?;
-            files.push(source_file(entry.into_path(), base, &meta));
+        if !meta.is_dir() {
+            // A FIFO, `/dev/stdin`, `<(...)`: a stream, read once into a temporary file.
+            let key = if is_anonymous_stream(input) {
+                options.stdin_name.clone()
+            } else {
+                key_of(input, base)
+            };
+            spool(input, &key, &mut found);
+            continue;
         }
+        walk(input, base, skip.as_deref(), options, &mut found);
     }
-    Ok(files)
+    Ok(found)
 }
 
-fn source_file(path: PathBuf, base: &Path, meta: &std::fs::Metadata) -> SourceFile {
-    let relative = path.strip_prefix(base).unwrap_or(&path);
-    let key = relative
+/// Walks one folder, sorted by name, adding its record files and counting what it leaves out.
+/// Symlinks are followed here rather than by walkdir, so a folder that cannot be read behind
+/// one is reported with its own path (walkdir's loop check fails on it without a path).
+fn walk(
+    input: &Path,
+    base: &Path,
+    output: Option<&Path>,
+    options: &WalkOptions,
+    found: &mut Discovery,
+) {
+    let mut entries = WalkDir::new(input).sort_by_file_name().into_iter();
+    while let Some(entry) = entries.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                let path = err.path().unwrap_or(input).display().to_string();
+                let message = err
+                    .io_error()
+                    .map_or_else(|| err.to_string(), |io| io.to_string());
+                found.skipped.unreadable.push(Unreadable { path, message });
+                continue;
+            }
+        };
+        let path = entry.path();
+        if entry.depth() > 0 && is_hidden(entry.file_name()) && !options.hidden {
+            found.skipped.hidden += 1;
+            if entry.file_type().is_dir() {
+                entries.skip_current_dir();
+            }
+            continue;
+        }
+        let meta = if entry.path_is_symlink() && entry.depth() > 0 {
+            if !options.follow {
+                found.skipped.symlinks += 1;
+                continue;
+            }
+            match std::fs::metadata(path) {
+                Ok(meta) => meta,
+                Err(err) => {
+                    found.skipped.unreadable.push(Unreadable {
+                        path: path.display().to_string(),
+                        message: err.to_string(),
+                    });
+                    continue;
+                }
+            }
+        } else {
+            match entry.metadata() {
+                Ok(meta) => meta,
+                Err(err) => {
+                    found.skipped.unreadable.push(Unreadable {
+                        path: path.display().to_string(),
+                        message: err.to_string(),
+                    });
+                    continue;
+                }
+            }
+        };
+        if meta.is_dir() {
+            let canonical = std::fs::canonicalize(path).ok();
+            if output.is_some() && canonical.as_deref() == output {
+                found.skipped.output.push(path.display().to_string());
+            } else if is_codex_home(path) {
+                found.skipped.codex_homes.push(path.display().to_string());
+            } else if entry.path_is_symlink() && entry.depth() > 0 {
+                let parent = path.parent().and_then(|p| std::fs::canonicalize(p).ok());
+                match (&canonical, &parent) {
+                    (Some(target), Some(parent)) if parent.starts_with(target) => {
+                        found.skipped.loops.push(format!(
+                            "{} (leads back to {})",
+                            path.display(),
+                            target.display()
+                        ));
+                    }
+                    _ => walk(path, base, output, options, found),
+                }
+                continue;
+            } else {
+                continue;
+            }
+            entries.skip_current_dir();
+            continue;
+        }
+        if !meta.is_file() {
+            continue;
+        }
+        if !is_record_file(path) {
+            let extension = path.extension().map_or_else(
+                || "(none)".to_string(),
+                |e| format!(".{}", e.to_string_lossy()),
+            );
+            *found.skipped.other_extensions.entry(extension).or_insert(0) += 1;
+            continue;
+        }
+        found
+            .files
+            .push(source_file(entry.into_path(), base, &meta));
+    }
+}
+
+fn is_hidden(name: &OsStr) -> bool {
+    name.to_string_lossy().starts_with('.')
+}
+
+/// A folder Codex (or rollover) wrote: a `rollover/` run folder (with its `manifest` or
+/// `runs/`), or `sessions/` holding `rollout-*` files (at `sessions/YYYY/MM/DD/`).
+pub fn is_codex_home(dir: &Path) -> bool {
+    let run_folder = dir.join("rollover");
+    if run_folder.join("manifest").is_file() || run_folder.join("runs").is_dir() {
+        return true;
+    }
+    let sessions = dir.join("sessions");
+    sessions.is_dir()
+        && WalkDir::new(&sessions)
+            .max_depth(4)
+            .into_iter()
+            .filter_map(Result::ok)
+            .any(|e| {
+                e.file_type().is_file() && e.file_name().to_string_lossy().starts_with("rollout-")
+            })
+}
+
+/// `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N` (what `<(...)` gives): streams without a name
+/// of their own, keyed by `--stdin-name` so their ids do not depend on a descriptor number.
+fn is_anonymous_stream(path: &Path) -> bool {
+    path == Path::new("/dev/stdin")
+        || path.parent() == Some(Path::new("/dev/fd"))
+        || path.parent() == Some(Path::new("/proc/self/fd"))
+}
+
+/// Copies a stream (`-` is standard input) to a temporary file, read then like any file under
+/// the name `key`. A stream that fails is reported as unreadable.
+fn spool(input: &Path, key: &str, found: &mut Discovery) {
+    let copied = (|| -> std::io::Result<(tempfile::TempPath, std::fs::Metadata)> {
+        let mut temp = tempfile::Builder::new()
+            .prefix("rollover-stdin-")
+            .tempfile()?;
+        if input.as_os_str() == STDIN {
+            std::io::copy(&mut std::io::stdin().lock(), temp.as_file_mut())?;
+        } else {
+            std::io::copy(&mut std::fs::File::open(input)?, temp.as_file_mut())?;
+        }
+        temp.as_file_mut().flush()?;
+        let meta = temp.as_file().metadata()?;
+        Ok((temp.into_temp_path(), meta))
+    })();
+    match copied {
+        Ok((temp, meta)) => {
+            let mut file = source_file(temp.to_path_buf(), Path::new(""), &meta);
+            file.key = key.to_string();
+            file.display = Arc::from(key);
+            found.files.push(file);
+            found.spools.push(temp);
+        }
+        Err(err) => found.skipped.unreadable.push(Unreadable {
+            path: input.display().to_string(),
+            message: err.to_string(),
+        }),
+    }
+}
+
+fn key_of(path: &Path, base: &Path) -> String {
+    let relative = path.strip_prefix(base).unwrap_or(path);
+    relative
         .components()
         .map(|c| c.as_os_str().to_string_lossy())
         .collect::<Vec<_>>()
-        .join("/");
+        .join("/")
+}
+
+fn source_file(path: PathBuf, base: &Path, meta: &std::fs::Metadata) -> SourceFile {
     SourceFile {
         display: Arc::from(path.display().to_string()),
+        key: key_of(&path, base),
         path,
-        key,
         size: meta.len(),
         mtime_ns: meta
             .modified()

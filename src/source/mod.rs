@@ -9,7 +9,7 @@ pub mod discover;
 pub mod open;
 pub mod split;
 
-pub use discover::{discover, SourceFile};
+pub use discover::{discover, Discovery, Skipped, SourceFile, Unreadable, WalkOptions};
 pub use open::{open, Compression};
 pub use split::{records, Damage, RawRecord, RecordEvent};
 

@@ -14,6 +14,8 @@
 //!   and proxies are switched off by [`write_codex_config`] and [`codex_command`].
 #![allow(dead_code)]
 
+pub mod picker;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

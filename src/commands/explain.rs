@@ -289,8 +289,10 @@ impl Explained {
             if i.parts > 0 {
                 what.push_str(&format!(", {} parts", i.parts));
             }
-            if i.tool_calls > 0 {
-                what.push_str(&format!(", {} tool calls", i.tool_calls));
+            match i.tool_calls {
+                0 => {}
+                1 => what.push_str(", 1 tool call"),
+                n => what.push_str(&format!(", {n} tool calls")),
             }
             out.push_str(&format!("[{}] {} ({what})\n", i.index, i.role));
             push_decisions(&mut out, &m.decisions);

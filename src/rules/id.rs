@@ -57,6 +57,8 @@ builtins! {
     SharedOutput = "shared-output",
     /// A message or part field of the wrong JSON type (e.g. `"name": 5`), dropped.
     WrongTypeField = "wrong-type-field",
+    /// Responses Lite: an image `detail` the Lite wire does not take, removed.
+    LiteImageDetail = "lite-image-detail",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -10,8 +10,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::audit::Summary;
-use crate::cli::ConvertArgs;
+use crate::cli::{ConvertArgs, OutputFormat, WireArg};
 use crate::commands::Exit;
+use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
 use crate::source::Damage;
@@ -28,6 +29,7 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
     }
     extra.append(&mut rules.input.messages_at);
     rules.input.messages_at = extra;
+    let format = output_format(args)?;
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
     let options = Options {
@@ -40,6 +42,7 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
         force: args.force,
         durable: args.durable,
         stop,
+        format,
     };
     let progress = Reporter::new();
     let result = pipeline::run(&options, &rules, &progress)
@@ -68,6 +71,31 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
         print_summary(&summary, args);
     }
     Ok(exit)
+}
+
+/// `--format` and the flags that only it takes.
+fn output_format(args: &ConvertArgs) -> Result<Format> {
+    let responses_only = [
+        (args.wire == WireArg::Lite, "--wire lite"),
+        (args.batch_envelope, "--batch-envelope"),
+        (args.compress, "--compress"),
+    ];
+    match args.format {
+        OutputFormat::Codex => match responses_only.iter().find(|(given, _)| *given) {
+            Some((_, flag)) => Err(anyhow::anyhow!(
+                "{flag} applies to Responses bodies only: add --format responses"
+            )),
+            None => Ok(Format::Codex),
+        },
+        OutputFormat::Responses => Ok(Format::Responses(ResponsesOptions {
+            wire: match args.wire {
+                WireArg::Normal => Wire::Normal,
+                WireArg::Lite => Wire::Lite,
+            },
+            envelope: args.batch_envelope,
+            compress: args.compress,
+        })),
+    }
 }
 
 /// The exit of a finished run: interrupted (130/143), findings (1: a damaged file, or records

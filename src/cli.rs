@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Migrate archives of chat transcripts into Codex rollouts and Responses items.
 #[derive(Debug, Parser)]
@@ -136,9 +136,37 @@ pub struct ConvertArgs {
     /// text otherwise); the reports say so at the top.
     #[arg(long)]
     pub report_text: bool,
+    /// What to write: `codex` rollouts under OUT/sessions/, or `responses` API request bodies,
+    /// one JSONL file per input file under OUT/responses/ (one line per conversation). One OUT
+    /// holds one format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Codex)]
+    pub format: OutputFormat,
+    /// --format responses: `normal` (instructions and tools top-level) or `lite` (as Codex
+    /// encodes for Responses Lite: both as leading developer items).
+    #[arg(long, value_enum, default_value_t = WireArg::Normal)]
+    pub wire: WireArg,
+    /// --format responses: wrap each body as a Batch API line
+    /// (`{"custom_id","method":"POST","url":"/v1/responses","body"}`).
+    #[arg(long)]
+    pub batch_envelope: bool,
+    /// --format responses: write each file zstd-compressed (`.jsonl.zst`).
+    #[arg(long)]
+    pub compress: bool,
     /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
     #[arg(long, hide = true)]
     pub baseline: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Codex,
+    Responses,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WireArg {
+    Normal,
+    Lite,
 }
 
 #[derive(Debug, Args)]

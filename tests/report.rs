@@ -288,7 +288,14 @@ fn the_html_report_renders_in_headless_chromium_with_charts_and_no_console_error
     let page = wd.path("home/rollover/latest/report.html");
     let html = fs::read_to_string(&page).expect("report.html");
     // (An SVG's xmlns names a namespace; it is not fetched.)
-    for external in ["src=\"http", "href=\"http", "url(http", "<link", "<script src", "@import"] {
+    for external in [
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "<link",
+        "<script src",
+        "@import",
+    ] {
         assert!(
             !html.contains(external),
             "the page is not self-contained: {external}"

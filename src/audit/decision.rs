@@ -109,6 +109,10 @@ pub enum Action {
     },
     EmptyMessageDropped,
     EmptyMessageKept,
+    /// A tool definition with no Responses function equivalent, dropped (`--format responses`).
+    ToolDropped {
+        name: Option<String>,
+    },
     InvalidPhaseDropped {
         phase: String,
     },
@@ -164,6 +168,7 @@ impl Action {
             Action::LookalikeAsContext { .. } => "lookalike_as_context",
             Action::EmptyMessageDropped => "empty_message_dropped",
             Action::EmptyMessageKept => "empty_message_kept",
+            Action::ToolDropped { .. } => "tool_dropped",
             Action::InvalidPhaseDropped { .. } => "invalid_phase_dropped",
             Action::DuplicateBaseInstructionsDropped => "duplicate_base_instructions_dropped",
             Action::BaseInstructionsAlreadySet => "base_instructions_already_set",

@@ -10,8 +10,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::audit::Summary;
-use crate::cli::ConvertArgs;
+use crate::cli::{ConvertArgs, OutputFormat, WireArg};
 use crate::commands::Exit;
+use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
 use crate::source::{Damage, WalkOptions};
@@ -49,6 +50,7 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
     if args.out.is_file() {
         anyhow::bail!("--out must be a folder: {} is a file", args.out.display());
     }
+    let format = output_format(args)?;
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
     let options = Options {
@@ -69,6 +71,7 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
             follow: args.follow,
             stdin_name: args.stdin_name.clone(),
         },
+        format,
     };
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
@@ -100,6 +103,31 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
         print_summary(&summary, args);
     }
     Ok(exit)
+}
+
+/// `--format` and the flags that only it takes.
+fn output_format(args: &ConvertArgs) -> Result<Format> {
+    let responses_only = [
+        (args.wire == WireArg::Lite, "--wire lite"),
+        (args.batch_envelope, "--batch-envelope"),
+        (args.compress, "--compress"),
+    ];
+    match args.format {
+        OutputFormat::Codex => match responses_only.iter().find(|(given, _)| *given) {
+            Some((_, flag)) => Err(anyhow::anyhow!(
+                "{flag} applies to Responses bodies only: add --format responses"
+            )),
+            None => Ok(Format::Codex),
+        },
+        OutputFormat::Responses => Ok(Format::Responses(ResponsesOptions {
+            wire: match args.wire {
+                WireArg::Normal => Wire::Normal,
+                WireArg::Lite => Wire::Lite,
+            },
+            envelope: args.batch_envelope,
+            compress: args.compress,
+        })),
+    }
 }
 
 /// The exit of a finished run: interrupted (130/143), findings (1: a damaged file, or records

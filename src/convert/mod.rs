@@ -7,7 +7,8 @@
 //!
 //! Stages inside: [`build`] walks the messages once (classification, grouping, parts, tool
 //! pairing); [`phase`] assigns assistant phases from the turn structure; [`render`] lays the
-//! items out as rollout lines with events and timestamps; [`ids`] makes every id
+//! items out as rollout lines with events and timestamps, behind the [`render::Render`] trait
+//! that [`responses`] also implements (Responses request bodies); [`ids`] makes every id
 //! deterministic.
 
 mod assistant;
@@ -18,6 +19,7 @@ pub mod image;
 pub mod parts;
 pub mod phase;
 pub mod render;
+pub mod responses;
 #[cfg(test)]
 mod test_support;
 mod tools;
@@ -59,6 +61,10 @@ pub struct Conversation {
     pub decisions: Vec<Decision>,
     /// Milliseconds since the epoch of the session start.
     pub started_ms: i64,
+    /// The record's tool definitions, as given (only the Responses output writes them).
+    pub tools: Vec<serde_json::Value>,
+    /// The record's model, when it says.
+    pub model: Option<String>,
 }
 
 impl Conversation {
@@ -94,6 +100,8 @@ pub fn convert(
         .created_ms
         .unwrap_or(rules.session.timestamp_ms);
     let id = ids::session_id(key, started_ms);
+    let tools = std::mem::take(&mut transcript.tools);
+    let model = transcript.meta.model.clone();
     let built = build::build(&mut transcript, rules, key.source)?;
     let mut items = built.items;
     phase::assign(&mut items, rules.infer_phase, transcript.meta.finished);
@@ -126,5 +134,7 @@ pub fn convert(
         items,
         decisions,
         started_ms,
+        tools,
+        model,
     })
 }

@@ -7,13 +7,60 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use super::{ItemKind, OutItem, OutPayload};
+use super::{Conversation, ConvertError, ItemKind, OutItem, OutPayload};
+use crate::model::responses::{Format, ResponsesOptions};
 use crate::model::rollout::{
     BaseInstructions, Compacted, ContentItem, EventMsg, Line, ResponseItem, SessionMeta,
     TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
 };
 use crate::model::time::{format_ms, MAX_MS};
 use crate::rules::RuleSet;
+
+/// The last stage: a converted conversation to the bytes of one output format. The convert
+/// stage builds the same [`Conversation`] whichever renderer runs; the caller picks one with
+/// [`renderer`]. A renderer may take decisions of its own (appended to the conversation's) and
+/// may fail when a rule says quarantine.
+pub trait Render: Sync {
+    fn render(
+        &self,
+        conversation: &mut Conversation,
+        rules: &RuleSet,
+    ) -> Result<Vec<u8>, ConvertError>;
+}
+
+/// Codex rollout lines (`--format codex`).
+pub struct CodexRollout;
+
+/// Responses API request bodies (`--format responses`).
+pub struct ResponsesBody(pub ResponsesOptions);
+
+impl Render for CodexRollout {
+    fn render(
+        &self,
+        conversation: &mut Conversation,
+        _rules: &RuleSet,
+    ) -> Result<Vec<u8>, ConvertError> {
+        Ok(conversation.to_bytes())
+    }
+}
+
+impl Render for ResponsesBody {
+    fn render(
+        &self,
+        conversation: &mut Conversation,
+        rules: &RuleSet,
+    ) -> Result<Vec<u8>, ConvertError> {
+        super::responses::render(conversation, rules, self.0)
+    }
+}
+
+/// The renderer of a format.
+pub fn renderer(format: Format) -> Box<dyn Render> {
+    match format {
+        Format::Codex => Box::new(CodexRollout),
+        Format::Responses(options) => Box::new(ResponsesBody(options)),
+    }
+}
 
 pub fn session_meta(
     rules: &RuleSet,

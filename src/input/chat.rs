@@ -37,6 +37,7 @@ const ROLLOUT_TAGS: [&str; 5] = [
 /// Reads a parsed record as a conversation, moving its strings out of `value`.
 pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, InputError> {
     let mut meta = RecordMeta::default();
+    let mut tools = Vec::new();
     let (list, path) = match &mut value {
         Value::Array(_) => (std::mem::take(&mut value), "(record)".to_string()),
         Value::Object(map) => {
@@ -47,6 +48,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
                 }
             }
             read_meta(&value, rules, &mut meta);
+            tools = read_tools(&value);
             let found = rules.messages_at.iter().find_map(|path| {
                 let v = path.get(&value)?;
                 match v {
@@ -149,6 +151,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
         messages,
         meta,
         ignored_fields,
+        tools,
     })
 }
 
@@ -194,6 +197,25 @@ fn take_at(value: &mut Value, keys: &[String]) -> Value {
         here = here.and_then(|v| v.get_mut(key.as_str()));
     }
     here.map(std::mem::take).unwrap_or(Value::Null)
+}
+
+/// The record's tool definitions: `tools`, else legacy `functions` (each wrapped as a
+/// `function` tool), at the top level or in a Batch API request `body`. Copied, not moved, so
+/// the keys stay in the audit's ignored fields exactly as before.
+fn read_tools(value: &Value) -> Vec<Value> {
+    let holders = [Some(value), value.get("body")];
+    for holder in holders.into_iter().flatten() {
+        if let Some(Value::Array(tools)) = holder.get("tools") {
+            return tools.clone();
+        }
+        if let Some(Value::Array(functions)) = holder.get("functions") {
+            return functions
+                .iter()
+                .map(|f| serde_json::json!({"type": "function", "function": f}))
+                .collect();
+        }
+    }
+    Vec::new()
 }
 
 /// A list of messages, or a list of turns each a list of messages (flattened in order).

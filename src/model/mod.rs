@@ -2,6 +2,7 @@
 //!
 //! - [`transcript`]: a conversation as read from an input record (roles, parts, tool calls).
 //! - [`rollout`]: Codex rollout lines and Responses items, as written and as read back.
+//! - [`responses`]: Responses API request bodies (the second output format) and their tools.
 //! - [`conversation`]: a converted conversation's items, each with its kind and origin.
 //! - [`time`]: the wire format's timestamps (RFC 3339, milliseconds, `Z`), read and written;
 //!   the one piece of logic here, because both sides of the wire need the same format.
@@ -9,6 +10,7 @@
 
 pub mod conversation;
 pub mod location;
+pub mod responses;
 pub mod rollout;
 pub mod time;
 pub mod transcript;

@@ -10,6 +10,11 @@ pub struct Transcript {
     pub meta: RecordMeta,
     /// Top-level record keys that carry nothing we convert (kept by name in the audit).
     pub ignored_fields: Vec<String>,
+    /// The record's own tool definitions (Chat Completions `tools`, or legacy `functions`
+    /// wrapped as `{"type":"function","function":..}`), as given. Codex rollouts keep no tools;
+    /// the Responses output translates them. Still listed in `ignored_fields`, so the Codex
+    /// audit is unchanged.
+    pub tools: Vec<serde_json::Value>,
 }
 
 /// Facts about the record as a whole.

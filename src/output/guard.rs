@@ -56,11 +56,25 @@ impl Guard {
         bytes: &[u8],
         new_digest: &str,
     ) -> Result<Placed, OutputError> {
+        self.place_with(home, relative, new_digest, || {
+            home.write_atomic(relative, bytes).map(|_| ())
+        })
+    }
+
+    /// [`Guard::place`] with the writing left to `put` (which must put the new bytes at
+    /// `relative` atomically); `put` is not called when the file is kept or unchanged.
+    pub fn place_with(
+        &self,
+        home: &Home,
+        relative: &Path,
+        new_digest: &str,
+        put: impl FnOnce() -> Result<(), OutputError>,
+    ) -> Result<Placed, OutputError> {
         let target = home.root.join(relative);
         let on_disk = match fs::read(&target) {
             Ok(existing) => digest(&existing),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                home.write_atomic(relative, bytes)?;
+                put()?;
                 return Ok(Placed::Written);
             }
             Err(e) => return Err(write_error(&target, e)),
@@ -70,14 +84,14 @@ impl Guard {
         }
         let ours = self.written.get(&key(relative)) == Some(&on_disk);
         if ours {
-            home.write_atomic(relative, bytes)?;
+            put()?;
             return Ok(Placed::Written);
         }
         if !self.force {
             return Ok(Placed::Kept);
         }
         let copy = home.keep_replaced(relative)?;
-        home.write_atomic(relative, bytes)?;
+        put()?;
         Ok(Placed::Replaced { copy })
     }
 

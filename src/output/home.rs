@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
 use super::OutputError;
+use crate::model::responses::RESPONSES_DIR;
 
 /// Folder of rollover's own files inside the home.
 pub const STATE_DIR: &str = "rollover";
@@ -25,7 +26,7 @@ pub const LATEST: &str = "latest";
 /// Where `--force` keeps a copy of each session it replaced.
 pub const REPLACED_DIR: &str = "replaced";
 /// Marks a temporary file: `.rollout-….jsonl.tmp<pid>`.
-const TEMP_MARK: &str = ".tmp";
+pub(crate) const TEMP_MARK: &str = ".tmp";
 
 #[derive(Debug, Clone)]
 pub struct Home {
@@ -195,11 +196,12 @@ impl Home {
         )
     }
 
-    /// Removes the temporary files a killed run left under `sessions/` and `rollover/`;
+    /// Removes the temporary files a killed run left under `sessions/`, `responses/` and
+    /// `rollover/`;
     /// returns how many.
     pub fn remove_temporary_files(&self) -> Result<u64, OutputError> {
         let mut removed = 0;
-        for top in ["sessions", STATE_DIR] {
+        for top in ["sessions", RESPONSES_DIR, STATE_DIR] {
             let dir = self.root.join(top);
             if !dir.exists() {
                 continue;

@@ -31,7 +31,11 @@ pub struct FileEntry {
     /// xxh3-128 of the file's bytes on disk, hex.
     pub digest: String,
     pub records: u64,
+    /// For `--format codex`, the rollouts; for `--format responses`, the one output file.
     pub rollouts: Vec<RolloutEntry>,
+    /// The output format, when not Codex rollouts (absent for them, as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
 }
 
 /// A rollout written for an input file, with the digest of the bytes written.

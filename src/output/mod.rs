@@ -1,10 +1,11 @@
-//! Output: the Codex home (rollouts written atomically) and the run's own files beside it
+//! Output: the Codex home (rollouts written atomically, or the Responses bodies' files) and the run's own files beside it
 //! (`rollover/quarantine.jsonl`, `rollover/conversations.jsonl`, `rollover/summary.json`).
 //!
 //! In: rollout bytes with their relative path; quarantined records with their location.
 //! Fails with an [`OutputError`] naming the path; those are fatal to the run (an unwritable
 //! output is not a per-record problem).
 
+pub mod bodies;
 pub mod guard;
 pub mod home;
 pub mod lock;

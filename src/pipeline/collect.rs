@@ -4,6 +4,7 @@
 //! every rollout it produced is on disk: the collector removes the rollouts of records that
 //! are gone from it and records it in the manifest.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,11 +13,14 @@ use serde::Serialize;
 
 use super::reader::Work;
 use super::record::{Converted, Outcome};
-use super::Progress;
+use super::{format_name, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport};
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
+use crate::model::responses::Format;
+use crate::output::bodies::BodyFile;
+use crate::output::guard::key;
 use crate::output::manifest::{FileEntry, RolloutEntry};
 use crate::output::quarantine::QuarantineClass;
 use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal};
@@ -37,6 +41,9 @@ pub struct Collector<'h> {
     stats: Vec<FileStats>,
     /// What the report needs beyond the summary.
     pub report: ReportOptions,
+    format: Format,
+    /// `--format responses`: the output file of each input file being read.
+    bodies: HashMap<usize, BodyFile>,
 }
 
 /// Excerpts of quarantined records the report shows with `--report-text`.
@@ -50,6 +57,7 @@ impl<'h> Collector<'h> {
         files: &'h [SourceFile],
         digests: Vec<String>,
         guard: &'h Guard,
+        format: Format,
     ) -> Result<Collector<'h>, OutputError> {
         Ok(Collector {
             home,
@@ -68,6 +76,8 @@ impl<'h> Collector<'h> {
                 })
                 .collect(),
             report: ReportOptions::default(),
+            format,
+            bodies: HashMap::new(),
         })
     }
 
@@ -142,6 +152,10 @@ impl<'h> Collector<'h> {
             digest: digest.clone(),
             records: 0,
             rollouts: Vec::new(),
+            format: match self.format {
+                Format::Codex => None,
+                Format::Responses(_) => Some(format_name(self.format).to_string()),
+            },
         })
     }
 
@@ -168,7 +182,20 @@ impl<'h> Collector<'h> {
         write_line(self.home, &mut self.quarantine, "quarantine.jsonl", entry)
     }
 
+    /// A converted record: counted and reported; a Codex rollout was placed by its worker, a
+    /// Responses body is appended here, in record order, to its input file's output file.
     fn converted(&mut self, file: usize, done: &Converted) -> Result<(), OutputError> {
+        if let (Format::Responses(options), false) = (self.format, self.summary.dry_run) {
+            let body = match self.bodies.entry(file) {
+                Entry::Occupied(open) => open.into_mut(),
+                Entry::Vacant(slot) => slot.insert(BodyFile::create(
+                    self.home,
+                    &done.relative,
+                    options.compress,
+                )?),
+            };
+            body.append(&done.bytes)?;
+        }
         if let Some(placed) = &done.placed {
             match placed {
                 Placed::Written => {}
@@ -222,6 +249,19 @@ impl<'h> Collector<'h> {
     /// Every rollout of `file` is on disk: remove those of records that are gone since the
     /// manifest last recorded it, then record it. A dry run records nothing.
     fn file_done(&mut self, file: usize, manifest: &mut Manifest) -> Result<(), OutputError> {
+        if let Some(body) = self.bodies.remove(&file) {
+            let path = key(body.relative());
+            let (placed, digest) = body.finish(self.home, self.guard)?;
+            match placed {
+                Placed::Written => {}
+                Placed::Unchanged => self.summary.rollouts_unchanged += 1,
+                Placed::Kept => self.summary.sessions_kept.push(path.clone()),
+                Placed::Replaced { .. } => self.summary.sessions_replaced.push(path.clone()),
+            }
+            self.file_entry(file)
+                .rollouts
+                .push(RolloutEntry { path, digest });
+        }
         let entry = self.file_entry(file).clone();
         self.open.remove(&file);
         self.summary.files_done += 1;

@@ -25,13 +25,14 @@ use thiserror::Error;
 use crate::audit::summary::{SameContent, UnreadableReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
+use crate::model::responses::Format;
 use crate::output::manifest::file_digest;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{discover, Damage, Skipped, SourceError, SourceFile, WalkOptions};
 use collect::Collector;
 use reader::Work;
-pub use record::{process_record, Converted, Outcome};
+pub use record::{process_record, process_record_as, Converted, Outcome};
 
 #[derive(Debug, Error)]
 pub enum PipelineError {
@@ -42,6 +43,12 @@ pub enum PipelineError {
     Source(#[from] SourceError),
     #[error(transparent)]
     Output(#[from] OutputError),
+    #[error("{out} holds the output of --format {found}; write --format {asked} into another --out (the manifest of scheduled runs is per format)")]
+    FormatMismatch {
+        out: String,
+        found: &'static str,
+        asked: &'static str,
+    },
     #[error("cannot start {threads} worker threads: {message}; pass a smaller --jobs")]
     Pool { threads: usize, message: String },
     /// A bug: a stage panicked. The run stops rather than write a summary that looks complete.
@@ -78,6 +85,8 @@ pub struct Options {
     pub report_text: bool,
     /// Hidden files, symlinks, the key of standard input.
     pub walk: WalkOptions,
+    /// What the last stage writes (`--format`).
+    pub format: Format,
 }
 
 /// Progress callbacks; the command decides how to show them.
@@ -127,6 +136,7 @@ pub fn run(
         ));
     }
     let mut manifest = Manifest::load(&home)?;
+    check_format(&home, &manifest, options.format)?;
     let (run_number, killed_run) = home.start_run()?;
     let temporary_files_removed = if manifest.recovered || killed_run {
         home.remove_temporary_files()?
@@ -186,7 +196,7 @@ pub fn run(
         same_content,
         ..Summary::default()
     };
-    let mut collector = Collector::new(&home, summary, &files, digests, &guard)?;
+    let mut collector = Collector::new(&home, summary, &files, digests, &guard, options.format)?;
     collector.report.max_quarantine_rate = options.max_quarantine_rate;
     collector.report.report_text = options.report_text;
     let mut convert_seconds = 0.0;
@@ -364,6 +374,37 @@ fn nothing_found(options: &Options, skipped: &Skipped) -> String {
     }
 }
 
+/// One output home holds one format: a manifest that recorded the other format's files would
+/// skip unchanged inputs (their output never written) or remove the other format's files.
+fn check_format(home: &Home, manifest: &Manifest, format: Format) -> Result<(), PipelineError> {
+    let asked = format_name(format);
+    let found = manifest
+        .files
+        .values()
+        .map(|entry| entry.format.as_deref().unwrap_or("codex"))
+        .find(|found| *found != asked);
+    match found {
+        None => Ok(()),
+        Some(found) => Err(PipelineError::FormatMismatch {
+            out: home.root.display().to_string(),
+            found: if found == "codex" {
+                "codex"
+            } else {
+                "responses"
+            },
+            asked,
+        }),
+    }
+}
+
+/// The name of a format, as the manifest records it (Codex: none, as before).
+pub fn format_name(format: Format) -> &'static str {
+    match format {
+        Format::Codex => "codex",
+        Format::Responses(_) => "responses",
+    }
+}
+
 fn signal_name(signal: usize) -> Option<String> {
     match signal as i32 {
         0 => None,
@@ -402,9 +443,12 @@ fn convert_batch(
             let mut outcome = if context.options.baseline {
                 record::round_trip(record, *ordinal)
             } else {
-                process_record(record, key, *ordinal, context.rules, context.index)
+                let format = context.options.format;
+                process_record_as(record, key, *ordinal, context.rules, context.index, format)
             };
-            if let (Outcome::Converted(done), false) = (&mut outcome, context.options.dry_run) {
+            // Responses bodies are appended to their file by the ordered collector.
+            let place = !context.options.dry_run && context.options.format == Format::Codex;
+            if let (Outcome::Converted(done), true) = (&mut outcome, place) {
                 let placed =
                     context
                         .guard

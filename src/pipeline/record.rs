@@ -9,9 +9,11 @@ use serde::Serialize;
 use crate::audit::accounting::{account, transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
+use crate::convert::render::renderer;
 use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::{extract, parse_record, InputError};
+use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::Transcript;
 use crate::output::manifest::digest;
@@ -61,7 +63,8 @@ pub struct Converted {
     pub events: (u64, u64),
     #[serde(skip)]
     pub ignored: Vec<String>,
-    /// The rollout's bytes and its path relative to the home.
+    /// The rollout's bytes and its path relative to the home (for a Responses body, its line
+    /// and the path of its input file's output file).
     #[serde(skip)]
     pub bytes: Vec<u8>,
     #[serde(skip)]
@@ -71,13 +74,27 @@ pub struct Converted {
     pub placed: Option<Placed>,
 }
 
-/// Converts one record of the file keyed `source_key` (its `ordinal`-th record).
+/// Converts one record of the file keyed `source_key` (its `ordinal`-th record) into a Codex
+/// rollout.
 pub fn process_record(
     record: &RawRecord,
     source_key: &str,
     ordinal: u64,
     rules: &RuleSet,
     batch: &BatchIndex,
+) -> Outcome {
+    process_record_as(record, source_key, ordinal, rules, batch, Format::Codex)
+}
+
+/// [`process_record`] for any output format: the same stages up to the conversation, then
+/// that format's renderer and checks.
+pub fn process_record_as(
+    record: &RawRecord,
+    source_key: &str,
+    ordinal: u64,
+    rules: &RuleSet,
+    batch: &BatchIndex,
+    format: Format,
 ) -> Outcome {
     let location = &record.location;
     let quarantine = |class: QuarantineClass, reason: String| {
@@ -101,14 +118,18 @@ pub fn process_record(
         Err(err) => return quarantine(input_class(&err), err.to_string()),
     };
     transcript.meta.unicode_repairs = repairs;
-    let ignored = ignored_fields(&transcript);
+    let mut ignored = ignored_fields(&transcript);
+    if let Format::Responses(_) = format {
+        // The Responses output writes the record's tools.
+        ignored.retain(|f| f != "record.tools" && f != "record.functions");
+    }
     let bytes_in = transcript_bytes(&transcript);
     let key = RecordKey {
         source: source_key,
         ordinal,
         salt: 0,
     };
-    let conversation = match convert(transcript, rules, &key) {
+    let mut conversation = match convert(transcript, rules, &key) {
         Ok(c) => c,
         Err(ConvertError {
             rule,
@@ -124,10 +145,21 @@ pub fn process_record(
             );
         }
     };
-    let bytes = conversation.to_bytes();
-    let violations = validate::check(&bytes, Some(&conversation.meta.id), &rules.markers);
+    let bytes = match renderer(format).render(&mut conversation, rules) {
+        Ok(bytes) => bytes,
+        Err(ConvertError { rule, reason, .. }) => {
+            return quarantine(QuarantineClass::Rule, format!("{reason} (rule `{rule}`)"))
+        }
+    };
+    let (violations, what) = match format {
+        Format::Codex => (
+            validate::check(&bytes, Some(&conversation.meta.id), &rules.markers),
+            "rollout",
+        ),
+        Format::Responses(_) => (validate::responses::check_body(&bytes), "body"),
+    };
     if let Some(first) = violations.first() {
-        let reason = format!("[{}] rollout {}", first.invariant, first);
+        let reason = format!("[{}] {what} {}", first.invariant, first);
         return quarantine(QuarantineClass::Invariant(first.invariant), reason);
     }
     let base = conversation.meta.base_instructions.as_ref();
@@ -144,13 +176,19 @@ pub fn process_record(
         );
         return quarantine(QuarantineClass::Invariant(Invariant::Accounting), reason);
     }
-    let relative = conversation.relative_path();
     let items = conversation.items.iter().map(item_kind).collect();
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();
-    let events = (
-        count(ItemKind::RealUser) as u64,
-        count(ItemKind::Assistant) as u64,
-    );
+    let (relative, events) = match format {
+        Format::Codex => (
+            conversation.relative_path(),
+            (
+                count(ItemKind::RealUser) as u64,
+                count(ItemKind::Assistant) as u64,
+            ),
+        ),
+        // One file per input file, written by the collector; no UI events in a body.
+        Format::Responses(options) => (output_path(source_key, options.compress), (0, 0)),
+    };
     Outcome::Converted(Box::new(Converted {
         schema_version: SCHEMA_VERSION,
         source: location.path.to_string(),

@@ -60,6 +60,8 @@ builtins! {
     /// No `messages_at` path held messages: the one field holding a list of objects with a
     /// string `role` was used (`--no-guess` turns it off).
     MessagesByShape = "messages-by-shape",
+    /// Responses Lite: an image `detail` the Lite wire does not take, removed.
+    LiteImageDetail = "lite-image-detail",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

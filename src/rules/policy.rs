@@ -326,6 +326,8 @@ declare_policies! {
         "a developer message repeating the base instructions";
     UnpairedReasoning(unpaired_reasoning): DropOrQuarantine,
         "reasoning with no message or call after it to explain";
+    UntranslatableTool(untranslatable_tool): DropOrQuarantine,
+        "a record's tool definition with no Responses function equivalent (--format responses)";
 }
 
 impl Policies {

@@ -11,11 +11,13 @@
 //! - [`lines`]: bytes to lines (invariant 2 for the bytes themselves).
 //! - [`meta`]: the session meta (1) and each line's envelope (2).
 //! - [`items`]: items and events in order (3 to 11), messages in [`message`].
+//! - [`responses`]: the same invariants adapted to Responses request bodies.
 
 mod items;
 mod lines;
 mod message;
 mod meta;
+pub mod responses;
 
 use std::fmt;
 

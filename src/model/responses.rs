@@ -1,0 +1,135 @@
+//! Responses API request bodies, as `--format responses` writes them: one JSON line per
+//! conversation, `{"custom_id","model"?,"instructions"?,"input":[...],"tools"?,
+//! "parallel_tool_calls"?}`, optionally wrapped as a Batch API line. The history items are the
+//! rollout's own [`ResponseItem`]s (Codex is the reference for them); what is new here is the
+//! body around them, the tool definitions and, for the Lite wire, Codex's `additional_tools`
+//! item.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::rollout::ResponseItem;
+
+/// Which output the last stage writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Codex rollout files under `sessions/`.
+    #[default]
+    Codex,
+    /// Responses API request bodies under `responses/`.
+    Responses(ResponsesOptions),
+}
+
+/// How Responses bodies are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ResponsesOptions {
+    pub wire: Wire,
+    /// Wrap each body as a Batch API line (`--batch-envelope`).
+    pub envelope: bool,
+    /// zstd-compress each output file (`--compress`).
+    pub compress: bool,
+}
+
+/// The two wire encodings Codex uses for the Responses API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wire {
+    /// Base instructions in top-level `instructions`, tools in top-level `tools`.
+    #[default]
+    Normal,
+    /// Responses Lite: no top-level instructions or tools; an `additional_tools` developer
+    /// item, then the base instructions as a developer message, lead the input.
+    Lite,
+}
+
+/// Folder of the Responses output inside `OUT`.
+pub const RESPONSES_DIR: &str = "responses";
+/// Item type of Codex's Lite tool carrier.
+pub const TYPE_ADDITIONAL_TOOLS: &str = "additional_tools";
+/// Tool definition type written for every translated tool.
+pub const TOOL_FUNCTION: &str = "function";
+/// The Batch API line's method and endpoint.
+pub const BATCH_METHOD: &str = "POST";
+pub const BATCH_URL: &str = "/v1/responses";
+/// Image `detail` values the Lite wire keeps (none: Lite takes no per-image detail).
+pub const LITE_IMAGE_DETAILS: &[&str] = &[];
+
+/// A Responses function tool definition (flattened from Chat Completions' nested `function`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolDefinition {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+}
+
+/// One input item of a body.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum InputItem<'a> {
+    /// Codex's Lite tool carrier: `{"type":"additional_tools","role":"developer","tools":[..]}`.
+    AdditionalTools {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        role: &'static str,
+        tools: &'a [ToolDefinition],
+    },
+    Item(Cow<'a, ResponseItem>),
+}
+
+/// One request body.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RequestBody<'a> {
+    /// The session id; left out inside a Batch API line, which carries it itself (the API
+    /// takes no `custom_id` in a body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<&'a str>,
+    pub input: Vec<InputItem<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<&'a [ToolDefinition]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+}
+
+/// A body as a Batch API input line.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BatchLine<'a> {
+    pub custom_id: &'a str,
+    pub method: &'static str,
+    pub url: &'static str,
+    pub body: &'a RequestBody<'a>,
+}
+
+/// Compression suffixes an input key may end in, stripped before `.jsonl` is added.
+const COMPRESSED: [&str; 3] = [".zst", ".zstd", ".gz"];
+
+/// The output file of the input file keyed `key`: `responses/<key>` with its compression
+/// suffix removed and `.jsonl` added unless it ends so (`a/x.jsonl.zst` -> `a/x.jsonl`,
+/// `a/y.traj` -> `a/y.traj.jsonl`), then `.zst` when compressed.
+pub fn output_path(key: &str, compress: bool) -> std::path::PathBuf {
+    let mut name = key;
+    for suffix in COMPRESSED {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            name = stem;
+            break;
+        }
+    }
+    let mut name = name.to_string();
+    if !name.ends_with(".jsonl") {
+        name.push_str(".jsonl");
+    }
+    if compress {
+        name.push_str(".zst");
+    }
+    std::path::Path::new(RESPONSES_DIR).join(name)
+}

@@ -8,6 +8,7 @@ use serde::Serialize;
 use walkdir::WalkDir;
 
 use crate::cli::ValidateArgs;
+use crate::commands::ui::{group, plural, Ui};
 use crate::commands::Exit;
 use crate::rules::RuleSet;
 use crate::source::open;
@@ -29,7 +30,9 @@ struct Report {
     reports: Vec<FileReport>,
 }
 
-pub fn run(args: &ValidateArgs) -> Result<Exit> {
+/// Prints the failures and the totals (`--verbose`: every file; `--quiet`: nothing but the
+/// JSON with `--json`), and exits 1 when any file fails.
+pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
     let rules = RuleSet::load(&args.rules).context("loading rule files")?;
     if !rules.codex_version.starts_with(args.codex_version.as_str()) {
         bail!(
@@ -74,32 +77,51 @@ pub fn run(args: &ValidateArgs) -> Result<Exit> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        for r in &report.reports {
-            if r.ok {
-                println!("ok    {}", r.path);
-                continue;
-            }
-            println!("FAIL  {} ({} violations)", r.path, r.violations.len());
-            for v in r.violations.iter().take(args.max_per_file) {
-                println!(
-                    "      {}:{}: [{}] {}",
-                    r.path, v.line, v.invariant, v.message
-                );
-            }
-            if r.violations.len() > args.max_per_file {
-                println!(
-                    "      ... {} more (--max-per-file, or --json for all)",
-                    r.violations.len() - args.max_per_file
-                );
-            }
-        }
-        println!(
-            "{} files: {} passed, {} failed (Codex {})",
-            report.files, report.passed, report.failed, report.codex_version
-        );
+    } else if !ui.quiet {
+        print_text(&report, args.max_per_file, ui);
     }
     Ok(Exit::findings_if(failed > 0))
+}
+
+fn print_text(report: &Report, max_per_file: usize, ui: &Ui) {
+    for r in &report.reports {
+        if r.ok {
+            if ui.verbose {
+                println!("{}  {}", ui.ok("ok  "), r.path);
+            }
+            continue;
+        }
+        println!(
+            "{}  {} ({})",
+            ui.bad("FAIL"),
+            r.path,
+            plural(r.violations.len() as u64, "violation", "violations")
+        );
+        for v in r.violations.iter().take(max_per_file) {
+            println!(
+                "      {}:{}: [{}] {}",
+                r.path, v.line, v.invariant, v.message
+            );
+        }
+        if r.violations.len() > max_per_file {
+            println!(
+                "      +{} more (--max-per-file, or --json for all)",
+                group((r.violations.len() - max_per_file) as u64)
+            );
+        }
+    }
+    let failed = format!("{} failed", group(report.failed as u64));
+    println!(
+        "{}: {} passed, {} (Codex {})",
+        plural(report.files as u64, "file", "files"),
+        group(report.passed as u64),
+        if report.failed > 0 {
+            ui.bad(&failed)
+        } else {
+            failed
+        },
+        report.codex_version
+    );
 }
 
 /// Files named directly; under a folder, its `rollout-*.jsonl[.zst]` files (a Codex home),

@@ -135,7 +135,7 @@ impl Reporter {
             // decompressed bytes the summary will show.
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {wide_bar} ETA {eta}\n  {binary_bytes}/{binary_total_bytes} on disk, {binary_bytes_per_sec}; {wide_msg}",
+                    "{spinner} [{elapsed_precise}] {wide_bar} ETA {eta}\n  {binary_bytes}/{binary_total_bytes} on disk, {wide_msg}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );

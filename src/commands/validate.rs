@@ -131,7 +131,7 @@ fn rollout_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path)
-            .with_context(|| format!("{} does not exist or cannot be read", path.display()))?;
+            .with_context(|| format!("cannot read {} (check the path)", path.display()))?;
         if meta.is_file() {
             files.push(path.clone());
             continue;

@@ -4,21 +4,53 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::commands::EXIT_CODES_HELP;
+
+/// `--version`: rollover's version and the Codex release its built-in rules target.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (target Codex 0.169.0)");
+
 /// Migrate archives of chat transcripts into Codex rollouts and Responses items.
 #[derive(Debug, Parser)]
-#[command(name = "rollover", version, about, long_about = None)]
+#[command(name = "rollover", version = VERSION, about, long_about = None, after_help = EXIT_CODES_HELP)]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Print nothing but errors (with --json, nothing but the JSON).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Add a line per file: each input file done (convert), each file checked (validate).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// When to colour: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Convert transcript archives into a Codex home (rollouts + audit under rollover/).
+    #[command(after_help = EXIT_CODES_HELP)]
     Convert(ConvertArgs),
     /// Check rollout files (plain or .jsonl.zst, a file or a Codex home) against the invariants.
+    #[command(after_help = EXIT_CODES_HELP)]
     Validate(ValidateArgs),
     /// Work with rule files.
+    #[command(after_help = EXIT_CODES_HELP)]
     Rules(RulesArgs),
     /// A dry run for a cutover review: every stage and check and the reports (report.md,
     /// report.html), no rollout. The same options as convert; `--sample` audits a share.
@@ -28,6 +60,19 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Work with run reports.
     Report(ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -76,7 +121,7 @@ pub struct ConvertArgs {
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// The Codex home to write: rollouts under sessions/, the audit under rollover/.
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     pub out: PathBuf,
     /// Rule files, applied in order (`default` names the built-in rules). Default: built-in.
     #[arg(long = "rules", value_name = "FILE")]
@@ -103,7 +148,7 @@ pub struct ConvertArgs {
     #[arg(long)]
     pub follow: bool,
     /// Worker threads, 1 to 1024 (default: one per core).
-    #[arg(long, value_parser = parse_jobs)]
+    #[arg(short = 'j', long, value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// Run every stage and write the report, but no rollout.
     #[arg(long)]
@@ -198,9 +243,11 @@ pub struct RulesArgs {
 pub enum RulesCommand {
     /// Check rule files: syntax (with line numbers), unknown keys, regexes, unreachable rules,
     /// overlapping markers. Files are checked on their own and then merged in order.
+    #[command(after_help = EXIT_CODES_HELP)]
     Check(RulesCheckArgs),
     /// List every `[policy]` key: its rule id, allowed values, value under the rule files
     /// (default: built-in) and what it decides.
+    #[command(after_help = EXIT_CODES_HELP)]
     Policies(RulesPoliciesArgs),
 }
 
@@ -239,5 +286,26 @@ fn parse_rate(text: &str) -> Result<f64, String> {
         _ => Err(format!(
             "`{text}` is not a share between 0 and 1 (e.g. 0.01 for 1 %)"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_names_the_codex_release_the_built_in_rules_target() {
+        let rules = crate::rules::RuleSet::builtin().map_err(|e| e.to_string());
+        let target = rules.map(|r| r.codex_version);
+        assert_eq!(
+            Ok(VERSION.to_string()),
+            target.map(|t| format!("{} (target Codex {t})", env!("CARGO_PKG_VERSION")))
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 }

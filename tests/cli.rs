@@ -93,7 +93,8 @@ fn rules_check_reports_unknown_keys_with_their_line() {
     let run = wd.run(&["rules", "check", "bad.toml"]);
     run.expect_code(1);
     assert!(
-        run.stdout().contains("bad.toml:3:1: unknown field `bogus`"),
+        run.stdout()
+            .starts_with("error: unknown field `bogus`\n  --> bad.toml:3:1\n"),
         "{}",
         run.stdout()
     );
@@ -123,8 +124,9 @@ fn rules_check_reports_an_invalid_regex_with_its_line() {
     let run = wd.run(&["rules", "check", "default", "bad.toml"]);
     run.expect_code(1);
     assert!(
-        run.stdout()
-            .contains("bad.toml:4: rule `r`: invalid text regex"),
+        run.stdout().contains(
+            "error: rule `r`: invalid text regex: unclosed character class\n  --> bad.toml:4:10\n"
+        ),
         "{}",
         run.stdout()
     );
@@ -335,4 +337,299 @@ fn errors_state_their_cause_once() {
         "rollover: loading rule files: cannot read rule file nope.toml (check the path given to --rules): No such file or directory (os error 2)"
     );
     assert_eq!(run.stderr().matches("os error 2").count(), 1);
+}
+
+// Issue 9, part B: diagnostics, output for people, conventions.
+
+/// Runs `rollover ARGS...` in `wd` with `COLUMNS=80` (stdout is not a terminal).
+fn run_80(wd: &Workdir, args: &[&str]) -> common::Run {
+    let mut cmd = wd.command(args);
+    cmd.env("COLUMNS", "80").env_remove("NO_COLOR");
+    let output = cmd.output().expect("run rollover");
+    common::Run {
+        command: format!("rollover {}", args.join(" ")),
+        output,
+    }
+}
+
+/// The summary with its one varying line (the time) redacted.
+fn redact_time(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.starts_with("  time ") {
+                "  time         [redacted]"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn rules_check_reports_every_error_of_every_file_with_its_source_line() {
+    let wd = Workdir::new("rules_check_every_error");
+    wd.create(
+        "typo.toml",
+        "[policy]\norphan_ouput = \"drop\"\nbogus = 1\n\n[session]\ncwd = \"/\"\ncwdd = \"/x\"\n",
+    );
+    wd.create(
+        "badre.toml",
+        "[[rule]]\nid = \"r1\"\nrole = [\"system\"]\nregex = \"([\"\nslot = \"developer\"\n\n[[rule]]\nid = \"r2\"\nname = \"a{2,1}\"\nslot = \"drop\"\n",
+    );
+    wd.create("syntax.toml", "[policy]\norphan_output = \"drop\n");
+    let run = run_80(
+        &wd,
+        &["rules", "check", "typo.toml", "badre.toml", "syntax.toml"],
+    );
+    run.expect_code(1);
+    insta::assert_snapshot!(run.stdout());
+}
+
+#[test]
+fn rules_check_suggests_the_key_a_typo_meant() {
+    let wd = Workdir::new("rules_check_typo");
+    wd.create("typo.toml", "[policy]\norphan_ouput = \"drop\"\n");
+    let run = run_80(&wd, &["rules", "check", "default", "typo.toml"]);
+    run.expect_code(1);
+    let out = run.stdout();
+    assert!(
+        out.contains("error: unknown field `orphan_ouput`\n"),
+        "{out}"
+    );
+    assert!(out.contains("typo.toml:2:1\n"), "{out}");
+    assert!(
+        out.contains("= help: did you mean `orphan_output`?\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("1 error in 1 of 2 rule files\n"), "{out}");
+}
+
+#[test]
+fn convert_summary_fits_80_columns_groups_digits_and_says_what_it_left_out() {
+    let wd = Workdir::new("summary_for_people");
+    let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
+    let run = run_80(&wd, &["convert", samples, "-o", "home", "-j", "2"]);
+    assert!(matches!(run.code(), Some(0 | 1)), "{run}");
+    let out = run.stdout();
+    for line in out.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80: {line:?}");
+        assert!(!line.trim().is_empty(), "an empty line:\n{out}");
+    }
+    insta::assert_snapshot!(redact_time(&out));
+}
+
+#[test]
+fn a_run_that_converts_nothing_prints_no_empty_line_and_counts_in_the_singular() {
+    let wd = Workdir::new("summary_nothing_converted");
+    wd.create_jsonl("in.jsonl", &[json!({"no": "messages"})]);
+    let run = run_80(&wd, &["convert", "in.jsonl", "--out", "home"]);
+    run.expect_code(1);
+    let out = run.stdout();
+    for label in ["items", "phases", "rules fired", "text bytes"] {
+        assert!(!out.contains(&format!("  {label} ")), "{label}:\n{out}");
+    }
+    assert!(
+        out.contains("  files        1 input file: 18 B on disk, 17 B decompressed\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  records      1 = converted 0 + quarantined 1\n"),
+        "{out}"
+    );
+    assert!(
+        run.stderr()
+            .starts_with("rollover: 1 input file, 18 B on disk\n"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn timing_is_in_timing_json_and_the_summary_has_no_seconds() {
+    let wd = Workdir::new("timing_json");
+    wd.create_jsonl(
+        "in.jsonl",
+        &[json!({"messages": [{"role": "user", "content": "hi"}]})],
+    );
+    let home = wd.convert("in.jsonl", "home", &[], 0);
+    assert_eq!(home.summary().get("seconds"), None);
+    let run = common::run_folder(&home.root);
+    let timing: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("timing.json")).expect("timing.json"))
+            .expect("JSON");
+    let keys: Vec<&str> = timing
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "bytes_on_disk",
+            "bytes_read",
+            "mib_per_second",
+            "records",
+            "records_per_second",
+            "seconds"
+        ]
+    );
+    assert_eq!(timing["records"], 1);
+}
+
+/// A home with one passing rollout and one failing (a tool output without its call).
+fn one_good_one_bad_rollout(wd: &Workdir) {
+    wd.create_jsonl(
+        "in.jsonl",
+        &[json!({"messages": [{"role": "user", "content": "hi"}]})],
+    );
+    let home = wd.convert("in.jsonl", "home", &[], 0);
+    let rollout = home.rollouts().into_iter().next().expect("a rollout");
+    let text = std::fs::read_to_string(&rollout).expect("read rollout");
+    let orphan = r#"{"timestamp":"2030-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"nope","output":"x"}}"#;
+    wd.create("bad/rollout-bad.jsonl", format!("{text}{orphan}\n"));
+    wd.create("bad/rollout-good.jsonl", text);
+}
+
+#[test]
+fn validate_prints_failures_and_totals_and_verbose_lists_every_file() {
+    let wd = Workdir::new("validate_failures_only");
+    one_good_one_bad_rollout(&wd);
+    let run = run_80(&wd, &["validate", "bad"]);
+    run.expect_code(1);
+    let out = run.stdout();
+    assert!(!out.contains("rollout-good"), "{out}");
+    assert!(out.starts_with("FAIL  bad/rollout-bad.jsonl ("), "{out}");
+    assert!(
+        out.ends_with("2 files: 1 passed, 1 failed (Codex 0.169.0)\n"),
+        "{out}"
+    );
+    let run = run_80(&wd, &["validate", "-v", "bad"]);
+    assert!(
+        run.stdout().contains("ok    bad/rollout-good.jsonl\n"),
+        "{}",
+        run.stdout()
+    );
+    let run = run_80(&wd, &["validate", "-q", "bad"]);
+    run.expect_code(1);
+    assert_eq!(run.stdout(), "");
+}
+
+#[test]
+fn quiet_prints_nothing_but_errors_and_verbose_a_line_per_input_file() {
+    let wd = Workdir::new("quiet_verbose");
+    wd.create_jsonl(
+        "in/a.jsonl",
+        &[
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+            json!({"no": "messages"}),
+        ],
+    );
+    let quiet = run_80(&wd, &["convert", "in", "-o", "h1", "-q"]);
+    quiet.expect_code(1);
+    assert_eq!(
+        (quiet.stdout(), quiet.stderr()),
+        (String::new(), String::new())
+    );
+    let json = run_80(&wd, &["convert", "in", "-o", "h2", "-q", "--json"]);
+    json.expect_code(1);
+    assert_eq!(json.stderr(), "");
+    let value: serde_json::Value = serde_json::from_str(&json.stdout()).expect("only JSON");
+    assert_eq!(value["exit_code"], 1);
+    let verbose = run_80(&wd, &["convert", "in", "-o", "h3", "-v"]);
+    verbose.expect_code(1);
+    assert!(
+        verbose
+            .stderr()
+            .contains("rollover: done in/a.jsonl: 2 records = converted 1 + quarantined 1\n"),
+        "{}",
+        verbose.stderr()
+    );
+    // An error still shows with --quiet.
+    let missing = run_80(&wd, &["convert", "nope", "-o", "h4", "-q"]);
+    missing.expect_code(2);
+    assert!(missing.stderr().starts_with("rollover: "), "{missing}");
+}
+
+#[test]
+fn color_only_when_asked_or_on_a_terminal() {
+    let wd = Workdir::new("color");
+    wd.create_jsonl(
+        "in.jsonl",
+        &[json!({"messages": [{"role": "user", "content": "hi"}]})],
+    );
+    let plain = run_80(&wd, &["convert", "in.jsonl", "-o", "h1"]);
+    assert!(!plain.stdout().contains('\u{1b}'), "{plain}");
+    let always = run_80(
+        &wd,
+        &["--color", "always", "convert", "in.jsonl", "-o", "h2"],
+    );
+    assert!(
+        always.stdout().contains("\u{1b}[32mconverted 1\u{1b}[0m"),
+        "{always}"
+    );
+    let never = run_80(
+        &wd,
+        &["convert", "in.jsonl", "-o", "h3", "--color", "never"],
+    );
+    assert!(!never.stdout().contains('\u{1b}'), "{never}");
+}
+
+#[test]
+fn version_names_the_target_codex_release() {
+    let wd = Workdir::new("version");
+    let run = wd.run(&["--version"]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout(),
+        format!(
+            "rollover {} (target Codex 0.169.0)\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
+
+#[test]
+fn every_command_help_lists_the_exit_codes() {
+    let wd = Workdir::new("help_exit_codes");
+    for command in [
+        &[][..],
+        &["convert"],
+        &["validate"],
+        &["rules"],
+        &["rules", "check"],
+        &["rules", "policies"],
+        &["completions"],
+        &["man"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let run = wd.run(&args);
+        run.expect_code(0);
+        let out = run.stdout();
+        assert!(
+            out.contains("Exit codes:\n  0    all converted"),
+            "{args:?}:\n{out}"
+        );
+        assert!(
+            out.contains("\n  143  stopped by SIGTERM"),
+            "{args:?}:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_line_definition() {
+    let wd = Workdir::new("completions_man");
+    let bash = wd.run(&["completions", "bash"]);
+    bash.expect_code(0);
+    assert!(bash.stdout().contains("--max-quarantine-rate"), "{bash}");
+    let zsh = wd.run(&["completions", "zsh"]);
+    zsh.expect_code(0);
+    assert!(zsh.stdout().starts_with("#compdef rollover"), "{zsh}");
+    let man = wd.run(&["man"]);
+    man.expect_code(0);
+    assert!(man.stdout().contains(".TH rollover 1"), "{man}");
+    assert!(man.stdout().contains("completions"), "{man}");
 }

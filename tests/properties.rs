@@ -346,7 +346,7 @@ fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
             let path = entry.expect("dir entry").path();
             if path.is_dir() {
                 stack.push(path);
-            } else {
+            } else if path.file_name().is_some_and(|n| n != "timing.json") {
                 let relative = path
                     .strip_prefix(root)
                     .expect("under root")

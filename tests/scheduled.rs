@@ -283,7 +283,7 @@ fn a_session_resumed_in_codex_is_never_clobbered_and_force_keeps_a_copy() {
     assert!(full
         .run
         .stdout()
-        .contains("kept         1 sessions changed since they were written"));
+        .contains("kept         1 session changed since written, not replaced"));
     // --force replaces it, after copying it aside.
     let forced = wd.convert("archive", "home", &["--full", "--force"], 0);
     assert_eq!(fs::read(resumed).expect("read"), original);

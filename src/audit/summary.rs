@@ -42,6 +42,9 @@ pub struct Summary {
     pub codex_version: String,
     pub dry_run: bool,
     pub files: u64,
+    /// Size on disk of the input files read (compressed, for compressed files).
+    pub bytes_on_disk: u64,
+    /// Bytes of records read, decompressed.
     pub bytes_read: u64,
     pub records: u64,
     pub blank_lines: u64,
@@ -68,6 +71,9 @@ pub struct Summary {
     pub text_bytes_dropped: u64,
     pub text_bytes_added: u64,
     pub ignored_fields: BTreeMap<String, u64>,
+    /// How long the run took. Not in `summary.json`, which stays byte-identical for the same
+    /// input: it is in the run's `timing.json`.
+    #[serde(skip)]
     pub seconds: f64,
     /// The run's number: its report files are in `rollover/runs/NNNN/`.
     pub run: u32,

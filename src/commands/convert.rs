@@ -11,17 +11,21 @@ use serde_json::json;
 
 use crate::audit::Summary;
 use crate::cli::{ConvertArgs, OutputFormat, WireArg};
+use crate::commands::ui::{bytes, bytes_per_second, group, plural, wrap_list, wrap_text, Ui};
 use crate::commands::Exit;
 use crate::model::responses::{Format, ResponsesOptions, Wire};
-use crate::pipeline::{self, Options, Progress};
+use crate::pipeline::{self, FileCounts, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
 use crate::source::{Damage, WalkOptions};
 
+/// How many rules "rules fired" names; the rest are counted ("+10 more").
+const RULES_SHOWN: usize = 8;
+
 /// `rollover audit`: convert's dry run.
-pub fn audit(args: &ConvertArgs) -> Result<Exit> {
+pub fn audit(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
     let mut args = args.clone();
     args.dry_run = true;
-    run(&args)
+    run(&args, ui)
 }
 
 /// The rule files given, with `--messages-at` paths tried before theirs.
@@ -40,7 +44,7 @@ pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> Resul
     Ok(rules)
 }
 
-pub fn run(args: &ConvertArgs) -> Result<Exit> {
+pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
     let mut rules = load_rules(&args.rules, &args.messages_at)?;
     rules.input.guess = !args.no_guess;
     if let Some(cwd) = &args.cwd {
@@ -76,7 +80,7 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
     }
-    let progress = Reporter::new();
+    let progress = Reporter::new(ui);
     let result = pipeline::run(&options, &rules, &progress)
         .with_context(|| format!("converting into {}", args.out.display()));
     progress.finish();
@@ -99,8 +103,8 @@ pub fn run(args: &ConvertArgs) -> Result<Exit> {
             map.insert("exit_reason".into(), exit.reason().into());
         }
         println!("{out}");
-    } else {
-        print_summary(&summary, args);
+    } else if !ui.quiet {
+        print_summary(&summary, args, ui);
     }
     Ok(exit)
 }
@@ -171,10 +175,13 @@ fn handle_signals(stop: &Arc<AtomicUsize>) -> Result<()> {
     Ok(())
 }
 
-/// A progress bar on a terminal, plain log lines (every few seconds) otherwise.
+/// A progress bar on a terminal, plain log lines (every few seconds) otherwise; nothing but
+/// damage (an error) with `--quiet`; a line per input file done with `--verbose`.
 struct Reporter {
     bar: Option<ProgressBar>,
     plain: Mutex<PlainState>,
+    quiet: bool,
+    verbose: bool,
 }
 
 struct PlainState {
@@ -182,16 +189,20 @@ struct PlainState {
     last: Instant,
     records: u64,
     bytes: u64,
-    total: u64,
 }
 
 impl Reporter {
-    fn new() -> Reporter {
-        let bar = std::io::stderr().is_terminal().then(|| {
+    fn new(ui: &Ui) -> Reporter {
+        let bar = (std::io::stderr().is_terminal() && !ui.quiet).then(|| {
             let bar = ProgressBar::new(0);
+            // Two lines, so that 80 columns hold them: the bar measures the input files on disk
+            // (its ETA holds for compressed archives); the message counts records and the
+            // decompressed bytes the summary will show.
             bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} ETA {eta}\n  {binary_bytes}/{binary_total_bytes} on disk, {wide_msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar
         });
@@ -202,8 +213,9 @@ impl Reporter {
                 last: Instant::now(),
                 records: 0,
                 bytes: 0,
-                total: 0,
             }),
+            quiet: ui.quiet,
+            verbose: ui.verbose,
         }
     }
 
@@ -212,46 +224,58 @@ impl Reporter {
             bar.finish_and_clear();
         }
     }
+
+    /// A line above the bar, or on stderr.
+    fn line(&self, line: String) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
 }
 
 impl Progress for Reporter {
-    fn start(&self, files: u64, bytes: u64) {
+    fn start(&self, files: u64, total: u64) {
         if let Some(bar) = &self.bar {
-            bar.set_length(bytes);
-        } else {
-            if let Ok(mut s) = self.plain.lock() {
-                s.total = bytes;
-            }
-            eprintln!("rollover: {files} input files, {bytes} bytes on disk");
+            bar.set_length(total);
+        } else if !self.quiet {
+            eprintln!(
+                "rollover: {}, {} on disk",
+                plural(files, "input file", "input files"),
+                bytes(total)
+            );
         }
     }
 
-    fn advance(&self, records: u64, bytes: u64, disk: u64) {
+    fn advance(&self, records: u64, read: u64, disk: u64) {
         let Ok(mut s) = self.plain.lock() else { return };
         s.records += records;
-        s.bytes += bytes;
+        s.bytes += read;
         let secs = s.started.elapsed().as_secs_f64().max(1e-9);
         let rate = s.records as f64 / secs;
         if let Some(bar) = &self.bar {
-            // The bar measures the input files on disk, so its ETA holds for compressed archives.
             bar.set_position(disk);
-            bar.set_message(format!("{} records, {rate:.0} records/s", s.records));
-        } else if s.last.elapsed() >= Duration::from_secs(5) {
+            bar.set_message(format!(
+                "{} ({}/s), {} decompressed",
+                plural(s.records, "record", "records"),
+                group(rate as u64),
+                bytes(s.bytes)
+            ));
+        } else if !self.quiet && s.last.elapsed() >= Duration::from_secs(5) {
             s.last = Instant::now();
             eprintln!(
-                "rollover: {} records, {} bytes read, {rate:.0} records/s, {:.1} MB/s",
-                s.records,
-                s.bytes,
-                s.bytes as f64 / secs / 1e6
+                "rollover: {} ({}/s), {} decompressed ({})",
+                plural(s.records, "record", "records"),
+                group(rate as u64),
+                bytes(s.bytes),
+                bytes_per_second(s.bytes as f64 / secs)
             );
         }
     }
 
     fn note(&self, message: &str) {
-        let line = format!("rollover: {message}");
-        match &self.bar {
-            Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
+        if !self.quiet {
+            self.line(format!("rollover: {message}"));
         }
     }
 
@@ -260,19 +284,261 @@ impl Progress for Reporter {
             .compressed_offset
             .map(|c| format!(", compressed byte {c}"))
             .unwrap_or_default();
-        let line = format!(
+        self.line(format!(
             "rollover: {}{at}: {}; the records before it were read",
             damage.location, damage.message
-        );
-        match &self.bar {
-            Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
+        ));
+    }
+
+    fn file_done(&self, file: &FileCounts) {
+        if self.verbose {
+            self.line(format!(
+                "rollover: done {}: {} = converted {} + quarantined {}",
+                file.file,
+                plural(file.records, "record", "records"),
+                group(file.converted),
+                group(file.quarantined)
+            ));
         }
     }
 }
 
-fn print_summary(s: &Summary, args: &ConvertArgs) {
+/// `name count` pairs, counts grouped.
+fn counted<'a>(pairs: impl IntoIterator<Item = (&'a String, &'a u64)>) -> Vec<String> {
+    pairs
+        .into_iter()
+        .map(|(k, v)| format!("{k} {}", group(*v)))
+        .collect()
+}
+
+/// The summary for people: one screen, fitted to the terminal's width, every count grouped,
+/// every size in binary units, nothing left out without saying so.
+fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
+    const INDENT: &str = "  ";
+    let width = ui.width;
+    let text = |lines: &mut Vec<String>, label: &str, body: String| {
+        lines.extend(wrap_text(INDENT, &format!("{label:<13}"), &body, width));
+    };
+    let list = |lines: &mut Vec<String>, label: &str, items: Vec<String>| {
+        // An empty list is no line at all, rather than a label with nothing after it.
+        if !items.is_empty() {
+            lines.extend(wrap_list(INDENT, &format!("{label:<13}"), &items, width));
+        }
+    };
+    let mut lines: Vec<String> = Vec::new();
+    text(
+        &mut lines,
+        "rules",
+        format!("{} (Codex {})", s.rules.join(", "), s.codex_version),
+    );
+    let mut files = vec![
+        format!(
+            "{}: {} on disk",
+            plural(s.files, "input file", "input files"),
+            bytes(s.bytes_on_disk)
+        ),
+        format!("{} decompressed", bytes(s.bytes_read)),
+    ];
+    if s.blank_lines > 0 {
+        files.push(plural(s.blank_lines, "blank line", "blank lines"));
+    }
+    list(&mut lines, "files", files);
+    let joined = if s.joined > 0 {
+        format!(" + batch results joined {}", group(s.joined))
+    } else {
+        String::new()
+    };
+    let quarantined = format!("quarantined {}", group(s.quarantined));
+    text(
+        &mut lines,
+        "records",
+        format!(
+            "{} = {} + {}{joined}",
+            group(s.records),
+            ui.ok(&format!("converted {}", group(s.converted))),
+            if s.quarantined > 0 {
+                ui.bad(&quarantined)
+            } else {
+                quarantined
+            }
+        ),
+    );
+    for (class, n) in &s.quarantine_reasons {
+        text(
+            &mut lines,
+            "",
+            format!("quarantined {class}: {}", group(*n)),
+        );
+    }
+    for (path, n) in &s.messages_by_shape {
+        text(
+            &mut lines,
+            "guessed",
+            format!(
+                "messages found at `{path}` by shape in {}: pass `--messages-at {path}` to make it explicit",
+                plural(*n, "record", "records")
+            ),
+        );
+    }
+    let other_extensions = s.skipped_other_extensions.values().sum::<u64>();
+    let skips = other_extensions
+        + s.skipped_hidden
+        + s.skipped_symlinks
+        + s.skipped_codex_homes.len() as u64;
+    if skips > 0 || !s.unreadable.is_empty() || !s.symlink_loops.is_empty() {
+        list(
+            &mut lines,
+            "skipped",
+            vec![
+                format!("{} other extensions", group(other_extensions)),
+                format!("{} hidden", group(s.skipped_hidden)),
+                format!("{} symlinks", group(s.skipped_symlinks)),
+                plural(
+                    s.skipped_codex_homes.len() as u64,
+                    "Codex home",
+                    "Codex homes",
+                ),
+                plural(
+                    s.symlink_loops.len() as u64,
+                    "symlink loop",
+                    "symlink loops",
+                ),
+                format!("{} unreadable", group(s.unreadable.len() as u64)),
+            ],
+        );
+    }
+    if !s.same_content.is_empty() {
+        text(
+            &mut lines,
+            "duplicates",
+            format!(
+                "{} already converted into this home under other ids (listed in summary.json)",
+                plural(s.same_content.len() as u64, "file", "files")
+            ),
+        );
+    }
+    for d in &s.damaged_files {
+        text(
+            &mut lines,
+            "damaged",
+            format!(
+                "{}:{} (byte {}): {}",
+                d.file,
+                d.line,
+                group(d.byte_offset),
+                ui.bad(&d.message)
+            ),
+        );
+    }
+    list(&mut lines, "items", counted(&s.items));
+    list(&mut lines, "phases", counted(&s.phases));
+    let mut fired: Vec<(&String, &u64)> = s.rules_fired.iter().collect();
+    fired.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut shown: Vec<String> = fired
+        .iter()
+        .take(RULES_SHOWN)
+        .map(|(k, v)| {
+            // Repairs (policies) stand out from classification rules.
+            let name = if k.starts_with("policy.") {
+                ui.warn(k)
+            } else {
+                k.to_string()
+            };
+            format!("{name} {}", group(**v))
+        })
+        .collect();
+    if fired.len() > RULES_SHOWN {
+        shown.push(format!(
+            "+{} more (see summary.json)",
+            group((fired.len() - RULES_SHOWN) as u64)
+        ));
+    }
+    list(&mut lines, "rules fired", shown);
+    list(&mut lines, "violations", counted(&s.violations));
+    if s.converted > 0 {
+        text(
+            &mut lines,
+            "text bytes",
+            format!(
+                "in {} + added {} = out {} + dropped {}",
+                group(s.text_bytes_in),
+                group(s.text_bytes_added),
+                group(s.text_bytes_out),
+                group(s.text_bytes_dropped)
+            ),
+        );
+    }
     let secs = s.seconds.max(1e-9);
+    text(
+        &mut lines,
+        "time",
+        format!(
+            "{:.2} s, {} records/s, {} decompressed",
+            s.seconds,
+            group((s.records as f64 / secs) as u64),
+            bytes_per_second(s.bytes_read as f64 / secs)
+        ),
+    );
+    if s.files_unchanged > 0 || s.rollouts_removed > 0 || s.rollouts_unchanged > 0 {
+        text(
+            &mut lines,
+            "incremental",
+            format!(
+                "{} unchanged (skipped), {} already current, {} removed (their record is gone)",
+                plural(s.files_unchanged, "file", "files"),
+                plural(s.rollouts_unchanged, "rollout", "rollouts"),
+                group(s.rollouts_removed)
+            ),
+        );
+    }
+    if !s.sessions_kept.is_empty() {
+        text(
+            &mut lines,
+            "kept",
+            ui.warn(&format!(
+                "{} changed since written, not replaced (--force replaces; listed in summary.json)",
+                plural(s.sessions_kept.len() as u64, "session", "sessions")
+            )),
+        );
+    }
+    if !s.sessions_replaced.is_empty() {
+        text(
+            &mut lines,
+            "replaced",
+            format!(
+                "{} (copies in {})",
+                plural(
+                    s.sessions_replaced.len() as u64,
+                    "changed session",
+                    "changed sessions"
+                ),
+                args.out.join("rollover/replaced").display()
+            ),
+        );
+    }
+    if let Some(signal) = &s.interrupted {
+        text(
+            &mut lines,
+            "interrupted",
+            ui.warn(&format!(
+                "by {signal}: finished files are recorded; run again to resume"
+            )),
+        );
+    }
+    let run = args.out.join("rollover/runs").join(format!("{:04}", s.run));
+    text(&mut lines, "output", args.out.display().to_string());
+    text(
+        &mut lines,
+        "report",
+        run.join("summary.json").display().to_string(),
+    );
+    if s.quarantined > 0 {
+        text(
+            &mut lines,
+            "quarantine",
+            run.join("quarantine.jsonl").display().to_string(),
+        );
+    }
     println!(
         "rollover convert{}",
         if s.dry_run {
@@ -281,115 +547,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs) {
             ""
         }
     );
-    println!(
-        "  rules        {} (Codex {})",
-        s.rules.join(", "),
-        s.codex_version
-    );
-    println!(
-        "  files        {}  ({} bytes read, {} blank lines)",
-        s.files, s.bytes_read, s.blank_lines
-    );
-    let joined = if s.joined > 0 {
-        format!(" + batch results joined {}", s.joined)
-    } else {
-        String::new()
-    };
-    println!(
-        "  records      {}  = converted {} + quarantined {}{joined}",
-        s.records, s.converted, s.quarantined
-    );
-    for (class, n) in &s.quarantine_reasons {
-        println!("    quarantined {class}: {n}");
-    }
-    for (path, n) in &s.messages_by_shape {
-        println!(
-            "  guessed      messages found at `{path}` by shape in {n} records: pass `--messages-at {path}` to make it explicit"
-        );
-    }
-    let skips = s.skipped_other_extensions.values().sum::<u64>()
-        + s.skipped_hidden
-        + s.skipped_symlinks
-        + s.skipped_codex_homes.len() as u64;
-    if skips > 0 || !s.unreadable.is_empty() || !s.symlink_loops.is_empty() {
-        println!(
-            "  skipped      {} other extensions, {} hidden, {} symlinks, {} Codex homes, {} symlink loops, {} unreadable",
-            s.skipped_other_extensions.values().sum::<u64>(),
-            s.skipped_hidden,
-            s.skipped_symlinks,
-            s.skipped_codex_homes.len(),
-            s.symlink_loops.len(),
-            s.unreadable.len()
-        );
-    }
-    if !s.same_content.is_empty() {
-        println!(
-            "  duplicates   {} files already converted into this home under other ids (listed in summary.json)",
-            s.same_content.len()
-        );
-    }
-    for d in &s.damaged_files {
-        println!(
-            "  damaged      {}:{} (byte {}): {}",
-            d.file, d.line, d.byte_offset, d.message
-        );
-    }
-    let items: Vec<String> = s.items.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    println!("  items        {}", items.join(", "));
-    let phases: Vec<String> = s.phases.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    println!("  phases       {}", phases.join(", "));
-    let mut top: Vec<(&String, &u64)> = s.rules_fired.iter().collect();
-    top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let top: Vec<String> = top
-        .iter()
-        .take(8)
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
-    println!("  rules fired  {}", top.join(", "));
-    if !s.violations.is_empty() {
-        let v: Vec<String> = s
-            .violations
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
-        println!("  violations   {}", v.join(", "));
-    }
-    println!(
-        "  text bytes   in {} + added {} = out {} + dropped {}",
-        s.text_bytes_in, s.text_bytes_added, s.text_bytes_out, s.text_bytes_dropped
-    );
-    println!(
-        "  time         {:.2}s, {:.0} records/s, {:.1} MB/s",
-        s.seconds,
-        s.records as f64 / secs,
-        s.bytes_read as f64 / secs / 1e6
-    );
-    if s.files_unchanged > 0 || s.rollouts_removed > 0 || s.rollouts_unchanged > 0 {
-        println!(
-            "  incremental  {} files unchanged (skipped), {} rollouts already current, {} removed (their record is gone)",
-            s.files_unchanged, s.rollouts_unchanged, s.rollouts_removed
-        );
-    }
-    if !s.sessions_kept.is_empty() {
-        println!(
-            "  kept         {} sessions changed since they were written (listed in summary.json; --force replaces them)",
-            s.sessions_kept.len()
-        );
-    }
-    if !s.sessions_replaced.is_empty() {
-        println!(
-            "  replaced     {} changed sessions (copies in {})",
-            s.sessions_replaced.len(),
-            args.out.join("rollover/replaced").display()
-        );
-    }
-    if let Some(signal) = &s.interrupted {
-        println!("  interrupted  by {signal}: finished files are recorded; run again to resume");
-    }
-    let run = args.out.join("rollover/runs").join(format!("{:04}", s.run));
-    println!("  output       {}", args.out.display());
-    println!("  report       {}", run.join("summary.json").display());
-    if s.quarantined > 0 {
-        println!("  quarantine   {}", run.join("quarantine.jsonl").display());
+    for line in lines {
+        println!("{}", line.trim_end());
     }
 }

@@ -14,7 +14,21 @@ pub mod convert;
 pub mod explain;
 pub mod report;
 pub mod rules;
+pub mod ui;
 pub mod validate;
+
+/// The table above, for every command's `--help`.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0    all converted, every rollout passed, no rule-file finding
+  1    findings: records quarantined, a file damaged, a rollout failing
+       validation, a rule-file finding
+  2    usage error, or an error that stopped the command (missing input,
+       bad rule file, unwritable output)
+  3    the output is locked by another run
+  130  stopped by SIGINT (Ctrl-C): finished work kept, reports marked
+       interrupted
+  143  stopped by SIGTERM: the same";
 
 use crate::output::OutputError;
 use crate::pipeline::PipelineError;
@@ -79,6 +93,27 @@ impl Exit {
             Exit::Locked
         } else {
             Exit::Error
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_lists_every_exit_code() {
+        let codes = [
+            Exit::Clean,
+            Exit::Findings,
+            Exit::Error,
+            Exit::Locked,
+            Exit::Interrupted(2),
+            Exit::Interrupted(15),
+        ];
+        for exit in codes {
+            let row = format!("\n  {:<4} ", exit.code());
+            assert!(EXIT_CODES_HELP.contains(&row), "{row:?}");
         }
     }
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use walkdir::WalkDir;
 
 use crate::cli::ValidateArgs;
+use crate::commands::ui::{group, plural, Ui};
 use crate::commands::Exit;
 use crate::rules::RuleSet;
 use crate::source::open;
@@ -34,7 +35,9 @@ struct Report {
     reports: Vec<FileReport>,
 }
 
-pub fn run(args: &ValidateArgs) -> Result<Exit> {
+/// Prints the failures and the totals (`--verbose`: every file; `--quiet`: nothing but the
+/// JSON with `--json`), and exits 1 when any file fails.
+pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
     let rules = RuleSet::load(&args.rules).context("loading rule files")?;
     if !rules.codex_version.starts_with(args.codex_version.as_str()) {
         bail!(
@@ -84,52 +87,68 @@ pub fn run(args: &ValidateArgs) -> Result<Exit> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        for r in &report.reports {
-            print_file(r, args.max_per_file);
-        }
-        let warnings = match report.warnings {
-            0 => String::new(),
-            1 => ", 1 warning".to_string(),
-            n => format!(", {n} warnings"),
-        };
-        println!(
-            "{} files: {} passed, {} failed{warnings} (Codex {})",
-            report.files, report.passed, report.failed, report.codex_version
-        );
+    } else if !ui.quiet {
+        print_text(&report, args.max_per_file, ui);
     }
     Ok(Exit::findings_if(failed > 0))
 }
 
-/// One file's lines of the text report: its status, then up to `max` violations and up to
-/// `max` warnings.
-fn print_file(r: &FileReport, max: usize) {
-    if r.ok {
-        println!("ok    {}", r.path);
-    } else {
-        println!("FAIL  {} ({} violations)", r.path, r.violations.len());
+fn print_text(report: &Report, max_per_file: usize, ui: &Ui) {
+    for r in &report.reports {
+        if r.ok && r.warnings.is_empty() {
+            if ui.verbose {
+                println!("{}  {}", ui.ok("ok  "), r.path);
+            }
+            continue;
+        }
+        if r.ok {
+            println!("{}  {}", ui.ok("ok  "), r.path);
+        } else {
+            println!(
+                "{}  {} ({})",
+                ui.bad("FAIL"),
+                r.path,
+                plural(r.violations.len() as u64, "violation", "violations")
+            );
+        }
+        for v in r.violations.iter().take(max_per_file) {
+            println!(
+                "      {}:{}: [{}] {}",
+                r.path, v.line, v.invariant, v.message
+            );
+        }
+        if r.violations.len() > max_per_file {
+            println!(
+                "      +{} more (--max-per-file, or --json for all)",
+                group((r.violations.len() - max_per_file) as u64)
+            );
+        }
+        for w in r.warnings.iter().take(max_per_file) {
+            println!("      {}:{}: [warning] {}", r.path, w.line, w.message);
+        }
+        if r.warnings.len() > max_per_file {
+            println!(
+                "      +{} more warnings (--max-per-file, or --json for all)",
+                group((r.warnings.len() - max_per_file) as u64)
+            );
+        }
     }
-    for v in r.violations.iter().take(max) {
-        println!(
-            "      {}:{}: [{}] {}",
-            r.path, v.line, v.invariant, v.message
-        );
-    }
-    if r.violations.len() > max {
-        println!(
-            "      ... {} more (--max-per-file, or --json for all)",
-            r.violations.len() - max
-        );
-    }
-    for w in r.warnings.iter().take(max) {
-        println!("      {}:{}: [warning] {}", r.path, w.line, w.message);
-    }
-    if r.warnings.len() > max {
-        println!(
-            "      ... {} more warnings (--max-per-file, or --json for all)",
-            r.warnings.len() - max
-        );
-    }
+    let failed = format!("{} failed", group(report.failed as u64));
+    let warnings = match report.warnings {
+        0 => String::new(),
+        n => format!(", {}", plural(n as u64, "warning", "warnings")),
+    };
+    println!(
+        "{}: {} passed, {}{warnings} (Codex {})",
+        plural(report.files as u64, "file", "files"),
+        group(report.passed as u64),
+        if report.failed > 0 {
+            ui.bad(&failed)
+        } else {
+            failed
+        },
+        report.codex_version
+    );
 }
 
 /// Files named directly; under a folder, its `rollout-*.jsonl[.zst]` files (a Codex home),
@@ -139,7 +158,7 @@ fn rollout_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path)
-            .with_context(|| format!("{} does not exist or cannot be read", path.display()))?;
+            .with_context(|| format!("cannot read {} (check the path)", path.display()))?;
         if meta.is_file() {
             files.push(path.clone());
             continue;

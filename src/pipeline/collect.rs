@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::reader::Work;
 use super::record::{Converted, Outcome};
-use super::{format_name, Progress};
+use super::{format_name, FileCounts, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport};
 use crate::audit::{Action, Summary};
@@ -44,6 +44,37 @@ pub struct Collector<'h> {
     format: Format,
     /// `--format responses`: the output file of each input file being read.
     bodies: HashMap<usize, BodyFile>,
+    /// Files being read: their records converted and quarantined so far (`--verbose`).
+    counts: HashMap<usize, FileCounts>,
+}
+
+/// How long a run took, and how fast it went: `runs/NNNN/timing.json`, apart from
+/// `summary.json` so that the summary stays the same for the same input.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timing {
+    pub seconds: f64,
+    pub records: u64,
+    pub records_per_second: f64,
+    /// Input files read, on disk.
+    pub bytes_on_disk: u64,
+    /// Records read, decompressed.
+    pub bytes_read: u64,
+    /// Decompressed MiB per second (1 MiB = 1,048,576 bytes).
+    pub mib_per_second: f64,
+}
+
+impl Timing {
+    pub fn of(summary: &Summary, seconds: f64) -> Timing {
+        let per_second = |n: u64| n as f64 / seconds.max(1e-9);
+        Timing {
+            seconds,
+            records: summary.records,
+            records_per_second: per_second(summary.records),
+            bytes_on_disk: summary.bytes_on_disk,
+            bytes_read: summary.bytes_read,
+            mib_per_second: per_second(summary.bytes_read) / (1024.0 * 1024.0),
+        }
+    }
 }
 
 /// Excerpts of quarantined records the report shows with `--report-text`.
@@ -78,6 +109,7 @@ impl<'h> Collector<'h> {
             report: ReportOptions::default(),
             format,
             bodies: HashMap::new(),
+            counts: HashMap::new(),
         })
     }
 
@@ -115,13 +147,17 @@ impl<'h> Collector<'h> {
                     }
                     self.summary.records += 1;
                     self.stats[*file].records += 1;
+                    let counts = self.counts.entry(*file).or_default();
+                    counts.records += 1;
                     match outcome {
                         None | Some(Outcome::NotSampled) => {}
                         Some(Outcome::Quarantined(entry)) => {
+                            counts.quarantined += 1;
                             self.stats[*file].quarantined += 1;
                             self.quarantined(&entry)?
                         }
                         Some(Outcome::Converted(done)) => {
+                            counts.converted += 1;
                             let stats = &mut self.stats[*file];
                             stats.converted += 1;
                             stats.output_bytes += done.bytes.len() as u64;
@@ -134,7 +170,12 @@ impl<'h> Collector<'h> {
                         }
                     }
                 }
-                Work::FileEnd(file) => self.file_done(*file, manifest)?,
+                Work::FileEnd(file) => {
+                    let mut counts = self.counts.remove(file).unwrap_or_default();
+                    counts.file = self.files[*file].display.to_string();
+                    progress.file_done(&counts);
+                    self.file_done(*file, manifest)?
+                }
             }
         }
         self.summary.bytes_read += bytes;
@@ -309,8 +350,8 @@ impl<'h> Collector<'h> {
         Ok(())
     }
 
-    /// Flushes the report lines and writes `summary.json` (last, atomically: its presence
-    /// marks the run folder as finished); returns the summary.
+    /// Flushes the report lines, writes `timing.json`, then `summary.json` (last, atomically:
+    /// its presence marks the run folder as finished); returns the summary.
     pub fn finish(mut self, seconds: f64) -> Result<Summary, OutputError> {
         let home = self.home;
         self.quarantine
@@ -319,20 +360,23 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
-        // Timing varies run to run; the file on disk stays byte-identical for the same input.
-        let mut for_file = self.summary.clone();
-        for_file.seconds = 0.0;
-        let mut bytes = serde_json::to_vec_pretty(&for_file)
+        // Timing varies run to run: it has its own file, so summary.json stays byte-identical
+        // for the same input.
+        self.summary.seconds = seconds;
+        let mut timing = serde_json::to_vec_pretty(&Timing::of(&self.summary, seconds))
+            .map_err(|e| write_error(home, "timing.json", e.into()))?;
+        timing.push(b'\n');
+        home.write_run_file_atomic("timing.json", &timing)?;
+        let mut bytes = serde_json::to_vec_pretty(&self.summary)
             .map_err(|e| write_error(home, "summary.json", e.into()))?;
         bytes.push(b'\n');
         self.report.seconds = seconds;
-        let (markdown, html) = report::render(&for_file, &self.stats, &self.report)
+        let (markdown, html) = report::render(&self.summary, &self.stats, &self.report)
             .map_err(|e| write_error(home, "report.md", std::io::Error::other(e)))?;
         home.write_run_file_atomic("report.md", markdown.as_bytes())?;
         home.write_run_file_atomic("report.html", html.as_bytes())?;
         // Last: its presence marks the run folder as finished.
         home.write_run_file_atomic("summary.json", &bytes)?;
-        self.summary.seconds = seconds;
         Ok(self.summary)
     }
 }

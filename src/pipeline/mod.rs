@@ -98,6 +98,18 @@ pub trait Progress: Sync {
     fn damage(&self, damage: &Damage);
     /// Something the user should know that is not a problem with a record.
     fn note(&self, message: &str);
+    /// Every record of one input file is done (`--verbose` shows it).
+    fn file_done(&self, _file: &FileCounts) {}
+}
+
+/// One input file's records, once all are done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileCounts {
+    /// The file as the reports name it.
+    pub file: String,
+    pub records: u64,
+    pub converted: u64,
+    pub quarantined: u64,
 }
 
 /// Runs the whole conversion and returns the summary.
@@ -176,8 +188,15 @@ pub fn run(
     }
     let files = Arc::new(files);
     let guard = Guard::new(manifest.rollout_digests(), options.force);
+    let bytes_on_disk = files
+        .iter()
+        .zip(&skip)
+        .filter(|(_, s)| !**s)
+        .map(|(f, _)| f.size)
+        .sum();
     let summary = Summary {
         schema_version: crate::audit::summary::SCHEMA_VERSION,
+        bytes_on_disk,
         rules: rules.names.clone(),
         rule_digests: rules.digests.clone(),
         codex_version: rules.codex_version.clone(),

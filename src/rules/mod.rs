@@ -16,6 +16,7 @@ pub mod policy;
 mod resolve;
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use regex::Regex;
@@ -32,7 +33,7 @@ pub use policy::{
 
 pub use marker::Marker;
 pub use path::PathExpr;
-pub use resolve::resolve;
+pub use resolve::{resolve, resolve_all};
 
 /// The shipped default rules (target Codex 0.169), built into the binary.
 pub const DEFAULT_RULES: &str = include_str!("../../rules/default.toml");
@@ -47,19 +48,46 @@ pub enum RulesError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}:{line}:{column}: {message}")]
+    /// TOML syntax, an unknown key or a value of the wrong type.
+    #[error("{path}:{line}:{column}: {message}{}", help_suffix(.help))]
     Syntax {
         path: String,
         line: usize,
         column: usize,
         message: String,
+        /// How to fix it, when we can tell (`did you mean ...`, the expected keys).
+        help: Option<String>,
+        /// Bytes of the file the error points at.
+        span: Range<usize>,
     },
+    /// A value TOML accepts but rollover cannot use (a regex, a path, a marker).
     #[error("{path}:{line}: {message}")]
     Invalid {
         path: String,
         line: usize,
         message: String,
+        /// Bytes of the file the error points at, when the value could be found in it.
+        span: Option<Range<usize>>,
     },
+    /// Keys no rule file sets; checked once every file is merged.
+    #[error("{path}: {} not set by any rule file (the default rules set {}: pass `--rules default` first)", keys.join(", "), if keys.len() == 1 { "it" } else { "them" })]
+    NotSet { path: String, keys: Vec<String> },
+}
+
+impl RulesError {
+    /// The rule file the error is about.
+    pub fn path(&self) -> &str {
+        match self {
+            RulesError::Read { path, .. }
+            | RulesError::Syntax { path, .. }
+            | RulesError::Invalid { path, .. }
+            | RulesError::NotSet { path, .. } => path,
+        }
+    }
+}
+
+fn help_suffix(help: &Option<String>) -> String {
+    help.as_ref().map(|h| format!("; {h}")).unwrap_or_default()
 }
 
 /// One rule file as read: its name, text and parsed content.
@@ -174,35 +202,155 @@ impl RuleSet {
 
 /// Reads and parses one rule file (`default` is the built-in one).
 pub fn load_file(path: &Path) -> Result<LoadedFile, RulesError> {
+    let (name, text) = read_source(path)?;
+    parse_text(&name, &text)
+}
+
+/// The name and text of a rule file (`default` is the built-in one).
+pub fn read_source(path: &Path) -> Result<(String, String), RulesError> {
     if path.as_os_str() == DEFAULT_RULES_NAME && !path.exists() {
-        return parse_text(DEFAULT_RULES_NAME, DEFAULT_RULES);
+        return Ok((DEFAULT_RULES_NAME.to_string(), DEFAULT_RULES.to_string()));
     }
     let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read {
         path: path.display().to_string(),
         source,
     })?;
-    parse_text(&path.display().to_string(), &text)
+    Ok((path.display().to_string(), text))
 }
 
-/// Parses rule-file text; syntax errors and unknown keys come back with their line.
+/// Parses rule-file text; the first syntax error or unknown key comes back with its line.
 pub fn parse_text(name: &str, text: &str) -> Result<LoadedFile, RulesError> {
-    let file: RuleFile = toml::from_str(text).map_err(|err| {
-        let (line, column) = err
-            .span()
-            .map(|span| line_col(text, span.start))
-            .unwrap_or((1, 1));
-        RulesError::Syntax {
-            path: name.to_string(),
-            line,
-            column,
-            message: err.message().to_string(),
-        }
-    })?;
-    Ok(LoadedFile {
-        name: name.to_string(),
-        text: text.to_string(),
-        file,
+    parse_text_all(name, text).map_err(|errors| {
+        errors
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| RulesError::NotSet {
+                path: name.to_string(),
+                keys: Vec::new(),
+            })
     })
+}
+
+/// How many errors one file may report: each one found costs a parse of the file.
+const MAX_ERRORS_PER_FILE: usize = 50;
+
+/// Parses rule-file text and reports every unknown key and wrong value, not only the first.
+///
+/// A TOML syntax error stops the parser, so it is the only error reported. Errors of the
+/// schema (unknown keys, wrong types, unknown variants) stop serde at the first; so each
+/// line in error is blanked (offsets kept) and the text parsed again, until it passes.
+pub fn parse_text_all(name: &str, text: &str) -> Result<LoadedFile, Vec<RulesError>> {
+    if let Err(err) = text.parse::<toml::Table>() {
+        return Err(vec![syntax_error(name, text, &err)]);
+    }
+    let mut errors: Vec<RulesError> = Vec::new();
+    let mut work = text.as_bytes().to_vec();
+    let mut seen: Vec<Range<usize>> = Vec::new();
+    while errors.len() < MAX_ERRORS_PER_FILE {
+        let current = String::from_utf8_lossy(&work).into_owned();
+        match toml::from_str::<RuleFile>(&current) {
+            Ok(file) if errors.is_empty() => {
+                return Ok(LoadedFile {
+                    name: name.to_string(),
+                    text: text.to_string(),
+                    file,
+                })
+            }
+            Ok(_) => break,
+            Err(err) => {
+                let span = err.span();
+                errors.push(syntax_error(name, text, &err));
+                let Some(span) = span else { break };
+                if seen.contains(&span) {
+                    break;
+                }
+                blank_lines(&mut work, &span);
+                seen.push(span);
+            }
+        }
+    }
+    Err(errors)
+}
+
+/// Replaces every line `span` touches by spaces, keeping every offset of the text.
+fn blank_lines(text: &mut [u8], span: &Range<usize>) {
+    let start = text[..span.start.min(text.len())]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let end = text[span.end.min(text.len())..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |i| span.end + i);
+    for byte in &mut text[start..end] {
+        if *byte != b'\n' {
+            *byte = b' ';
+        }
+    }
+}
+
+fn syntax_error(name: &str, text: &str, err: &toml::de::Error) -> RulesError {
+    let span = err.span().unwrap_or(0..0);
+    let (line, column) = line_col(text, span.start);
+    let (message, help) = split_message(err.message());
+    RulesError::Syntax {
+        path: name.to_string(),
+        line,
+        column,
+        message,
+        help,
+        span,
+    }
+}
+
+/// `unknown field `x`, expected one of ...` becomes the cause and the fix: the closest
+/// expected name when one is close, else the list. A multi-line TOML message keeps its first
+/// line as the cause.
+fn split_message(message: &str) -> (String, Option<String>) {
+    let message = message.trim();
+    if let Some((cause, expected)) = message.split_once(", expected ") {
+        let given = backticked(cause).into_iter().next();
+        let names = backticked(expected);
+        let closest = given.and_then(|given| {
+            names
+                .iter()
+                .map(|name| (edit_distance(given, name), *name))
+                .filter(|(d, name)| *d <= 2.max(name.len() / 4))
+                .min()
+        });
+        let help = match closest {
+            Some((_, name)) => format!("did you mean `{name}`?"),
+            None => format!("expected {expected}"),
+        };
+        return (cause.to_string(), Some(help));
+    }
+    match message.split_once('\n') {
+        Some((first, rest)) => (first.to_string(), Some(rest.trim().replace('\n', "; "))),
+        None => (message.to_string(), None),
+    }
+}
+
+/// The names written between backticks.
+fn backticked(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// 1-based line and column of a byte offset.
@@ -220,10 +368,61 @@ pub fn line_of(text: &str, needle: &str) -> usize {
         .unwrap_or(1)
 }
 
+/// Where a value found after parsing is written: as is (a literal string or a key), or as a
+/// TOML basic string (its escapes written out).
+fn locate(text: &str, needle: &str) -> Option<Range<usize>> {
+    if let Some(at) = text.find(needle) {
+        return Some(at..at + needle.len());
+    }
+    let quoted = serde_json::to_string(needle).ok()?;
+    let at = text.find(&quoted)?;
+    Some(at..at + quoted.len())
+}
+
 pub(crate) fn invalid(file: &LoadedFile, needle: &str, message: String) -> RulesError {
+    let span = locate(&file.text, needle);
     RulesError::Invalid {
         path: file.name.clone(),
-        line: line_of(&file.text, needle),
+        line: span
+            .as_ref()
+            .map_or(1, |span| line_col(&file.text, span.start).0),
         message,
+        span,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_key_close_to_a_known_one_suggests_it() {
+        let (cause, help) = split_message(
+            "unknown field `orphan_ouput`, expected one of `missing_output`, `orphan_output`",
+        );
+        assert_eq!(cause, "unknown field `orphan_ouput`");
+        assert_eq!(help.as_deref(), Some("did you mean `orphan_output`?"));
+    }
+
+    #[test]
+    fn an_unknown_key_far_from_every_known_one_lists_them() {
+        let (_, help) = split_message("unknown field `bogus`, expected `a` or `b`");
+        assert_eq!(help.as_deref(), Some("expected `a` or `b`"));
+    }
+
+    #[test]
+    fn every_unknown_key_of_a_file_is_reported() {
+        let text = "[policy]\nbogus = 1\norphan_output = \"drop\"\nother = 2\n";
+        let errors = parse_text_all("t.toml", text).err().unwrap_or_default();
+        let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("t.toml:2:1: unknown field `bogus`"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("t.toml:4:1: unknown field `other`"),
+            "{lines:?}"
+        );
     }
 }

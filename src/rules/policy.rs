@@ -222,6 +222,20 @@ macro_rules! declare_policies {
                 )+
             }
 
+            /// The keys no file set, as `policy.KEY`.
+            pub fn missing_keys(&self) -> Vec<&'static str> {
+                let mut missing = Vec::new();
+                $(
+                    if self.$key.is_none() {
+                        missing.push(concat!("policy.", stringify!($key)));
+                    }
+                    $(if self.$extra.is_none() {
+                        missing.push(concat!("policy.", stringify!($extra)));
+                    })?
+                )+
+                missing
+            }
+
             /// Every key must be set by some file; `missing` names the first that is not.
             pub fn resolve(
                 self,

@@ -2,7 +2,8 @@
 //!
 //! Later files override scalar keys, replace a rule or marker with the same id or kind in
 //! place, and put new rules before the earlier files' rules. Every required key must be set by
-//! some file; the first one missing is the error.
+//! some file; every error is
+//! reported (`rules check` shows them all), the keys no file sets in one error.
 
 use std::collections::BTreeMap;
 
@@ -31,59 +32,120 @@ struct Merged {
     rules: Vec<(RuleEntry, usize)>,
 }
 
-/// Merges parsed files in order into one rule set, checking values that TOML cannot.
+/// Merges parsed files in order into one rule set, checking values that TOML cannot; the
+/// first error when there are several (see [`resolve_all`]).
 pub fn resolve(files: &[LoadedFile]) -> Result<RuleSet, RulesError> {
+    resolve_all(files).map_err(|errors| {
+        errors
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| not_set(files, vec!["any rule".to_string()]))
+    })
+}
+
+/// Merges parsed files in order into one rule set; every value in error is reported, and the
+/// keys no file sets come last, in one error.
+pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
     let merged = merge(files);
-    let missing = |what: &str| not_set(files, what);
-    let markers = resolve_markers(files, merged.markers)?;
-    let rules = resolve_rules(files, merged.rules, &markers)?;
-    let first = files.first().ok_or_else(|| missing("any rule"))?;
-    let timestamp_ms = resolve_timestamp(first, &merged.session, missing)?;
-    let finished = resolve_finished(first, &merged.phase)?;
-    let policy = merged.policy.resolve(missing)?;
-    policy
-        .check()
-        .map_err(|(key, message)| invalid(first, key, message))?;
-    let codex_version = merged
-        .codex_version
-        .ok_or_else(|| missing("meta.codex_version"))?;
+    let mut errors = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    let markers = resolve_markers(files, merged.markers, &mut errors);
+    let rules = resolve_rules(files, merged.rules, &markers, &mut errors);
+    let Some(first) = files.first() else {
+        return Err(vec![not_set(files, vec!["any rule".to_string()])]);
+    };
+    let mut required = |value: Option<String>, key: &str| {
+        if value.is_none() {
+            missing.push(key.to_string());
+        }
+        value
+    };
+    let codex_version = required(merged.codex_version, "meta.codex_version");
+    let s = merged.session;
+    let cwd = required(s.cwd, "session.cwd");
+    let originator = required(s.originator, "session.originator");
+    let cli_version = required(s.cli_version, "session.cli_version");
+    let timestamp = required(s.timestamp, "session.timestamp");
+    if merged.input.messages_at.is_none() {
+        missing.push("input.messages_at".to_string());
+    }
+    let timestamp_ms = timestamp.and_then(|text| {
+        let ms = crate::model::time::parse_rfc3339_ms(&text);
+        if ms.is_none() {
+            let message = format!("session.timestamp `{text}` is not an RFC 3339 time");
+            errors.push(invalid(first, &text, message));
+        }
+        ms
+    });
+    let finished = resolve_finished(first, &merged.phase, &mut errors);
+    let policy_missing = merged.policy.missing_keys();
+    let policy = if policy_missing.is_empty() {
+        merged
+            .policy
+            .resolve(|key| not_set(files, vec![key.to_string()]))
+            .ok()
+    } else {
+        missing.extend(policy_missing.iter().map(|k| k.to_string()));
+        None
+    };
+    if let Some(Err((key, message))) = policy.as_ref().map(|p| p.check()) {
+        errors.push(invalid(first, key, message));
+    }
     // Paths are checked against the last file that has an [input] section (for its lines).
     let input_file = files
         .iter()
         .rev()
         .find(|f| f.file.input.is_some())
         .unwrap_or(first);
-    let input = resolve_input(input_file, &merged.input, finished, missing)?;
-    let s = merged.session;
-    Ok(RuleSet {
-        names: merged.names,
-        digests: merged.digests,
+    let input = resolve_input(input_file, &merged.input, finished, &mut errors);
+    if !missing.is_empty() {
+        errors.push(not_set(files, missing));
+    }
+    match (
         codex_version,
         input,
-        session: SessionDefaults {
-            cwd: s.cwd.ok_or_else(|| missing("session.cwd"))?,
-            originator: s.originator.ok_or_else(|| missing("session.originator"))?,
-            cli_version: s
-                .cli_version
-                .ok_or_else(|| missing("session.cli_version"))?,
-            source: s.source,
-            model_provider: s.model_provider,
-            timestamp_ms,
-        },
-        infer_phase: merged.phase.infer.unwrap_or(true),
+        cwd,
+        originator,
+        cli_version,
+        timestamp_ms,
         policy,
-        markers,
-        developer_prefixes: merged.prefixes.unwrap_or_default(),
-        rules,
-    })
+    ) {
+        (
+            Some(codex_version),
+            Some(input),
+            Some(cwd),
+            Some(originator),
+            Some(cli_version),
+            Some(timestamp_ms),
+            Some(policy),
+        ) if errors.is_empty() => Ok(RuleSet {
+            names: merged.names,
+            digests: merged.digests,
+            codex_version,
+            input,
+            session: SessionDefaults {
+                cwd,
+                originator,
+                cli_version,
+                source: s.source,
+                model_provider: s.model_provider,
+                timestamp_ms,
+            },
+            infer_phase: merged.phase.infer.unwrap_or(true),
+            policy,
+            markers,
+            developer_prefixes: merged.prefixes.unwrap_or_default(),
+            rules,
+        }),
+        _ => Err(errors),
+    }
 }
 
-/// `what` is set by no file: point at the last file, and at the defaults.
-fn not_set(files: &[LoadedFile], what: &str) -> RulesError {
-    RulesError::Invalid {
+/// `keys` are set by no file: point at the last file, and at the defaults.
+fn not_set(files: &[LoadedFile], keys: Vec<String>) -> RulesError {
+    RulesError::NotSet {
         path: files.last().map(|f| f.name.clone()).unwrap_or_default(),
-        line: 1,
-        message: format!("`{what}` is not set by any rule file (the default rules set it: pass `--rules default` first)"),
+        keys: keys.into_iter().map(|k| format!("`{k}`")).collect(),
     }
 }
 
@@ -134,7 +196,8 @@ fn merge(files: &[LoadedFile]) -> Merged {
 fn resolve_markers(
     files: &[LoadedFile],
     markers: Vec<(MarkerEntry, usize)>,
-) -> Result<Vec<Marker>, RulesError> {
+    errors: &mut Vec<RulesError>,
+) -> Vec<Marker> {
     let mut resolved = Vec::new();
     for (m, file_index) in markers {
         if m.enabled == Some(false) {
@@ -143,11 +206,13 @@ fn resolve_markers(
         let file = &files[file_index];
         let (Some(start), Some(end)) = (m.start, m.end) else {
             let message = format!("marker `{}` needs `start` and `end`", m.kind);
-            return Err(invalid(file, &m.kind, message));
+            errors.push(invalid(file, &m.kind, message));
+            continue;
         };
         if start.trim().is_empty() || end.trim().is_empty() {
             let message = format!("marker `{}` has an empty start or end", m.kind);
-            return Err(invalid(file, &m.kind, message));
+            errors.push(invalid(file, &m.kind, message));
+            continue;
         }
         let template = m
             .template
@@ -155,14 +220,15 @@ fn resolve_markers(
         let separate = m.separate.unwrap_or(false);
         resolved.push(Marker::new(m.kind, start, end, template, separate));
     }
-    Ok(resolved)
+    resolved
 }
 
 fn resolve_rules(
     files: &[LoadedFile],
     rules: Vec<(RuleEntry, usize)>,
     markers: &[Marker],
-) -> Result<Vec<Rule>, RulesError> {
+    errors: &mut Vec<RulesError>,
+) -> Vec<Rule> {
     let mut resolved = Vec::new();
     for (r, file_index) in rules {
         if r.enabled == Some(false) {
@@ -170,18 +236,32 @@ fn resolve_rules(
         }
         let file = &files[file_index];
         let needle = format!("\"{}\"", r.id);
-        let slot = r
-            .slot
-            .ok_or_else(|| invalid(file, &needle, format!("rule `{}` has no `slot`", r.id)))?;
+        let before = errors.len();
+        let slot = r.slot.unwrap_or_else(|| {
+            errors.push(invalid(
+                file,
+                &needle,
+                format!("rule `{}` has no `slot`", r.id),
+            ));
+            Slot::Drop
+        });
         if slot == Slot::ContextualUser {
-            check_contextual_kind(&r, markers)
-                .map_err(|message| invalid(file, &needle, message))?;
+            if let Err(message) = check_contextual_kind(&r, markers) {
+                errors.push(invalid(file, &needle, message));
+            }
+        }
+        let name = compile(file, &r.id, "name", &r.name, errors);
+        let regex = compile(file, &r.id, "text", &r.regex, errors);
+        let model = compile(file, &r.id, "model", &r.model, errors);
+        let source = compile(file, &r.id, "source", &r.source, errors);
+        if errors.len() > before {
+            continue;
         }
         resolved.push(Rule {
-            name: compile(file, &r.id, "name", &r.name)?,
-            regex: compile(file, &r.id, "text", &r.regex)?,
-            model: compile(file, &r.id, "model", &r.model)?,
-            source: compile(file, &r.id, "source", &r.source)?,
+            name,
+            regex,
+            model,
+            source,
             roles: r.role.unwrap_or_default(),
             position: r.position.unwrap_or(Position::Any),
             index: r.index,
@@ -199,7 +279,7 @@ fn resolve_rules(
             id: r.id,
         });
     }
-    Ok(resolved)
+    resolved
 }
 
 /// A rule into `contextual_user` names a registered marker kind, or takes the wrapping one.
@@ -218,59 +298,51 @@ fn check_contextual_kind(r: &RuleEntry, markers: &[Marker]) -> Result<(), String
     }
 }
 
-fn resolve_timestamp(
-    first: &LoadedFile,
-    session: &SessionSection,
-    missing: impl Fn(&str) -> RulesError,
-) -> Result<i64, RulesError> {
-    let text = session
-        .timestamp
-        .as_deref()
-        .ok_or_else(|| missing("session.timestamp"))?;
-    crate::model::time::parse_rfc3339_ms(text).ok_or_else(|| {
-        let message = format!("session.timestamp `{text}` is not an RFC 3339 time");
-        invalid(first, text, message)
-    })
-}
-
 fn resolve_finished(
     first: &LoadedFile,
     phase: &PhaseSection,
-) -> Result<Vec<FinishedSignal>, RulesError> {
+    errors: &mut Vec<RulesError>,
+) -> Vec<FinishedSignal> {
     let entries = phase.finished.as_deref().unwrap_or_default();
-    entries
-        .iter()
-        .map(|f| {
-            PathExpr::parse(&f.path)
-                .map(|path| FinishedSignal {
-                    path,
-                    equals: f.equals.clone(),
-                })
-                .map_err(|msg| invalid(first, &f.path, format!("phase.finished: {msg}")))
-        })
-        .collect()
+    let mut finished = Vec::new();
+    for f in entries {
+        match PathExpr::parse(&f.path) {
+            Ok(path) => finished.push(FinishedSignal {
+                path,
+                equals: f.equals.clone(),
+            }),
+            Err(msg) => errors.push(invalid(first, &f.path, format!("phase.finished: {msg}"))),
+        }
+    }
+    finished
 }
 
+/// `None` when `input.messages_at` is not set (the caller reports it) or a path is invalid.
 fn resolve_input(
     file: &LoadedFile,
     input: &InputSection,
     finished: Vec<FinishedSignal>,
-    missing: impl Fn(&str) -> RulesError,
-) -> Result<InputRules, RulesError> {
-    let messages_at = input
-        .messages_at
-        .as_deref()
-        .ok_or_else(|| missing("input.messages_at"))?;
-    let optional = |key: &str, list: &Option<Vec<String>>| {
-        paths(file, key, list.as_deref().unwrap_or_default())
+    errors: &mut Vec<RulesError>,
+) -> Option<InputRules> {
+    let before = errors.len();
+    let mut optional = |key: &str, list: &Option<Vec<String>>| {
+        paths(file, key, list.as_deref().unwrap_or_default(), errors)
     };
-    Ok(InputRules {
-        messages_at: paths(file, "input.messages_at", messages_at)?,
+    let messages_at = optional("input.messages_at", &input.messages_at);
+    let id_at = optional("input.id_at", &input.id_at);
+    let created_at = optional("input.created_at", &input.created_at);
+    let model_at = optional("input.model_at", &input.model_at);
+    let reply_at = optional("input.reply_at", &input.reply_at);
+    if input.messages_at.is_none() || errors.len() > before {
+        return None;
+    }
+    Some(InputRules {
+        messages_at,
         role_aliases: input.role_aliases.clone().unwrap_or_default(),
-        id_at: optional("input.id_at", &input.id_at)?,
-        created_at: optional("input.created_at", &input.created_at)?,
-        model_at: optional("input.model_at", &input.model_at)?,
-        reply_at: optional("input.reply_at", &input.reply_at)?,
+        id_at,
+        created_at,
+        model_at,
+        reply_at,
         finished,
         guess: true,
     })
@@ -281,20 +353,41 @@ fn compile(
     rule: &str,
     what: &str,
     pattern: &Option<String>,
-) -> Result<Option<Regex>, RulesError> {
-    match pattern {
-        None => Ok(None),
-        Some(p) => Regex::new(p).map(Some).map_err(|err| {
-            let message = format!("rule `{rule}`: invalid {what} regex: {err}");
-            invalid(file, p, message)
-        }),
+    errors: &mut Vec<RulesError>,
+) -> Option<Regex> {
+    let p = pattern.as_ref()?;
+    match Regex::new(p) {
+        Ok(regex) => Some(regex),
+        Err(err) => {
+            // The regex crate draws its own caret over the pattern: keep only the cause, the
+            // diagnostic points at the pattern in the file.
+            let text = err.to_string();
+            let cause = text
+                .lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("error: "))
+                .unwrap_or(text.as_str());
+            let message = format!("rule `{rule}`: invalid {what} regex: {cause}");
+            errors.push(invalid(file, p, message));
+            None
+        }
     }
 }
 
-fn paths(file: &LoadedFile, key: &str, list: &[String]) -> Result<Vec<PathExpr>, RulesError> {
-    list.iter()
-        .map(|p| PathExpr::parse(p).map_err(|msg| invalid(file, p, format!("{key}: {msg}"))))
-        .collect()
+fn paths(
+    file: &LoadedFile,
+    key: &str,
+    list: &[String],
+    errors: &mut Vec<RulesError>,
+) -> Vec<PathExpr> {
+    let mut parsed = Vec::new();
+    for p in list {
+        match PathExpr::parse(p) {
+            Ok(path) => parsed.push(path),
+            Err(msg) => errors.push(invalid(file, p, format!("{key}: {msg}"))),
+        }
+    }
+    parsed
 }
 
 fn merge_input(t: &mut InputSection, s: &InputSection) {

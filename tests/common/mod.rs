@@ -218,7 +218,8 @@ impl Home {
             .sort_by_file_name()
             .into_iter()
             .map(|e| e.expect("walk home"))
-            .filter(|e| e.file_type().is_file())
+            // timing.json says how long the run took: the one file that differs run to run.
+            .filter(|e| e.file_type().is_file() && e.file_name() != "timing.json")
             .map(|e| {
                 let relative = e
                     .path()

@@ -49,9 +49,20 @@ fn home(wd: &Workdir, name: &str, run: Run) -> Home {
 
 /// Each line of `expected` is a whole line of `text`.
 fn assert_lines(text: &str, expected: &[&str]) {
+    // The summary wraps a long value onto lines indented under it: read those as one line.
+    let mut logical: Vec<String> = Vec::new();
+    for l in text.lines() {
+        match logical.last_mut() {
+            Some(last) if l.starts_with("               ") && l.trim_start() != l => {
+                last.push(' ');
+                last.push_str(l.trim_start());
+            }
+            _ => logical.push(l.to_string()),
+        }
+    }
     for line in expected {
         assert!(
-            text.lines().any(|l| l == *line),
+            logical.iter().any(|l| l == *line),
             "missing line {line:?} in:\n{text}"
         );
     }

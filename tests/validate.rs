@@ -709,7 +709,10 @@ fn missing_path_is_a_usage_error() {
         .output()
         .expect("run rollover");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "rollover: cannot read /nonexistent/rollover-test-path (check the path): No such file or directory (os error 2)"
+    );
 }
 
 #[test]

@@ -389,22 +389,44 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         list(
             &mut lines,
             "skipped",
-            vec![
-                format!("{} other extensions", group(other_extensions)),
-                format!("{} hidden", group(s.skipped_hidden)),
-                format!("{} symlinks", group(s.skipped_symlinks)),
-                plural(
+            [
+                (
+                    other_extensions,
+                    format!("{} other extensions", group(other_extensions)),
+                ),
+                (
+                    s.skipped_hidden,
+                    format!("{} hidden", group(s.skipped_hidden)),
+                ),
+                (
+                    s.skipped_symlinks,
+                    format!("{} symlinks", group(s.skipped_symlinks)),
+                ),
+                (
                     s.skipped_codex_homes.len() as u64,
-                    "Codex home",
-                    "Codex homes",
+                    plural(
+                        s.skipped_codex_homes.len() as u64,
+                        "Codex home",
+                        "Codex homes",
+                    ),
                 ),
-                plural(
+                (
                     s.symlink_loops.len() as u64,
-                    "symlink loop",
-                    "symlink loops",
+                    plural(
+                        s.symlink_loops.len() as u64,
+                        "symlink loop",
+                        "symlink loops",
+                    ),
                 ),
-                format!("{} unreadable", group(s.unreadable.len() as u64)),
-            ],
+                (
+                    s.unreadable.len() as u64,
+                    format!("{} unreadable", group(s.unreadable.len() as u64)),
+                ),
+            ]
+            .into_iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(_, text)| text)
+            .collect(),
         );
     }
     if !s.same_content.is_empty() {

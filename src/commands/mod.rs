@@ -17,18 +17,8 @@ pub mod rules;
 pub mod ui;
 pub mod validate;
 
-/// The table above, for every command's `--help`.
-pub const EXIT_CODES_HELP: &str = "\
-Exit codes:
-  0    all converted, every rollout passed, no rule-file finding
-  1    findings: records quarantined, a file damaged, a rollout failing
-       validation, a rule-file finding
-  2    usage error, or an error that stopped the command (missing input,
-       bad rule file, unwritable output)
-  3    the output is locked by another run
-  130  stopped by SIGINT (Ctrl-C): finished work kept, reports marked
-       interrupted
-  143  stopped by SIGTERM: the same";
+/// The table above, for every command's `--help` (declared with the clap types).
+pub use crate::cli::EXIT_CODES_HELP;
 
 use crate::output::OutputError;
 use crate::pipeline::PipelineError;
@@ -115,5 +105,18 @@ mod tests {
             let row = format!("\n  {:<4} ", exit.code());
             assert!(EXIT_CODES_HELP.contains(&row), "{row:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod version_tests {
+    #[test]
+    fn the_version_names_the_codex_release_the_built_in_rules_target() {
+        let rules = crate::rules::RuleSet::builtin().map_err(|e| e.to_string());
+        let target = rules.map(|r| r.codex_version);
+        assert_eq!(
+            Ok(crate::cli::VERSION.to_string()),
+            target.map(|t| format!("{} (target Codex {t})", env!("CARGO_PKG_VERSION")))
+        );
     }
 }

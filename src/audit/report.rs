@@ -325,8 +325,8 @@ fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
             .draw_series(bars.iter().enumerate().map(|(i, (_, value))| {
                 let mut bar = Rectangle::new(
                     [
-                        (0, SegmentValue::Exact(i)),
-                        (*value, SegmentValue::Exact(i + 1)),
+                        (0, SegmentValue::Exact(at(i))),
+                        (*value, SegmentValue::Exact(at(i) + 1)),
                     ],
                     color.filled(),
                 );

@@ -221,6 +221,26 @@ fn a_rerun_with_nothing_changed_converts_nothing_and_changes_only_what_changed()
     );
     assert_eq!(count_rollouts(&home.join("sessions")), 16);
 
+    // Appending to a file converts it again, and only it: its old records are already
+    // current, its new one is written.
+    let part = wd.path("archive/part-00.jsonl");
+    let mut text = fs::read_to_string(&part).expect("read part");
+    text.push_str(
+        &json!({"id": "appended", "messages": [{"role": "user", "content": "late"}]}).to_string(),
+    );
+    text.push('\n');
+    fs::write(&part, text).expect("append");
+    let s = wd.convert("archive", "home", &[], 0).summary();
+    assert_eq!(
+        (s["records"].as_u64(), s["files_unchanged"].as_u64()),
+        (Some(6), Some(3))
+    );
+    assert_eq!(
+        (s["rollouts_unchanged"].as_u64(), s["converted"].as_u64()),
+        (Some(5), Some(6))
+    );
+    assert_eq!(count_rollouts(&home.join("sessions")), 17);
+
     // Truncating a file removes the rollouts of the records that are gone.
     let part = wd.path("archive/part-01.jsonl");
     let text = fs::read_to_string(&part).expect("read part");
@@ -230,7 +250,7 @@ fn a_rerun_with_nothing_changed_converts_nothing_and_changes_only_what_changed()
     assert_eq!(s["records"], 2);
     assert_eq!(s["rollouts_removed"], 3);
     assert_eq!(s["rollouts_unchanged"], 2);
-    assert_eq!(count_rollouts(&home.join("sessions")), 13);
+    assert_eq!(count_rollouts(&home.join("sessions")), 14);
     let manifest = fs::read_to_string(home.join("rollover/manifest")).expect("manifest");
     let entry: Value = manifest
         .lines()

@@ -313,21 +313,54 @@ fn counted<'a>(pairs: impl IntoIterator<Item = (&'a String, &'a u64)>) -> Vec<St
 
 /// The summary for people: one screen, fitted to the terminal's width, every count grouped,
 /// every size in binary units, nothing left out without saying so.
-fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
-    const INDENT: &str = "  ";
-    let width = ui.width;
-    let text = |lines: &mut Vec<String>, label: &str, body: String| {
-        lines.extend(wrap_text(INDENT, &format!("{label:<13}"), &body, width));
-    };
-    let list = |lines: &mut Vec<String>, label: &str, items: Vec<String>| {
-        // An empty list is no line at all, rather than a label with nothing after it.
+/// The summary's lines, each label in a column and long values wrapped to the width.
+struct SummaryLines {
+    width: usize,
+    lines: Vec<String>,
+}
+
+impl SummaryLines {
+    fn text(&mut self, label: &str, body: String) {
+        let label = format!("{label:<13}");
+        self.lines
+            .extend(wrap_text("  ", &label, &body, self.width));
+    }
+
+    /// An empty list is no line at all, rather than a label with nothing after it.
+    fn list(&mut self, label: &str, items: Vec<String>) {
         if !items.is_empty() {
-            lines.extend(wrap_list(INDENT, &format!("{label:<13}"), &items, width));
+            let label = format!("{label:<13}");
+            self.lines
+                .extend(wrap_list("  ", &label, &items, self.width));
         }
+    }
+}
+
+fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
+    let mut out = SummaryLines {
+        width: ui.width,
+        lines: Vec::new(),
     };
-    let mut lines: Vec<String> = Vec::new();
-    text(
-        &mut lines,
+    input_lines(&mut out, s, ui);
+    result_lines(&mut out, s, ui);
+    state_lines(&mut out, s, args, ui);
+    let lines = out.lines;
+    println!(
+        "rollover convert{}",
+        if s.dry_run {
+            " (dry run: no rollout written)"
+        } else {
+            ""
+        }
+    );
+    for line in lines {
+        println!("{}", line.trim_end());
+    }
+}
+
+/// What was read: rules, files, records, skips, damage.
+fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
+    out.text(
         "rules",
         format!("{} (Codex {})", s.rules.join(", "), s.codex_version),
     );
@@ -342,15 +375,14 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
     if s.blank_lines > 0 {
         files.push(plural(s.blank_lines, "blank line", "blank lines"));
     }
-    list(&mut lines, "files", files);
+    out.list("files", files);
     let joined = if s.joined > 0 {
         format!(" + batch results joined {}", group(s.joined))
     } else {
         String::new()
     };
     let quarantined = format!("quarantined {}", group(s.quarantined));
-    text(
-        &mut lines,
+    out.text(
         "records",
         format!(
             "{} = {} + {}{joined}",
@@ -364,16 +396,10 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         ),
     );
     for (class, n) in &s.quarantine_reasons {
-        text(
-            &mut lines,
-            "",
-            format!("quarantined {class}: {}", group(*n)),
-        );
+        out.text("", format!("quarantined {class}: {}", group(*n)));
     }
     for (path, n) in &s.messages_by_shape {
-        text(
-            &mut lines,
-            "guessed",
+        out.text("guessed",
             format!(
                 "messages found at `{path}` by shape in {}: pass `--messages-at {path}` to make it explicit",
                 plural(*n, "record", "records")
@@ -386,8 +412,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         + s.skipped_symlinks
         + s.skipped_codex_homes.len() as u64;
     if skips > 0 || !s.unreadable.is_empty() || !s.symlink_loops.is_empty() {
-        list(
-            &mut lines,
+        out.list(
             "skipped",
             [
                 (
@@ -430,8 +455,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         );
     }
     if !s.same_content.is_empty() {
-        text(
-            &mut lines,
+        out.text(
             "duplicates",
             format!(
                 "{} already converted into this home under other ids (listed in summary.json)",
@@ -440,8 +464,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         );
     }
     for d in &s.damaged_files {
-        text(
-            &mut lines,
+        out.text(
             "damaged",
             format!(
                 "{}:{} (byte {}): {}",
@@ -452,8 +475,12 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
             ),
         );
     }
-    list(&mut lines, "items", counted(&s.items));
-    list(&mut lines, "phases", counted(&s.phases));
+}
+
+/// What was written: items, phases, rules, violations, text, time.
+fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
+    out.list("items", counted(&s.items));
+    out.list("phases", counted(&s.phases));
     let mut fired: Vec<(&String, &u64)> = s.rules_fired.iter().collect();
     fired.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let mut shown: Vec<String> = fired
@@ -475,11 +502,10 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
             group((fired.len() - RULES_SHOWN) as u64)
         ));
     }
-    list(&mut lines, "rules fired", shown);
-    list(&mut lines, "violations", counted(&s.violations));
+    out.list("rules fired", shown);
+    out.list("violations", counted(&s.violations));
     if s.converted > 0 {
-        text(
-            &mut lines,
+        out.text(
             "text bytes",
             format!(
                 "in {} + added {} = out {} + dropped {}",
@@ -491,8 +517,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         );
     }
     let secs = s.seconds.max(1e-9);
-    text(
-        &mut lines,
+    out.text(
         "time",
         format!(
             "{:.2} s, {} records/s, {} decompressed",
@@ -501,9 +526,12 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
             bytes_per_second(s.bytes_read as f64 / secs)
         ),
     );
+}
+
+/// The home's state: incremental counts, kept and replaced sessions, where the reports are.
+fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui) {
     if s.files_unchanged > 0 || s.rollouts_removed > 0 || s.rollouts_unchanged > 0 {
-        text(
-            &mut lines,
+        out.text(
             "incremental",
             format!(
                 "{} unchanged (skipped), {} already current, {} removed (their record is gone)",
@@ -514,8 +542,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         );
     }
     if !s.sessions_kept.is_empty() {
-        text(
-            &mut lines,
+        out.text(
             "kept",
             ui.warn(&format!(
                 "{} changed since written, not replaced (--force replaces; listed in summary.json)",
@@ -524,8 +551,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         );
     }
     if !s.sessions_replaced.is_empty() {
-        text(
-            &mut lines,
+        out.text(
             "replaced",
             format!(
                 "{} (copies in {})",
@@ -539,8 +565,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         );
     }
     if let Some(signal) = &s.interrupted {
-        text(
-            &mut lines,
+        out.text(
             "interrupted",
             ui.warn(&format!(
                 "by {signal}: finished files are recorded; run again to resume"
@@ -548,28 +573,12 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
         );
     }
     let run = args.out.join("rollover/runs").join(format!("{:04}", s.run));
-    text(&mut lines, "output", args.out.display().to_string());
-    text(
-        &mut lines,
-        "report",
-        run.join("summary.json").display().to_string(),
-    );
+    out.text("output", args.out.display().to_string());
+    out.text("report", run.join("summary.json").display().to_string());
     if s.quarantined > 0 {
-        text(
-            &mut lines,
+        out.text(
             "quarantine",
             run.join("quarantine.jsonl").display().to_string(),
         );
-    }
-    println!(
-        "rollover convert{}",
-        if s.dry_run {
-            " (dry run: no rollout written)"
-        } else {
-            ""
-        }
-    );
-    for line in lines {
-        println!("{}", line.trim_end());
     }
 }

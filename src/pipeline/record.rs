@@ -101,23 +101,10 @@ pub fn process_record_as(
         let reason = format!("{location}: {reason}");
         Outcome::Quarantined(QuarantineEntry::new(location, class, reason, &record.bytes))
     };
-    if record.truncated {
-        return quarantine(
-            QuarantineClass::Truncated,
-            InputError::Truncated.to_string(),
-        );
-    }
-    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let (mut value, repairs) = match parse_record(&record.bytes, repair) {
-        Ok(parsed) => parsed,
-        Err(err) => return quarantine(input_class(&err), err.to_string()),
+    let transcript = match read(record, rules, batch) {
+        Ok(transcript) => transcript,
+        Err((class, reason)) => return quarantine(class, reason),
     };
-    batch.join(&mut value);
-    let mut transcript = match extract(value, &rules.input) {
-        Ok(t) => t,
-        Err(err) => return quarantine(input_class(&err), err.to_string()),
-    };
-    transcript.meta.unicode_repairs = repairs;
     let mut ignored = ignored_fields(&transcript);
     if let Format::Responses(_) = format {
         // The Responses output writes the record's tools.
@@ -151,31 +138,10 @@ pub fn process_record_as(
             return quarantine(QuarantineClass::Rule, format!("{reason} (rule `{rule}`)"))
         }
     };
-    let (violations, what) = match format {
-        Format::Codex => (
-            validate::check(&bytes, Some(&conversation.meta.id), &rules.markers),
-            "rollout",
-        ),
-        Format::Responses(_) => (validate::responses::check_body(&bytes), "body"),
+    let account = match check(&bytes, &conversation, bytes_in, rules, format) {
+        Ok(account) => account,
+        Err((class, reason)) => return quarantine(class, reason),
     };
-    if let Some(first) = violations.first() {
-        let reason = format!("[{}] {what} {}", first.invariant, first);
-        return quarantine(QuarantineClass::Invariant(first.invariant), reason);
-    }
-    let base = conversation.meta.base_instructions.as_ref();
-    let base = base.map(|b| b.text.as_str());
-    let account = account(bytes_in, base, &conversation.items, &conversation.decisions);
-    if !account.balanced() {
-        let reason = format!(
-            "[{}] text bytes in {} + added {} != out {} + dropped {}",
-            Invariant::Accounting,
-            account.bytes_in,
-            account.bytes_added,
-            account.bytes_out,
-            account.bytes_dropped
-        );
-        return quarantine(QuarantineClass::Invariant(Invariant::Accounting), reason);
-    }
     let items = conversation.items.iter().map(item_kind).collect();
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();
     let (relative, events) = match format {
@@ -205,6 +171,61 @@ pub fn process_record_as(
         relative,
         placed: None,
     }))
+}
+
+/// A refusal: the class and the reason of a quarantine.
+type Refusal = (QuarantineClass, String);
+
+/// Parse, join a batch result, read the messages.
+fn read(record: &RawRecord, rules: &RuleSet, batch: &BatchIndex) -> Result<Transcript, Refusal> {
+    if record.truncated {
+        let reason = InputError::Truncated.to_string();
+        return Err((QuarantineClass::Truncated, reason));
+    }
+    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
+    let (mut value, repairs) =
+        parse_record(&record.bytes, repair).map_err(|e| (input_class(&e), e.to_string()))?;
+    batch.join(&mut value);
+    let mut transcript =
+        extract(value, &rules.input).map_err(|e| (input_class(&e), e.to_string()))?;
+    transcript.meta.unicode_repairs = repairs;
+    Ok(transcript)
+}
+
+/// The invariants on the written bytes, then the text accounting.
+fn check(
+    bytes: &[u8],
+    conversation: &crate::convert::Conversation,
+    bytes_in: usize,
+    rules: &RuleSet,
+    format: Format,
+) -> Result<Account, Refusal> {
+    let (violations, what) = match format {
+        Format::Codex => (
+            validate::check(bytes, Some(&conversation.meta.id), &rules.markers),
+            "rollout",
+        ),
+        Format::Responses(_) => (validate::responses::check_body(bytes), "body"),
+    };
+    if let Some(first) = violations.first() {
+        let reason = format!("[{}] {what} {}", first.invariant, first);
+        return Err((QuarantineClass::Invariant(first.invariant), reason));
+    }
+    let base = conversation.meta.base_instructions.as_ref();
+    let base = base.map(|b| b.text.as_str());
+    let account = account(bytes_in, base, &conversation.items, &conversation.decisions);
+    if !account.balanced() {
+        let reason = format!(
+            "[{}] text bytes in {} + added {} != out {} + dropped {}",
+            Invariant::Accounting,
+            account.bytes_in,
+            account.bytes_added,
+            account.bytes_out,
+            account.bytes_dropped
+        );
+        return Err((QuarantineClass::Invariant(Invariant::Accounting), reason));
+    }
+    Ok(account)
 }
 
 /// The benchmark baseline for one record: parse and serialise, no conversion. What `convert`

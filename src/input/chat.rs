@@ -64,40 +64,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
                         .unwrap_or(Value::Null);
                     (taken, path.as_str().to_string())
                 }
-                None => {
-                    let reply = rules.reply_at.iter().any(|p| p.get(&value).is_some());
-                    if reply {
-                        let id = meta.id.clone().unwrap_or_else(|| "(none)".to_string());
-                        return Err(InputError::BatchResultWithoutRequest(id));
-                    }
-                    let shaped = if rules.guess {
-                        messages_by_shape(map_of(&value))
-                    } else {
-                        Vec::new()
-                    };
-                    match shaped.as_slice() {
-                        [] => {
-                            let tried = rules
-                                .messages_at
-                                .iter()
-                                .map(|p| format!("`{p}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ");
-                            return Err(InputError::NoMessages(tried));
-                        }
-                        [one] => {
-                            let taken = take_at(&mut value, one);
-                            meta.messages_by_shape = true;
-                            (taken, one.join("."))
-                        }
-                        [first, second, ..] => {
-                            return Err(InputError::AmbiguousMessages(
-                                first.join("."),
-                                second.join("."),
-                            ));
-                        }
-                    }
-                }
+                None => guess_messages(&mut value, rules, &mut meta)?,
             }
         }
         Value::Null => return Err(InputError::NotARecord("null")),
@@ -153,6 +120,39 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
         ignored_fields,
         tools,
     })
+}
+
+/// No configured path holds messages: a batch result without its request, or (unless
+/// `--no-guess`) the one field whose shape is a message list.
+fn guess_messages(
+    value: &mut Value,
+    rules: &InputRules,
+    meta: &mut RecordMeta,
+) -> Result<(Value, String), InputError> {
+    if rules.reply_at.iter().any(|p| p.get(value).is_some()) {
+        let id = meta.id.clone().unwrap_or_else(|| "(none)".to_string());
+        return Err(InputError::BatchResultWithoutRequest(id));
+    }
+    let shaped = if rules.guess {
+        messages_by_shape(map_of(value))
+    } else {
+        Vec::new()
+    };
+    match shaped.as_slice() {
+        [] => {
+            let tried: Vec<String> = rules.messages_at.iter().map(|p| format!("`{p}`")).collect();
+            Err(InputError::NoMessages(tried.join(", ")))
+        }
+        [one] => {
+            let taken = take_at(value, one);
+            meta.messages_by_shape = true;
+            Ok((taken, one.join(".")))
+        }
+        [first, second, ..] => Err(InputError::AmbiguousMessages(
+            first.join("."),
+            second.join("."),
+        )),
+    }
 }
 
 fn map_of(value: &Value) -> Option<&Map<String, Value>> {

@@ -79,6 +79,12 @@ pub fn check_body(bytes: &[u8]) -> Vec<Violation> {
         bad(Invariant::LineFormat, "`input` is not a list".into());
         return out;
     };
+    check_items(input, &mut bad);
+    out
+}
+
+/// The input items: known types, content by role, every call paired with one output after it.
+fn check_items(input: &[Value], mut bad: impl FnMut(Invariant, String)) {
     let mut calls: HashSet<&str> = HashSet::new();
     let mut open: HashSet<&str> = HashSet::new();
     for (i, item) in input.iter().enumerate() {
@@ -148,7 +154,6 @@ pub fn check_body(bytes: &[u8]) -> Vec<Violation> {
     for id in left {
         bad(Invariant::CallPairing, format!("call `{id}` has no output"));
     }
-    out
 }
 
 fn check_message(i: usize, item: &Value, bad: &mut impl FnMut(Invariant, String)) {

@@ -417,7 +417,7 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
             [
                 (
                     other_extensions,
-                    format!("{} other extensions", group(other_extensions)),
+                    plural(other_extensions, "other extension", "other extensions"),
                 ),
                 (
                     s.skipped_hidden,

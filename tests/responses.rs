@@ -58,7 +58,13 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn golden(name: &str, flags: &[&str]) {
     let dir = root().join("tests/golden/responses");
-    let got = convert(&[dir.join("input.jsonl")], flags).join("\n") + "\n";
+    golden_of(&dir.join("input.jsonl"), name, flags);
+}
+
+/// The bodies written from `input` with `flags` equal `tests/golden/responses/NAME`.
+fn golden_of(input: &Path, name: &str, flags: &[&str]) {
+    let dir = root().join("tests/golden/responses");
+    let got = convert(&[input.to_path_buf()], flags).join("\n") + "\n";
     let path = dir.join(name);
     if std::env::var_os("ROLLOVER_BLESS").is_some() {
         fs::write(&path, &got).expect("bless");
@@ -75,6 +81,15 @@ fn golden_normal_wire() {
 #[test]
 fn golden_lite_wire() {
     golden("lite.jsonl", &["--wire", "lite"]);
+}
+
+/// The shipped samples in both wires: tools given as legacy `functions` and `tools`, records
+/// with and without base instructions, images with and without `detail`, reasoning, refusals.
+#[test]
+fn golden_samples_in_both_wires() {
+    let samples = root().join("samples");
+    golden_of(&samples, "samples-normal.jsonl", &[]);
+    golden_of(&samples, "samples-lite.jsonl", &["--wire", "lite"]);
 }
 
 /// Adapts a body to the typed model where Codex's wire and the OpenAPI schema differ by

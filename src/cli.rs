@@ -63,12 +63,16 @@ pub enum Command {
     /// Work with rule files.
     #[command(after_help = EXIT_CODES_HELP)]
     Rules(RulesArgs),
-    /// A dry run for a cutover review: every stage and check and the reports (report.md,
-    /// report.html), no rollout. The same options as convert; `--sample` audits a share.
+    /// Dry run for a cutover review: every check and the reports, no rollout.
+    ///
+    /// Every stage and check of convert and the reports (report.md, report.html), but no
+    /// rollout. The same options as convert; `--sample` audits a share of the records.
     #[command(after_help = EXIT_CODES_HELP)]
     Audit(ConvertArgs),
-    /// Convert one record and show, message by message, the rule that decided it and the
-    /// items it became, with repairs and drops marked.
+    /// Convert one record and show the rule behind each item.
+    ///
+    /// Message by message: the input message, each decision with its rule (repairs and drops
+    /// marked `!`), and the items it became.
     #[command(after_help = EXIT_CODES_HELP)]
     Explain(ExplainArgs),
     /// Work with run reports.

@@ -134,11 +134,18 @@ fn source_set(source: &str, inputs: &[Input]) -> String {
 /// quarantined, e.g. the Codex rollouts of the corpora, which are already in the target format)
 /// is fine: the quarantine is not what this test checks.
 fn convert(inputs: &[&Path], out: &Path) {
+    convert_with(inputs, out, &[]);
+}
+
+/// `rollover convert INPUTS --out OUT EXTRA...` from the crate root; it must finish (exit 0 or
+/// 1) and write its run's summary.
+fn convert_with(inputs: &[&Path], out: &Path, extra: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_rollover"))
         .arg("convert")
         .args(inputs)
         .arg("--out")
         .arg(out)
+        .args(extra)
         .current_dir(manifest_dir())
         .output()
         .expect("run rollover");
@@ -573,17 +580,7 @@ fn readme_open_in_codex_lists_the_sessions_for_their_cwd() {
     let work = Work::new("open-in-codex");
     let home = work.path().join("home");
     let project = "/srv/rollover-project";
-    let output = Command::new(env!("CARGO_BIN_EXE_rollover"))
-        .args(["convert", "samples", "--cwd", project, "--out"])
-        .arg(&home)
-        .current_dir(manifest_dir())
-        .output()
-        .expect("run rollover");
-    assert!(
-        matches!(output.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    convert_with(&[Path::new("samples")], &home, &["--cwd", project]);
     let readme = std::fs::read_to_string(manifest_dir().join("README.md")).expect("read README");
     let snippet = picker::readme_toml(&readme, "## Open the result in Codex");
     let provider = snippet
@@ -630,25 +627,8 @@ fn readme_open_in_codex_lists_the_sessions_for_their_cwd() {
 /// Every Responses body written for `samples/` with `--wire WIRE`, by `custom_id`.
 fn responses_bodies(work: &Work, wire: &str) -> BTreeMap<String, Value> {
     let out = work.path().join(format!("responses-{wire}"));
-    let output = Command::new(env!("CARGO_BIN_EXE_rollover"))
-        .args([
-            "convert",
-            "samples",
-            "--format",
-            "responses",
-            "--wire",
-            wire,
-            "--out",
-        ])
-        .arg(&out)
-        .current_dir(manifest_dir())
-        .output()
-        .expect("run rollover");
-    assert!(
-        matches!(output.status.code(), Some(0 | 1)),
-        "convert --format responses --wire {wire}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let flags = ["--format", "responses", "--wire", wire];
+    convert_with(&[Path::new("samples")], &out, &flags);
     let mut bodies = BTreeMap::new();
     let mut stack = vec![out.join("responses")];
     while let Some(dir) = stack.pop() {
@@ -691,6 +671,15 @@ fn without_null_reasoning_fields(item: &Value) -> Value {
         }
     }
     item
+}
+
+/// A body's `input` items, compared as Codex sends them.
+fn body_items(body: &Value) -> Vec<Value> {
+    let items = body["input"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    items.iter().map(without_null_reasoning_fields).collect()
 }
 
 /// What the Lite wire does to history items: no image `detail`.
@@ -751,13 +740,7 @@ fn responses_bodies_hold_exactly_the_history_codex_sends() {
         let codex_first_text = first["content"][0]["text"].as_str().map(str::to_string);
 
         let body = &normal[&c.id];
-        let ours: Vec<Value> = body["input"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(without_null_reasoning_fields)
-            .collect();
+        let ours = body_items(body);
         if ours != history {
             failures.push(format!(
                 "{} line {}: normal wire history differs from Codex's:\n  ours:  {}\n  Codex: {}",
@@ -789,13 +772,7 @@ fn responses_bodies_hold_exactly_the_history_codex_sends() {
         }
 
         let body = &lite[&c.id];
-        let items: Vec<Value> = body["input"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(without_null_reasoning_fields)
-            .collect();
+        let items = body_items(body);
         let mut rest = items.as_slice();
         if rest.first().map(|i| &i["type"]) != Some(&Value::from("additional_tools")) {
             failures.push(format!(

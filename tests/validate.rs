@@ -131,6 +131,12 @@ fn event(payload: Value) -> String {
         .to_string()
 }
 
+/// A real user message and its `user_message` event.
+fn push_user_turn(lines: &mut Vec<String>, text: &str) {
+    lines.push(item(user(text)));
+    lines.push(event(json!({"type": "user_message", "message": text})));
+}
+
 fn user(text: &str) -> Value {
     json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
 }
@@ -491,10 +497,7 @@ fn reasoning_followed_by_user_message() {
             "content": null,
             "encrypted_content": null
         })));
-        l.push(item(user("and now?")));
-        l.push(event(
-            json!({"type": "user_message", "message": "and now?"}),
-        ));
+        push_user_turn(l, "and now?");
     });
     assert_breaks(&bytes, &[("reasoning_placement", 8)]);
 }
@@ -854,10 +857,7 @@ fn reasoning_run_followed_by_user_message() {
     let bytes = rollout(|l| {
         l.push(item(reasoning("first")));
         l.push(item(reasoning("second")));
-        l.push(item(user("and now?")));
-        l.push(event(
-            json!({"type": "user_message", "message": "and now?"}),
-        ));
+        push_user_turn(l, "and now?");
     });
     assert_breaks(&bytes, &[("reasoning_placement", 9)]);
 }

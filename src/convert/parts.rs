@@ -92,6 +92,23 @@ pub fn convert_part(
     }
 }
 
+/// A verdict of `policy` (with its action and template) on a part of `kind`.
+fn verdict_of<'p>(
+    kind: &'static str,
+    action: PartAction,
+    policy: PolicyId,
+    template: &'p str,
+    keep: Option<ContentItem>,
+) -> Verdict<'p> {
+    Verdict {
+        kind,
+        action,
+        policy,
+        template,
+        keep,
+    }
+}
+
 /// The policy that decides `part`, or (as `Err`) the item to write when no policy needs to:
 /// a plain image Codex loads as it is, or nothing for a text part (the caller's).
 fn verdict<'p>(
@@ -99,13 +116,6 @@ fn verdict<'p>(
     side: Side,
     policies: &'p Policies,
 ) -> Result<Verdict<'p>, Option<ContentItem>> {
-    let verdict = |kind, action, policy, template: &'p String, keep| Verdict {
-        kind,
-        action,
-        policy,
-        template: template.as_str(),
-        keep,
-    };
     let p = policies;
     Ok(match part {
         Part::Text(_) | Part::Refusal(_) => return Err(None),
@@ -133,7 +143,7 @@ fn verdict<'p>(
                 file_id: file_id.clone(),
             };
             let keep = (side == Side::Input).then_some(item);
-            verdict(
+            verdict_of(
                 "audio",
                 p.audio_part,
                 PolicyId::AudioPart,
@@ -141,14 +151,14 @@ fn verdict<'p>(
                 keep,
             )
         }
-        Part::File { .. } => verdict(
+        Part::File { .. } => verdict_of(
             "file",
             p.file_part,
             PolicyId::FilePart,
             &p.file_part_template,
             None,
         ),
-        Part::Unknown { .. } => verdict(
+        Part::Unknown { .. } => verdict_of(
             "unknown",
             p.unknown_part,
             PolicyId::UnknownPart,
@@ -166,13 +176,6 @@ fn image_verdict<'p>(
     side: Side,
     p: &'p Policies,
 ) -> Result<Verdict<'p>, Option<ContentItem>> {
-    let verdict = |kind, action, policy, template: &'p String, keep| Verdict {
-        kind,
-        action,
-        policy,
-        template: template.as_str(),
-        keep,
-    };
     let remote = url.as_deref().is_some_and(|u| !u.starts_with("data:"));
     let undecodable = url
         .as_deref()
@@ -184,42 +187,45 @@ fn image_verdict<'p>(
         detail: detail.clone(),
     };
     Ok(if side == Side::Output {
-        verdict(
+        verdict_of(
             "image",
             p.unknown_part,
             PolicyId::UnknownPart,
             &p.unknown_part_template,
             None,
         )
-    } else if undecodable {
-        let template = &p.undecodable_image_template;
-        verdict(
-            "undecodable_image",
-            p.undecodable_image,
-            PolicyId::UndecodableImage,
-            template,
-            Some(item),
-        )
-    } else if remote {
-        let template = &p.remote_image_template;
-        verdict(
-            "remote_image",
-            p.remote_image,
-            PolicyId::RemoteImage,
-            template,
-            Some(item),
-        )
-    } else if low {
-        let template = &p.low_detail_image_template;
-        verdict(
-            "low_detail_image",
-            p.low_detail_image,
-            PolicyId::LowDetailImage,
-            template,
-            Some(item),
-        )
     } else {
-        return Err(Some(item));
+        // Codex would not load it as given: why decides the policy.
+        let why = if undecodable {
+            Some((
+                "undecodable_image",
+                p.undecodable_image,
+                PolicyId::UndecodableImage,
+                &p.undecodable_image_template,
+            ))
+        } else if remote {
+            Some((
+                "remote_image",
+                p.remote_image,
+                PolicyId::RemoteImage,
+                &p.remote_image_template,
+            ))
+        } else if low {
+            Some((
+                "low_detail_image",
+                p.low_detail_image,
+                PolicyId::LowDetailImage,
+                &p.low_detail_image_template,
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some((kind, action, policy, template)) => {
+                verdict_of(kind, action, policy, template, Some(item))
+            }
+            None => return Err(Some(item)),
+        }
     })
 }
 

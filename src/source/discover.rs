@@ -212,26 +212,18 @@ fn walk(
                 found.skipped.symlinks += 1;
                 continue;
             }
-            match std::fs::metadata(path) {
-                Ok(meta) => meta,
-                Err(err) => {
-                    found.skipped.unreadable.push(Unreadable {
-                        path: path.display().to_string(),
-                        message: err.to_string(),
-                    });
-                    continue;
-                }
-            }
+            std::fs::metadata(path).map_err(|e| e.to_string())
         } else {
-            match entry.metadata() {
-                Ok(meta) => meta,
-                Err(err) => {
-                    found.skipped.unreadable.push(Unreadable {
-                        path: path.display().to_string(),
-                        message: err.to_string(),
-                    });
-                    continue;
-                }
+            entry.metadata().map_err(|e| e.to_string())
+        };
+        let meta = match meta {
+            Ok(meta) => meta,
+            Err(message) => {
+                found.skipped.unreadable.push(Unreadable {
+                    path: path.display().to_string(),
+                    message,
+                });
+                continue;
             }
         };
         if meta.is_dir() {

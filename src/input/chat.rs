@@ -106,6 +106,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
         messages.push(message);
     }
     meta.messages_at = path;
+    meta.format = "chat";
     let ignored_fields = match &value {
         Value::Object(map) => map
             .iter()
@@ -119,6 +120,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
         meta,
         ignored_fields,
         tools,
+        source_notes: Vec::new(),
     })
 }
 
@@ -376,6 +378,7 @@ fn read_message(
         phase,
         ignored_fields,
         dropped_fields: dropped,
+        ..Message::default()
     })
 }
 

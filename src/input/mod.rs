@@ -13,9 +13,11 @@
 
 pub mod batch;
 pub mod chat;
+pub mod format;
 pub mod parse;
 
 pub use chat::extract;
+pub use format::{FormatReader, SourceFormat};
 pub use parse::parse_record;
 
 use thiserror::Error;

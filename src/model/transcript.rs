@@ -15,6 +15,23 @@ pub struct Transcript {
     /// the Responses output translates them. Still listed in `ignored_fields`, so the Codex
     /// audit is unchanged.
     pub tools: Vec<serde_json::Value>,
+    /// What the source reader dropped or transformed by rule before any message existed
+    /// (Claude Code `progress` lines, a ChatGPT export's inactive branches, thinking
+    /// signatures): the converter turns each into an audit decision.
+    pub source_notes: Vec<SourceNote>,
+}
+
+/// One thing a source reader did by rule, for the audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceNote {
+    /// The rule's id as the audit writes it (`policy.claude_progress`, `builtin.…`).
+    pub rule: String,
+    /// What was dropped or transformed (`progress line`, `inactive branch node`).
+    pub what: String,
+    pub count: u64,
+    /// Text bytes of the input this removed (0 for structural lines: they hold no message
+    /// text). Counted into the record's `bytes_in` as well, so the accounting balances.
+    pub bytes_dropped: usize,
 }
 
 /// Facts about the record as a whole.
@@ -34,6 +51,22 @@ pub struct RecordMeta {
     pub messages_by_shape: bool,
     /// Lone surrogate escapes or invalid UTF-8 sequences replaced by U+FFFD while reading.
     pub unicode_repairs: usize,
+    /// The source format's name (`chat`, `claude-code`, `chatgpt`, ...).
+    pub format: &'static str,
+    /// A title the source gives the conversation (Claude Code `summary`/`custom-title`/
+    /// `ai-title`, ChatGPT `title`).
+    pub title: Option<String>,
+    /// Working folder and git branch of the session (Claude Code `cwd`, `gitBranch`).
+    pub cwd: Option<String>,
+    pub git_branch: Option<String>,
+    /// The source's own id of the conversation (Claude Code `sessionId`, ChatGPT
+    /// `conversation_id`), kept for the audit.
+    pub source_id: Option<String>,
+    /// The conversation this one was spawned by (a Claude Code subagent's parent session),
+    /// linked in the audit.
+    pub parent_source_id: Option<String>,
+    /// Version of the tool that wrote the source (Claude Code `version`).
+    pub source_version: Option<String>,
 }
 
 /// One input message, normalised across shapes.
@@ -63,6 +96,40 @@ pub struct Message {
     /// Fields we would convert but whose JSON type was wrong (`"name": 5`), so they were left
     /// out: the converter records each as a decision.
     pub dropped_fields: Vec<DroppedField>,
+    /// When the source says the message was written (ms since the Unix epoch).
+    pub timestamp_ms: Option<i64>,
+    /// Reasoning with its provenance, in order, before the message's text and calls
+    /// (Anthropic `thinking`, ChatGPT `thoughts`, Responses `reasoning` items).
+    pub thinking: Vec<Thinking>,
+    /// A tool message the source marks as failed (Anthropic `is_error`, ChatGPT
+    /// `system_error`): Codex has no flag, so a rule writes it into the output text.
+    pub tool_error: bool,
+    /// This user message is a compaction summary (Claude Code `isCompactSummary`): what the
+    /// model saw in place of the history before it.
+    pub compaction: bool,
+}
+
+/// Reasoning as a source wrote it, with where it came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Thinking {
+    /// Summary texts (Responses `summary_text`, ChatGPT `thoughts[].summary`).
+    pub summary: Vec<String>,
+    /// Full reasoning texts (Anthropic `thinking`, Responses `reasoning_text`, ChatGPT
+    /// `thoughts[].content`).
+    pub content: Vec<String>,
+    /// OpenAI `encrypted_content`, only from OpenAI Responses logs; never another vendor's
+    /// signature.
+    pub encrypted: Option<String>,
+    pub origin: ReasoningOrigin,
+}
+
+/// Which vendor's reasoning a [`Thinking`] is: decides what may be kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReasoningOrigin {
+    #[default]
+    OpenAi,
+    Anthropic,
+    ChatGpt,
 }
 
 /// A message or part field left out because it held the wrong JSON type.

@@ -1,0 +1,209 @@
+//! Source formats: which one a file is in, and the one trait every format's reader implements.
+//!
+//! A file's format is decided once, from its first record (`--from` overrides it). A format
+//! either reads each record on its own ([`Granularity::Record`]: Chat Completions records,
+//! ChatGPT export conversations, ShareGPT rows) or needs the whole file, because one
+//! conversation spans many records ([`Granularity::File`]: a Claude Code session's lines, API
+//! logs whose requests resend the history). Either way its reader turns records into
+//! [`Transcript`]s, and everything after (classification by rule files, conversion, invariants,
+//! quarantine, the audit) is the same for every format.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use super::InputError;
+use crate::model::transcript::Transcript;
+use crate::rules::RuleSet;
+
+/// The formats rollover reads, in the order detection tries them (`Chat` last: it reads
+/// any record with a list of messages somewhere).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SourceFormat {
+    ClaudeCode,
+    ChatGpt,
+    Anthropic,
+    Responses,
+    ChatStream,
+    ShareGpt,
+    Chat,
+}
+
+impl SourceFormat {
+    pub const ALL: &'static [SourceFormat] = &[
+        SourceFormat::ClaudeCode,
+        SourceFormat::ChatGpt,
+        SourceFormat::Anthropic,
+        SourceFormat::Responses,
+        SourceFormat::ChatStream,
+        SourceFormat::ShareGpt,
+        SourceFormat::Chat,
+    ];
+
+    /// The name `--from` takes and the audit writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceFormat::ClaudeCode => "claude-code",
+            SourceFormat::ChatGpt => "chatgpt",
+            SourceFormat::Anthropic => "anthropic",
+            SourceFormat::Responses => "responses",
+            SourceFormat::ChatStream => "chat-stream",
+            SourceFormat::ShareGpt => "sharegpt",
+            SourceFormat::Chat => "chat",
+        }
+    }
+
+    /// What the format is, for `--help` and errors.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SourceFormat::ClaudeCode => "Claude Code session files (~/.claude/projects/*/*.jsonl)",
+            SourceFormat::ChatGpt => "ChatGPT data exports (conversations.json, the export zip, single conversations)",
+            SourceFormat::Anthropic => "Anthropic Messages API logs: requests, responses, pairs, SSE streams, Batch API files",
+            SourceFormat::Responses => "OpenAI Responses API logs: inputs, responses, pairs, previous_response_id chains",
+            SourceFormat::ChatStream => "streamed Chat Completions logs (chat.completion.chunk SSE events)",
+            SourceFormat::ShareGpt => "ShareGPT-style datasets (conversations/from/value, LLaMA-Factory variants)",
+            SourceFormat::Chat => "Chat Completions records, batch files, eval samples, trajectories",
+        }
+    }
+}
+
+impl fmt::Display for SourceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SourceFormat {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        SourceFormat::ALL
+            .iter()
+            .copied()
+            .find(|f| f.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown format `{text}`: one of {}", names.join(", "))
+            })
+    }
+}
+
+/// Whether a format's conversations fit in one record or span the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granularity {
+    Record,
+    File,
+}
+
+/// One record handed to a reader: its parsed value and its position among the records given.
+#[derive(Debug)]
+pub struct InputRecord {
+    pub value: Value,
+    /// 0-based position in the slice of records the reader was given (for a whole file, the
+    /// record's ordinal in the file).
+    pub index: usize,
+    /// Lone surrogates or invalid UTF-8 sequences repaired while parsing it.
+    pub repairs: usize,
+}
+
+/// What a reader made of its records. Every record index given appears exactly once: in one
+/// conversation's `records`, in `refused`, or in `dropped`. The pipeline checks this.
+#[derive(Debug, Default)]
+pub struct FileRead {
+    pub conversations: Vec<SourceConversation>,
+    /// Records that cannot be read, with why: quarantined unchanged.
+    pub refused: Vec<(usize, InputError)>,
+    /// Records that hold no conversation and are dropped by a rule (Claude Code `progress`
+    /// lines, a Batch API result joined into its request): counted under the rule.
+    pub dropped: Vec<DroppedRecord>,
+}
+
+/// One conversation read from one or more records.
+#[derive(Debug)]
+pub struct SourceConversation {
+    pub transcript: Transcript,
+    /// The indexes of the records it was read from, in file order; the first one names it
+    /// (its ordinal keys the session id, its location the conversation line).
+    pub records: Vec<usize>,
+}
+
+/// A record dropped by rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedRecord {
+    pub index: usize,
+    /// The rule's id as the audit writes it.
+    pub rule: String,
+    /// What the record was (`progress line`, `file-history-snapshot line`).
+    pub what: String,
+}
+
+/// What a reader may look at besides the records.
+pub struct ReadContext<'a> {
+    pub rules: &'a RuleSet,
+    /// The input file (ChatGPT images are resolved beside it or inside its zip).
+    pub path: &'a Path,
+    /// The file's stable key (relative path).
+    pub key: &'a str,
+}
+
+/// A source format's reader.
+pub trait FormatReader: Sync {
+    fn format(&self) -> SourceFormat;
+
+    fn granularity(&self) -> Granularity;
+
+    /// Whether a file whose first record is `first` is in this format. `first` is `None` when
+    /// the record is not JSON (its raw bytes are `raw`, e.g. an SSE `data:` line).
+    fn detect(&self, first: Option<&Value>, raw: &[u8]) -> bool;
+
+    /// Reads records (one, or a whole file's) into conversations.
+    fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead;
+}
+
+/// The readers of the formats other than `chat`, in detection order. Each format's module
+/// adds its reader here.
+pub fn readers() -> &'static [&'static dyn FormatReader] {
+    &[]
+}
+
+/// The reader of `format` (`None` for `chat`, read record by record by [`super::extract`]).
+pub fn reader(format: SourceFormat) -> Option<&'static dyn FormatReader> {
+    readers().iter().copied().find(|r| r.format() == format)
+}
+
+/// The format of a file whose first record is `first` (parsed) / `raw` (its bytes): the
+/// first reader that recognises it, else `chat`.
+pub fn detect(first: Option<&Value>, raw: &[u8]) -> SourceFormat {
+    readers()
+        .iter()
+        .find(|r| r.detect(first, raw))
+        .map(|r| r.format())
+        .unwrap_or(SourceFormat::Chat)
+}
+
+/// The names of every format, for "formats tried" in errors.
+pub fn tried() -> String {
+    let names: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.name()).collect();
+    names.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_read_back() {
+        for format in SourceFormat::ALL {
+            assert_eq!(format.name().parse::<SourceFormat>(), Ok(*format));
+        }
+        let err = "slack".parse::<SourceFormat>().unwrap_err();
+        assert!(err.contains("claude-code") && err.contains("sharegpt"), "{err}");
+    }
+
+    #[test]
+    fn a_plain_chat_record_is_chat() {
+        let value: Value = serde_json::from_str(r#"{"messages":[]}"#).unwrap();
+        assert_eq!(detect(Some(&value), b"{}"), SourceFormat::Chat);
+    }
+}

@@ -62,6 +62,11 @@ builtins! {
     MessagesByShape = "messages-by-shape",
     /// Responses Lite: an image `detail` the Lite wire does not take, removed.
     LiteImageDetail = "lite-image-detail",
+    /// An Anthropic thinking block's `signature`: another vendor's opaque blob, never kept as
+    /// `encrypted_content`.
+    ThinkingSignature = "thinking-signature",
+    /// An Anthropic `redacted_thinking` block: opaque, nothing readable to keep.
+    RedactedThinking = "redacted-thinking",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -93,6 +93,14 @@ action_enum! {
 action_enum! {
     DropOrQuarantine { Drop = "drop", Quarantine = "quarantine" }
 }
+action_enum! {
+    /// An Anthropic `document` block whose source is plain text.
+    TextDocument { Inline = "inline", FilePart = "file_part" }
+}
+action_enum! {
+    /// An Anthropic server-tool block (`server_tool_use`, `web_search_tool_result`, `mcp_tool_use`, ...).
+    ServerTool { Call = "call", Text = "text", Drop = "drop" }
+}
 
 /// One policy as the docs show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,6 +350,11 @@ declare_policies! {
         "reasoning with no message or call after it to explain";
     UntranslatableTool(untranslatable_tool): DropOrQuarantine,
         "a record's tool definition with no Responses function equivalent (--format responses)";
+    TextDocument(text_document): TextDocument,
+        "an Anthropic document block with a plain-text source: inline its text, or a file part (policy.file_part)";
+    ServerTool(server_tool): ServerTool,
+        "an Anthropic server-tool block: a call and its output, a text note, or drop (counted)",
+        text server_tool_template: "the note `text` writes ({type}, {name}, {json})";
 }
 
 impl Policies {

@@ -13,7 +13,9 @@
 
 pub mod batch;
 pub mod blocks;
+pub mod chain;
 pub mod chat;
+pub mod chat_stream;
 pub mod format;
 pub mod parse;
 
@@ -46,6 +48,21 @@ pub enum InputError {
     AmbiguousMessages(String, String),
     #[error("message list at `{0}` is empty")]
     EmptyMessages(String),
+    #[error("not a {format} record: {problem}")]
+    NotFormat {
+        format: &'static str,
+        problem: String,
+    },
+    #[error(
+        "previous_response_id `{0}` is in no entry of the file: the history before it is missing"
+    )]
+    MissingLink(String),
+    #[error("batch result `{custom_id}` {kind}: {reason}")]
+    BatchFailed {
+        custom_id: String,
+        kind: String,
+        reason: String,
+    },
     #[error("message {index} at `{path}`: {problem}")]
     BadMessage {
         path: String,

@@ -274,6 +274,9 @@ pub fn input_class(err: &InputError) -> QuarantineClass {
         InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
         InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,
         InputError::BadMessage { .. } => QuarantineClass::BadMessage,
+        InputError::NotFormat { .. } => QuarantineClass::NotARecord,
+        InputError::MissingLink(_) => QuarantineClass::MissingLink,
+        InputError::BatchFailed { .. } => QuarantineClass::BatchFailed,
     }
 }
 

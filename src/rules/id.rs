@@ -67,6 +67,11 @@ builtins! {
     ThinkingSignature = "thinking-signature",
     /// An Anthropic `redacted_thinking` block: opaque, nothing readable to keep.
     RedactedThinking = "redacted-thinking",
+    /// A logged request that shares a beginning with an earlier request's history but then
+    /// disagrees with it: a conversation of its own, and where it diverged.
+    ChainDiverged = "chain-diverged",
+    /// A streamed response's choices beyond the first (`n` > 1): not a conversation's reply.
+    ExtraChoices = "extra-choices",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

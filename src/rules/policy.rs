@@ -94,6 +94,10 @@ action_enum! {
     DropOrQuarantine { Drop = "drop", Quarantine = "quarantine" }
 }
 action_enum! {
+    /// Logged requests that resend an earlier request's history.
+    ResentHistory { Merge = "merge", Keep = "keep" }
+}
+action_enum! {
     /// An Anthropic `document` block whose source is plain text.
     TextDocument { Inline = "inline", FilePart = "file_part" }
 }
@@ -350,6 +354,8 @@ declare_policies! {
         "reasoning with no message or call after it to explain";
     UntranslatableTool(untranslatable_tool): DropOrQuarantine,
         "a record's tool definition with no Responses function equivalent (--format responses)";
+    ResentHistory(resent_history): ResentHistory,
+        "API logs: a request resending an earlier one's history continues its chain; merge a chain into one conversation (its last request and response), or keep each request";
     TextDocument(text_document): TextDocument,
         "an Anthropic document block with a plain-text source: inline its text, or a file part (policy.file_part)";
     ServerTool(server_tool): ServerTool,

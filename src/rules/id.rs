@@ -72,6 +72,8 @@ builtins! {
     ChainDiverged = "chain-diverged",
     /// A streamed response's choices beyond the first (`n` > 1): not a conversation's reply.
     ExtraChoices = "extra-choices",
+    /// A dataset row's `tools`: kept as the record's tools, their names in the audit.
+    DatasetTools = "dataset-tools",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -98,6 +98,14 @@ action_enum! {
     ResentHistory { Merge = "merge", Keep = "keep" }
 }
 action_enum! {
+    /// One ShareGPT observation after several parallel calls.
+    SharedObservation { Split = "split", All = "all", First = "first" }
+}
+action_enum! {
+    /// A dataset image file that is not there.
+    MissingImage { Placeholder = "placeholder", Drop = "drop", Quarantine = "quarantine" }
+}
+action_enum! {
     /// An Anthropic `document` block whose source is plain text.
     TextDocument { Inline = "inline", FilePart = "file_part" }
 }
@@ -356,6 +364,11 @@ declare_policies! {
         "a record's tool definition with no Responses function equivalent (--format responses)";
     ResentHistory(resent_history): ResentHistory,
         "API logs: a request resending an earlier one's history continues its chain; merge a chain into one conversation (its last request and response), or keep each request";
+    SharedObservation(shared_observation): SharedObservation,
+        "ShareGPT: one observation after N parallel calls: split a JSON list of N items one per call (else answer all), answer every call with it, or only the first";
+    MissingImage(missing_image): MissingImage,
+        "ShareGPT: an <image> whose file is not beside the dataset",
+        text missing_image_template: "the placeholder text ({path})";
     TextDocument(text_document): TextDocument,
         "an Anthropic document block with a plain-text source: inline its text, or a file part (policy.file_part)";
     ServerTool(server_tool): ServerTool,

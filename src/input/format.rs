@@ -165,6 +165,7 @@ pub trait FormatReader: Sync {
 /// adds its reader here.
 pub fn readers() -> &'static [&'static dyn FormatReader] {
     &[
+        &super::responses::ResponsesReader,
         &super::chat_stream::ChatStreamReader,
         &super::sharegpt::ShareGptReader,
     ]

@@ -18,6 +18,7 @@ pub mod chat;
 pub mod chat_stream;
 pub mod format;
 pub mod parse;
+pub mod responses;
 pub mod sharegpt;
 
 pub use chat::extract;

@@ -74,6 +74,8 @@ builtins! {
     ExtraChoices = "extra-choices",
     /// A dataset row's `tools`: kept as the record's tools, their names in the audit.
     DatasetTools = "dataset-tools",
+    /// Responses `output_text` annotations (citations): Codex items have no field for them.
+    ResponsesAnnotations = "responses-annotations",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -106,6 +106,14 @@ action_enum! {
     MissingImage { Placeholder = "placeholder", Drop = "drop", Quarantine = "quarantine" }
 }
 action_enum! {
+    /// OpenAI `encrypted_content` of a logged reasoning item.
+    EncryptedReasoning { Keep = "keep", Strip = "strip" }
+}
+action_enum! {
+    /// A Responses item Codex 0.169 does not know (`code_interpreter_call`, `mcp_call`, ...).
+    HostedTool { Call = "call", Placeholder = "placeholder", Drop = "drop" }
+}
+action_enum! {
     /// An Anthropic `document` block whose source is plain text.
     TextDocument { Inline = "inline", FilePart = "file_part" }
 }
@@ -369,6 +377,11 @@ declare_policies! {
     MissingImage(missing_image): MissingImage,
         "ShareGPT: an <image> whose file is not beside the dataset",
         text missing_image_template: "the placeholder text ({path})";
+    EncryptedReasoning(encrypted_reasoning): EncryptedReasoning,
+        "Responses logs: a reasoning item's encrypted_content (valid only under the organisation and model that made it): keep or strip";
+    HostedTool(hosted_tool): HostedTool,
+        "Responses logs: an item Codex 0.169 does not know (code_interpreter_call, image_generation_call, mcp_call, web_search_call, ...): a call and its output, a placeholder, or drop (counted)",
+        text hosted_tool_template: "the placeholder text ({type}, {json})";
     TextDocument(text_document): TextDocument,
         "an Anthropic document block with a plain-text source: inline its text, or a file part (policy.file_part)";
     ServerTool(server_tool): ServerTool,

@@ -126,6 +126,12 @@ pub enum Action {
     MessagesFoundByShape {
         path: String,
     },
+    /// The source format's reader dropped or transformed something by rule before the
+    /// messages existed (`count` Claude Code progress lines, a thinking block's signature).
+    SourceNote {
+        what: String,
+        count: u64,
+    },
     /// Message dropped by a classification rule.
     Dropped,
     /// A field only an assistant message can carry (reasoning, refusal, tool calls) found on
@@ -174,6 +180,7 @@ impl Action {
             Action::BaseInstructionsAlreadySet => "base_instructions_already_set",
             Action::UnicodeRepaired { .. } => "unicode_repaired",
             Action::MessagesFoundByShape { .. } => "messages_found_by_shape",
+            Action::SourceNote { .. } => "source_note",
             Action::Dropped => "dropped",
             Action::FieldDropped { .. } => "field_dropped",
         }

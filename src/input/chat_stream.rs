@@ -183,11 +183,13 @@ impl FormatReader for ChatStreamReader {
     }
 }
 
+/// A raw SSE line: `data:` (a chunk or `[DONE]`), `event:`, `id:`, `retry:` or a comment.
 fn detect_line(raw: &[u8]) -> bool {
     let text = String::from_utf8_lossy(raw);
     let text = text.trim();
-    (text.starts_with("data:") || text.starts_with("event:"))
-        && text.contains("chat.completion.chunk")
+    ["data:", "event:", "id:", "retry:", ":"]
+        .iter()
+        .any(|p| text.starts_with(p))
 }
 
 fn not_format(problem: String) -> InputError {

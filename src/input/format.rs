@@ -198,7 +198,10 @@ mod tests {
             assert_eq!(format.name().parse::<SourceFormat>(), Ok(*format));
         }
         let err = "slack".parse::<SourceFormat>().unwrap_err();
-        assert!(err.contains("claude-code") && err.contains("sharegpt"), "{err}");
+        assert!(
+            err.contains("claude-code") && err.contains("sharegpt"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -62,6 +62,9 @@ builtins! {
     MessagesByShape = "messages-by-shape",
     /// Responses Lite: an image `detail` the Lite wire does not take, removed.
     LiteImageDetail = "lite-image-detail",
+    /// Another vendor's opaque reasoning (Anthropic `signature`, `redacted_thinking`): never
+    /// written as `encrypted_content`, where Codex would send it to OpenAI.
+    ForeignReasoningBlob = "foreign-reasoning-blob",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -93,6 +93,37 @@ action_enum! {
 action_enum! {
     DropOrQuarantine { Drop = "drop", Quarantine = "quarantine" }
 }
+action_enum! {
+    KeepOrDrop { Keep = "keep", Drop = "drop" }
+}
+action_enum! {
+    /// Reasoning a source wrote as readable text (Anthropic `thinking`, ChatGPT `thoughts`).
+    Thinking { Keep = "keep", Summary = "summary", Content = "content", Drop = "drop" }
+}
+action_enum! {
+    /// A tool output the source marks as failed.
+    ToolError { Prefix = "prefix", Keep = "keep" }
+}
+action_enum! {
+    /// A compaction summary (Claude Code `isCompactSummary`).
+    Compaction { Replace = "replace", Compacted = "compacted", Drop = "drop" }
+}
+action_enum! {
+    /// Claude Code subagent transcripts (sidechains).
+    Sidechain { Drop = "drop", Rollout = "rollout" }
+}
+action_enum! {
+    /// ChatGPT citation markers (U+E200 ... U+E201) in assistant text.
+    Citations { Strip = "strip", Keep = "keep" }
+}
+action_enum! {
+    /// A ChatGPT tool node with no calling assistant node before it.
+    ToolWithoutCall { Synthesize = "synthesize", Orphan = "orphan" }
+}
+action_enum! {
+    /// An image a source points to that is not in the export.
+    UnresolvedImage { Placeholder = "placeholder", Drop = "drop" }
+}
 
 /// One policy as the docs show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,6 +373,32 @@ declare_policies! {
         "reasoning with no message or call after it to explain";
     UntranslatableTool(untranslatable_tool): DropOrQuarantine,
         "a record's tool definition with no Responses function equivalent (--format responses)";
+    Thinking(thinking): Thinking,
+        "readable reasoning from a source (Anthropic thinking, ChatGPT thoughts): keep (summary as summary_text, content as reasoning_text), all as summary, all as content, or drop";
+    EncryptedReasoning(encrypted_reasoning): KeepOrDrop,
+        "OpenAI encrypted_content from a Responses log (another organisation's blob can fail on resume); another vendor's blob is never written";
+    ToolError(tool_error): ToolError,
+        "a tool output the source marks as failed (Claude is_error, ChatGPT system_error): Codex has no flag",
+        text tool_error_prefix: "the prefix `prefix` writes before the output";
+    Compaction(compaction): Compaction,
+        "a compaction summary (Claude Code): replace (a compacted line whose replacement history is the summary, what the model saw), compacted (Codex rebuilds the history), or drop";
+    StructuralLine(structural_line): DropOrQuarantine,
+        "a source line that holds no message (Claude Code progress, file-history-snapshot, queue-operation, titles, system lines)";
+    Sidechain(sidechain): Sidechain,
+        "a Claude Code subagent (sidechain): drop (its report is the Task output) or its own rollout, linked in the audit";
+    InactiveBranch(inactive_branch): DropOrQuarantine,
+        "ChatGPT nodes off the active path (edited prompts, regenerated answers)";
+    HiddenNode(hidden_node): DropOrQuarantine,
+        "ChatGPT hidden nodes, empty system nodes and reasoning_recap markers";
+    Memory(memory): KeepOrDrop,
+        "ChatGPT model_editable_context (memory): keep as a system message the rules classify, or drop";
+    CitationMarkers(citation_markers): Citations,
+        "ChatGPT citation markers (U+E200 ... U+E201) in assistant text";
+    ToolWithoutCall(tool_without_call): ToolWithoutCall,
+        "a ChatGPT tool node with no call before it: synthesize a call named after the tool, or leave it to orphan_output";
+    UnresolvedImage(unresolved_image): UnresolvedImage,
+        "an image pointer whose file is not in the export",
+        text unresolved_image_template: "the placeholder text ({pointer})";
 }
 
 impl Policies {

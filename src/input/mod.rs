@@ -12,6 +12,7 @@
 //! `--messages-at` names (e.g. `answer_generation.train_messages[-1]`).
 
 pub mod batch;
+pub mod blocks;
 pub mod chat;
 pub mod format;
 pub mod parse;

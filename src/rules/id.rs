@@ -65,6 +65,11 @@ builtins! {
     /// Another vendor's opaque reasoning (Anthropic `signature`, `redacted_thinking`): never
     /// written as `encrypted_content`, where Codex would send it to OpenAI.
     ForeignReasoningBlob = "foreign-reasoning-blob",
+    /// An Anthropic thinking block's `signature`: another vendor's opaque blob, never kept as
+    /// `encrypted_content`.
+    ThinkingSignature = "thinking-signature",
+    /// An Anthropic `redacted_thinking` block: opaque, nothing readable to keep.
+    RedactedThinking = "redacted-thinking",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

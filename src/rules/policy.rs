@@ -124,6 +124,14 @@ action_enum! {
     /// An image a source points to that is not in the export.
     UnresolvedImage { Placeholder = "placeholder", Drop = "drop" }
 }
+action_enum! {
+    /// An Anthropic `document` block whose source is plain text.
+    TextDocument { Inline = "inline", FilePart = "file_part" }
+}
+action_enum! {
+    /// An Anthropic server-tool block (`server_tool_use`, `web_search_tool_result`, `mcp_tool_use`, ...).
+    ServerTool { Call = "call", Text = "text", Drop = "drop" }
+}
 
 /// One policy as the docs show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -399,6 +407,11 @@ declare_policies! {
     UnresolvedImage(unresolved_image): UnresolvedImage,
         "an image pointer whose file is not in the export",
         text unresolved_image_template: "the placeholder text ({pointer})";
+    TextDocument(text_document): TextDocument,
+        "an Anthropic document block with a plain-text source: inline its text, or a file part (policy.file_part)";
+    ServerTool(server_tool): ServerTool,
+        "an Anthropic server-tool block: a call and its output, a text note, or drop (counted)",
+        text server_tool_template: "the note `text` writes ({type}, {name}, {json})";
 }
 
 impl Policies {

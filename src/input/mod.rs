@@ -14,6 +14,8 @@
 pub mod batch;
 pub mod blocks;
 pub mod chat;
+pub mod chatgpt;
+pub mod claude_code;
 pub mod format;
 pub mod parse;
 
@@ -46,6 +48,13 @@ pub enum InputError {
     AmbiguousMessages(String, String),
     #[error("message list at `{0}` is empty")]
     EmptyMessages(String),
+    #[error("not a {format} record: {problem}")]
+    NotInFormat {
+        format: &'static str,
+        problem: String,
+    },
+    #[error("{reason} (rule `{rule}`)")]
+    RefusedByRule { rule: String, reason: String },
     #[error("message {index} at `{path}`: {problem}")]
     BadMessage {
         path: String,

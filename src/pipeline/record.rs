@@ -274,6 +274,8 @@ pub fn input_class(err: &InputError) -> QuarantineClass {
         InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
         InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,
         InputError::BadMessage { .. } => QuarantineClass::BadMessage,
+        InputError::NotInFormat { .. } => QuarantineClass::NotARecord,
+        InputError::RefusedByRule { .. } => QuarantineClass::Rule,
     }
 }
 

@@ -193,7 +193,7 @@ fn detect_line(raw: &[u8]) -> bool {
 }
 
 fn not_format(problem: String) -> InputError {
-    InputError::NotFormat {
+    InputError::NotInFormat {
         format: FORMAT,
         problem,
     }

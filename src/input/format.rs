@@ -165,6 +165,8 @@ pub trait FormatReader: Sync {
 /// adds its reader here.
 pub fn readers() -> &'static [&'static dyn FormatReader] {
     &[
+        &super::claude_code::ClaudeCodeReader,
+        &super::chatgpt::ChatGptReader,
         &super::responses::ResponsesReader,
         &super::chat_stream::ChatStreamReader,
         &super::sharegpt::ShareGptReader,

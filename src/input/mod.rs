@@ -16,6 +16,8 @@ pub mod blocks;
 pub mod chain;
 pub mod chat;
 pub mod chat_stream;
+pub mod chatgpt;
+pub mod claude_code;
 pub mod format;
 pub mod parse;
 pub mod responses;
@@ -51,10 +53,12 @@ pub enum InputError {
     #[error("message list at `{0}` is empty")]
     EmptyMessages(String),
     #[error("not a {format} record: {problem}")]
-    NotFormat {
+    NotInFormat {
         format: &'static str,
         problem: String,
     },
+    #[error("{reason} (rule `{rule}`)")]
+    RefusedByRule { rule: String, reason: String },
     #[error(
         "previous_response_id `{0}` is in no entry of the file: the history before it is missing"
     )]

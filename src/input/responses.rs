@@ -12,7 +12,7 @@
 //!
 //! Items pass through normalised: `id`, `status`, `annotations` and `logprobs` dropped; a message
 //! without `type` (string content) is a message; `reasoning` items become the next message's
-//! [`Thinking`] (origin OpenAI, `encrypted_content` kept or stripped by
+//! [`Thinking`] (origin OpenAI, `encrypted_content` carried for the converter's
 //! `policy.encrypted_reasoning`); `instructions` become a leading system message, which the
 //! `[[rule]]`s classify (base instructions by default). Items Codex 0.169 does not know
 //! (`code_interpreter_call`, `image_generation_call`, `mcp_call`, `web_search_call`,
@@ -32,7 +32,7 @@ use super::format::{
 };
 use super::InputError;
 use crate::model::transcript::{ReasoningOrigin, SourceNote, Thinking, Transcript};
-use crate::rules::policy::{EncryptedReasoning, HostedTool, ResentHistory};
+use crate::rules::policy::{HostedTool, ResentHistory};
 use crate::rules::PolicyId;
 
 pub struct ResponsesReader;
@@ -134,7 +134,7 @@ impl FormatReader for ResponsesReader {
                 Ok(entry) => entries.push(entry),
                 Err(problem) => read.refused.push((
                     record.index,
-                    InputError::NotFormat {
+                    InputError::NotInFormat {
                         format: FORMAT,
                         problem,
                     },
@@ -492,7 +492,6 @@ fn hosted_call(built: &mut Built, id: &str, name: &str, arguments: Value) {
 }
 
 fn map_items(items: Vec<Value>, context: &ReadContext<'_>) -> Built {
-    let policy = &context.rules.policy;
     let mut built = Built {
         messages: Vec::new(),
         thinking: Vec::new(),
@@ -566,25 +565,6 @@ fn map_items(items: Vec<Value>, context: &ReadContext<'_>) -> Built {
                     .and_then(Value::as_str)
                     .filter(|s| !s.is_empty())
                     .map(str::to_string);
-                let encrypted = match (encrypted, policy.encrypted_reasoning) {
-                    (Some(blob), EncryptedReasoning::Keep) => {
-                        built.note(
-                            PolicyId::EncryptedReasoning.rule_id(),
-                            "encrypted_content kept",
-                            0,
-                        );
-                        Some(blob)
-                    }
-                    (Some(_), EncryptedReasoning::Strip) => {
-                        built.note(
-                            PolicyId::EncryptedReasoning.rule_id(),
-                            "encrypted_content stripped",
-                            0,
-                        );
-                        None
-                    }
-                    (None, _) => None,
-                };
                 built.pending_thinking.push(Thinking {
                     summary,
                     content,
@@ -916,7 +896,7 @@ mod tests {
             vec![Thinking {
                 summary: vec!["Greet.".into()],
                 content: vec![],
-                encrypted: None,
+                encrypted: Some("gAAA".into()),
                 origin: ReasoningOrigin::OpenAi
             }]
         );
@@ -939,13 +919,7 @@ mod tests {
             .iter()
             .map(|n| (n.rule.as_str(), n.count))
             .collect();
-        assert_eq!(
-            notes,
-            [
-                ("policy.resent_history", 2),
-                ("policy.encrypted_reasoning", 1)
-            ]
-        );
+        assert_eq!(notes, [("policy.resent_history", 2)]);
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl FormatReader for ShareGptReader {
 }
 
 fn not_format(problem: impl Into<String>) -> InputError {
-    InputError::NotFormat {
+    InputError::NotInFormat {
         format: FORMAT,
         problem: problem.into(),
     }

@@ -526,7 +526,8 @@ pub fn input_class(err: &InputError) -> QuarantineClass {
         InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
         InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,
         InputError::BadMessage { .. } => QuarantineClass::BadMessage,
-        InputError::NotFormat { .. } => QuarantineClass::NotARecord,
+        InputError::NotInFormat { .. } => QuarantineClass::NotARecord,
+        InputError::RefusedByRule { .. } => QuarantineClass::Rule,
         InputError::MissingLink(_) => QuarantineClass::MissingLink,
         InputError::BatchFailed { .. } => QuarantineClass::BatchFailed,
     }
@@ -551,7 +552,7 @@ fn ignored_fields(transcript: &Transcript) -> Vec<String> {
 /// How the summary counts an item: its type, with messages by kind, and its phase.
 fn item_kind(item: &crate::convert::OutItem) -> (&'static str, Option<&'static str>) {
     match &item.payload {
-        OutPayload::Compacted(_) => ("compacted", None),
+        OutPayload::Compacted(_) | OutPayload::CompactedReplacing(_) => ("compacted", None),
         OutPayload::Item(ResponseItem::Message { phase, .. }) => {
             let kind = match item.kind {
                 ItemKind::ContextualUser => "message:contextual_user",

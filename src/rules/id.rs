@@ -62,6 +62,9 @@ builtins! {
     MessagesByShape = "messages-by-shape",
     /// Responses Lite: an image `detail` the Lite wire does not take, removed.
     LiteImageDetail = "lite-image-detail",
+    /// Another vendor's opaque reasoning (Anthropic `signature`, `redacted_thinking`): never
+    /// written as `encrypted_content`, where Codex would send it to OpenAI.
+    ForeignReasoningBlob = "foreign-reasoning-blob",
     /// An Anthropic thinking block's `signature`: another vendor's opaque blob, never kept as
     /// `encrypted_content`.
     ThinkingSignature = "thinking-signature",

@@ -26,6 +26,10 @@ use file::RuleFile;
 pub use file::{Position, Slot};
 pub use id::{Builtin, RuleRef};
 pub use policy::{
+    Citations, Compaction, KeepOrDrop, Sidechain, Thinking as ThinkingPolicy, ToolError,
+    ToolWithoutCall, UnresolvedImage,
+};
+pub use policy::{
     DropOrQuarantine, EmptyMessage, InvalidUnicode, Lookalike, MissingOutput, OrphanOutput,
     PartAction, Policies, PolicyAction, PolicyDoc, PolicyId, Reasoning, Refusal, ReusedCallId,
     UnknownRole,

@@ -167,6 +167,7 @@ pub fn readers() -> &'static [&'static dyn FormatReader] {
     &[
         &super::claude_code::ClaudeCodeReader,
         &super::chatgpt::ChatGptReader,
+        &super::anthropic::AnthropicReader,
         &super::responses::ResponsesReader,
         &super::chat_stream::ChatStreamReader,
         &super::sharegpt::ShareGptReader,

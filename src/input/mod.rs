@@ -11,6 +11,7 @@
 //! a list of turns, each a list of messages, flattened in order), and any path a rule file or
 //! `--messages-at` names (e.g. `answer_generation.train_messages[-1]`).
 
+pub mod anthropic;
 pub mod batch;
 pub mod blocks;
 pub mod chain;

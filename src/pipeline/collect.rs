@@ -412,10 +412,17 @@ impl<'h> Collector<'h> {
                 continue;
             }
             let location = &result.record.location;
-            let reason = format!(
-                "{location}: batch result line whose request (same custom_id) is not in the input"
-            );
-            let class = QuarantineClass::BatchResultWithoutRequest;
+            let (class, reason) = match result.failure() {
+                // An Anthropic result with no message: its own reason says more.
+                Some(failure) => (
+                    QuarantineClass::BatchFailed,
+                    format!("{location}: {failure} (its request is not in the input)"),
+                ),
+                None => (
+                    QuarantineClass::BatchResultWithoutRequest,
+                    format!("{location}: batch result line whose request (same custom_id) is not in the input"),
+                ),
+            };
             let entry = QuarantineEntry::new(location, class, reason, &result.record.bytes);
             self.quarantined(&entry)?;
         }

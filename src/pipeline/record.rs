@@ -252,9 +252,11 @@ pub enum SourceResult {
 /// Reads a [`SourceWork`]'s records with their format's reader, then each conversation
 /// through [`finish`]. Every record ends in exactly one result: a conversation, a refusal or
 /// a drop (a record the reader gave no account of is quarantined, never lost).
+#[allow(clippy::too_many_arguments)]
 pub fn process_source(
     reader: &dyn FormatReader,
     work: &SourceWork,
+    batch: &BatchIndex,
     source_key: &str,
     path: &std::path::Path,
     rules: &RuleSet,
@@ -280,7 +282,9 @@ pub fn process_source(
             continue;
         }
         match parse_record(&record.bytes, repair) {
-            Ok((value, repaired)) => {
+            Ok((mut value, repaired)) => {
+                // A Batch API request gets its result read ahead (Anthropic Message Batches).
+                batch.join(&mut value);
                 repairs[index] = repaired;
                 inputs.push(InputRecord {
                     value,
@@ -721,6 +725,7 @@ mod tests {
         let results = process_source(
             &Runs,
             &work,
+            &BatchIndex::default(),
             "t.jsonl",
             std::path::Path::new("t.jsonl"),
             &rules,

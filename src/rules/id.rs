@@ -79,6 +79,8 @@ builtins! {
     DatasetTools = "dataset-tools",
     /// Responses `output_text` annotations (citations): Codex items have no field for them.
     ResponsesAnnotations = "responses-annotations",
+    /// A logged response that is an API error, not a message: the request has no reply.
+    ApiErrorResponse = "api-error-response",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

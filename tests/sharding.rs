@@ -54,16 +54,28 @@ fn archive(wd: &Workdir) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     for entry in fs::read_dir(root.join("samples")).expect("samples") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().expect("name").to_string_lossy().to_string();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .to_string();
         if rollover::source::discover::is_record_file(&path) {
-            wd.create(&format!("archive/samples/{name}"), fs::read(&path).expect("read"));
+            wd.create(
+                &format!("archive/samples/{name}"),
+                fs::read(&path).expect("read"),
+            );
         }
     }
     let generate = |records: u32, seed: u32| -> Vec<u8> {
         let out = wd.path(&format!("gen-{seed}.jsonl"));
         let status = Command::new("python3")
             .arg(root.join("samples/generate.py"))
-            .args(["--records", &records.to_string(), "--seed", &seed.to_string()])
+            .args([
+                "--records",
+                &records.to_string(),
+                "--seed",
+                &seed.to_string(),
+            ])
             .arg("--out")
             .arg(&out)
             .stdout(Stdio::null())
@@ -73,7 +85,10 @@ fn archive(wd: &Workdir) {
         fs::read(&out).expect("generated archive")
     };
     for seed in 1..=5 {
-        wd.create(&format!("archive/small/part-{seed}.jsonl"), generate(8, seed));
+        wd.create(
+            &format!("archive/small/part-{seed}.jsonl"),
+            generate(8, seed),
+        );
     }
     // The plain large file: blank lines, a broken record and CRLF endings here and there.
     let mut big = Vec::new();
@@ -96,7 +111,10 @@ fn archive(wd: &Workdir) {
     wd.create("archive/damaged.jsonl.zst", &chat[..chat.len() * 2 / 3]);
     let small = fs::metadata(wd.path("archive/small/part-1.jsonl")).expect("small");
     assert!(small.len() < 64 << 10, "the small files are not split");
-    assert!(big.len() > 20 * (64 << 10), "the large file is split into many ranges");
+    assert!(
+        big.len() > 20 * (64 << 10),
+        "the large file is split into many ranges"
+    );
 }
 
 /// Every file under `dir`, by relative path.
@@ -126,7 +144,9 @@ fn json(path: &Path) -> Value {
 }
 
 fn n(value: &Value, key: &str) -> u64 {
-    value[key].as_u64().unwrap_or_else(|| panic!("{key} in {value}"))
+    value[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} in {value}"))
 }
 
 /// Runs the shards of `count` as separate processes at once, each shard's index from a
@@ -207,7 +227,10 @@ fn union_of_shards_equals_an_unsharded_run() {
     let expected_run = wd.path("whole/rollover/latest");
     let expected_summary = json(&expected_run.join("summary.json"));
     assert!(n(&expected_summary, "quarantined") > 0 && n(&expected_summary, "blank_lines") > 0);
-    assert_eq!(expected_summary["damaged_files"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        expected_summary["damaged_files"].as_array().map(Vec::len),
+        Some(1)
+    );
     assert!(expected_sessions.len() > 800, "{}", expected_sessions.len());
 
     for count in [1u32, 3, 7] {
@@ -215,7 +238,12 @@ fn union_of_shards_equals_an_unsharded_run() {
         let all: Vec<u32> = (0..count).collect();
         run_shards(&wd, &home, count, &all);
         let merged = merge(&wd, &home);
-        assert_eq!(merged.status.code(), Some(1), "{}", show(&["report", "merge"], &merged));
+        assert_eq!(
+            merged.status.code(),
+            Some(1),
+            "{}",
+            show(&["report", "merge"], &merged)
+        );
 
         let sessions = tree(&wd.path(&format!("{home}/sessions")));
         assert_eq!(
@@ -229,7 +257,10 @@ fn union_of_shards_equals_an_unsharded_run() {
         let run = wd.path(&format!("{home}/rollover/latest"));
         for name in ["conversations.jsonl", "quarantine.jsonl", "report.md"] {
             let (got, want) = (fs::read(run.join(name)), fs::read(expected_run.join(name)));
-            assert!(got.is_ok() && got.ok() == want.ok(), "{count} shards: {name}");
+            assert!(
+                got.is_ok() && got.ok() == want.ok(),
+                "{count} shards: {name}"
+            );
         }
         let mut summary = json(&run.join("summary.json"));
         assert_eq!(summary["merged_shards"], count);
@@ -250,7 +281,11 @@ fn union_of_shards_equals_an_unsharded_run() {
                 n(&shard, "records"),
                 n(&shard, "converted") + n(&shard, "quarantined") + n(&shard, "joined")
             );
-            for (total, key) in totals.iter_mut().zip(["files", "records", "converted", "bytes_on_disk"]) {
+            for (total, key) in
+                totals
+                    .iter_mut()
+                    .zip(["files", "records", "converted", "bytes_on_disk"])
+            {
                 *total += n(&shard, key);
             }
         }
@@ -260,12 +295,17 @@ fn union_of_shards_equals_an_unsharded_run() {
                 .filter(|index| {
                     let folder = format!("{home}/rollover/shards/{index:04}-of-{count:04}/latest");
                     let files = json(&wd.path(&folder).join("shard.json"))["files"].clone();
-                    files.as_array().into_iter().flatten().any(|f| {
-                        f["key"] == key && f["stats"]["records"].as_u64().unwrap_or(0) > 0
-                    })
+                    files
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|f| f["key"] == key && f["stats"]["records"].as_u64().unwrap_or(0) > 0)
                 })
                 .count();
-            assert!(readers == (count as usize).min(3) || readers >= 3, "{key}: {readers}");
+            assert!(
+                readers == (count as usize).min(3) || readers >= 3,
+                "{key}: {readers}"
+            );
         }
         let want: Vec<u64> = ["files", "records", "converted", "bytes_on_disk"]
             .iter()
@@ -294,7 +334,10 @@ fn a_missing_shard_is_named_and_rerunning_it_completes_the_merge() {
     assert_eq!(merged.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("shard 2/3 is missing"), "{stderr}");
     assert!(stderr.contains("--shard K/3"), "{stderr}");
-    assert!(!wd.path("home/rollover/runs").exists(), "no merged run is written");
+    assert!(
+        !wd.path("home/rollover/runs").exists(),
+        "no merged run is written"
+    );
 
     // A shard whose run was killed (no summary.json) did not finish.
     run_shards(&wd, "home", 3, &[2]);
@@ -308,10 +351,18 @@ fn a_missing_shard_is_named_and_rerunning_it_completes_the_merge() {
     fs::write(&summary, kept).expect("put back");
 
     let merged = merge(&wd, "home");
-    assert_eq!(merged.status.code(), Some(1), "{}", show(&["merge"], &merged));
+    assert_eq!(
+        merged.status.code(),
+        Some(1),
+        "{}",
+        show(&["merge"], &merged)
+    );
     let got = fs::read(wd.path("home/rollover/latest/conversations.jsonl")).expect("merged");
     let want = fs::read(wd.path("whole/rollover/latest/conversations.jsonl")).expect("whole");
-    assert!(got == want, "the merged conversations are the unsharded run's");
+    assert!(
+        got == want,
+        "the merged conversations are the unsharded run's"
+    );
     assert!(tree(&wd.path("home/sessions")) == tree(&wd.path("whole/sessions")));
 }
 
@@ -319,8 +370,14 @@ fn a_missing_shard_is_named_and_rerunning_it_completes_the_merge() {
 #[test]
 fn shards_with_different_rules_are_not_merged() {
     let wd = Workdir::new("sharding-rules");
-    wd.create("archive/a.jsonl", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
-    wd.create("archive/b.jsonl", "{\"messages\":[{\"role\":\"user\",\"content\":\"yo\"}]}\n");
+    wd.create(
+        "archive/a.jsonl",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n",
+    );
+    wd.create(
+        "archive/b.jsonl",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"yo\"}]}\n",
+    );
     wd.create("cwd.toml", "[session]\ncwd = \"/srv\"\n");
     let first = ["convert", "archive", "--out", "home", "--shard", "0/2"];
     let out = rollover(wd.root(), &first, &[]);
@@ -334,20 +391,30 @@ fn shards_with_different_rules_are_not_merged() {
     let merged = merge(&wd, "home");
     let stderr = String::from_utf8_lossy(&merged.stderr);
     assert_eq!(merged.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("shard 1/2") && stderr.contains("other rules"), "{stderr}");
+    assert!(
+        stderr.contains("shard 1/2") && stderr.contains("other rules"),
+        "{stderr}"
+    );
 }
 
 /// Bad shard numbers and engine variables are usage errors that say the fix.
 #[test]
 fn shard_numbers_are_checked_and_the_engine_index_needs_a_count() {
     let wd = Workdir::new("sharding-usage");
-    wd.create("archive/a.jsonl", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
+    wd.create(
+        "archive/a.jsonl",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n",
+    );
     let cases: [(&[&str], &[(&str, &str)], &str); 6] = [
         (&["--shard", "3/3"], &[], "numbered 0 to 2"),
         (&["--shard", "1/0"], &[], "at least 1"),
         (&["--shards", "4"], &[], "needs this run's index"),
         (&[], &[("JOB_COMPLETION_INDEX", "1")], "pass --shards N"),
-        (&[], &[("SLURM_ARRAY_TASK_ID", "x")], "is not a shard number"),
+        (
+            &[],
+            &[("SLURM_ARRAY_TASK_ID", "x")],
+            "is not a shard number",
+        ),
         (
             &["--shards", "2"],
             &[("SLURM_ARRAY_TASK_ID", "2")],
@@ -365,9 +432,15 @@ fn shard_numbers_are_checked_and_the_engine_index_needs_a_count() {
     assert!(!wd.path("home").exists(), "nothing written");
     // Under a Slurm array task, the run says where its shard came from.
     let args = ["convert", "archive", "--out", "home"];
-    let env = [("SLURM_ARRAY_TASK_ID", "0"), ("SLURM_ARRAY_TASK_COUNT", "1")];
+    let env = [
+        ("SLURM_ARRAY_TASK_ID", "0"),
+        ("SLURM_ARRAY_TASK_COUNT", "1"),
+    ];
     let out = rollover(wd.root(), &args, &env);
     assert_eq!(out.status.code(), Some(0), "{}", show(&args, &out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("shard 0/1 (from SLURM_ARRAY_TASK_ID"), "{stderr}");
+    assert!(
+        stderr.contains("shard 0/1 (from SLURM_ARRAY_TASK_ID"),
+        "{stderr}"
+    );
 }

@@ -397,6 +397,9 @@ fn shards_with_different_rules_are_not_merged() {
     );
 }
 
+/// Extra arguments, environment, and what the error must say.
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
 /// Bad shard numbers and engine variables are usage errors that say the fix.
 #[test]
 fn shard_numbers_are_checked_and_the_engine_index_needs_a_count() {
@@ -405,7 +408,7 @@ fn shard_numbers_are_checked_and_the_engine_index_needs_a_count() {
         "archive/a.jsonl",
         "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n",
     );
-    let cases: [(&[&str], &[(&str, &str)], &str); 6] = [
+    let cases: [Case; 6] = [
         (&["--shard", "3/3"], &[], "numbered 0 to 2"),
         (&["--shard", "1/0"], &[], "at least 1"),
         (&["--shards", "4"], &[], "needs this run's index"),

@@ -442,7 +442,12 @@ impl<'h> Collector<'h> {
         if self.summary.dry_run {
             return Ok(());
         }
-        if let Some(previous) = manifest.files.get(&entry.key) {
+        // A record of a split file that left this shard's ranges (a file edited before it,
+        // not appended to) may be in another shard's now, under the same path: removing its
+        // session could remove the other shard's. Only the sessions of whole files are removed.
+        let split = self.portions.get(file).is_some_and(|p| p.ranges);
+        let previous = manifest.files.get(&entry.key).filter(|_| !split);
+        if let Some(previous) = previous {
             let now: std::collections::HashSet<&str> =
                 entry.rollouts.iter().map(|r| r.path.as_str()).collect();
             for gone in previous

@@ -418,8 +418,14 @@ fn plan(
     let mut skip = Vec::with_capacity(files.len());
     let mut digests = Vec::with_capacity(files.len());
     let mut kept = Vec::with_capacity(files.len());
+    let mut counted = portions.iter().map(|p| p.counted);
     files.retain(|file| {
-        let keep = plan_file(file, manifest, full, unreadable, &mut skip, &mut digests);
+        // A split file is read by several shards: the one that counts it reports it.
+        let mut lost = Vec::new();
+        let keep = plan_file(file, manifest, full, &mut lost, &mut skip, &mut digests);
+        if counted.next().unwrap_or(true) {
+            unreadable.append(&mut lost);
+        }
         kept.push(keep);
         keep
     });

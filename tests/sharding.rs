@@ -447,3 +447,31 @@ fn shard_numbers_are_checked_and_the_engine_index_needs_a_count() {
         "{stderr}"
     );
 }
+
+/// Scheduled re-runs work per shard: a second sharded run over an unchanged archive skips
+/// what each shard converted, and the merge reports what an unsharded re-run reports.
+#[test]
+fn a_rerun_of_every_shard_is_incremental_like_an_unsharded_rerun() {
+    let wd = Workdir::new("sharding-rerun");
+    archive(&wd);
+    // The first runs find the quarantined records and the damage (1); the second skips them.
+    for expected in [1, 0] {
+        let args = ["convert", "archive", "--out", "whole"];
+        let out = rollover(wd.root(), &args, &[]);
+        assert_eq!(out.status.code(), Some(expected), "{}", show(&args, &out));
+        run_shards(&wd, "home", 3, &[0, 1, 2]);
+        let merged = merge(&wd, "home");
+        let shown = show(&["merge"], &merged);
+        assert_eq!(merged.status.code(), Some(expected), "{shown}");
+    }
+    let mut summary = json(&wd.path("home/rollover/runs/0002/summary.json"));
+    summary.as_object_mut().map(|m| m.remove("merged_shards"));
+    let expected = json(&wd.path("whole/rollover/runs/0002/summary.json"));
+    assert_eq!(n(&expected, "files_unchanged"), n(&expected, "files"));
+    assert_eq!(summary, expected);
+    for name in ["conversations.jsonl", "quarantine.jsonl"] {
+        let got = fs::read(wd.path("home/rollover/latest").join(name)).expect("merged");
+        let want = fs::read(wd.path("whole/rollover/latest").join(name)).expect("whole");
+        assert!(got == want, "{name}");
+    }
+}

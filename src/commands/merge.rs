@@ -4,12 +4,15 @@
 //! In: each shard's last run, `OUT/rollover/shards/KKKK-of-NNNN/runs/NNNN/` (summary.json,
 //! shard.json, conversations.jsonl, quarantine.jsonl, timing.json). Out: one run folder,
 //! `OUT/rollover/runs/NNNN/` (`latest` points at it): the counters added up, the report lines
-//! put back in the walk's order by the shards' segments (file, then byte range), report.md
+//! put back in the walk's order by the shards' segments (file, then byte range; streamed, one
+//! open file per shard, since each shard's lines are already in that order), report.md
 //! and report.html rendered from the merged numbers. Fails (exit 2), naming each shard and the
 //! command to run, when a shard is missing or did not finish, or when the shards disagree on
 //! the rules, the options that change the output, or rollover's version.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -32,10 +35,11 @@ struct ShardRun {
     summary: Summary,
     report: ShardReport,
     index: ShardIndex,
-    conversations: Vec<String>,
-    quarantine: Vec<String>,
     seconds: f64,
 }
+
+/// The merged report lines' files, and which lines come from which shard.
+const LINE_FILES: [&str; 2] = ["conversations.jsonl", "quarantine.jsonl"];
 
 pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
     let shards_dir = args.out.join(STATE_DIR).join(SHARDS_DIR);
@@ -61,7 +65,7 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
     let merged = merge(&runs);
     let home = Home::new(&args.out);
     let lock = RunLock::acquire(&home)?;
-    let summary = write(home, merged)?;
+    let summary = write(home, merged, &runs)?;
     drop(lock);
     let rate = summary.quarantined as f64 / summary.records.max(1) as f64;
     let max_rate = runs[0].report.max_quarantine_rate;
@@ -192,20 +196,13 @@ fn load(shards_dir: &Path, shard: Shard) -> Result<ShardRun, String> {
     };
     let index: ShardIndex = serde_json::from_str(&read(SHARD_INDEX)?)
         .map_err(|e| format!("shard {shard}: {SHARD_INDEX} does not parse ({e})"))?;
-    let lines = |name: &str| -> Result<Vec<String>, String> {
-        Ok(read(name)?.lines().map(str::to_string).collect())
-    };
-    let conversations = lines("conversations.jsonl")?;
-    let quarantine = lines("quarantine.jsonl")?;
-    let written: u64 = index.segments.iter().map(|s| s.conversations).sum();
-    let quarantined: u64 = index.segments.iter().map(|s| s.quarantine).sum();
-    if written != conversations.len() as u64 || quarantined != quarantine.len() as u64 {
-        return Err(format!(
-            "shard {shard}: {} holds {} conversation and {} quarantine lines, its {SHARD_INDEX} says {written} and {quarantined}",
-            folder.display(),
-            conversations.len(),
-            quarantine.len()
-        ));
+    for name in LINE_FILES {
+        if !folder.join(name).is_file() {
+            return Err(format!(
+                "shard {shard} did not finish: its last run, {}, has no {name}",
+                folder.display()
+            ));
+        }
     }
     let seconds = read("timing.json")
         .ok()
@@ -218,8 +215,6 @@ fn load(shards_dir: &Path, shard: Shard) -> Result<ShardRun, String> {
         summary,
         report,
         index,
-        conversations,
-        quarantine,
         seconds,
     })
 }
@@ -274,11 +269,12 @@ fn check_same(runs: &[ShardRun]) -> Result<()> {
     Ok(())
 }
 
-/// The merged run: summary (without its run number yet), report lines, per-file counts.
+/// The merged run: summary (without its run number yet), where its report lines come from,
+/// per-file counts.
 struct Merged {
     summary: Summary,
-    conversations: Vec<String>,
-    quarantine: Vec<String>,
+    /// In order: (shard, conversation lines, quarantine lines) to copy.
+    lines: Vec<(usize, [u64; 2])>,
     files: Vec<FileStats>,
     options: ReportOptions,
     seconds: f64,
@@ -365,8 +361,7 @@ fn merge(runs: &[ShardRun]) -> Merged {
         }
     }
     segments.sort_by_key(|(order, _, _)| *order);
-    let mut conversations = Vec::new();
-    let mut quarantine = Vec::new();
+    let mut lines = Vec::new();
     let mut excerpts: Vec<Excerpt> = Vec::new();
     for ((_, _, n), at, counts) in &segments {
         let run = &runs[*n];
@@ -374,8 +369,7 @@ fn merge(runs: &[ShardRun]) -> Merged {
             let start = at[list] as usize;
             start..start + counts[list] as usize
         };
-        conversations.extend(run.conversations[slice(0)].iter().cloned());
-        quarantine.extend(run.quarantine[slice(1)].iter().cloned());
+        lines.push((*n, [counts[0], counts[1]]));
         let s = &run.summary;
         summary.damaged_files.extend(
             s.damaged_files
@@ -412,8 +406,7 @@ fn merge(runs: &[ShardRun]) -> Merged {
     let seconds = runs.iter().map(|r| r.seconds).fold(0.0, f64::max);
     Merged {
         summary,
-        conversations,
-        quarantine,
+        lines,
         files: files.into_values().collect(),
         options: ReportOptions {
             max_quarantine_rate: first.report.max_quarantine_rate,
@@ -427,27 +420,49 @@ fn merge(runs: &[ShardRun]) -> Merged {
 }
 
 /// Writes the merged run as the home's next run folder; returns its summary.
-fn write(mut home: Home, merged: Merged) -> Result<Summary> {
+fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
     let Merged {
         mut summary,
-        conversations,
-        quarantine,
+        lines,
         files,
         options,
         seconds,
     } = merged;
     let (number, _) = home.start_run()?;
     summary.run = number;
-    let lines = |lines: &[String]| {
-        let mut bytes = Vec::new();
-        for line in lines {
-            bytes.extend_from_slice(line.as_bytes());
-            bytes.push(b'\n');
+    for (list, name) in LINE_FILES.iter().enumerate() {
+        let mut sources = Vec::new();
+        for run in runs {
+            let path = run.folder.join(name);
+            let file = File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+            sources.push((path, BufReader::new(file)));
         }
-        bytes
-    };
-    home.write_run_file_atomic("conversations.jsonl", &lines(&conversations))?;
-    home.write_run_file_atomic("quarantine.jsonl", &lines(&quarantine))?;
+        let mut out = BufWriter::new(home.create_run_file(name)?);
+        let mut line = Vec::new();
+        for (n, counts) in &lines {
+            let (path, source) = &mut sources[*n];
+            for _ in 0..counts[list] {
+                line.clear();
+                source.read_until(b'\n', &mut line)?;
+                if !line.ends_with(b"\n") {
+                    bail!(
+                        "{} ends before the lines its {SHARD_INDEX} counts: the shard's run is incomplete; run the shard again",
+                        path.display()
+                    );
+                }
+                out.write_all(&line)?;
+            }
+        }
+        for (path, source) in &mut sources {
+            if source.fill_buf()?.first().is_some() {
+                bail!(
+                    "{} holds more lines than its {SHARD_INDEX} counts: run the shard again",
+                    path.display()
+                );
+            }
+        }
+        out.flush()?;
+    }
     let mut timing = serde_json::to_vec_pretty(&Timing::of(&summary, seconds))?;
     timing.push(b'\n');
     home.write_run_file_atomic("timing.json", &timing)?;

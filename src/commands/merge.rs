@@ -454,7 +454,7 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
             }
         }
         for (path, source) in &mut sources {
-            if source.fill_buf()?.first().is_some() {
+            if !source.fill_buf()?.is_empty() {
                 bail!(
                     "{} holds more lines than its {SHARD_INDEX} counts: run the shard again",
                     path.display()

@@ -272,3 +272,144 @@ fn chatgpt_corpus_files_read_and_detect() {
         assert!(!conversation.items.is_empty(), "{name}");
     }
 }
+
+/// Every record of a read is in exactly one place.
+fn accounted(read: &FileRead, records: usize) -> Vec<String> {
+    let mut seen = vec![0usize; records];
+    for c in &read.conversations {
+        for &i in &c.records {
+            seen[i] += 1;
+        }
+    }
+    for (i, _) in &read.refused {
+        seen[*i] += 1;
+    }
+    for d in &read.dropped {
+        seen[d.index] += 1;
+    }
+    seen.iter()
+        .enumerate()
+        .filter(|(_, n)| **n != 1)
+        .map(|(i, n)| format!("record {i} placed {n} times"))
+        .collect()
+}
+
+/// A source file's records, as the splitter makes them (JSONL lines; a JSON array's elements;
+/// a JSON object alone).
+fn records_of(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        return text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+            .collect();
+    }
+    match serde_json::from_str(&text).unwrap() {
+        Value::Array(items) => items,
+        other => vec![other],
+    }
+}
+
+/// Reads, converts, renders and validates every conversation of a corpus file; returns the
+/// converted conversations and the read.
+pub fn convert_file(reader: &dyn FormatReader, path: &Path) -> (FileRead, Vec<Conversation>) {
+    let values = records_of(path);
+    let count = values.len();
+    let mut read = read_file(reader, path, values);
+    assert_eq!(
+        accounted(&read, count),
+        Vec::<String>::new(),
+        "{}",
+        path.display()
+    );
+    let rules = rules();
+    let mut out = Vec::new();
+    for (k, c) in std::mem::take(&mut read.conversations)
+        .into_iter()
+        .enumerate()
+    {
+        let bytes_in = rollover::audit::accounting::transcript_bytes(&c.transcript);
+        let key = RecordKey {
+            source: "corpus",
+            ordinal: k as u64,
+            salt: 0,
+        };
+        let conversation = convert(c.transcript, &rules, &key)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let account = rollover::audit::accounting::account(
+            bytes_in,
+            conversation
+                .meta
+                .base_instructions
+                .as_ref()
+                .map(|b| b.text.as_str()),
+            &conversation.items,
+            &conversation.decisions,
+        );
+        assert!(account.balanced(), "{}: {account:?}", path.display());
+        let bytes = conversation.to_bytes();
+        let violations =
+            rollover::validate::check(&bytes, Some(&conversation.meta.id), &rules.markers);
+        assert!(violations.is_empty(), "{}: {violations:?}", path.display());
+        out.push(conversation);
+    }
+    (read, out)
+}
+
+#[test]
+fn claude_code_corpus_files_convert_with_every_line_accounted() {
+    let dir = Path::new("/work/shared/corpora/sources/claude-code");
+    if !dir.exists() {
+        return;
+    }
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl" || e == "json"))
+        .collect();
+    files.sort();
+    for path in files {
+        let first = records_of(&path).into_iter().next().unwrap();
+        assert_eq!(
+            rollover::input::format::detect(Some(&first), b"{"),
+            rollover::input::SourceFormat::ClaudeCode,
+            "{}",
+            path.display()
+        );
+        let (read, conversations) =
+            convert_file(&rollover::input::claude_code::ClaudeCodeReader, &path);
+        eprintln!(
+            "{}: {} conversations, {} items, {} refused {:?}, {} dropped",
+            path.display(),
+            conversations.len(),
+            conversations.iter().map(|c| c.items.len()).sum::<usize>(),
+            read.refused.len(),
+            read.refused
+                .iter()
+                .map(|(i, e)| format!("{i}: {e}"))
+                .collect::<Vec<_>>(),
+            read.dropped.len()
+        );
+    }
+}
+
+#[test]
+#[ignore]
+fn dump_one() {
+    let path = std::env::var("DUMP").unwrap();
+    let reader: &dyn FormatReader = if path.ends_with(".jsonl") {
+        &rollover::input::claude_code::ClaudeCodeReader
+    } else {
+        &chatgpt::ChatGptReader
+    };
+    let (_, conversations) = convert_file(reader, Path::new(&path));
+    for c in conversations {
+        print!("{}", String::from_utf8(c.to_bytes()).unwrap());
+        for d in &c.decisions {
+            eprintln!("{} {}", d.rule, d.action.name());
+        }
+    }
+}

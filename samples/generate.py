@@ -2,6 +2,7 @@
 """Deterministic generator of large transcript archives, for benchmarks.
 
     python3 samples/generate.py --records 100000 --out /tmp/big.jsonl.zst
+    python3 samples/generate.py --kind agent --records 3000 --out /tmp/agent.jsonl.zst
 
 Same arguments, same bytes: the random stream is seeded (--seed) and nothing reads the clock.
 The records mix the shapes rollover reads (Chat Completions with tools, reasoning, refusals,
@@ -81,7 +82,29 @@ def turns(rng, i):
     return {"id": "turns_%d" % i, "question": [[{"role": "user", "content": text(rng, 5, 30)}] for _ in range(rng.randint(1, 4))]}
 
 
+def code(rng, lines):
+    return "\n".join("    " * rng.randint(0, 3) + text(rng, 2, 12) for _ in range(lines))
+
+
+def agent(rng, i):
+    """An agent trajectory of about 80 KB: a long system prompt, one task, then many steps of
+    commentary, tool calls and large tool outputs (file contents, command output)."""
+    msgs = [{"role": "system", "content": "You are a coding agent #%d.\n%s" % (i % 89, code(rng, 40))},
+            {"role": "user", "content": text(rng, 20, 120)}]
+    for step in range(rng.randint(18, 30)):
+        cid = "call_%d_%d" % (i, step)
+        name = rng.choice(["shell", "read_file", "apply_patch", "search"])
+        args = {"command": text(rng, 2, 10)} if name == "shell" else {"path": "src/%s.rs" % rng.choice(WORDS)}
+        msgs.append({"role": "assistant", "content": text(rng, 5, 60) if rng.random() < 0.6 else None,
+                     "tool_calls": [{"id": cid, "type": "function",
+                                     "function": {"name": name, "arguments": json.dumps(args)}}]})
+        msgs.append({"role": "tool", "tool_call_id": cid, "content": code(rng, rng.randint(30, 90))})
+    msgs.append({"role": "assistant", "content": text(rng, 40, 200)})
+    return {"id": "agent-%d" % i, "created": 1700000000 + i, "model": "gpt-5", "messages": msgs}
+
+
 SHAPES = [(chat, 60), (batch, 15), (evals, 10), (legacy, 10), (turns, 5)]
+KINDS = {"mixed": SHAPES, "agent": [(agent, 1)]}
 
 
 def main():
@@ -89,9 +112,11 @@ def main():
     ap.add_argument("--records", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--kind", choices=sorted(KINDS), default="mixed",
+                    help="mixed: small records of every shape, 1-10 KB (default); agent: agent trajectories of about 80 KB")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    shapes = [s for s, w in SHAPES for _ in range(w)]
+    shapes = [s for s, w in KINDS[args.kind] for _ in range(w)]
     plain = args.out
     if args.out.endswith(".zst"):
         if not shutil.which("zstd"):

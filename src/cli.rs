@@ -148,6 +148,11 @@ pub struct ConvertArgs {
     /// before the rule files' paths. Repeatable.
     #[arg(long = "messages-at", value_name = "PATH")]
     pub messages_at: Vec<String>,
+    /// Read every input as this source format instead of detecting each file's format from
+    /// its first record: chat, claude-code, chatgpt, anthropic, responses, chat-stream,
+    /// sharegpt (README "Source formats").
+    #[arg(long, value_name = "FORMAT")]
+    pub from: Option<String>,
     /// Do not look for the messages by shape when no `messages_at` path holds them (quarantine
     /// the record instead).
     #[arg(long)]

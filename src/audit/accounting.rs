@@ -113,7 +113,17 @@ pub fn account(
 
 /// Text bytes of a whole transcript.
 pub fn transcript_bytes(transcript: &Transcript) -> usize {
-    transcript.messages.iter().map(input_message_bytes).sum()
+    let notes: usize = transcript
+        .source_notes
+        .iter()
+        .map(|n| n.bytes_dropped)
+        .sum();
+    transcript
+        .messages
+        .iter()
+        .map(input_message_bytes)
+        .sum::<usize>()
+        + notes
 }
 
 #[cfg(test)]

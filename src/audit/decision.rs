@@ -126,6 +126,12 @@ pub enum Action {
     MessagesFoundByShape {
         path: String,
     },
+    /// The source format's reader dropped or transformed something by rule before the
+    /// messages existed (`count` Claude Code progress lines, a thinking block's signature).
+    SourceNote {
+        what: String,
+        count: u64,
+    },
     /// Message dropped by a classification rule.
     Dropped,
     /// Reasoning with provenance written as a reasoning item (`origin`: openai, anthropic,
@@ -191,6 +197,7 @@ impl Action {
             Action::BaseInstructionsAlreadySet => "base_instructions_already_set",
             Action::UnicodeRepaired { .. } => "unicode_repaired",
             Action::MessagesFoundByShape { .. } => "messages_found_by_shape",
+            Action::SourceNote { .. } => "source_note",
             Action::Dropped => "dropped",
             Action::ThinkingItem { .. } => "thinking_item",
             Action::EncryptedReasoningDropped { .. } => "encrypted_reasoning_dropped",

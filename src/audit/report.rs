@@ -230,6 +230,15 @@ fn charts(summary: &Summary, files: &[FileStats]) -> Result<Vec<Chart>, ReportEr
         ("converted".to_string(), summary.converted),
         ("joined (batch results)".to_string(), summary.joined),
     ];
+    if summary.records_merged > 0 {
+        outcome.push((
+            "merged into a conversation".to_string(),
+            summary.records_merged,
+        ));
+    }
+    for (rule, n) in &summary.records_dropped {
+        outcome.push((format!("dropped: {rule}"), *n));
+    }
     for (class, n) in &summary.quarantine_reasons {
         outcome.push((format!("quarantined: {class}"), *n));
     }

@@ -121,6 +121,21 @@ pub struct Summary {
     pub same_content: Vec<SameContent>,
     /// Records whose messages were found by shape (no `messages_at` path held them), by path.
     pub messages_by_shape: BTreeMap<String, u64>,
+    /// Input files by source format (`chat`, `claude-code`, ...), when any is not `chat`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub formats: BTreeMap<String, u64>,
+    /// Records read into a conversation after its first record (the other lines of a Claude
+    /// Code session, the earlier requests of a logged chain): converted as part of it.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub records_merged: u64,
+    /// Records that hold no conversation, dropped by a rule (Claude Code `progress` lines),
+    /// by the rule's id.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub records_dropped: BTreeMap<String, u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The schema version of `summary.json` and of each `conversations.jsonl` line.
@@ -135,9 +150,12 @@ impl Summary {
             || !self.symlink_loops.is_empty()
     }
 
-    /// Records read = converted + quarantined + joined: nothing is lost without a trace.
+    /// Records read = converted + merged into a conversation + quarantined + joined +
+    /// dropped by a rule: nothing is lost without a trace.
     pub fn adds_up(&self) -> bool {
-        self.records == self.converted + self.quarantined + self.joined
+        let dropped: u64 = self.records_dropped.values().sum();
+        self.records
+            == self.converted + self.records_merged + self.quarantined + self.joined + dropped
     }
 }
 

@@ -13,6 +13,7 @@ use crate::audit::Summary;
 use crate::cli::{ConvertArgs, OutputFormat, WireArg};
 use crate::commands::ui::{bytes, bytes_per_second, group, plural, wrap_list, wrap_text, Ui};
 use crate::commands::Exit;
+use crate::input::SourceFormat;
 use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, FileCounts, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
@@ -55,6 +56,13 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         anyhow::bail!("--out must be a folder: {} is a file", args.out.display());
     }
     let format = output_format(args)?;
+    let from = match &args.from {
+        Some(name) => Some(
+            name.parse::<SourceFormat>()
+                .map_err(|e| anyhow::anyhow!("--from: {e}"))?,
+        ),
+        None => None,
+    };
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
     let options = Options {
@@ -70,6 +78,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         sample: args.sample,
         max_quarantine_rate: args.max_quarantine_rate.unwrap_or(0.0),
         report_text: args.report_text,
+        from,
         walk: WalkOptions {
             hidden: args.hidden,
             follow: args.follow,
@@ -376,11 +385,25 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
         files.push(plural(s.blank_lines, "blank line", "blank lines"));
     }
     out.list("files", files);
-    let joined = if s.joined > 0 {
+    if !s.formats.is_empty() {
+        let formats = s.formats.iter().map(|(f, n)| format!("{f} {}", group(*n)));
+        out.list("formats", formats.collect());
+    }
+    let mut joined = if s.joined > 0 {
         format!(" + batch results joined {}", group(s.joined))
     } else {
         String::new()
     };
+    if s.records_merged > 0 {
+        joined.push_str(&format!(
+            " + merged into a conversation {}",
+            group(s.records_merged)
+        ));
+    }
+    let dropped: u64 = s.records_dropped.values().sum();
+    if dropped > 0 {
+        joined.push_str(&format!(" + dropped by rule {}", group(dropped)));
+    }
     let quarantined = format!("quarantined {}", group(s.quarantined));
     out.text(
         "records",
@@ -397,6 +420,9 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
     );
     for (class, n) in &s.quarantine_reasons {
         out.text("", format!("quarantined {class}: {}", group(*n)));
+    }
+    for (rule, n) in &s.records_dropped {
+        out.text("", format!("dropped by {rule}: {}", group(*n)));
     }
     for (path, n) in &s.messages_by_shape {
         out.text("guessed",

@@ -139,6 +139,18 @@ pub fn convert(
             bytes_added: 0,
         });
     }
+    for note in std::mem::take(&mut transcript.source_notes) {
+        decisions.push(Decision {
+            message: None,
+            rule: RuleRef::parse(&note.rule),
+            action: crate::audit::Action::SourceNote {
+                what: note.what,
+                count: note.count,
+            },
+            bytes_dropped: note.bytes_dropped,
+            bytes_added: 0,
+        });
+    }
     if transcript.meta.messages_by_shape {
         decisions.push(Decision {
             message: None,

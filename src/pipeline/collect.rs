@@ -12,7 +12,7 @@ use std::io::{BufWriter, Write};
 use serde::Serialize;
 
 use super::reader::Work;
-use super::record::{Converted, Outcome};
+use super::record::{Converted, Outcome, SourceResult};
 use super::{format_name, FileCounts, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport};
@@ -46,6 +46,8 @@ pub struct Collector<'h> {
     bodies: HashMap<usize, BodyFile>,
     /// Files being read: their records converted and quarantined so far (`--verbose`).
     counts: HashMap<usize, FileCounts>,
+    /// Files read by a format other than chat, with it.
+    formats: HashMap<usize, &'static str>,
 }
 
 /// How long a run took, and how fast it went: `runs/NNNN/timing.json`, apart from
@@ -110,6 +112,7 @@ impl<'h> Collector<'h> {
             format,
             bodies: HashMap::new(),
             counts: HashMap::new(),
+            formats: HashMap::new(),
         })
     }
 
@@ -150,7 +153,7 @@ impl<'h> Collector<'h> {
                     let counts = self.counts.entry(*file).or_default();
                     counts.records += 1;
                     match outcome {
-                        None | Some(Outcome::NotSampled) => {}
+                        None | Some(Outcome::NotSampled) | Some(Outcome::Source(_)) => {}
                         Some(Outcome::Quarantined(entry)) => {
                             counts.quarantined += 1;
                             self.stats[*file].quarantined += 1;
@@ -170,7 +173,21 @@ impl<'h> Collector<'h> {
                         }
                     }
                 }
+                Work::Source(work) => {
+                    for (record, _) in &work.records {
+                        records += 1;
+                        bytes += record.bytes.len() as u64;
+                    }
+                    self.file_entry(work.file).records += work.records.len() as u64;
+                    self.formats.insert(work.file, work.format.name());
+                    let Some(Outcome::Source(results)) = outcome else {
+                        continue;
+                    };
+                    self.source(work.file, results)?;
+                }
                 Work::FileEnd(file) => {
+                    let format = self.formats.remove(file).unwrap_or("chat");
+                    bump(&mut self.summary.formats, format, 1);
                     let mut counts = self.counts.remove(file).unwrap_or_default();
                     counts.file = self.files[*file].display.to_string();
                     progress.file_done(&counts);
@@ -180,6 +197,61 @@ impl<'h> Collector<'h> {
         }
         self.summary.bytes_read += bytes;
         progress.advance(records, bytes, disk_read);
+        Ok(())
+    }
+
+    /// What one [`SourceWork`](super::reader::SourceWork)'s records became: every record
+    /// counted once, as part of a conversation, quarantined, or dropped by a rule.
+    fn source(&mut self, file: usize, results: Vec<SourceResult>) -> Result<(), OutputError> {
+        for result in results {
+            let counts = self.counts.entry(file).or_default();
+            match result {
+                SourceResult::Conversation {
+                    outcome: Outcome::NotSampled,
+                    records,
+                } => self.summary.records_not_sampled += records,
+                SourceResult::Conversation { outcome, records } => {
+                    self.summary.records += records;
+                    self.stats[file].records += records;
+                    counts.records += records;
+                    match outcome {
+                        Outcome::Converted(done) => {
+                            counts.converted += records;
+                            let stats = &mut self.stats[file];
+                            stats.converted += records;
+                            stats.output_bytes += done.bytes.len() as u64;
+                            stats.repairs += done
+                                .decisions
+                                .iter()
+                                .filter(|d| d.action.name() != "classified")
+                                .count() as u64;
+                            self.summary.records_merged += records.saturating_sub(1);
+                            self.converted(file, &done)?
+                        }
+                        Outcome::Quarantined(entry) => {
+                            counts.quarantined += records;
+                            self.stats[file].quarantined += records;
+                            self.quarantined(&entry)?
+                        }
+                        Outcome::NotSampled | Outcome::Source(_) => {}
+                    }
+                }
+                SourceResult::Refused(entry) => {
+                    self.summary.records += 1;
+                    self.stats[file].records += 1;
+                    counts.records += 1;
+                    counts.quarantined += 1;
+                    self.stats[file].quarantined += 1;
+                    self.quarantined(&entry)?
+                }
+                SourceResult::Dropped { rule, .. } => {
+                    self.summary.records += 1;
+                    self.stats[file].records += 1;
+                    counts.records += 1;
+                    bump(&mut self.summary.records_dropped, &rule, 1);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -354,6 +426,10 @@ impl<'h> Collector<'h> {
     /// its presence marks the run folder as finished); returns the summary.
     pub fn finish(mut self, seconds: f64) -> Result<Summary, OutputError> {
         let home = self.home;
+        // Formats are worth a line only when a file was not Chat Completions.
+        if self.summary.formats.keys().all(|f| f == "chat") {
+            self.summary.formats.clear();
+        }
         self.quarantine
             .flush()
             .map_err(|e| write_error(home, "quarantine.jsonl", e))?;

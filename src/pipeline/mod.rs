@@ -1,5 +1,6 @@
 //! The convert pipeline, in three parts: the [`reader`] (one thread: discover order, decompress,
-//! split into bounded batches) → [`record`] (the workers, in parallel: parse, convert,
+//! split into bounded batches; each file's source format detected at its first record, and a
+//! format whose conversations span records handed its whole file as one piece of work) → [`record`] (the workers, in parallel: parse, convert,
 //! validate, then write each rollout) → the [`collect`]or (in input order: quarantine lines,
 //! conversation lines, counters, `summary.json`).
 //!
@@ -25,6 +26,7 @@ use thiserror::Error;
 use crate::audit::summary::{SameContent, UnreadableReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
+use crate::input::SourceFormat;
 use crate::model::responses::Format;
 use crate::output::manifest::file_digest;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
@@ -87,6 +89,8 @@ pub struct Options {
     pub walk: WalkOptions,
     /// What the last stage writes (`--format`).
     pub format: Format,
+    /// The source format of every input (`--from`); detected per file when `None`.
+    pub from: Option<SourceFormat>,
 }
 
 /// Progress callbacks; the command decides how to show them.
@@ -239,6 +243,7 @@ pub fn run(
         skip: skip.clone(),
         index: Arc::clone(&batch_index),
         stop: Arc::clone(&stop),
+        from: options.from,
     });
     let mut failure: Option<PipelineError> = None;
     for batch in reader.batches.iter() {
@@ -451,6 +456,9 @@ fn convert_batch(
     batch
         .par_iter()
         .map(|work| {
+            if let Work::Source(source) = work {
+                return convert_source(source, context).map(Some);
+            }
             let Work::Record(record, file, ordinal) = work else {
                 return Ok(None);
             };
@@ -477,6 +485,55 @@ fn convert_batch(
             Ok(Some(outcome))
         })
         .collect()
+}
+
+/// Reads and converts a [`reader::SourceWork`] and places its rollouts.
+fn convert_source(
+    work: &reader::SourceWork,
+    context: &BatchContext<'_>,
+) -> Result<Outcome, OutputError> {
+    failpoint("convert");
+    let file = &context.files[work.file];
+    let options = context.options;
+    // The reader thread sends a SourceWork only for a format that has a reader.
+    let Some(reader) = crate::input::format::reader(work.format) else {
+        let refused = work.records.iter().map(|(record, _)| {
+            let reason = format!("{}: no reader for format {}", record.location, work.format);
+            let class = crate::output::quarantine::QuarantineClass::NotARecord;
+            record::SourceResult::Refused(crate::output::QuarantineEntry::new(
+                &record.location,
+                class,
+                reason,
+                &record.bytes,
+            ))
+        });
+        return Ok(Outcome::Source(refused.collect()));
+    };
+    let mut results = record::process_source(
+        reader,
+        work,
+        &file.key,
+        &file.path,
+        context.rules,
+        options.format,
+        options.sample,
+    );
+    if !options.dry_run && options.format == Format::Codex {
+        for result in &mut results {
+            if let record::SourceResult::Conversation {
+                outcome: Outcome::Converted(done),
+                ..
+            } = result
+            {
+                let placed =
+                    context
+                        .guard
+                        .place(context.home, &done.relative, &done.bytes, &done.digest)?;
+                done.placed = Some(placed);
+            }
+        }
+    }
+    Ok(Outcome::Source(results))
 }
 
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::input::batch::BatchIndex;
+use crate::input::format::{self, Granularity, SourceFormat};
 use crate::source::{records, Damage, RawRecord, RecordEvent, SourceFile};
 
 const BATCH_RECORDS: usize = 512;
@@ -16,13 +17,24 @@ const BATCHES_AHEAD: usize = 2;
 
 /// One event of the input, in order.
 pub enum Work {
-    /// A record, the index of its file and its ordinal in that file.
+    /// A Chat Completions record, the index of its file and its ordinal in that file.
     Record(RawRecord, usize, u64),
+    /// Records of another source format: one record, or a whole file when the format's
+    /// conversations span records.
+    Source(SourceWork),
     Blank,
     Damage(Damage),
     /// Every event of this file was read: once the batch holding it is written, the file is
     /// completely on disk and can be recorded as done.
     FileEnd(usize),
+}
+
+/// Records a format's reader reads together.
+pub struct SourceWork {
+    /// Each record with its ordinal in its file.
+    pub records: Vec<(RawRecord, u64)>,
+    pub file: usize,
+    pub format: SourceFormat,
 }
 
 /// The running reader.
@@ -41,6 +53,8 @@ pub struct Plan {
     pub index: Arc<BatchIndex>,
     /// Set by a signal: stop reading; the file being read is not finished.
     pub stop: Arc<AtomicBool>,
+    /// The format every file is in (`--from`); detected per file when `None`.
+    pub from: Option<SourceFormat>,
 }
 
 /// Starts the reader thread over the plan's files. Files whose batch results were read ahead
@@ -51,6 +65,7 @@ pub fn spawn(plan: Plan) -> Reader {
         skip,
         index,
         stop,
+        from,
     } = plan;
     let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
     let disk_read = Arc::new(AtomicU64::new(0));
@@ -67,6 +82,9 @@ pub fn spawn(plan: Plan) -> Reader {
             let mut ordinal = 0u64;
             let in_file = Arc::new(AtomicU64::new(0));
             let mut stopped = false;
+            // Decided at the file's first record; a whole-file format collects it here.
+            let mut format = from;
+            let mut whole: Vec<(RawRecord, u64)> = Vec::new();
             for (event, given) in events(&index, file_index, file, &in_file) {
                 super::failpoint("reader");
                 if stop.load(Ordering::Relaxed) {
@@ -77,7 +95,16 @@ pub fn spawn(plan: Plan) -> Reader {
                     RecordEvent::Record(record) => {
                         batch_bytes += record.bytes.len();
                         let ordinal_here = given.unwrap_or(ordinal);
-                        batch.push(Work::Record(record, file_index, ordinal_here));
+                        let format = *format.get_or_insert_with(|| detect(&record));
+                        match format::reader(format).map(|r| r.granularity()) {
+                            None => batch.push(Work::Record(record, file_index, ordinal_here)),
+                            Some(Granularity::Record) => batch.push(Work::Source(SourceWork {
+                                records: vec![(record, ordinal_here)],
+                                file: file_index,
+                                format,
+                            })),
+                            Some(Granularity::File) => whole.push((record, ordinal_here)),
+                        }
                         ordinal += 1;
                     }
                     RecordEvent::Blank => batch.push(Work::Blank),
@@ -94,6 +121,13 @@ pub fn spawn(plan: Plan) -> Reader {
             }
             if stopped {
                 break;
+            }
+            if let (Some(format), false) = (format, whole.is_empty()) {
+                batch.push(Work::Source(SourceWork {
+                    records: whole,
+                    file: file_index,
+                    format,
+                }));
             }
             batch.push(Work::FileEnd(file_index));
             disk_before += file.size;
@@ -131,6 +165,15 @@ fn events<'a>(
             }))
         }
     }
+}
+
+/// The format of the file whose first record this is.
+fn detect(record: &RawRecord) -> SourceFormat {
+    if format::readers().is_empty() {
+        return SourceFormat::Chat;
+    }
+    let value = serde_json::from_slice::<serde_json::Value>(&record.bytes).ok();
+    format::detect(value.as_ref(), &record.bytes)
 }
 
 fn clone_event(event: &RecordEvent) -> RecordEvent {

@@ -6,12 +6,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::reader::SourceWork;
 use crate::audit::accounting::{account, transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
 use crate::convert::render::renderer;
 use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
+use crate::input::format::{FormatReader, InputRecord, ReadContext};
 use crate::input::{extract, parse_record, InputError};
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
@@ -30,6 +32,8 @@ pub enum Outcome {
     Quarantined(QuarantineEntry),
     /// Left out by `--sample`.
     NotSampled,
+    /// What a [`SourceWork`]'s records became, in order.
+    Source(Vec<SourceResult>),
 }
 
 /// Whether the record `ordinal` of the file keyed `source_key` is in a sample of `rate`:
@@ -72,6 +76,46 @@ pub struct Converted {
     /// What writing it did (`None` in a dry run).
     #[serde(skip)]
     pub placed: Option<Placed>,
+    /// Input records it was read from (more than one for formats whose conversations span
+    /// records, like a Claude Code session's lines).
+    #[serde(skip_serializing_if = "is_one")]
+    pub records: u64,
+    #[serde(flatten)]
+    pub links: Links,
+}
+
+/// What the audit line says of the conversation's source, beyond its place: its format
+/// (when not Chat Completions), title, and the source's ids.
+#[derive(Debug, Default, Serialize)]
+pub struct Links {
+    #[serde(skip_serializing_if = "is_chat")]
+    pub format: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    /// The conversation that spawned this one (a subagent's parent session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_source_id: Option<String>,
+}
+
+impl Links {
+    fn of(meta: &crate::model::transcript::RecordMeta) -> Links {
+        Links {
+            format: meta.format,
+            title: meta.title.clone(),
+            source_id: meta.source_id.clone(),
+            parent_source_id: meta.parent_source_id.clone(),
+        }
+    }
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
+fn is_chat(format: &&'static str) -> bool {
+    format.is_empty() || *format == "chat"
 }
 
 /// Converts one record of the file keyed `source_key` (its `ordinal`-th record) into a Codex
@@ -105,12 +149,29 @@ pub fn process_record_as(
         Ok(transcript) => transcript,
         Err((class, reason)) => return quarantine(class, reason),
     };
+    match finish(transcript, location, source_key, ordinal, rules, format) {
+        Ok(done) => Outcome::Converted(done),
+        Err((class, reason)) => quarantine(class, reason),
+    }
+}
+
+/// A transcript, from any source format, through convert → render → validate → account:
+/// the converted conversation, or why it is refused. `location` is where its (first) record is.
+pub fn finish(
+    transcript: Transcript,
+    location: &crate::model::Location,
+    source_key: &str,
+    ordinal: u64,
+    rules: &RuleSet,
+    format: Format,
+) -> Result<Box<Converted>, Refusal> {
     let mut ignored = ignored_fields(&transcript);
     if let Format::Responses(_) = format {
         // The Responses output writes the record's tools.
         ignored.retain(|f| f != "record.tools" && f != "record.functions");
     }
     let bytes_in = transcript_bytes(&transcript);
+    let links = Links::of(&transcript.meta);
     let key = RecordKey {
         source: source_key,
         ordinal,
@@ -126,21 +187,21 @@ pub fn process_record_as(
             let at = message
                 .map(|m| format!(" at message {m}"))
                 .unwrap_or_default();
-            return quarantine(
+            return Err((
                 QuarantineClass::Rule,
                 format!("{reason}{at} (rule `{rule}`)"),
-            );
+            ));
         }
     };
     let bytes = match renderer(format).render(&mut conversation, rules) {
         Ok(bytes) => bytes,
         Err(ConvertError { rule, reason, .. }) => {
-            return quarantine(QuarantineClass::Rule, format!("{reason} (rule `{rule}`)"))
+            return Err((QuarantineClass::Rule, format!("{reason} (rule `{rule}`)")))
         }
     };
     let account = match check(&bytes, &conversation, bytes_in, rules, format) {
         Ok(account) => account,
-        Err((class, reason)) => return quarantine(class, reason),
+        Err((class, reason)) => return Err((class, reason)),
     };
     let items = conversation.items.iter().map(item_kind).collect();
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();
@@ -155,7 +216,7 @@ pub fn process_record_as(
         // One file per input file, written by the collector; no UI events in a body.
         Format::Responses(options) => (output_path(source_key, options.compress), (0, 0)),
     };
-    Outcome::Converted(Box::new(Converted {
+    Ok(Box::new(Converted {
         schema_version: SCHEMA_VERSION,
         source: location.path.to_string(),
         line: location.line,
@@ -170,11 +231,200 @@ pub fn process_record_as(
         bytes,
         relative,
         placed: None,
+        records: 1,
+        links,
     }))
 }
 
+/// What became of one record (or conversation) of a [`SourceWork`].
+#[derive(Debug)]
+pub enum SourceResult {
+    /// A conversation (converted, quarantined as a whole or left out by `--sample`) and the
+    /// number of records it was read from. A quarantined conversation has one entry per
+    /// record, each holding that record unchanged.
+    Conversation { outcome: Outcome, records: u64 },
+    /// A record quarantined on its own.
+    Refused(QuarantineEntry),
+    /// A record that holds no conversation, dropped by a rule.
+    Dropped { rule: String, what: String },
+}
+
+/// Reads a [`SourceWork`]'s records with their format's reader, then each conversation
+/// through [`finish`]. Every record ends in exactly one result: a conversation, a refusal or
+/// a drop (a record the reader gave no account of is quarantined, never lost).
+pub fn process_source(
+    reader: &dyn FormatReader,
+    work: &SourceWork,
+    source_key: &str,
+    path: &std::path::Path,
+    rules: &RuleSet,
+    format: Format,
+    sample: Option<f64>,
+) -> Vec<SourceResult> {
+    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
+    let mut results = Vec::new();
+    let mut inputs = Vec::with_capacity(work.records.len());
+    let mut repairs = vec![0usize; work.records.len()];
+    let mut accounted = vec![false; work.records.len()];
+    for (index, (record, _)) in work.records.iter().enumerate() {
+        if record.truncated {
+            accounted[index] = true;
+            let reason = format!("{}: {}", record.location, InputError::Truncated);
+            let class = QuarantineClass::Truncated;
+            results.push(SourceResult::Refused(QuarantineEntry::new(
+                &record.location,
+                class,
+                reason,
+                &record.bytes,
+            )));
+            continue;
+        }
+        match parse_record(&record.bytes, repair) {
+            Ok((value, repaired)) => {
+                repairs[index] = repaired;
+                inputs.push(InputRecord {
+                    value,
+                    index,
+                    repairs: repaired,
+                });
+            }
+            // A format whose records are not JSON (SSE `data:` lines) reads the raw bytes.
+            Err(_) if reader.detect(None, &record.bytes) => inputs.push(InputRecord {
+                value: serde_json::Value::String(String::from_utf8_lossy(&record.bytes).into()),
+                index,
+                repairs: 0,
+            }),
+            Err(err) => {
+                accounted[index] = true;
+                let reason = format!("{}: {err}", record.location);
+                results.push(SourceResult::Refused(QuarantineEntry::new(
+                    &record.location,
+                    input_class(&err),
+                    reason,
+                    &record.bytes,
+                )));
+            }
+        }
+    }
+    let context = ReadContext {
+        rules,
+        path,
+        key: source_key,
+    };
+    let read = reader.read(inputs, &context);
+    let mut claim = |index: usize| -> bool {
+        match accounted.get_mut(index) {
+            Some(seen) if !*seen => {
+                *seen = true;
+                true
+            }
+            _ => false,
+        }
+    };
+    for (index, err) in read.refused {
+        if !claim(index) {
+            continue;
+        }
+        let (record, _) = &work.records[index];
+        let reason = format!("{}: {err}", record.location);
+        results.push(SourceResult::Refused(QuarantineEntry::new(
+            &record.location,
+            input_class(&err),
+            reason,
+            &record.bytes,
+        )));
+    }
+    for dropped in read.dropped {
+        if claim(dropped.index) {
+            results.push(SourceResult::Dropped {
+                rule: dropped.rule,
+                what: dropped.what,
+            });
+        }
+    }
+    for conversation in read.conversations {
+        let indexes: Vec<usize> = conversation
+            .records
+            .iter()
+            .copied()
+            .filter(|&i| claim(i))
+            .collect();
+        let Some(&first) = indexes.first() else {
+            continue;
+        };
+        let (record, ordinal) = &work.records[first];
+        let records = indexes.len() as u64;
+        if !sampled(source_key, *ordinal, sample.unwrap_or(1.0)) {
+            results.push(SourceResult::Conversation {
+                outcome: Outcome::NotSampled,
+                records,
+            });
+            continue;
+        }
+        let mut transcript = conversation.transcript;
+        transcript.meta.unicode_repairs = indexes.iter().map(|&i| repairs[i]).sum();
+        let outcome = match finish(
+            transcript,
+            &record.location,
+            source_key,
+            *ordinal,
+            rules,
+            format,
+        ) {
+            Ok(mut done) => {
+                done.records = records;
+                Outcome::Converted(done)
+            }
+            Err((class, reason)) => {
+                // One quarantine line per record, each unchanged; the first carries the count.
+                for &i in &indexes[1..] {
+                    let (other, _) = &work.records[i];
+                    let reason = format!(
+                        "{}: part of the conversation at {}: {reason}",
+                        other.location, record.location
+                    );
+                    results.push(SourceResult::Refused(QuarantineEntry::new(
+                        &other.location,
+                        class,
+                        reason,
+                        &other.bytes,
+                    )));
+                }
+                let reason = format!("{}: {reason}", record.location);
+                Outcome::Quarantined(QuarantineEntry::new(
+                    &record.location,
+                    class,
+                    reason,
+                    &record.bytes,
+                ))
+            }
+        };
+        let records = match outcome {
+            Outcome::Quarantined(_) => 1,
+            _ => records,
+        };
+        results.push(SourceResult::Conversation { outcome, records });
+    }
+    for (index, seen) in accounted.iter().enumerate() {
+        if !seen {
+            let (record, _) = &work.records[index];
+            let reason = format!(
+                "{}: the {} reader gave no account of this record (a bug: please report it with the file)",
+                record.location, work.format
+            );
+            results.push(SourceResult::Refused(QuarantineEntry::new(
+                &record.location,
+                QuarantineClass::NotARecord,
+                reason,
+                &record.bytes,
+            )));
+        }
+    }
+    results
+}
+
 /// A refusal: the class and the reason of a quarantine.
-type Refusal = (QuarantineClass, String);
+pub type Refusal = (QuarantineClass, String);
 
 /// Parse, join a batch result, read the messages.
 fn read(record: &RawRecord, rules: &RuleSet, batch: &BatchIndex) -> Result<Transcript, Refusal> {
@@ -259,6 +509,8 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         bytes,
         relative,
         placed: None,
+        records: 1,
+        links: Links::default(),
     }))
 }
 
@@ -371,6 +623,139 @@ mod tests {
         );
         assert!(done.relative.starts_with("sessions"));
         assert!(done.bytes.ends_with(b"\n"));
+    }
+
+    /// A format whose conversations are runs of lines sharing a `"c"` value; `{"drop":1}`
+    /// lines are dropped by a rule, `{"bad":1}` refused, `{"lost":1}` forgotten (a reader bug).
+    struct Runs;
+
+    impl FormatReader for Runs {
+        fn format(&self) -> crate::input::SourceFormat {
+            crate::input::SourceFormat::ClaudeCode
+        }
+        fn granularity(&self) -> crate::input::format::Granularity {
+            crate::input::format::Granularity::File
+        }
+        fn detect(&self, _: Option<&serde_json::Value>, _: &[u8]) -> bool {
+            false
+        }
+        fn read(
+            &self,
+            records: Vec<InputRecord>,
+            _: &ReadContext<'_>,
+        ) -> crate::input::format::FileRead {
+            use crate::input::format::{DroppedRecord, FileRead, SourceConversation};
+            use crate::model::transcript::{Content, Message, SourceNote};
+            let mut read = FileRead::default();
+            for record in records {
+                let v = &record.value;
+                if v.get("drop").is_some() {
+                    read.dropped.push(DroppedRecord {
+                        index: record.index,
+                        rule: "policy.claude_progress".into(),
+                        what: "progress line".into(),
+                    });
+                } else if v.get("bad").is_some() {
+                    read.refused
+                        .push((record.index, InputError::NotARecord("bad line")));
+                } else if let Some(text) = v.get("c").and_then(|c| c.as_str()) {
+                    let role = v["role"].as_str().unwrap_or("user").to_string();
+                    let message = Message {
+                        role,
+                        content: Content::Text(text.to_string()),
+                        ..Message::default()
+                    };
+                    match read.conversations.last_mut() {
+                        Some(last) if v.get("next").is_none() => {
+                            last.transcript.messages.push(message);
+                            last.records.push(record.index);
+                        }
+                        _ => {
+                            let mut transcript = Transcript::default();
+                            transcript.messages.push(message);
+                            transcript.source_notes.push(SourceNote {
+                                rule: "policy.claude_progress".into(),
+                                what: "thinking signature".into(),
+                                count: 1,
+                                bytes_dropped: 4,
+                            });
+                            read.conversations.push(SourceConversation {
+                                transcript,
+                                records: vec![record.index],
+                            });
+                        }
+                    }
+                }
+            }
+            read
+        }
+    }
+
+    #[test]
+    fn every_record_of_a_source_work_ends_in_exactly_one_result() {
+        let rules = RuleSet::builtin().expect("built-in rules");
+        let lines: [&[u8]; 7] = [
+            br#"{"c":"hi","role":"user"}"#,
+            br#"{"drop":1}"#,
+            br#"{"c":"hello","role":"assistant"}"#,
+            br#"{"bad":1}"#,
+            br#"not json"#,
+            br#"{"lost":1}"#,
+            br#"{"c":"again","role":"user","next":1}"#,
+        ];
+        let work = SourceWork {
+            records: lines
+                .iter()
+                .enumerate()
+                .map(|(i, bytes)| {
+                    let mut r = record(bytes);
+                    r.location.line = i as u64 + 1;
+                    (r, i as u64)
+                })
+                .collect(),
+            file: 0,
+            format: crate::input::SourceFormat::ClaudeCode,
+        };
+        let results = process_source(
+            &Runs,
+            &work,
+            "t.jsonl",
+            std::path::Path::new("t.jsonl"),
+            &rules,
+            Format::Codex,
+            None,
+        );
+        let mut converted = Vec::new();
+        let mut refused = Vec::new();
+        let mut dropped = 0;
+        for result in &results {
+            match result {
+                SourceResult::Conversation {
+                    outcome: Outcome::Converted(done),
+                    records,
+                } => converted.push((done.line, *records, done.decisions.clone())),
+                SourceResult::Refused(entry) => refused.push(entry.line),
+                SourceResult::Dropped { rule, .. } => {
+                    assert_eq!(rule, "policy.claude_progress");
+                    dropped += 1;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(dropped, 1);
+        refused.sort();
+        // Line 4 refused by the reader, 5 not JSON, 6 forgotten by the reader.
+        assert_eq!(refused, vec![4, 5, 6]);
+        assert_eq!(converted.len(), 2);
+        assert_eq!((converted[0].0, converted[0].1), (1, 2));
+        assert_eq!((converted[1].0, converted[1].1), (7, 1));
+        let note = converted[0]
+            .2
+            .iter()
+            .find(|d| d.action.name() == "source_note")
+            .expect("the source note is a decision");
+        assert_eq!(note.rule.as_str(), "policy.claude_progress");
+        assert_eq!(note.bytes_dropped, 4);
     }
 
     #[test]

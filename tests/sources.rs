@@ -413,3 +413,450 @@ fn dump_one() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Claude Code
+
+const SESSION: &str = "11111111-2222-4333-8444-555555555555";
+
+/// A Claude Code line: `type`, `uuid`, `parentUuid` and the envelope, plus `extra`.
+fn cc(kind: &str, uuid: &str, parent: Option<&str>, extra: Value) -> Value {
+    let mut line = json!({
+        "type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": SESSION,
+        "cwd": "/home/me/proj", "gitBranch": "main", "version": "2.1.38",
+        "isSidechain": false, "userType": "external",
+        "timestamp": format!("2026-02-10T10:00:{:02}.000Z", uuid.len() % 60),
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        line[k] = v.clone();
+    }
+    line
+}
+
+fn user_text(uuid: &str, parent: Option<&str>, text: &str) -> Value {
+    cc(
+        "user",
+        uuid,
+        parent,
+        json!({"message": {"role": "user", "content": text}}),
+    )
+}
+
+fn assistant_block(uuid: &str, parent: &str, msg: &str, block: Value) -> Value {
+    cc(
+        "assistant",
+        uuid,
+        Some(parent),
+        json!({"requestId": "req_1", "message": {"id": msg, "type": "message", "role": "assistant",
+            "model": "claude-opus-4-6", "content": [block], "stop_reason": null,
+            "usage": {"input_tokens": 3, "output_tokens": 9}}}),
+    )
+}
+
+fn tool_result(uuid: &str, parent: &str, id: &str, content: Value, error: Option<bool>) -> Value {
+    let mut block = json!({"type": "tool_result", "tool_use_id": id, "content": content});
+    if let Some(e) = error {
+        block["is_error"] = json!(e);
+    }
+    cc(
+        "user",
+        uuid,
+        Some(parent),
+        json!({"message": {"role": "user", "content": [block]}, "toolUseResult": "x"}),
+    )
+}
+
+fn claude_with(lines: Vec<Value>, rules: &RuleSet) -> FileRead {
+    let context = ReadContext {
+        rules,
+        path: Path::new("session.jsonl"),
+        key: "session.jsonl",
+    };
+    let records = lines
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| InputRecord {
+            value,
+            index,
+            repairs: 0,
+        })
+        .collect();
+    rollover::input::claude_code::ClaudeCodeReader.read(records, &context)
+}
+
+/// The payloads of each conversation a session converts to.
+fn claude_items(read: FileRead, rules: &RuleSet) -> Vec<Vec<Value>> {
+    read.conversations
+        .into_iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let key = RecordKey {
+                source: "session.jsonl",
+                ordinal: k as u64,
+                salt: 0,
+            };
+            let conversation = convert(c.transcript, rules, &key).expect("converts");
+            let bytes = conversation.to_bytes();
+            let violations =
+                rollover::validate::check(&bytes, Some(&conversation.meta.id), &rules.markers);
+            assert!(violations.is_empty(), "{violations:?}");
+            payloads(&conversation)
+        })
+        .collect()
+}
+
+fn user_json(text: &str) -> Value {
+    json!({"type":"message","role":"user","content":[{"type":"input_text","text":text}]})
+}
+
+/// An assistant message; `phase` "" for none (the last message of a session that does not
+/// say it finished).
+fn assistant_json(text: &str, phase: &str) -> Value {
+    let mut m =
+        json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":text}]});
+    if !phase.is_empty() {
+        m["phase"] = json!(phase);
+    }
+    m
+}
+
+fn call_json(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"type":"function_call","name":name,"arguments":arguments,"call_id":id})
+}
+
+fn output_json(id: &str, output: Value) -> Value {
+    json!({"type":"function_call_output","call_id":id,"output":output})
+}
+
+#[test]
+fn claude_code_a_response_split_over_lines_is_one_response_with_parallel_calls_then_results() {
+    let rules = rules();
+    let lines = vec![
+        user_text("u1", None, "look around"),
+        assistant_block(
+            "a1",
+            "u1",
+            "msg_1",
+            json!({"type": "text", "text": "Checking."}),
+        ),
+        assistant_block(
+            "a2",
+            "a1",
+            "msg_1",
+            json!({"type": "thinking", "thinking": "ls and pwd", "signature": "EqX"}),
+        ),
+        assistant_block(
+            "a3",
+            "a2",
+            "msg_1",
+            json!({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}),
+        ),
+        // The first result arrives before the second call's line.
+        tool_result("r1", "a3", "toolu_1", json!("a.txt"), Some(false)),
+        assistant_block(
+            "a4",
+            "a3",
+            "msg_1",
+            json!({"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {"command": "pwd"}}),
+        ),
+        json!({"type": "progress", "uuid": "p1", "parentUuid": "a4", "sessionId": SESSION, "data": {"type": "bash_progress"}}),
+        tool_result("r2", "a4", "toolu_2", json!("/home/me/proj"), None),
+        assistant_block(
+            "a5",
+            "r2",
+            "msg_2",
+            json!({"type": "text", "text": "One file."}),
+        ),
+    ];
+    let read = claude_with(lines, &rules);
+    assert_eq!(read.dropped.len(), 1);
+    assert_eq!(read.dropped[0].rule, "policy.structural_line");
+    let transcript = &read.conversations[0].transcript;
+    assert_eq!(transcript.meta.cwd.as_deref(), Some("/home/me/proj"));
+    assert_eq!(transcript.meta.git_branch.as_deref(), Some("main"));
+    assert_eq!(transcript.meta.source_version.as_deref(), Some("2.1.38"));
+    assert_eq!(transcript.meta.source_id.as_deref(), Some(SESSION));
+    assert_eq!(
+        claude_items(read, &rules),
+        vec![vec![
+            user_json("look around"),
+            assistant_json("Checking.", "commentary"),
+            json!({"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"ls and pwd"}],"encrypted_content":null}),
+            call_json("toolu_1", "Bash", "{\"command\":\"ls\"}"),
+            call_json("toolu_2", "Bash", "{\"command\":\"pwd\"}"),
+            output_json("toolu_1", json!("a.txt")),
+            output_json("toolu_2", json!("/home/me/proj")),
+            assistant_json("One file.", ""),
+        ]]
+    );
+}
+
+#[test]
+fn claude_code_an_errored_result_and_an_image_in_a_result() {
+    let rules = rules();
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    let lines = vec![
+        user_text("u1", None, "show me"),
+        assistant_block(
+            "a1",
+            "u1",
+            "msg_1",
+            json!({"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/nope"}}),
+        ),
+        tool_result(
+            "r1",
+            "a1",
+            "toolu_1",
+            json!("File does not exist."),
+            Some(true),
+        ),
+        assistant_block(
+            "a2",
+            "r1",
+            "msg_2",
+            json!({"type": "tool_use", "id": "toolu_2", "name": "Read", "input": {"file_path": "/a.png"}}),
+        ),
+        tool_result(
+            "r2",
+            "a2",
+            "toolu_2",
+            json!([{"type": "text", "text": "an image"}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]),
+            None,
+        ),
+    ];
+    let read = claude_with(lines, &rules);
+    assert_eq!(
+        claude_items(read, &rules),
+        vec![vec![
+            user_json("show me"),
+            call_json("toolu_1", "Read", "{\"file_path\":\"/nope\"}"),
+            output_json("toolu_1", json!("Error: File does not exist.")),
+            call_json("toolu_2", "Read", "{\"file_path\":\"/a.png\"}"),
+            output_json(
+                "toolu_2",
+                json!([{"type":"input_text","text":"an image"},{"type":"input_image","image_url":format!("data:image/png;base64,{png}")}])
+            ),
+        ]]
+    );
+}
+
+#[test]
+fn claude_code_inline_sidechains_are_dropped_or_their_own_rollout() {
+    let side = |uuid: &str, parent: Option<&str>, kind: &str, message: Value| {
+        let mut line = cc(kind, uuid, parent, json!({"message": message}));
+        line["isSidechain"] = json!(true);
+        line
+    };
+    let lines = vec![
+        user_text("u1", None, "run tests"),
+        assistant_block(
+            "a1",
+            "u1",
+            "msg_1",
+            json!({"type": "tool_use", "id": "toolu_t", "name": "Task", "input": {"prompt": "Run the tests"}}),
+        ),
+        side(
+            "s1",
+            None,
+            "user",
+            json!({"role": "user", "content": "Run the tests"}),
+        ),
+        side(
+            "s2",
+            Some("s1"),
+            "assistant",
+            json!({"id": "msg_s", "role": "assistant", "content": [{"type": "text", "text": "All pass."}]}),
+        ),
+        tool_result(
+            "r1",
+            "a1",
+            "toolu_t",
+            json!([{"type": "text", "text": "All pass."}]),
+            None,
+        ),
+        assistant_block(
+            "a2",
+            "r1",
+            "msg_2",
+            json!({"type": "text", "text": "Tests pass."}),
+        ),
+    ];
+    let rules = rules();
+    let read = claude_with(lines.clone(), &rules);
+    let dropped: Vec<(usize, &str)> = read
+        .dropped
+        .iter()
+        .map(|d| (d.index, d.rule.as_str()))
+        .collect();
+    assert_eq!(dropped, [(2, "policy.sidechain"), (3, "policy.sidechain")]);
+    assert_eq!(claude_items(read, &rules)[0].len(), 4);
+
+    let mut own = rules.clone();
+    own.policy.sidechain = rollover::rules::Sidechain::Rollout;
+    let read = claude_with(lines, &own);
+    assert!(read.dropped.is_empty());
+    assert_eq!(read.conversations.len(), 2);
+    assert_eq!(read.conversations[0].records, [2, 3]);
+    assert_eq!(
+        read.conversations[0]
+            .transcript
+            .meta
+            .parent_source_id
+            .as_deref(),
+        Some(SESSION)
+    );
+    let items = claude_items(read, &own);
+    assert_eq!(
+        items[0],
+        vec![user_json("Run the tests"), assistant_json("All pass.", "")]
+    );
+    assert_eq!(
+        items[1],
+        vec![
+            user_json("run tests"),
+            call_json("toolu_t", "Task", "{\"prompt\":\"Run the tests\"}"),
+            output_json("toolu_t", json!([{"type":"input_text","text":"All pass."}])),
+            assistant_json("Tests pass.", ""),
+        ]
+    );
+}
+
+#[test]
+fn claude_code_a_2x_subagent_file_is_dropped_whole_or_linked_to_its_session() {
+    let line = |uuid: &str, parent: Option<&str>, kind: &str, message: Value| {
+        let mut line = cc(
+            kind,
+            uuid,
+            parent,
+            json!({"message": message, "agentId": "a881341"}),
+        );
+        line["isSidechain"] = json!(true);
+        line
+    };
+    let lines = vec![
+        line(
+            "s1",
+            None,
+            "user",
+            json!({"role": "user", "content": "Find the bug"}),
+        ),
+        line(
+            "s2",
+            Some("s1"),
+            "assistant",
+            json!({"id": "msg_s", "role": "assistant", "content": [{"type": "text", "text": "Found it."}]}),
+        ),
+    ];
+    let first = lines[0].clone();
+    assert_eq!(
+        rollover::input::format::detect(Some(&first), b"{"),
+        rollover::input::SourceFormat::ClaudeCode
+    );
+    let rules = rules();
+    let read = claude_with(lines.clone(), &rules);
+    assert!(read.conversations.is_empty());
+    assert_eq!(read.dropped.len(), 2);
+    let mut own = rules.clone();
+    own.policy.sidechain = rollover::rules::Sidechain::Rollout;
+    let read = claude_with(lines, &own);
+    assert_eq!(
+        read.conversations[0]
+            .transcript
+            .meta
+            .parent_source_id
+            .as_deref(),
+        Some(SESSION)
+    );
+    assert_eq!(
+        claude_items(read, &own),
+        vec![vec![
+            user_json("Find the bug"),
+            assistant_json("Found it.", "")
+        ]]
+    );
+}
+
+#[test]
+fn claude_code_a_compaction_boundary_replaces_the_history_by_the_summary() {
+    let rules = rules();
+    let summary =
+        "This session is being continued from a previous conversation. Summary: fixed the parser.";
+    let lines = vec![
+        user_text("u1", None, "fix the parser"),
+        assistant_block(
+            "a1",
+            "u1",
+            "msg_1",
+            json!({"type": "text", "text": "Fixed."}),
+        ),
+        cc(
+            "system",
+            "b1",
+            None,
+            json!({"subtype": "compact_boundary", "content": "Conversation compacted",
+            "logicalParentUuid": "a1", "compactMetadata": {"trigger": "auto", "preTokens": 167094}}),
+        ),
+        cc(
+            "user",
+            "c1",
+            Some("b1"),
+            json!({"isCompactSummary": true, "isVisibleInTranscriptOnly": true,
+            "message": {"role": "user", "content": summary}}),
+        ),
+        user_text("u2", Some("c1"), "now the tests"),
+        assistant_block(
+            "a2",
+            "u2",
+            "msg_2",
+            json!({"type": "text", "text": "On it."}),
+        ),
+    ];
+    let read = claude_with(lines, &rules);
+    assert_eq!(read.dropped.len(), 1);
+    assert_eq!(read.dropped[0].what, "system line");
+    assert_eq!(
+        claude_items(read, &rules),
+        vec![vec![
+            user_json("fix the parser"),
+            assistant_json("Fixed.", "final_answer"),
+            json!({"compacted_replacing": summary}),
+            user_json("now the tests"),
+            assistant_json("On it.", ""),
+        ]]
+    );
+}
+
+#[test]
+fn claude_code_titles_and_bad_lines() {
+    let rules = rules();
+    let lines = vec![
+        json!({"type": "summary", "summary": "Old title", "leafUuid": "a1"}),
+        user_text("u1", None, "hi"),
+        json!(42),
+        json!({"type": "custom-title", "customTitle": "Mine", "sessionId": SESSION}),
+        json!({"type": "user", "uuid": "x", "sessionId": SESSION}),
+        assistant_block(
+            "a1",
+            "u1",
+            "msg_1",
+            json!({"type": "text", "text": "hello"}),
+        ),
+    ];
+    let read = claude_with(lines, &rules);
+    let refused: Vec<String> = read
+        .refused
+        .iter()
+        .map(|(i, e)| format!("{i}: {e}"))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            "2: not a claude-code record: line is a JSON number, not a session line",
+            "4: not a claude-code record: `user` line without a `message` object",
+        ]
+    );
+    assert_eq!(
+        read.conversations[0].transcript.meta.title.as_deref(),
+        Some("Mine")
+    );
+}

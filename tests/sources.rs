@@ -2,6 +2,8 @@
 //! Claude Code sessions (issue 12). Each test pins one case of the issue's list with the exact
 //! items written.
 
+mod common;
+
 use std::path::Path;
 
 use rollover::convert::{convert, Conversation, OutPayload, RecordKey};
@@ -858,5 +860,56 @@ fn claude_code_titles_and_bad_lines() {
     assert_eq!(
         read.conversations[0].transcript.meta.title.as_deref(),
         Some("Mine")
+    );
+}
+
+/// The binary on the real corpus: every file converts with no invariant violation, the only
+/// quarantined records are the edge-case file's non-lines, and the summary places every line.
+#[test]
+fn corpus_claude_code_and_chatgpt_convert_and_every_line_is_accounted() {
+    let root = Path::new("/work/shared/corpora/sources");
+    if !root.exists() {
+        return;
+    }
+    let dir = common::Workdir::new("corpus_sources");
+    let cc = root.join("claude-code");
+    let gpt = root.join("chatgpt-export");
+    let run = dir.run(&[
+        "convert",
+        cc.to_str().unwrap(),
+        gpt.to_str().unwrap(),
+        "--out",
+        "home",
+    ]);
+    // Exit 1: five lines of the edge-case file are quarantined (not lines of a session).
+    run.expect_code(1);
+    let summary: Value =
+        serde_json::from_slice(&dir.read("home/rollover/latest/summary.json")).unwrap();
+    let n = |key: &str| summary[key].as_u64().unwrap_or(0);
+    let dropped: u64 = summary["records_dropped"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        n("records"),
+        n("converted") + n("quarantined") + n("records_merged") + dropped
+    );
+    assert_eq!(summary["violations"], json!({}));
+    assert_eq!(summary["formats"], json!({"chatgpt": 2, "claude-code": 10}));
+    assert_eq!(n("quarantined"), 5);
+    let quarantine = String::from_utf8(dir.read("home/rollover/latest/quarantine.jsonl")).unwrap();
+    for line in quarantine.lines() {
+        let q: Value = serde_json::from_str(line).unwrap();
+        assert!(
+            q["source"].as_str().unwrap().ends_with("edge_cases.jsonl"),
+            "{q}"
+        );
+        assert!(q["reason"].as_str().unwrap().contains("claude-code"), "{q}");
+    }
+    assert_eq!(
+        summary["records_dropped"],
+        json!({"policy.sidechain": 24, "policy.structural_line": 74})
     );
 }

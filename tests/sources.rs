@@ -163,10 +163,10 @@ fn chatgpt_recipient_call_its_tool_output_and_a_tool_node_without_call() {
         vec![
             json!({"type":"message","role":"user","content":[{"type":"input_text","text":"search"}]}),
             json!({"type":"function_call","name":"web.run","arguments":"{\"q\":\"rust\"}","call_id":"call_c"}),
-            json!({"type":"function_call_output","call_id":"call_c","output":[{"type":"input_text","text":"3 results"}]}),
+            json!({"type":"function_call_output","call_id":"call_c","output":"3 results"}),
             json!({"type":"message","role":"assistant","content":[{"type":"output_text","text":"found"}],"phase":"commentary"}),
             json!({"type":"function_call","name":"python","arguments":"{}","call_id":"call_orphan"}),
-            json!({"type":"function_call_output","call_id":"call_orphan","output":[{"type":"input_text","text":"Error: timeout"}]}),
+            json!({"type":"function_call_output","call_id":"call_orphan","output":"Error: timeout"}),
         ]
     );
 }

@@ -565,12 +565,15 @@ impl Walk<'_> {
                     .collect::<Vec<_>>()
                     .join("");
                 let json = serde_json::from_str::<Value>(&text).is_ok_and(|v| v.is_object());
+                // No input at all: a function call with no arguments (`{}`, counted).
+                let missing = text.trim().is_empty();
                 let call_id = format!("call_{id}");
                 let call = ToolCall {
                     id: Some(call_id.clone()),
                     name: recipient,
                     arguments: text,
-                    custom: !json,
+                    custom: !json && !missing,
+                    arguments_missing: missing,
                     ..ToolCall::default()
                 };
                 let mut m = self.assistant_message(time);
@@ -662,13 +665,18 @@ impl Walk<'_> {
         time: Option<i64>,
         message: &Map<String, Value>,
     ) -> Result<(), InputError> {
-        let parts = self.tool_parts(kind, content);
+        let mut parts = self.tool_parts(kind, content);
         let error = kind == "system_error";
         if self.output_open {
             if let Some(last) = self.messages.last_mut() {
-                if let Content::Parts(existing) = &mut last.content {
-                    existing.extend(parts);
-                }
+                // Several tool nodes answering one call are one output, parts in order.
+                let earlier = match std::mem::take(&mut last.content) {
+                    Content::Text(text) => vec![Part::Text(text)],
+                    Content::Parts(parts) => parts,
+                    Content::Missing | Content::Null => Vec::new(),
+                };
+                parts.splice(0..0, earlier);
+                last.content = output_content(parts);
                 last.tool_error |= error;
                 return Ok(());
             }
@@ -696,7 +704,7 @@ impl Walk<'_> {
         self.push(Message {
             role: "tool".to_string(),
             name,
-            content: Content::Parts(parts),
+            content: output_content(parts),
             tool_call_ids: vec![call_id.clone()],
             tool_error: error,
             timestamp_ms: time,
@@ -809,6 +817,24 @@ impl Walk<'_> {
                 kind: other.to_string(),
             }),
         }
+    }
+}
+
+/// A tool output's content: its text when it is one text, else its parts without empty texts
+/// (Codex drops an empty text item from an output array, so writing one would not resume as
+/// written).
+fn output_content(parts: Vec<Part>) -> Content {
+    let mut parts: Vec<Part> = parts
+        .into_iter()
+        .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+        .collect();
+    match parts.as_slice() {
+        [] => Content::Text(String::new()),
+        [Part::Text(_)] => match parts.pop() {
+            Some(Part::Text(text)) => Content::Text(text),
+            _ => Content::Parts(parts),
+        },
+        _ => Content::Parts(parts),
     }
 }
 

@@ -913,3 +913,74 @@ fn corpus_claude_code_and_chatgpt_convert_and_every_line_is_accounted() {
         json!({"policy.sidechain": 24, "policy.structural_line": 74})
     );
 }
+
+/// The README's side-by-side table: what Codex 0.169's own importer keeps of
+/// `spotter-v2.1/subagent.jsonl` (sources.md §1.11: user/assistant lines, `isMeta` and
+/// `isSidechain` skipped, thinking dropped, each `tool_use` a text note, each `tool_result` a
+/// note cut at 4,000 characters, no images) against what rollover writes.
+#[test]
+fn readme_side_by_side_with_codex_importer() {
+    let path = Path::new("/work/shared/corpora/sources/claude-code/spotter-v2.1/subagent.jsonl");
+    if !path.exists() {
+        return;
+    }
+    let (mut notes, mut kept, mut source_chars, mut thinking) = (0, 0, 0, 0);
+    for value in records_of(path) {
+        if !matches!(value["type"].as_str(), Some("user" | "assistant"))
+            || value["isSidechain"] == json!(true)
+            || value["isMeta"] == json!(true)
+        {
+            continue;
+        }
+        for block in value["message"]["content"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("tool_use") => notes += 1,
+                Some("thinking") => thinking += 1,
+                Some("tool_result") => {
+                    let text = match &block["content"] {
+                        Value::String(s) => s.clone(),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        _ => String::new(),
+                    };
+                    let n = text.chars().count();
+                    source_chars += n;
+                    kept += n.min(4000);
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(
+        (notes, kept, source_chars, thinking),
+        (16, 25_441, 31_376, 4)
+    );
+    let (_, conversations) = convert_file(&rollover::input::claude_code::ClaudeCodeReader, path);
+    let items = payloads(&conversations[0]);
+    let count = |kind: &str| items.iter().filter(|i| i["type"] == kind).count();
+    let output_chars: usize = items
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| match &i["output"] {
+            Value::String(s) => s.chars().count(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .map(|t| t.chars().count())
+                .sum(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(
+        (
+            count("function_call"),
+            count("function_call_output"),
+            output_chars,
+            count("reasoning")
+        ),
+        (16, 16, 31_375, 4)
+    );
+}

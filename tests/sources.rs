@@ -984,3 +984,76 @@ fn readme_side_by_side_with_codex_importer() {
         (16, 16, 31_375, 4)
     );
 }
+
+/// A ChatGPT export zip is read directly: its `conversations.json` (and
+/// `conversations-NNN.json`) conversations, and images resolved from the files inside it.
+#[test]
+fn chatgpt_export_zip_is_read_with_its_images() {
+    use std::io::Write;
+    let png = base64_png();
+    let with_image = |id: &str, pointer: &str| {
+        let user = json!({"author": {"role": "user"}, "recipient": "all", "create_time": 1_700_000_000.0,
+        "content": {"content_type": "multimodal_text", "parts": [
+            "what is this?",
+            {"content_type": "image_asset_pointer", "asset_pointer": pointer, "width": 1, "height": 1}
+        ]}});
+        let mapping: serde_json::Map<String, Value> = [
+            node("root", None, &["u"], Value::Null),
+            node("u", Some("root"), &["a"], user),
+            node("a", Some("u"), &[], text_message("assistant", "a pixel")),
+        ]
+        .into_iter()
+        .collect();
+        json!({"id": id, "title": id, "create_time": 1_700_000_000.0, "current_node": "a", "mapping": mapping})
+    };
+    let dir = common::Workdir::new("chatgpt_zip");
+    let path = dir.path("export.zip");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let options = zip::write::SimpleFileOptions::default();
+    zip.start_file("conversations.json", options).unwrap();
+    let first = json!([with_image("one", "file-service://file-Abc123")]);
+    zip.write_all(first.to_string().as_bytes()).unwrap();
+    zip.start_file("conversations-001.json", options).unwrap();
+    let second = json!([with_image("two", "sediment://file_missing")]);
+    zip.write_all(second.to_string().as_bytes()).unwrap();
+    zip.start_file("file-Abc123-pixel.png", options).unwrap();
+    zip.write_all(&png).unwrap();
+    zip.start_file("chat.html", options).unwrap();
+    zip.write_all(b"<html></html>").unwrap();
+    zip.finish().unwrap();
+
+    let home = dir.convert("export.zip", "home", &[], 0);
+    let summary = home.summary();
+    assert_eq!(summary["formats"], json!({"chatgpt": 1}));
+    assert_eq!(summary["converted"], json!(2));
+    let mut users: Vec<Value> = Vec::new();
+    for rollout in home.all_rollouts() {
+        let text = String::from_utf8(std::fs::read(&rollout.path).unwrap()).unwrap();
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if v["payload"]["role"] == "user" {
+                users.push(v["payload"]["content"].clone());
+            }
+        }
+    }
+    use base64::Engine;
+    let url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&png)
+    );
+    users.sort_by_key(|c| c.to_string());
+    assert_eq!(
+        users,
+        vec![
+            json!([{"type":"input_text","text":"what is this?"},{"type":"input_image","image_url":url}]),
+            json!([{"type":"input_text","text":"what is this?"},{"type":"input_text","text":"[image not in the export: sediment://file_missing]"}]),
+        ]
+    );
+}
+
+fn base64_png() -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+        .unwrap()
+}

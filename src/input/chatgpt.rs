@@ -97,20 +97,29 @@ fn refuse(problem: impl Into<String>) -> InputError {
     }
 }
 
-/// Files an export may point to, by name: the folder beside a loose `conversations.json`.
-/// (The export zip's entries are given by the source layer the same way.)
+/// Files an export may point to, by name: the folder beside a loose `conversations.json`, or
+/// the entries of the export zip it was read from.
 #[derive(Debug, Default)]
 pub struct ImageFiles {
     /// File name → path, for names that look like uploaded or generated files.
     files: Vec<(String, std::path::PathBuf)>,
+    /// The export zip, and its entries by file name.
+    zip: Option<(std::path::PathBuf, Vec<(String, String)>)>,
 }
 
 impl ImageFiles {
-    /// The files in the input's folder and its `dalle-generations/` and `user-*/` folders.
+    /// The files an export at `path` can point to: inside it when it is a zip, else in its
+    /// folder and that folder's `dalle-generations/` and `user-*/` folders.
     pub fn beside(path: &Path) -> ImageFiles {
+        let is_zip = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+        if is_zip {
+            return ImageFiles::in_zip(path);
+        }
         let mut files = Vec::new();
         let Some(dir) = path.parent() else {
-            return ImageFiles { files };
+            return ImageFiles { files, zip: None };
         };
         let mut dirs = vec![dir.to_path_buf()];
         if let Ok(entries) = std::fs::read_dir(dir) {
@@ -133,7 +142,42 @@ impl ImageFiles {
             }
         }
         files.sort();
-        ImageFiles { files }
+        ImageFiles { files, zip: None }
+    }
+
+    fn in_zip(path: &Path) -> ImageFiles {
+        let entries = std::fs::File::open(path)
+            .ok()
+            .and_then(|f| zip::ZipArchive::new(f).ok())
+            .map(|archive| {
+                let mut entries: Vec<(String, String)> = archive
+                    .file_names()
+                    .filter(|n| !n.ends_with('/'))
+                    .map(|n| (n.rsplit('/').next().unwrap_or(n).to_string(), n.to_string()))
+                    .filter(|(base, _)| !base.ends_with(".json") && !base.ends_with(".html"))
+                    .collect();
+                entries.sort();
+                entries
+            })
+            .unwrap_or_default();
+        ImageFiles {
+            files: Vec::new(),
+            zip: Some((path.to_path_buf(), entries)),
+        }
+    }
+
+    /// The bytes of the file whose name starts with `id`.
+    fn read(&self, id: &str) -> Option<Vec<u8>> {
+        if let Some((path, entries)) = &self.zip {
+            let (_, name) = entries.iter().find(|(base, _)| base.starts_with(id))?;
+            let mut archive = zip::ZipArchive::new(std::fs::File::open(path).ok()?).ok()?;
+            let mut entry = archive.by_name(name).ok()?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).ok()?;
+            return Some(bytes);
+        }
+        let (_, path) = self.files.iter().find(|(name, _)| name.starts_with(id))?;
+        std::fs::read(path).ok()
     }
 
     /// The `data:` URL of the file an asset pointer names (`file-service://file-XYZ`,
@@ -146,8 +190,7 @@ impl ImageFiles {
         if id.is_empty() {
             return None;
         }
-        let (_, path) = self.files.iter().find(|(name, _)| name.starts_with(id))?;
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = self.read(id)?;
         let mime = image_mime(&bytes)?;
         use base64::Engine;
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);

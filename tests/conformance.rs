@@ -505,6 +505,37 @@ fn source_sessions_resume_exactly_in_codex() {
     let compacted = text.lines().any(|l| l.contains("\"compaction\""));
     assert!(compacted, "the compaction session took policy.compaction");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+
+    // Titles are Codex thread names: `codex exec resume <name>` finds the session by the
+    // name rollover wrote in session_index.jsonl.
+    let index = std::fs::read_to_string(home.join("session_index.jsonl")).expect("session index");
+    let entry: Value = serde_json::from_str(index.lines().next().expect("a name")).unwrap();
+    let name = entry["thread_name"].as_str().unwrap();
+    let id = entry["id"].as_str().unwrap();
+    let line = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == id)
+        .expect("the named conversation");
+    let relative = PathBuf::from(line["path"].as_str().unwrap());
+    let named_home = work.path().join("by-name");
+    let target = named_home.join(&relative);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(home.join(&relative), &target).unwrap();
+    std::fs::copy(
+        home.join("session_index.jsonl"),
+        named_home.join("session_index.jsonl"),
+    )
+    .unwrap();
+    let server = FakeServer::start();
+    write_codex_config(&named_home, server.port());
+    let out = conformance_support::run_resume(&codex.bin, &named_home, name, "by name");
+    assert!(
+        out.status.success() && server.requests().len() == 1,
+        "codex exec resume {name:?} did not find the session by its thread name ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Converts `samples/` into `work/home` and returns its conversations.

@@ -48,6 +48,8 @@ pub struct Collector<'h> {
     counts: HashMap<usize, FileCounts>,
     /// Files read by a format other than chat, with it.
     formats: HashMap<usize, &'static str>,
+    /// The titles sources gave the conversations written, for Codex's thread names.
+    thread_names: Vec<crate::output::session_index::IndexEntry>,
 }
 
 /// How long a run took, and how fast it went: `runs/NNNN/timing.json`, apart from
@@ -113,6 +115,7 @@ impl<'h> Collector<'h> {
             bodies: HashMap::new(),
             counts: HashMap::new(),
             formats: HashMap::new(),
+            thread_names: Vec::new(),
         })
     }
 
@@ -309,6 +312,16 @@ impl<'h> Collector<'h> {
             };
             body.append(&done.bytes)?;
         }
+        if let (Some(_), Some(title), Format::Codex) =
+            (&done.placed, &done.links.title, self.format)
+        {
+            self.thread_names
+                .push(crate::output::session_index::IndexEntry {
+                    id: done.id.clone(),
+                    thread_name: title.clone(),
+                    updated_at: rollout_start(&done.bytes),
+                });
+        }
         if let Some(placed) = &done.placed {
             match placed {
                 Placed::Written => {}
@@ -436,6 +449,9 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
+        if !self.summary.dry_run {
+            crate::output::session_index::append(home, &self.thread_names)?;
+        }
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical
         // for the same input.
         self.summary.seconds = seconds;
@@ -465,6 +481,18 @@ fn write_line<T: Serialize>(
 ) -> Result<(), OutputError> {
     serde_json::to_writer(&mut *out, value).map_err(|e| write_error(home, name, e.into()))?;
     out.write_all(b"\n").map_err(|e| write_error(home, name, e))
+}
+
+/// The `timestamp` of a rollout's first line (its session start).
+fn rollout_start(bytes: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct First {
+        timestamp: String,
+    }
+    let line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    serde_json::from_slice::<First>(line)
+        .map(|f| f.timestamp)
+        .unwrap_or_default()
 }
 
 fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {

@@ -313,6 +313,11 @@ pub fn conversation(
         .is_some_and(|end_turn| *end_turn);
     walk.flush_thinking();
     let mut messages = walk.messages;
+    if messages.is_empty() {
+        return Err(InputError::EmptyMessages(
+            "mapping (active path)".to_string(),
+        ));
+    }
     for (i, m) in messages.iter_mut().enumerate() {
         m.index = i;
     }
@@ -547,8 +552,11 @@ impl Walk<'_> {
                     return self.hidden("empty system node", &message);
                 }
                 self.close_call();
+                // Named so the rules can tell it from a system prompt (default: developer
+                // context, not Codex's base instructions).
                 self.push(Message {
                     role: "system".to_string(),
+                    name: Some("chatgpt:system".to_string()),
                     content: Content::Parts(parts),
                     timestamp_ms: time,
                     ..Message::default()
@@ -878,6 +886,25 @@ fn output_content(parts: Vec<Part>) -> Content {
             _ => Content::Parts(parts),
         },
         _ => Content::Parts(parts),
+    }
+}
+
+/// A tool message's content without its empty text parts, which Codex drops from an output
+/// array (so writing them would not resume as written); nothing left is an empty text.
+pub fn without_empty_texts(content: Content) -> Content {
+    match content {
+        Content::Parts(parts) => {
+            let parts: Vec<Part> = parts
+                .into_iter()
+                .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+                .collect();
+            if parts.is_empty() {
+                Content::Text(String::new())
+            } else {
+                Content::Parts(parts)
+            }
+        }
+        other => other,
     }
 }
 

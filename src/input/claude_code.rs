@@ -104,7 +104,10 @@ pub fn is_session_line(value: &Value) -> bool {
     let envelope = ["sessionId", "uuid", "parentUuid", "messageId"]
         .iter()
         .any(|k| object.contains_key(*k));
-    known && envelope
+    // A line type newer than this reader, with the full session envelope.
+    let newer = object.contains_key("sessionId")
+        && (object.contains_key("uuid") || object.contains_key("parentUuid"));
+    (known && envelope) || newer
 }
 
 fn refuse(problem: impl Into<String>) -> InputError {
@@ -260,6 +263,17 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
         conversation.records.dedup();
     }
     read.conversations.retain(|c| !c.records.is_empty());
+    // A session whose lines hold no message at all converts to nothing: refused, with why.
+    let (empty, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut read.conversations)
+        .into_iter()
+        .partition(|c| c.transcript.messages.is_empty());
+    read.conversations = kept;
+    for conversation in empty {
+        for index in conversation.records {
+            let err = InputError::EmptyMessages("session lines".to_string());
+            read.refused.push((index, err));
+        }
+    }
     read
 }
 
@@ -445,6 +459,9 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> SourceConversa
     close(&mut open, &mut deferred, &mut messages, &mut notes, rules);
     for (i, m) in messages.iter_mut().enumerate() {
         m.index = i;
+        if m.role == "tool" {
+            m.content = super::chatgpt::without_empty_texts(std::mem::take(&mut m.content));
+        }
     }
     meta.id = meta.source_id.clone();
     let mut ignored_fields: Vec<String> = ignored.into_iter().collect();

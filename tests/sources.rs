@@ -1057,3 +1057,111 @@ fn base64_png() -> Vec<u8> {
         .decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
         .unwrap()
 }
+
+/// Damaged input never crashes a reader: every corpus line with each of its fields (and each
+/// field of its `message`) removed, nulled or made a number still reads, converts and
+/// balances, or is refused with a reason.
+#[test]
+fn damaged_lines_never_crash_the_readers() {
+    let cc_path = Path::new("/work/shared/corpora/sources/claude-code/spotter-v2.1/short.jsonl");
+    let gpt_path = Path::new(
+        "/work/shared/corpora/sources/chatgpt-export/polylogue-native-conversation-v1.json",
+    );
+    if !cc_path.exists() || !gpt_path.exists() {
+        return;
+    }
+    let rules = rules();
+    let mutations = |value: &Value| -> Vec<Value> {
+        let mut out = Vec::new();
+        for (holder, key) in value
+            .as_object()
+            .into_iter()
+            .flat_map(|o| o.keys().map(|k| (None, k.clone())))
+            .chain(
+                value["message"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|o| o.keys().map(|k| (Some("message"), k.clone()))),
+            )
+        {
+            for replacement in [None, Some(Value::Null), Some(json!(7)), Some(json!("x"))] {
+                let mut v = value.clone();
+                let target = match holder {
+                    Some(h) => &mut v[h],
+                    None => &mut v,
+                };
+                let object = target.as_object_mut().unwrap();
+                match &replacement {
+                    None => {
+                        object.remove(&key);
+                    }
+                    Some(r) => {
+                        object.insert(key.clone(), r.clone());
+                    }
+                }
+                out.push(v);
+            }
+        }
+        out
+    };
+    let check = |read: FileRead| {
+        for (k, c) in read.conversations.into_iter().enumerate() {
+            let bytes_in = rollover::audit::accounting::transcript_bytes(&c.transcript)
+                + c.transcript
+                    .source_notes
+                    .iter()
+                    .map(|n| n.bytes_dropped)
+                    .sum::<usize>();
+            let notes: usize = c
+                .transcript
+                .source_notes
+                .iter()
+                .map(|n| n.bytes_dropped)
+                .sum();
+            let key = RecordKey {
+                source: "m",
+                ordinal: k as u64,
+                salt: 0,
+            };
+            if let Ok(conversation) = convert(c.transcript, &rules, &key) {
+                let account = rollover::audit::accounting::account(
+                    bytes_in - notes,
+                    conversation
+                        .meta
+                        .base_instructions
+                        .as_ref()
+                        .map(|b| b.text.as_str()),
+                    &conversation.items,
+                    &conversation.decisions,
+                );
+                assert!(account.balanced(), "{account:?}");
+                let _ = conversation.to_bytes();
+            }
+        }
+    };
+    let lines = records_of(cc_path);
+    for (i, line) in lines.iter().enumerate() {
+        for mutated in mutations(line) {
+            let mut file = lines.clone();
+            file[i] = mutated;
+            check(claude_with(file, &rules));
+        }
+    }
+    let conversation = records_of(gpt_path).remove(0);
+    let mut cases = mutations(&conversation);
+    for (id, node) in conversation["mapping"].as_object().unwrap() {
+        for mutated in mutations(node) {
+            let mut c = conversation.clone();
+            c["mapping"][id] = mutated;
+            cases.push(c);
+        }
+        for mutated in mutations(&node["message"]) {
+            let mut c = conversation.clone();
+            c["mapping"][id]["message"] = mutated;
+            cases.push(c);
+        }
+    }
+    for case in cases {
+        check(read_file(&chatgpt::ChatGptReader, gpt_path, vec![case]));
+    }
+}

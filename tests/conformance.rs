@@ -465,6 +465,79 @@ fn converted_rollouts_resume_exactly_in_codex() {
     );
 }
 
+/// Claude Code sessions and ChatGPT exports (issue 12): one session of each format, a Claude
+/// Code session with parallel tool calls (results in later lines) and one with a compaction,
+/// each resumed by the real Codex, which must send exactly what was written (after a
+/// compaction: the summary that replaced the history, then what followed).
+#[test]
+fn source_sessions_resume_exactly_in_codex() {
+    let codex = codex();
+    let work = Work::new("sources");
+    let home = work.path().join("home");
+    let sources = corpora_dir().join("sources");
+    let files = [
+        "claude-code/spotter-v2.1/tool_heavy.jsonl",
+        "claude-code/spotter-v2.1/subagent.jsonl",
+        "claude-code/simonw-synthetic/sample_session.loglines.json",
+        "chatgpt-export/chatgpt-exporter-thinking-summaries.json",
+        "chatgpt-export/polylogue-native-conversation-v1.json",
+    ];
+    let paths: Vec<PathBuf> = files.iter().map(|f| sources.join(f)).collect();
+    let inputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    convert(&inputs, &home);
+    let text = std::fs::read_to_string(home.join("rollover/latest/conversations.jsonl"))
+        .expect("conversations.jsonl");
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let v: Value = serde_json::from_str(line).expect("JSON line");
+        let source = v["source"].as_str().expect("source").to_string();
+        let relative = PathBuf::from(v["path"].as_str().expect("path"));
+        let rollout = home.join(&relative);
+        let resume_home = work.path().join(format!("resume-{n:03}"));
+        match check_resume(&codex.bin, &resume_home, &rollout, &relative) {
+            Ok(check) => println!("  ok   {} items  {source}", check.items),
+            Err(e) => failures.push(format!("{source}: {e}")),
+        }
+        seen.insert(source);
+    }
+    assert_eq!(seen.len(), files.len(), "one rollout per file: {seen:?}");
+    let compacted = text.lines().any(|l| l.contains("\"compaction\""));
+    assert!(compacted, "the compaction session took policy.compaction");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+
+    // Titles are Codex thread names: `codex exec resume <name>` finds the session by the
+    // name rollover wrote in session_index.jsonl.
+    let index = std::fs::read_to_string(home.join("session_index.jsonl")).expect("session index");
+    let entry: Value = serde_json::from_str(index.lines().next().expect("a name")).unwrap();
+    let name = entry["thread_name"].as_str().unwrap();
+    let id = entry["id"].as_str().unwrap();
+    let line = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == id)
+        .expect("the named conversation");
+    let relative = PathBuf::from(line["path"].as_str().unwrap());
+    let named_home = work.path().join("by-name");
+    let target = named_home.join(&relative);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(home.join(&relative), &target).unwrap();
+    std::fs::copy(
+        home.join("session_index.jsonl"),
+        named_home.join("session_index.jsonl"),
+    )
+    .unwrap();
+    let server = FakeServer::start();
+    write_codex_config(&named_home, server.port());
+    let out = conformance_support::run_resume(&codex.bin, &named_home, name, "by name");
+    assert!(
+        out.status.success() && server.requests().len() == 1,
+        "codex exec resume {name:?} did not find the session by its thread name ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Converts `samples/` into `work/home` and returns its conversations.
 fn convert_samples(work: &Work) -> (PathBuf, Vec<Conversation>) {
     let home = work.path().join("home");

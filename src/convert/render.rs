@@ -188,6 +188,8 @@ impl Clock {
     fn advance_to(&mut self, ms: i64) {
         if ms > self.next {
             self.next = ms;
+            // The next tick may be in another second: format it whole.
+            self.text.clear();
         }
     }
 
@@ -308,7 +310,7 @@ mod tests {
             origin: Some(origin),
         };
         let items = [item(0), item(1), item(2)];
-        let times = [Some(5_000), Some(1_000), None];
+        let times = [Some(5_999), Some(1_000), None];
         let mut out = Vec::new();
         write(&meta, &items, 0, &times, &mut out).unwrap();
         let stamps: Vec<String> = String::from_utf8(out)
@@ -320,9 +322,9 @@ mod tests {
             stamps,
             [
                 "\"1970-01-01T00:00:00.000Z\"",
-                "\"1970-01-01T00:00:05.000Z\"",
-                "\"1970-01-01T00:00:05.001Z\"",
-                "\"1970-01-01T00:00:05.002Z\"",
+                "\"1970-01-01T00:00:05.999Z\"",
+                "\"1970-01-01T00:00:06.000Z\"",
+                "\"1970-01-01T00:00:06.001Z\"",
             ]
         );
     }

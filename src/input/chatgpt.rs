@@ -97,20 +97,29 @@ fn refuse(problem: impl Into<String>) -> InputError {
     }
 }
 
-/// Files an export may point to, by name: the folder beside a loose `conversations.json`.
-/// (The export zip's entries are given by the source layer the same way.)
+/// Files an export may point to, by name: the folder beside a loose `conversations.json`, or
+/// the entries of the export zip it was read from.
 #[derive(Debug, Default)]
 pub struct ImageFiles {
     /// File name → path, for names that look like uploaded or generated files.
     files: Vec<(String, std::path::PathBuf)>,
+    /// The export zip, and its entries by file name.
+    zip: Option<(std::path::PathBuf, Vec<(String, String)>)>,
 }
 
 impl ImageFiles {
-    /// The files in the input's folder and its `dalle-generations/` and `user-*/` folders.
+    /// The files an export at `path` can point to: inside it when it is a zip, else in its
+    /// folder and that folder's `dalle-generations/` and `user-*/` folders.
     pub fn beside(path: &Path) -> ImageFiles {
+        let is_zip = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+        if is_zip {
+            return ImageFiles::in_zip(path);
+        }
         let mut files = Vec::new();
         let Some(dir) = path.parent() else {
-            return ImageFiles { files };
+            return ImageFiles { files, zip: None };
         };
         let mut dirs = vec![dir.to_path_buf()];
         if let Ok(entries) = std::fs::read_dir(dir) {
@@ -133,7 +142,42 @@ impl ImageFiles {
             }
         }
         files.sort();
-        ImageFiles { files }
+        ImageFiles { files, zip: None }
+    }
+
+    fn in_zip(path: &Path) -> ImageFiles {
+        let entries = std::fs::File::open(path)
+            .ok()
+            .and_then(|f| zip::ZipArchive::new(f).ok())
+            .map(|archive| {
+                let mut entries: Vec<(String, String)> = archive
+                    .file_names()
+                    .filter(|n| !n.ends_with('/'))
+                    .map(|n| (n.rsplit('/').next().unwrap_or(n).to_string(), n.to_string()))
+                    .filter(|(base, _)| !base.ends_with(".json") && !base.ends_with(".html"))
+                    .collect();
+                entries.sort();
+                entries
+            })
+            .unwrap_or_default();
+        ImageFiles {
+            files: Vec::new(),
+            zip: Some((path.to_path_buf(), entries)),
+        }
+    }
+
+    /// The bytes of the file whose name starts with `id`.
+    fn read(&self, id: &str) -> Option<Vec<u8>> {
+        if let Some((path, entries)) = &self.zip {
+            let (_, name) = entries.iter().find(|(base, _)| base.starts_with(id))?;
+            let mut archive = zip::ZipArchive::new(std::fs::File::open(path).ok()?).ok()?;
+            let mut entry = archive.by_name(name).ok()?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).ok()?;
+            return Some(bytes);
+        }
+        let (_, path) = self.files.iter().find(|(name, _)| name.starts_with(id))?;
+        std::fs::read(path).ok()
     }
 
     /// The `data:` URL of the file an asset pointer names (`file-service://file-XYZ`,
@@ -146,8 +190,7 @@ impl ImageFiles {
         if id.is_empty() {
             return None;
         }
-        let (_, path) = self.files.iter().find(|(name, _)| name.starts_with(id))?;
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = self.read(id)?;
         let mime = image_mime(&bytes)?;
         use base64::Engine;
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
@@ -270,6 +313,11 @@ pub fn conversation(
         .is_some_and(|end_turn| *end_turn);
     walk.flush_thinking();
     let mut messages = walk.messages;
+    if messages.is_empty() {
+        return Err(InputError::EmptyMessages(
+            "mapping (active path)".to_string(),
+        ));
+    }
     for (i, m) in messages.iter_mut().enumerate() {
         m.index = i;
     }
@@ -504,8 +552,11 @@ impl Walk<'_> {
                     return self.hidden("empty system node", &message);
                 }
                 self.close_call();
+                // Named so the rules can tell it from a system prompt (default: developer
+                // context, not Codex's base instructions).
                 self.push(Message {
                     role: "system".to_string(),
+                    name: Some("chatgpt:system".to_string()),
                     content: Content::Parts(parts),
                     timestamp_ms: time,
                     ..Message::default()
@@ -565,12 +616,15 @@ impl Walk<'_> {
                     .collect::<Vec<_>>()
                     .join("");
                 let json = serde_json::from_str::<Value>(&text).is_ok_and(|v| v.is_object());
+                // No input at all: a function call with no arguments (`{}`, counted).
+                let missing = text.trim().is_empty();
                 let call_id = format!("call_{id}");
                 let call = ToolCall {
                     id: Some(call_id.clone()),
                     name: recipient,
                     arguments: text,
-                    custom: !json,
+                    custom: !json && !missing,
+                    arguments_missing: missing,
                     ..ToolCall::default()
                 };
                 let mut m = self.assistant_message(time);
@@ -662,13 +716,18 @@ impl Walk<'_> {
         time: Option<i64>,
         message: &Map<String, Value>,
     ) -> Result<(), InputError> {
-        let parts = self.tool_parts(kind, content);
+        let mut parts = self.tool_parts(kind, content);
         let error = kind == "system_error";
         if self.output_open {
             if let Some(last) = self.messages.last_mut() {
-                if let Content::Parts(existing) = &mut last.content {
-                    existing.extend(parts);
-                }
+                // Several tool nodes answering one call are one output, parts in order.
+                let earlier = match std::mem::take(&mut last.content) {
+                    Content::Text(text) => vec![Part::Text(text)],
+                    Content::Parts(parts) => parts,
+                    Content::Missing | Content::Null => Vec::new(),
+                };
+                parts.splice(0..0, earlier);
+                last.content = output_content(parts);
                 last.tool_error |= error;
                 return Ok(());
             }
@@ -696,7 +755,7 @@ impl Walk<'_> {
         self.push(Message {
             role: "tool".to_string(),
             name,
-            content: Content::Parts(parts),
+            content: output_content(parts),
             tool_call_ids: vec![call_id.clone()],
             tool_error: error,
             timestamp_ms: time,
@@ -809,6 +868,43 @@ impl Walk<'_> {
                 kind: other.to_string(),
             }),
         }
+    }
+}
+
+/// A tool output's content: its text when it is one text, else its parts without empty texts
+/// (Codex drops an empty text item from an output array, so writing one would not resume as
+/// written).
+fn output_content(parts: Vec<Part>) -> Content {
+    let mut parts: Vec<Part> = parts
+        .into_iter()
+        .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+        .collect();
+    match parts.as_slice() {
+        [] => Content::Text(String::new()),
+        [Part::Text(_)] => match parts.pop() {
+            Some(Part::Text(text)) => Content::Text(text),
+            _ => Content::Parts(parts),
+        },
+        _ => Content::Parts(parts),
+    }
+}
+
+/// A tool message's content without its empty text parts, which Codex drops from an output
+/// array (so writing them would not resume as written); nothing left is an empty text.
+pub fn without_empty_texts(content: Content) -> Content {
+    match content {
+        Content::Parts(parts) => {
+            let parts: Vec<Part> = parts
+                .into_iter()
+                .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+                .collect();
+            if parts.is_empty() {
+                Content::Text(String::new())
+            } else {
+                Content::Parts(parts)
+            }
+        }
+        other => other,
     }
 }
 

@@ -58,6 +58,8 @@ pub struct Collector<'h> {
     segments: Vec<(usize, u64, Marks)>,
     /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
     lines: (u64, u64),
+    /// The titles sources gave the conversations written, for Codex's thread names.
+    thread_names: Vec<crate::output::session_index::IndexEntry>,
 }
 
 /// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
@@ -178,6 +180,7 @@ impl<'h> Collector<'h> {
             portions: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
+            thread_names: Vec::new(),
         })
     }
 
@@ -441,6 +444,16 @@ impl<'h> Collector<'h> {
             };
             body.append(&done.bytes)?;
         }
+        if let (Some(_), Some(title), Format::Codex) =
+            (&done.placed, &done.links.title, self.format)
+        {
+            self.thread_names
+                .push(crate::output::session_index::IndexEntry {
+                    id: done.id.clone(),
+                    thread_name: title.clone(),
+                    updated_at: rollout_start(&done.bytes),
+                });
+        }
         if let Some(placed) = &done.placed {
             match placed {
                 Placed::Written => {}
@@ -579,6 +592,9 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
+        if !self.summary.dry_run {
+            crate::output::session_index::append(home, &self.thread_names)?;
+        }
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical
         // for the same input.
         self.summary.seconds = seconds;
@@ -614,6 +630,18 @@ fn write_line<T: Serialize>(
 ) -> Result<(), OutputError> {
     serde_json::to_writer(&mut *out, value).map_err(|e| write_error(home, name, e.into()))?;
     out.write_all(b"\n").map_err(|e| write_error(home, name, e))
+}
+
+/// The `timestamp` of a rollout's first line (its session start).
+fn rollout_start(bytes: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct First {
+        timestamp: String,
+    }
+    let line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    serde_json::from_slice::<First>(line)
+        .map(|f| f.timestamp)
+        .unwrap_or_default()
 }
 
 fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {

@@ -104,8 +104,33 @@ fn inputs() -> Vec<Input> {
         per_file: true,
         label: "samples".into(),
     }];
+    // `sources` holds one folder per source format: each is a set of its own, so the sample
+    // resumes at least one conversation of every format.
+    let sets: Vec<PathBuf> = sets
+        .into_iter()
+        .flat_map(|set| {
+            if set.file_name().is_some_and(|n| n == "sources") {
+                let mut formats: Vec<PathBuf> = std::fs::read_dir(&set)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect();
+                formats.sort();
+                formats
+            } else {
+                vec![set]
+            }
+        })
+        .collect();
     for set in sets {
-        let name = set.file_name().unwrap().to_string_lossy().into_owned();
+        let name = match set.parent().and_then(|p| p.file_name()) {
+            Some(parent) if parent == "sources" => {
+                format!("sources/{}", set.file_name().unwrap().to_string_lossy())
+            }
+            _ => set.file_name().unwrap().to_string_lossy().into_owned(),
+        };
         inputs.push(Input {
             path: set,
             per_file: false,

@@ -512,3 +512,165 @@ fn chat_completions_sse_lines_reassemble_reasoning_and_a_tool_call() {
     assert_eq!(count(&summary, "records"), 6);
     assert_eq!(count(&summary, "records_merged"), 5);
 }
+
+/// Every path into `value` (object keys and list positions), depth first, up to `limit`.
+fn paths(value: &Value, limit: usize) -> Vec<Vec<String>> {
+    fn walk(value: &Value, here: &mut Vec<String>, out: &mut Vec<Vec<String>>, limit: usize) {
+        let children: Vec<(String, &Value)> = match value {
+            Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), v)).collect(),
+            // The first items of a list stand for the rest (SSE logs hold hundreds).
+            Value::Array(items) => items
+                .iter()
+                .take(4)
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (key, child) in children {
+            if out.len() >= limit {
+                return;
+            }
+            here.push(key);
+            out.push(here.clone());
+            walk(child, here, out, limit);
+            here.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &mut Vec::new(), &mut out, limit);
+    out
+}
+
+/// `value` with the node at `path` replaced (`None`: removed).
+fn mutated(value: &Value, path: &[String], replacement: Option<&Value>) -> Value {
+    let mut v = value.clone();
+    let (last, parents) = path.split_last().unwrap();
+    let mut here = &mut v;
+    for key in parents {
+        here = match here {
+            Value::Object(map) => map.get_mut(key).unwrap(),
+            Value::Array(items) => &mut items[key.parse::<usize>().unwrap()],
+            _ => unreachable!(),
+        };
+    }
+    match (here, replacement) {
+        (Value::Object(map), None) => {
+            map.remove(last);
+        }
+        (Value::Object(map), Some(r)) => {
+            map.insert(last.clone(), r.clone());
+        }
+        (Value::Array(items), None) => {
+            items.remove(last.parse::<usize>().unwrap());
+        }
+        (Value::Array(items), Some(r)) => items[last.parse::<usize>().unwrap()] = r.clone(),
+        _ => unreachable!(),
+    }
+    v
+}
+
+/// Damaged input never crashes a reader: each corpus record with each node (the first 80
+/// per record, the first items of each list) removed, nulled, made a number, a string or an empty object still
+/// reads and converts with the text accounted for, or is refused with a reason.
+#[test]
+fn damaged_records_never_crash_the_api_and_dataset_readers() {
+    use rollover::convert::{convert, RecordKey};
+    use rollover::input::format::{reader, InputRecord, ReadContext, SourceFormat};
+    use rollover::rules::RuleSet;
+    let rules = RuleSet::builtin().unwrap();
+    let sets = [
+        ("anthropic-messages-api", SourceFormat::Anthropic),
+        ("openai-responses-api", SourceFormat::Responses),
+        ("openai-chat-completions", SourceFormat::ChatStream),
+        ("sharegpt", SourceFormat::ShareGpt),
+    ];
+    let replacements = [
+        None,
+        Some(Value::Null),
+        Some(json!(7)),
+        Some(json!("x")),
+        Some(json!({})),
+    ];
+    for (set, format) in sets {
+        let reader = reader(format).unwrap();
+        for entry in std::fs::read_dir(corpus(set)).unwrap().flatten() {
+            let path = entry.path();
+            let text = match path.extension().and_then(|e| e.to_str()) {
+                Some("jsonl" | "json") => std::fs::read_to_string(&path).unwrap(),
+                _ => continue,
+            };
+            // A file holding an inline image: every variant would decode it again (minutes in
+            // a debug build) for nothing the other files do not cover.
+            if text.contains("data:image/") {
+                continue;
+            }
+            let records: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Array(items)) => items.into_iter().take(3).collect(),
+                _ => text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect(),
+            };
+            let context = ReadContext {
+                rules: &rules,
+                path: &path,
+                key: "damaged",
+            };
+            for (n, record) in records.iter().enumerate() {
+                for p in paths(record, 80) {
+                    for replacement in &replacements {
+                        let damaged = mutated(record, &p, replacement.as_ref());
+                        let mut given: Vec<InputRecord> = records
+                            .iter()
+                            .enumerate()
+                            .map(|(index, v)| InputRecord {
+                                value: v.clone(),
+                                index,
+                                repairs: 0,
+                            })
+                            .collect();
+                        given[n].value = damaged;
+                        let read = reader.read(given, &context);
+                        let mut seen: Vec<usize> = read
+                            .conversations
+                            .iter()
+                            .flat_map(|c| c.records.iter().copied())
+                            .chain(read.refused.iter().map(|(i, _)| *i))
+                            .chain(read.dropped.iter().map(|d| d.index))
+                            .collect();
+                        seen.sort_unstable();
+                        assert_eq!(
+                            seen,
+                            (0..records.len()).collect::<Vec<_>>(),
+                            "{set} {path:?} {p:?}"
+                        );
+                        for (k, c) in read.conversations.into_iter().enumerate() {
+                            // Source notes' dropped bytes included.
+                            let bytes_in =
+                                rollover::audit::accounting::transcript_bytes(&c.transcript);
+                            let key = RecordKey {
+                                source: "damaged",
+                                ordinal: k as u64,
+                                salt: 0,
+                            };
+                            if let Ok(conversation) = convert(c.transcript, &rules, &key) {
+                                let account = rollover::audit::accounting::account(
+                                    bytes_in,
+                                    conversation
+                                        .meta
+                                        .base_instructions
+                                        .as_ref()
+                                        .map(|b| b.text.as_str()),
+                                    &conversation.items,
+                                    &conversation.decisions,
+                                );
+                                assert!(account.balanced(), "{set} {p:?}: {account:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

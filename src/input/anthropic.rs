@@ -319,7 +319,10 @@ pub fn assemble(events: &[Value]) -> Value {
                     .get("index")
                     .and_then(Value::as_u64)
                     .unwrap_or(blocks.len() as u64);
-                let block = event.get("content_block").cloned().unwrap_or(json!({}));
+                let block = match event.get("content_block") {
+                    Some(block @ Value::Object(_)) => block.clone(),
+                    _ => json!({}),
+                };
                 blocks.push((index, block, String::new()));
             }
             Some("content_block_delta") => {

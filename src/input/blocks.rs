@@ -368,7 +368,7 @@ fn tool_call(map: &mut Map<String, Value>) -> ToolCall {
     let id = take_str(map, "id");
     let name = take_str(map, "name").unwrap_or_default();
     let (arguments, from_object, missing) = match map.remove("input") {
-        None | Some(Value::Null) => ("{}".to_string(), false, true),
+        None | Some(Value::Null) => (String::new(), false, true),
         Some(Value::String(text)) => (text, false, false),
         Some(value) => {
             let object = value.is_object();

@@ -267,11 +267,20 @@ fn response_from_events(events: Vec<Value>) -> Value {
             .to_string();
         match kind.as_str() {
             "response.completed" | "response.incomplete" | "response.failed" => {
-                if let Some(response) = event.get_mut("response").map(std::mem::take) {
+                if let Some(response) = event
+                    .get_mut("response")
+                    .map(std::mem::take)
+                    .filter(Value::is_object)
+                {
                     return response;
                 }
             }
-            "response.created" => created = event.get_mut("response").map(std::mem::take),
+            "response.created" => {
+                created = event
+                    .get_mut("response")
+                    .map(std::mem::take)
+                    .filter(Value::is_object)
+            }
             "response.output_item.done" => {
                 let index = event
                     .get("output_index")

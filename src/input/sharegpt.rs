@@ -321,7 +321,7 @@ fn calls_of(text: &str, turn: usize) -> Vec<ToolCall> {
                 .unwrap_or_default()
                 .to_string();
             let (arguments, from_object, missing) = match call.get("arguments") {
-                None | Some(Value::Null) => ("{}".to_string(), false, true),
+                None | Some(Value::Null) => (String::new(), false, true),
                 Some(Value::String(s)) => (s.clone(), false, false),
                 Some(v) => (v.to_string(), v.is_object(), false),
             };

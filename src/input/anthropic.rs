@@ -117,6 +117,30 @@ fn is_batch_request(value: &Value) -> bool {
             .is_some_and(|p| p.get("messages").is_some_and(Value::is_array))
 }
 
+/// A raw SSE line of a Messages stream: an `event:` line, or a `data:` line of a Messages
+/// event (Chat Completions streams have neither). Later lines of the file (comments, `id:`)
+/// belong to it too once the file is Anthropic.
+fn is_sse_line(line: &str) -> bool {
+    let line = line.trim();
+    if line.starts_with("event:") || line.starts_with(':') || line.starts_with("id:") {
+        return true;
+    }
+    let kinds = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    ];
+    line.starts_with("data:")
+        && chain::sse_line_data(line)
+            .and_then(|d| d.get("type").and_then(Value::as_str).map(str::to_string))
+            .is_some_and(|t| kinds.contains(&t.as_str()))
+}
+
 fn claims(value: &Value) -> bool {
     is_pair(value)
         || is_batch_request(value)
@@ -134,8 +158,12 @@ impl FormatReader for AnthropicReader {
         Granularity::File
     }
 
-    fn detect(&self, first: Option<&Value>, _raw: &[u8]) -> bool {
-        first.is_some_and(claims)
+    fn detect(&self, first: Option<&Value>, raw: &[u8]) -> bool {
+        match first {
+            Some(Value::String(line)) => is_sse_line(line),
+            Some(value) => claims(value),
+            None => is_sse_line(&String::from_utf8_lossy(raw)),
+        }
     }
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
@@ -143,7 +171,25 @@ impl FormatReader for AnthropicReader {
         // Result lines of the same file, by custom_id, for requests that were not joined.
         let mut results: HashMap<String, (usize, Value)> = HashMap::new();
         let mut values = Vec::new();
+        // A file of raw SSE lines: each stream (message_start to message_stop) a response.
+        let mut stream: Option<(Vec<usize>, Vec<Value>)> = None;
+        let mut streams = Vec::new();
         for record in records {
+            if let Value::String(line) = &record.value {
+                let open = stream.get_or_insert_with(|| (Vec::new(), Vec::new()));
+                open.0.push(record.index);
+                let data = chain::sse_line_data(line);
+                let stop = data
+                    .as_ref()
+                    .and_then(|d| d.get("type"))
+                    .and_then(Value::as_str)
+                    == Some("message_stop");
+                open.1.extend(data);
+                if stop {
+                    streams.extend(stream.take());
+                }
+                continue;
+            }
             if is_anthropic_result(&record.value) {
                 let id = record.value["custom_id"]
                     .as_str()
@@ -154,7 +200,26 @@ impl FormatReader for AnthropicReader {
                 values.push(record);
             }
         }
+        streams.extend(stream.take());
         let mut entries = Vec::new();
+        for (records, events) in streams {
+            if events.is_empty() {
+                for index in records {
+                    read.refused
+                        .push((index, not_format("an SSE line with no Messages event")));
+                }
+                continue;
+            }
+            let response = assemble(&events);
+            match entry_of(response, records.clone()) {
+                Ok(entry) => entries.push(entry),
+                Err(error) => {
+                    for index in records {
+                        read.refused.push((index, error.clone()));
+                    }
+                }
+            }
+        }
         for record in values {
             let mut value = record.value;
             let mut records = vec![record.index];
@@ -688,6 +753,31 @@ mod tests {
         json!({"request": {"uri": "https://api.anthropic.com/v1/messages", "body": request(messages)},
                "response": {"status": 200, "body": {"type": "message", "role": "assistant", "id": "msg", "stop_reason": "end_turn",
                  "content": [{"type": "text", "text": reply}]}}})
+    }
+
+    #[test]
+    fn a_file_of_raw_sse_lines_is_a_response() {
+        let lines = [
+            "event: message_start",
+            r#"data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[]}}"#,
+            "event: content_block_start",
+            r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi there"}}"#,
+            r#"data: {"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#,
+            r#"data: {"type":"message_stop"}"#,
+        ];
+        assert!(AnthropicReader.detect(None, lines[0].as_bytes()));
+        assert!(!AnthropicReader.detect(
+            None,
+            br#"data: {"object":"chat.completion.chunk","choices":[]}"#
+        ));
+        let read = read(lines.iter().map(|l| json!(l)).collect());
+        assert!(read.refused.is_empty(), "{:?}", read.refused);
+        let c = &read.conversations[0];
+        assert_eq!(c.records, (0..7).collect::<Vec<_>>());
+        assert_eq!(c.transcript.messages.len(), 1);
+        assert_eq!(c.transcript.messages[0].content.texts(), vec!["Hi there"]);
+        assert!(c.transcript.meta.finished);
     }
 
     #[test]

@@ -119,6 +119,28 @@ pub enum ReportCommand {
     /// Compare two runs (e.g. before and after a rule change): outcomes, decisions by rule,
     /// and the conversations whose items changed. Exit 1 when anything moved.
     Diff(ReportDiffArgs),
+    /// Join the reports of a sharded run's shards into one run report.
+    ///
+    /// Reads each shard's last run under OUT/rollover/shards/KKKK-of-NNNN/ and writes one run,
+    /// OUT/rollover/runs/NNNN/ (`latest`), as an unsharded run would have: summary.json,
+    /// conversations.jsonl, quarantine.jsonl, report.md, report.html. Fails, naming the shard
+    /// and the command to re-run, when a shard is missing or did not finish, or when the
+    /// shards ran with different rules, options or rollover versions.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Merge(ReportMergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportMergeArgs {
+    /// The Codex home the shards wrote into (their --out).
+    pub out: PathBuf,
+    /// The shard count to merge, when OUT holds shards of several counts (default: the one
+    /// count found).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: Option<u32>,
+    /// Print the merged summary as JSON on stdout instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -220,9 +242,74 @@ pub struct ConvertArgs {
     /// --format responses: write each file zstd-compressed (`.jsonl.zst`).
     #[arg(long)]
     pub compress: bool,
+    /// Convert only shard K of N (K from 0 to N-1): the input files, and ranges of files larger
+    /// than --split-bytes, whose hash of their key falls in it. Shards write into one shared
+    /// OUT, their reports under OUT/rollover/shards/; `rollover report merge OUT` joins them.
+    /// Without it, the index comes from SLURM_ARRAY_TASK_ID (with SLURM_ARRAY_TASK_COUNT or
+    /// --shards) or JOB_COMPLETION_INDEX (with --shards).
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<ShardArg>,
+    /// The number of shards, with the index from the job engine's environment (a Slurm array
+    /// task, a Kubernetes Indexed Job).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: Option<u32>,
+    /// Sharded runs: split files larger than this into byte ranges of this size, spread over
+    /// the shards (e.g. 256MiB, 64KiB, 1000000).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    pub split_bytes: u64,
     /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
     #[arg(long, hide = true)]
     pub baseline: bool,
+}
+
+/// `--shard K/N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardArg {
+    pub index: u32,
+    pub count: u32,
+}
+
+fn parse_shard(text: &str) -> Result<ShardArg, String> {
+    let usage = || {
+        format!("`{text}` is not a shard: write K/N, e.g. 0/4 for the first of 4 (K from 0 to N-1)")
+    };
+    let (index, count) = text.split_once('/').ok_or_else(usage)?;
+    let index: u32 = index.trim().parse().map_err(|_| usage())?;
+    let count: u32 = count.trim().parse().map_err(|_| usage())?;
+    if count == 0 {
+        return Err("the shard count N must be at least 1".into());
+    }
+    if index >= count {
+        return Err(format!(
+            "shard {index} is not below the shard count {count}: shards are numbered 0 to {}",
+            count - 1
+        ));
+    }
+    Ok(ShardArg { index, count })
+}
+
+/// A size in bytes: a number, optionally with a binary unit (KiB, MiB, GiB; K, M, G alike).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let usage = || format!("`{text}` is not a size: write e.g. 256MiB, 64KiB or 1000000 (bytes)");
+    let trimmed = text.trim();
+    let digits = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits);
+    let number: u64 = number.parse().map_err(|_| usage())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return Err(usage()),
+    };
+    let bytes = number.checked_shl(shift).filter(|b| b >> shift == number);
+    match bytes {
+        Some(0) => Err("the split size must be at least 1 byte".into()),
+        Some(bytes) => Ok(bytes),
+        None => Err(usage()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -320,5 +407,19 @@ mod tests {
     fn the_command_line_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn shards_and_sizes_parse_with_messages_that_say_the_fix() {
+        assert_eq!(parse_shard("2/4"), Ok(ShardArg { index: 2, count: 4 }));
+        assert!(parse_shard("4/4").unwrap_err().contains("0 to 3"));
+        assert!(parse_shard("0/0").is_err());
+        assert!(parse_shard("2").unwrap_err().contains("K/N"));
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("99999999999999G").is_err());
     }
 }

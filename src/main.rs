@@ -33,6 +33,7 @@ fn main() {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Report(args) => match args.command {
             ReportCommand::Diff(diff) => commands::report::diff(&diff),
+            ReportCommand::Merge(merge) => commands::merge::run(&merge, &ui),
         },
         Command::Validate(args) => commands::validate::run(&args, &ui),
         Command::Rules(args) => match args.command {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use plotters::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use super::Summary;
@@ -26,7 +26,7 @@ pub enum ReportError {
 }
 
 /// One input file's counts, for the table and the worst-files chart.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct FileStats {
     pub file: String,
     pub records: u64,
@@ -51,7 +51,7 @@ pub struct ReportOptions {
     pub convert_seconds: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Excerpt {
     pub source: String,
     pub line: u64,

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One damaged file: where reading stopped.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DamageReport {
     pub file: String,
     pub line: u64,
@@ -16,7 +16,7 @@ pub struct DamageReport {
 }
 
 /// A path the walk or the reader could not read.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct UnreadableReport {
     pub path: String,
     pub message: String,
@@ -24,14 +24,39 @@ pub struct UnreadableReport {
 
 /// An input file whose content the home already holds, converted from another key (another
 /// root): its sessions are duplicates under other ids.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SameContent {
     pub file: String,
     pub converted_as: String,
 }
 
+/// One shard of a sharded run (`convert --shard K/N`): which, where the index came from, and
+/// what `report merge` checks is the same in every shard.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ShardReport {
+    pub index: u32,
+    pub count: u32,
+    /// Where the index came from: `--shard`, `SLURM_ARRAY_TASK_ID`, `JOB_COMPLETION_INDEX`.
+    pub index_from: String,
+    /// Where the count came from: `--shard`, `--shards`, `SLURM_ARRAY_TASK_COUNT`.
+    pub count_from: String,
+    /// Files larger than this were split into ranges of this many bytes.
+    pub split_bytes: u64,
+    /// The rollover that wrote this shard (`CARGO_PKG_VERSION`).
+    pub rollover_version: String,
+    /// `--format` (`codex`, `responses`).
+    pub format: String,
+    /// `--max-quarantine-rate`, for the merged report's verdict.
+    pub max_quarantine_rate: f64,
+    /// `--report-text`.
+    pub report_text: bool,
+    /// How many of `unreadable` the walk found (every shard walks every input: the merge
+    /// counts those once); the rest are this shard's own files.
+    pub walk_unreadable: usize,
+}
+
 /// The whole run, as written to `rollover/summary.json` and printed at the end.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// The version of this file's schema (README "Report files"); bumped on any change that
     /// is not a new optional field.
@@ -73,7 +98,7 @@ pub struct Summary {
     pub ignored_fields: BTreeMap<String, u64>,
     /// How long the run took. Not in `summary.json`, which stays byte-identical for the same
     /// input: it is in the run's `timing.json`.
-    #[serde(skip)]
+    #[serde(skip, default)]
     pub seconds: f64,
     /// The run's number: its report files are in `rollover/runs/NNNN/`.
     pub run: u32,
@@ -121,8 +146,9 @@ pub struct Summary {
     pub same_content: Vec<SameContent>,
     /// Records whose messages were found by shape (no `messages_at` path held them), by path.
     pub messages_by_shape: BTreeMap<String, u64>,
-    /// Input files by source format (`chat`, `claude-code`, ...), when any is not `chat`.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    /// Input files by source format (`chat`, `claude-code`, ...); written when one is not
+    /// `chat`, so a run of Chat Completions files has the summary it always had.
+    #[serde(skip_serializing_if = "only_chat", default)]
     pub formats: BTreeMap<String, u64>,
     /// Records read into a conversation after its first record (the other lines of a Claude
     /// Code session, the earlier requests of a logged chain): converted as part of it.
@@ -132,6 +158,17 @@ pub struct Summary {
     /// by the rule's id.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub records_dropped: BTreeMap<String, u64>,
+    /// A shard's run (`--shard K/N`): which shard; absent in an unsharded run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardReport>,
+    /// A run merged by `report merge` from this many shards; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_shards: Option<u32>,
+}
+
+/// Every input file was Chat Completions (or there was none).
+pub fn only_chat(formats: &BTreeMap<String, u64>) -> bool {
+    formats.keys().all(|f| f == "chat")
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -156,6 +193,66 @@ impl Summary {
         let dropped: u64 = self.records_dropped.values().sum();
         self.records
             == self.converted + self.records_merged + self.quarantined + self.joined + dropped
+    }
+}
+
+impl Summary {
+    /// Adds another part of the same run's counters and counts by key to these (`report
+    /// merge`: one shard's to the others'). Lists and the walk's skips, which are not sums,
+    /// are left to the caller.
+    pub fn add_counts(&mut self, other: &Summary) {
+        let sums = [
+            (&mut self.files, other.files),
+            (&mut self.bytes_on_disk, other.bytes_on_disk),
+            (&mut self.bytes_read, other.bytes_read),
+            (&mut self.records, other.records),
+            (&mut self.blank_lines, other.blank_lines),
+            (&mut self.converted, other.converted),
+            (&mut self.quarantined, other.quarantined),
+            (&mut self.joined, other.joined),
+            (&mut self.records_merged, other.records_merged),
+            (&mut self.text_bytes_in, other.text_bytes_in),
+            (&mut self.text_bytes_out, other.text_bytes_out),
+            (&mut self.text_bytes_dropped, other.text_bytes_dropped),
+            (&mut self.text_bytes_added, other.text_bytes_added),
+            (&mut self.files_unchanged, other.files_unchanged),
+            (&mut self.files_done, other.files_done),
+            (&mut self.rollouts_unchanged, other.rollouts_unchanged),
+            (&mut self.rollouts_removed, other.rollouts_removed),
+            (
+                &mut self.temporary_files_removed,
+                other.temporary_files_removed,
+            ),
+            (&mut self.records_not_sampled, other.records_not_sampled),
+            (&mut self.output_bytes, other.output_bytes),
+        ];
+        for (total, part) in sums {
+            *total += part;
+        }
+        let maps = [
+            (&mut self.quarantine_reasons, &other.quarantine_reasons),
+            (&mut self.items, &other.items),
+            (&mut self.events, &other.events),
+            (&mut self.phases, &other.phases),
+            (&mut self.rules_fired, &other.rules_fired),
+            (&mut self.actions, &other.actions),
+            (&mut self.violations, &other.violations),
+            (&mut self.ignored_fields, &other.ignored_fields),
+            (&mut self.messages_by_shape, &other.messages_by_shape),
+            (&mut self.formats, &other.formats),
+            (&mut self.records_dropped, &other.records_dropped),
+        ];
+        for (total, part) in maps {
+            for (key, n) in part {
+                bump(total, key, *n);
+            }
+        }
+        for (action, by_rule) in &other.decisions {
+            let total = self.decisions.entry(action.clone()).or_default();
+            for (rule, n) in by_rule {
+                bump(total, rule, *n);
+            }
+        }
     }
 }
 

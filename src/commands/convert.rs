@@ -17,7 +17,8 @@ use crate::input::SourceFormat;
 use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, FileCounts, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
-use crate::source::{Damage, WalkOptions};
+use crate::source::shard::{resolve, Shard};
+use crate::source::{Damage, ShardSource, WalkOptions};
 
 /// How many rules "rules fired" names; the rest are counted ("+10 more").
 const RULES_SHOWN: usize = 8;
@@ -63,6 +64,10 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         ),
         None => None,
     };
+    let shard = shard_of(args)?;
+    if let (Some(source), false) = (&shard, ui.quiet) {
+        eprintln!("rollover: {}", shard_line(source));
+    }
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
     let options = Options {
@@ -85,6 +90,8 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
             stdin_name: args.stdin_name.clone(),
         },
         format,
+        shard,
+        split_bytes: args.split_bytes,
     };
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
@@ -116,6 +123,28 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         print_summary(&summary, args, ui);
     }
     Ok(exit)
+}
+
+/// The shard of this run: `--shard`, or the job engine's index (see [`resolve`]).
+fn shard_of(args: &ConvertArgs) -> Result<Option<ShardSource>> {
+    let flag = args.shard.map(|s| Shard {
+        index: s.index,
+        count: s.count,
+    });
+    resolve(flag, args.shards, |name| std::env::var(name).ok()).map_err(anyhow::Error::msg)
+}
+
+/// `shard 2/4 (from SLURM_ARRAY_TASK_ID, count from SLURM_ARRAY_TASK_COUNT)`.
+fn shard_line(source: &ShardSource) -> String {
+    let from = if source.index_from == source.count_from {
+        format!("from {}", source.index_from)
+    } else {
+        format!(
+            "from {}, count from {}",
+            source.index_from, source.count_from
+        )
+    };
+    format!("shard {} ({from})", source.shard)
 }
 
 /// `--format` and the flags that only it takes.
@@ -385,7 +414,7 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
         files.push(plural(s.blank_lines, "blank line", "blank lines"));
     }
     out.list("files", files);
-    if !s.formats.is_empty() {
+    if !crate::audit::summary::only_chat(&s.formats) {
         let formats = s.formats.iter().map(|(f, n)| format!("{f} {}", group(*n)));
         out.list("formats", formats.collect());
     }
@@ -556,6 +585,16 @@ fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
 
 /// The home's state: incremental counts, kept and replaced sessions, where the reports are.
 fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui) {
+    let state = match &s.shard {
+        Some(shard) => {
+            let shard = Shard {
+                index: shard.index,
+                count: shard.count,
+            };
+            args.out.join("rollover/shards").join(shard.folder_name())
+        }
+        None => args.out.join("rollover"),
+    };
     if s.files_unchanged > 0 || s.rollouts_removed > 0 || s.rollouts_unchanged > 0 {
         out.text(
             "incremental",
@@ -586,7 +625,7 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
                     "changed session",
                     "changed sessions"
                 ),
-                args.out.join("rollover/replaced").display()
+                state.join("replaced").display()
             ),
         );
     }
@@ -598,7 +637,7 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
             )),
         );
     }
-    let run = args.out.join("rollover/runs").join(format!("{:04}", s.run));
+    let run = state.join("runs").join(format!("{:04}", s.run));
     out.text("output", args.out.display().to_string());
     out.text("report", run.join("summary.json").display().to_string());
     if s.quarantined > 0 {

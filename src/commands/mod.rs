@@ -12,6 +12,7 @@
 
 pub mod convert;
 pub mod explain;
+pub mod merge;
 pub mod report;
 pub mod rules;
 pub mod ui;

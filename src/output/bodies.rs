@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::Xxh3;
 
-use super::home::{private_dir_all, private_file, write_error, Home, TEMP_MARK};
+use super::home::{private_dir_all, private_file, write_error, Home};
 use super::{Guard, OutputError, Placed};
 
 /// Counts the digest of what reaches the disk.
@@ -56,7 +56,7 @@ impl BodyFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let temp = dir.join(format!(".{name}{TEMP_MARK}{}", std::process::id()));
+        let temp = dir.join(home.temp_name(&name));
         let mut options = OpenOptions::new();
         let file = private_file(options.write(true).create(true).truncate(true), &temp)?;
         let hashing = Hashing {

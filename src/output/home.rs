@@ -1,5 +1,8 @@
 //! The output folder, a Codex home: rollouts under `sessions/`, rollover's own state under
 //! `rollover/` (lock, manifest, one folder per run, `latest`, copies of replaced sessions).
+//! A shard of a sharded run keeps the same state in its own folder,
+//! `rollover/shards/KKKK-of-NNNN/`, so shards never share a lock, a manifest or a run folder,
+//! and marks its temporary files with its name, so that it removes only its own.
 //!
 //! Everything is created private (files 0600, folders 0700: transcripts are personal data),
 //! whatever the umask. Files appear under their final name only complete: each is written to a
@@ -25,8 +28,10 @@ pub const RUNS_DIR: &str = "runs";
 pub const LATEST: &str = "latest";
 /// Where `--force` keeps a copy of each session it replaced.
 pub const REPLACED_DIR: &str = "replaced";
-/// Marks a temporary file: `.rollout-….jsonl.tmp<pid>`.
+/// Marks a temporary file: `.rollout-….jsonl.tmp<pid>` (`.tmp0002-of-0004.<pid>` for a shard).
 pub(crate) const TEMP_MARK: &str = ".tmp";
+/// The shards' state folders, inside `rollover/`.
+pub const SHARDS_DIR: &str = "shards";
 
 #[derive(Debug, Clone)]
 pub struct Home {
@@ -35,6 +40,10 @@ pub struct Home {
     pub durable: bool,
     /// The folder of this run's report files.
     run_dir: PathBuf,
+    /// rollover's state: `rollover/`, or a shard's folder inside it.
+    state: PathBuf,
+    /// Marks this run's temporary files (empty unless sharded).
+    temp_tag: String,
 }
 
 pub(crate) fn write_error(path: &Path, source: std::io::Error) -> OutputError {
@@ -72,12 +81,32 @@ impl Home {
             root: root.to_path_buf(),
             durable: false,
             run_dir: root.join(STATE_DIR),
+            state: root.join(STATE_DIR),
+            temp_tag: String::new(),
         }
     }
 
-    /// `OUT/rollover`.
+    /// The home as one shard sees it: rollouts in the shared `sessions/`, state in
+    /// `rollover/shards/<folder>/`.
+    pub fn for_shard(root: &Path, folder: &str) -> Home {
+        let state = root.join(STATE_DIR).join(SHARDS_DIR).join(folder);
+        Home {
+            root: root.to_path_buf(),
+            durable: false,
+            run_dir: state.clone(),
+            state,
+            temp_tag: format!("{folder}."),
+        }
+    }
+
+    /// `OUT/rollover` (a shard's: `OUT/rollover/shards/KKKK-of-NNNN`).
     pub fn state_dir(&self) -> PathBuf {
-        self.root.join(STATE_DIR)
+        self.state.clone()
+    }
+
+    /// The hidden temporary name `name` is written under before its rename, in the same folder.
+    pub(crate) fn temp_name(&self, name: &str) -> String {
+        format!(".{name}{TEMP_MARK}{}{}", self.temp_tag, std::process::id())
     }
 
     pub fn state_file(&self, name: &str) -> PathBuf {
@@ -132,7 +161,7 @@ impl Home {
         };
         let target = Path::new(RUNS_DIR).join(name);
         let link = self.state_file(LATEST);
-        let temp = self.state_file(&format!(".{LATEST}{TEMP_MARK}{}", std::process::id()));
+        let temp = self.state_file(&self.temp_name(LATEST));
         let _ = fs::remove_file(&temp);
         std::os::unix::fs::symlink(&target, &temp).map_err(|e| write_error(&temp, e))?;
         fs::rename(&temp, &link).map_err(|e| write_error(&link, e))
@@ -147,7 +176,7 @@ impl Home {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let temp = dir.join(format!(".{name}{TEMP_MARK}{}", std::process::id()));
+        let temp = dir.join(self.temp_name(&name));
         let result = (|| {
             let mut options = OpenOptions::new();
             let mut file = private_file(options.write(true).create(true).truncate(true), &temp)?;
@@ -172,7 +201,8 @@ impl Home {
 
     /// Writes one of rollover's state files (`rollover/NAME`) atomically.
     pub fn write_state_atomic(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, OutputError> {
-        self.write_atomic(&Path::new(STATE_DIR).join(name), bytes)
+        let state = self.state.strip_prefix(&self.root).unwrap_or(&self.state);
+        self.write_atomic(&state.join(name), bytes)
     }
 
     /// Writes one of the run's own files atomically (`summary.json`: its presence marks the
@@ -197,19 +227,22 @@ impl Home {
     }
 
     /// Removes the temporary files a killed run left under `sessions/`, `responses/` and
-    /// `rollover/`;
-    /// returns how many.
+    /// `rollover/` (a shard: only its own, which carry its name, since the other shards may
+    /// be writing theirs at this moment); returns how many.
     pub fn remove_temporary_files(&self) -> Result<u64, OutputError> {
         let mut removed = 0;
-        for top in ["sessions", RESPONSES_DIR, STATE_DIR] {
-            let dir = self.root.join(top);
+        let mark = format!("{TEMP_MARK}{}", self.temp_tag);
+        for dir in [
+            self.root.join("sessions"),
+            self.root.join(RESPONSES_DIR),
+            self.state.clone(),
+        ] {
             if !dir.exists() {
                 continue;
             }
             for entry in WalkDir::new(&dir).into_iter().filter_map(Result::ok) {
                 let name = entry.file_name().to_string_lossy();
-                if entry.file_type().is_dir() || !name.starts_with('.') || !name.contains(TEMP_MARK)
-                {
+                if entry.file_type().is_dir() || !name.starts_with('.') || !name.contains(&mark) {
                     continue;
                 }
                 fs::remove_file(entry.path()).map_err(|e| write_error(entry.path(), e))?;

@@ -1,7 +1,9 @@
 //! One run at a time per output: `OUT/rollover/lock`, held with an advisory lock (flock) for
 //! the whole run and holding the holder's pid for the message a second run prints. The kernel
 //! releases the lock when its holder dies, however it dies, so a lock left by a killed run is
-//! simply taken over.
+//! simply taken over. Each shard of a sharded run locks its own state folder
+//! (`OUT/rollover/shards/KKKK-of-NNNN/lock`), so shards writing into one home never wait for
+//! each other, and a shard started twice is refused like a second run.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -6,7 +6,9 @@
 //! of the bytes written. While a run goes, each input file that is completely on disk (every
 //! rollout under its final name) is appended to `manifest.journal`; a clean end folds the
 //! journal into the manifest (written atomically) and removes it. A journal found at start is
-//! the trace of a killed run: its complete lines count, a cut last line does not.
+//! the trace of a killed run: its complete lines count, a cut last line does not. Each shard
+//! of a sharded run keeps its own manifest in its state folder, of the files (or ranges) it
+//! converted, so one shard re-runs incrementally without the others.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};

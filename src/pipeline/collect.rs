@@ -3,17 +3,21 @@
 //! output is deterministic whatever the thread count. When an input file's last batch is in,
 //! every rollout it produced is on disk: the collector removes the rollouts of records that
 //! are gone from it and records it in the manifest.
+//!
+//! A shard's run also writes `shard.json` ([`ShardIndex`]): its files with their place in the
+//! walk and their counts, and the segments (file and byte range) its report lines came in, so
+//! that `report merge` can put every shard's lines back in the order of an unsharded run.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::reader::Work;
 use super::record::{Converted, Outcome, SourceResult};
-use super::{format_name, FileCounts, Progress};
+use super::{format_name, FileCounts, Portion, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport};
 use crate::audit::{Action, Summary};
@@ -50,6 +54,61 @@ pub struct Collector<'h> {
     formats: HashMap<usize, &'static str>,
     /// The titles sources gave the conversations written, for Codex's thread names.
     thread_names: Vec<crate::output::session_index::IndexEntry>,
+    /// What part of each file the run reads (every file whole, unless sharded).
+    pub portions: Vec<Portion>,
+    /// Where each segment started: (file's place in the walk, range, marks).
+    segments: Vec<(usize, u64, Marks)>,
+    /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
+    lines: (u64, u64),
+}
+
+/// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
+/// and the report lines.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShardIndex {
+    pub files: Vec<ShardFile>,
+    /// In the order the shard wrote them.
+    pub segments: Vec<Segment>,
+    /// `--report-text`: the excerpts of quarantined records, in order.
+    pub excerpts: Vec<Excerpt>,
+}
+
+/// One input file a shard read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShardFile {
+    /// Its place in the walk, the same in every shard.
+    pub index: usize,
+    pub key: String,
+    /// This shard counted it in the file-level numbers.
+    pub counted: bool,
+    /// This shard's records of it (a split file's are spread over shards).
+    pub stats: FileStats,
+}
+
+/// A run of report lines from one file and byte range, with how many entries of each ordered
+/// list it added.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Segment {
+    /// The file's place in the walk.
+    pub file: usize,
+    pub range: u64,
+    pub conversations: u64,
+    pub quarantine: u64,
+    pub damaged_files: u64,
+    pub sessions_kept: u64,
+    pub sessions_replaced: u64,
+    pub excerpts: u64,
+}
+
+/// How long each ordered list was when a segment started.
+#[derive(Debug, Clone, Copy, Default)]
+struct Marks {
+    conversations: u64,
+    quarantine: u64,
+    damaged_files: u64,
+    sessions_kept: u64,
+    sessions_replaced: u64,
+    excerpts: u64,
 }
 
 /// How long a run took, and how fast it went: `runs/NNNN/timing.json`, apart from
@@ -81,8 +140,11 @@ impl Timing {
     }
 }
 
+/// A shard's run file for `report merge`.
+pub const SHARD_INDEX: &str = "shard.json";
+
 /// Excerpts of quarantined records the report shows with `--report-text`.
-const EXCERPTS: usize = 10;
+pub const EXCERPTS: usize = 10;
 const EXCERPT_CHARS: usize = 120;
 
 impl<'h> Collector<'h> {
@@ -116,7 +178,70 @@ impl<'h> Collector<'h> {
             counts: HashMap::new(),
             formats: HashMap::new(),
             thread_names: Vec::new(),
+            portions: Vec::new(),
+            segments: Vec::new(),
+            lines: (0, 0),
         })
+    }
+
+    fn marks(&self) -> Marks {
+        Marks {
+            conversations: self.lines.0,
+            quarantine: self.lines.1,
+            damaged_files: self.summary.damaged_files.len() as u64,
+            sessions_kept: self.summary.sessions_kept.len() as u64,
+            sessions_replaced: self.summary.sessions_replaced.len() as u64,
+            excerpts: self.report.excerpts.len() as u64,
+        }
+    }
+
+    /// The file's place in the walk.
+    fn walk_index(&self, file: usize) -> usize {
+        self.portions.get(file).map_or(file, |p| p.index)
+    }
+
+    /// Whether `file` counts in the file-level numbers.
+    fn counted(&self, file: usize) -> bool {
+        self.portions.get(file).is_none_or(|p| p.counted)
+    }
+
+    /// The segments as `shard.json` writes them.
+    fn shard_index(&self) -> ShardIndex {
+        let end = self.marks();
+        let segments = self
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(i, (file, range, start))| {
+                let next = self.segments.get(i + 1).map_or(end, |s| s.2);
+                Segment {
+                    file: *file,
+                    range: *range,
+                    conversations: next.conversations - start.conversations,
+                    quarantine: next.quarantine - start.quarantine,
+                    damaged_files: next.damaged_files - start.damaged_files,
+                    sessions_kept: next.sessions_kept - start.sessions_kept,
+                    sessions_replaced: next.sessions_replaced - start.sessions_replaced,
+                    excerpts: next.excerpts - start.excerpts,
+                }
+            })
+            .collect();
+        let files = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, file)| ShardFile {
+                index: self.walk_index(i),
+                key: file.key.clone(),
+                counted: self.counted(i),
+                stats: self.stats[i].clone(),
+            })
+            .collect();
+        ShardIndex {
+            files,
+            segments,
+            excerpts: self.report.excerpts.clone(),
+        }
     }
 
     /// One batch, in order. `outcomes[i]` is the outcome of `batch[i]` when it is a record.
@@ -132,6 +257,10 @@ impl<'h> Collector<'h> {
         let mut records = 0u64;
         for (work, outcome) in batch.iter().zip(outcomes) {
             match work {
+                Work::Segment(file, range) => {
+                    let marks = self.marks();
+                    self.segments.push((self.walk_index(*file), *range, marks));
+                }
                 Work::Blank => self.summary.blank_lines += 1,
                 Work::Damage(damage) => {
                     progress.damage(damage);
@@ -190,7 +319,9 @@ impl<'h> Collector<'h> {
                 }
                 Work::FileEnd(file) => {
                     let format = self.formats.remove(file).unwrap_or("chat");
-                    bump(&mut self.summary.formats, format, 1);
+                    if self.counted(*file) {
+                        bump(&mut self.summary.formats, format, 1);
+                    }
                     let mut counts = self.counts.remove(file).unwrap_or_default();
                     counts.file = self.files[*file].display.to_string();
                     progress.file_done(&counts);
@@ -295,6 +426,7 @@ impl<'h> Collector<'h> {
                 text,
             });
         }
+        self.lines.1 += 1;
         write_line(self.home, &mut self.quarantine, "quarantine.jsonl", entry)
     }
 
@@ -364,6 +496,23 @@ impl<'h> Collector<'h> {
         summary.text_bytes_out += done.account.bytes_out as u64;
         summary.text_bytes_dropped += done.account.bytes_dropped as u64;
         summary.text_bytes_added += done.account.bytes_added as u64;
+        self.lines.0 += 1;
+        // A title is transcript text: the audit line says its length unless --report-text
+        // (the title itself is the Codex thread name, in session_index.jsonl).
+        if let (Some(title), false) = (&done.links.title, self.report.report_text) {
+            let mut line = serde_json::to_value(done)
+                .map_err(|e| write_error(self.home, "conversations.jsonl", e.into()))?;
+            if let Some(object) = line.as_object_mut() {
+                object.remove("title");
+                object.insert("title_chars".into(), title.chars().count().into());
+            }
+            return write_line(
+                self.home,
+                &mut self.conversations,
+                "conversations.jsonl",
+                &line,
+            );
+        }
         write_line(
             self.home,
             &mut self.conversations,
@@ -390,11 +539,18 @@ impl<'h> Collector<'h> {
         }
         let entry = self.file_entry(file).clone();
         self.open.remove(&file);
-        self.summary.files_done += 1;
+        if self.counted(file) {
+            self.summary.files_done += 1;
+        }
         if self.summary.dry_run {
             return Ok(());
         }
-        if let Some(previous) = manifest.files.get(&entry.key) {
+        // A record of a split file that left this shard's ranges (a file edited before it,
+        // not appended to) may be in another shard's now, under the same path: removing its
+        // session could remove the other shard's. Only the sessions of whole files are removed.
+        let split = self.portions.get(file).is_some_and(|p| p.ranges);
+        let previous = manifest.files.get(&entry.key).filter(|_| !split);
+        if let Some(previous) = previous {
             let now: std::collections::HashSet<&str> =
                 entry.rollouts.iter().map(|r| r.path.as_str()).collect();
             for gone in previous
@@ -439,10 +595,6 @@ impl<'h> Collector<'h> {
     /// its presence marks the run folder as finished); returns the summary.
     pub fn finish(mut self, seconds: f64) -> Result<Summary, OutputError> {
         let home = self.home;
-        // Formats are worth a line only when a file was not Chat Completions.
-        if self.summary.formats.keys().all(|f| f == "chat") {
-            self.summary.formats.clear();
-        }
         self.quarantine
             .flush()
             .map_err(|e| write_error(home, "quarantine.jsonl", e))?;
@@ -467,6 +619,12 @@ impl<'h> Collector<'h> {
             .map_err(|e| write_error(home, "report.md", std::io::Error::other(e)))?;
         home.write_run_file_atomic("report.md", markdown.as_bytes())?;
         home.write_run_file_atomic("report.html", html.as_bytes())?;
+        if self.summary.shard.is_some() {
+            let mut index = serde_json::to_vec(&self.shard_index())
+                .map_err(|e| write_error(home, SHARD_INDEX, e.into()))?;
+            index.push(b'\n');
+            home.write_run_file_atomic(SHARD_INDEX, &index)?;
+        }
         // Last: its presence marks the run folder as finished.
         home.write_run_file_atomic("summary.json", &bytes)?;
         Ok(self.summary)

@@ -8,6 +8,11 @@
 //! collected in input order, so every output (rollouts, quarantine, summary) is deterministic
 //! whatever the thread count. Per-record problems are outcomes, not errors; only discovery,
 //! output failures and a panicking stage stop the run.
+//!
+//! A sharded run (`--shard K/N`) walks every input like any run, then keeps the files (and
+//! ranges of split files) its shard owns ([`crate::source::shard`]); it writes its rollouts
+//! into the shared home and its state and reports into the shard's own folder, with a
+//! `shard.json` that lets `report merge` rebuild the reports of one run.
 
 pub mod collect;
 pub mod reader;
@@ -23,7 +28,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::audit::summary::{SameContent, UnreadableReport};
+use crate::audit::summary::{SameContent, ShardReport, UnreadableReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
@@ -31,7 +36,10 @@ use crate::model::responses::Format;
 use crate::output::manifest::file_digest;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
-use crate::source::{discover, Damage, Skipped, SourceError, SourceFile, WalkOptions};
+use crate::source::{
+    discover, open, Compression, Damage, ShardPlan, ShardSource, Share, Skipped, SourceError,
+    SourceFile, WalkOptions,
+};
 use collect::Collector;
 use reader::Work;
 pub use record::{process_record, process_record_as, Converted, Outcome};
@@ -51,6 +59,8 @@ pub enum PipelineError {
         found: &'static str,
         asked: &'static str,
     },
+    #[error("{file} is a Batch API results file, whose results join requests anywhere in the archive: a sharded run cannot join them; convert the Batch API files in an unsharded run (into their own --out)")]
+    ShardedBatchResults { file: String },
     #[error("cannot start {threads} worker threads: {message}; pass a smaller --jobs")]
     Pool { threads: usize, message: String },
     /// A bug: a stage panicked. The run stops rather than write a summary that looks complete.
@@ -91,6 +101,21 @@ pub struct Options {
     pub format: Format,
     /// The source format of every input (`--from`); detected per file when `None`.
     pub from: Option<SourceFormat>,
+    /// This run is one shard of a sharded run (`--shard`, or the engine's index).
+    pub shard: Option<ShardSource>,
+    /// A sharded run splits files larger than this into ranges of this size (`--split-bytes`).
+    pub split_bytes: u64,
+}
+
+/// What part of one input file a run reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Portion {
+    /// The file's place among every file the walk found (the same in every shard).
+    pub index: usize,
+    /// Only the shard's ranges of a split file.
+    pub ranges: bool,
+    /// The file counts in this run's file-level numbers (files, bytes on disk, files done).
+    pub counted: bool,
 }
 
 /// Progress callbacks; the command decides how to show them.
@@ -143,7 +168,16 @@ pub fn run(
             entry.path, entry.message
         ));
     }
-    let mut home = Home::new(&options.out);
+    let shard = options.shard.as_ref().map(|source| ShardPlan {
+        shard: source.shard,
+        split_bytes: options.split_bytes,
+        // A Responses body file is written per input file: one shard must write all of it.
+        split: options.format == Format::Codex,
+    });
+    let mut home = match &shard {
+        Some(plan) => Home::for_shard(&options.out, &plan.shard.folder_name()),
+        None => Home::new(&options.out),
+    };
     home.durable = options.durable;
     let lock = RunLock::acquire(&home)?;
     if let Some(pid) = lock.taken_over_from {
@@ -161,6 +195,7 @@ pub fn run(
     };
     let mut files = discovery.files;
     dedupe_keys(&mut files);
+    let mut portions = select(&mut files, shard.as_ref());
     let mut unreadable: Vec<UnreadableReport> = skipped
         .unreadable
         .iter()
@@ -169,7 +204,13 @@ pub fn run(
             message: u.message.clone(),
         })
         .collect();
-    let (mut skip, digests) = plan(&mut files, &mut manifest, options.full, &mut unreadable);
+    let (mut skip, digests) = plan(
+        &mut files,
+        &mut portions,
+        &mut manifest,
+        options.full,
+        &mut unreadable,
+    );
     for entry in unreadable.iter().skip(skipped.unreadable.len()) {
         progress.note(&format!(
             "cannot read {}: {}; skipped",
@@ -185,6 +226,13 @@ pub fn run(
     }
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
     let batch_index = Arc::new(BatchIndex::scan(&files, &rules.input, repair));
+    if shard.is_some() {
+        if let Some(i) = (0..files.len()).find(|i| batch_index.is_results_file(*i)) {
+            return Err(PipelineError::ShardedBatchResults {
+                file: files[i].display.to_string(),
+            });
+        }
+    }
     // When a Batch API results file changed, every file is read: its requests may be anywhere.
     let results_changed = (0..files.len()).any(|i| batch_index.is_results_file(i) && !skip[i]);
     if results_changed {
@@ -195,8 +243,9 @@ pub fn run(
     let bytes_on_disk = files
         .iter()
         .zip(&skip)
-        .filter(|(_, s)| !**s)
-        .map(|(f, _)| f.size)
+        .zip(&portions)
+        .filter(|((_, s), p)| !**s && p.counted)
+        .map(|((f, _), _)| f.size)
         .sum();
     let summary = Summary {
         schema_version: crate::audit::summary::SCHEMA_VERSION,
@@ -205,9 +254,13 @@ pub fn run(
         rule_digests: rules.digests.clone(),
         codex_version: rules.codex_version.clone(),
         dry_run: options.dry_run,
-        files: files.len() as u64,
+        files: portions.iter().filter(|p| p.counted).count() as u64,
         run: run_number,
-        files_unchanged: skip.iter().filter(|s| **s).count() as u64,
+        files_unchanged: skip
+            .iter()
+            .zip(&portions)
+            .filter(|(s, p)| **s && p.counted)
+            .count() as u64,
         temporary_files_removed,
         sample_rate: options.sample.unwrap_or(1.0),
         skipped_other_extensions: skipped.other_extensions.clone(),
@@ -217,9 +270,22 @@ pub fn run(
         symlink_loops: skipped.loops.clone(),
         unreadable,
         same_content,
+        shard: options.shard.as_ref().map(|source| ShardReport {
+            index: source.shard.index,
+            count: source.shard.count,
+            index_from: source.index_from.to_string(),
+            count_from: source.count_from.to_string(),
+            split_bytes: options.split_bytes,
+            rollover_version: env!("CARGO_PKG_VERSION").to_string(),
+            format: format_name(options.format).to_string(),
+            max_quarantine_rate: options.max_quarantine_rate,
+            report_text: options.report_text,
+            walk_unreadable: skipped.unreadable.len(),
+        }),
         ..Summary::default()
     };
     let mut collector = Collector::new(&home, summary, &files, digests, &guard, options.format)?;
+    collector.portions = portions.clone();
     collector.report.max_quarantine_rate = options.max_quarantine_rate;
     collector.report.report_text = options.report_text;
     let mut convert_seconds = 0.0;
@@ -242,6 +308,8 @@ pub fn run(
         files: Arc::clone(&files),
         skip: skip.clone(),
         index: Arc::clone(&batch_index),
+        portions,
+        shard,
         stop: Arc::clone(&stop),
         from: options.from,
     });
@@ -307,50 +375,108 @@ pub fn run(
     Ok(summary)
 }
 
+/// The files this run reads, and what part of each: every file whole in an unsharded run;
+/// a shard keeps its own files and the split files one of whose ranges it owns.
+fn select(files: &mut Vec<SourceFile>, shard: Option<&ShardPlan>) -> Vec<Portion> {
+    let Some(shard) = shard else {
+        return (0..files.len())
+            .map(|index| Portion {
+                index,
+                ranges: false,
+                counted: true,
+            })
+            .collect();
+    };
+    let mut portions = Vec::new();
+    let mut index = 0;
+    files.retain(|file| {
+        // Only a split file is opened here, to see whether its size counts its ranges.
+        let compressed = shard.is_split(file)
+            && open(&file.path).map_or(true, |o| o.compression != Compression::None);
+        let share = shard.share(file, compressed);
+        let kept = share != Share::None;
+        if kept {
+            portions.push(Portion {
+                index,
+                ranges: share == Share::Ranges,
+                counted: shard.counts_file(file),
+            });
+        }
+        index += 1;
+        kept
+    });
+    portions
+}
+
 /// Which input files to read: a file whose size and mtime the manifest recorded is unchanged;
 /// one whose content digest it recorded is too (and its new mtime is kept, so the next run
 /// need not read it). Returns the files to skip and every file's digest. A file that cannot
-/// be read is taken out of `files` and added to `unreadable`: the run goes on without it.
+/// be read is taken out of `files` (and its portion out of `portions`) and added to
+/// `unreadable`: the run goes on without it.
 fn plan(
     files: &mut Vec<SourceFile>,
+    portions: &mut Vec<Portion>,
     manifest: &mut Manifest,
     full: bool,
     unreadable: &mut Vec<UnreadableReport>,
 ) -> (Vec<bool>, Vec<String>) {
     let mut skip = Vec::with_capacity(files.len());
     let mut digests = Vec::with_capacity(files.len());
+    let mut kept = Vec::with_capacity(files.len());
+    let mut counted = portions.iter().map(|p| p.counted);
     files.retain(|file| {
-        let entry = manifest.files.get_mut(&file.key);
-        if let Some(entry) = &entry {
-            if entry.size == file.size && entry.mtime_ns == file.mtime_ns {
-                skip.push(!full);
-                digests.push(entry.digest.clone());
-                return true;
-            }
+        // A split file is read by several shards: the one that counts it reports it.
+        let mut lost = Vec::new();
+        let keep = plan_file(file, manifest, full, &mut lost, &mut skip, &mut digests);
+        if counted.next().unwrap_or(true) {
+            unreadable.append(&mut lost);
         }
-        let digest = match file_digest(&file.path) {
-            Ok(digest) => digest,
-            Err(err) => {
-                unreadable.push(UnreadableReport {
-                    path: file.display.to_string(),
-                    message: err.to_string(),
-                });
-                return false;
-            }
-        };
-        let same = match entry {
-            Some(entry) if entry.digest == digest => {
-                entry.size = file.size;
-                entry.mtime_ns = file.mtime_ns;
-                true
-            }
-            Some(_) | None => false,
-        };
-        skip.push(same && !full);
-        digests.push(digest);
-        true
+        kept.push(keep);
+        keep
     });
+    let mut kept = kept.into_iter();
+    portions.retain(|_| kept.next().unwrap_or(false));
     (skip, digests)
+}
+
+/// [`plan`] for one file: false when it cannot be read.
+fn plan_file(
+    file: &SourceFile,
+    manifest: &mut Manifest,
+    full: bool,
+    unreadable: &mut Vec<UnreadableReport>,
+    skip: &mut Vec<bool>,
+    digests: &mut Vec<String>,
+) -> bool {
+    let entry = manifest.files.get_mut(&file.key);
+    if let Some(entry) = &entry {
+        if entry.size == file.size && entry.mtime_ns == file.mtime_ns {
+            skip.push(!full);
+            digests.push(entry.digest.clone());
+            return true;
+        }
+    }
+    let digest = match file_digest(&file.path) {
+        Ok(digest) => digest,
+        Err(err) => {
+            unreadable.push(UnreadableReport {
+                path: file.display.to_string(),
+                message: err.to_string(),
+            });
+            return false;
+        }
+    };
+    let same = match entry {
+        Some(entry) if entry.digest == digest => {
+            entry.size = file.size;
+            entry.mtime_ns = file.mtime_ns;
+            true
+        }
+        Some(_) | None => false,
+    };
+    skip.push(same && !full);
+    digests.push(digest);
+    true
 }
 
 /// Files to convert whose content the manifest holds under a key not in this run: the same

@@ -1,5 +1,8 @@
 //! The reader: one thread walks the files in order and sends their records in bounded
-//! batches, so memory stays flat in the archive's size.
+//! batches, so memory stays flat in the archive's size. In a sharded run it reads a split
+//! file from its start (so every record keeps its ordinal) and sends only the records, blank
+//! lines and damage of the ranges its shard owns, each run of them after a [`Work::Segment`]
+//! marker; an uncompressed file is read no further than the shard's last range.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -8,7 +11,9 @@ use std::thread::JoinHandle;
 
 use crate::input::batch::BatchIndex;
 use crate::input::format::{self, Granularity, SourceFormat};
-use crate::source::{records, Damage, RawRecord, RecordEvent, SourceFile};
+use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile};
+
+use super::Portion;
 
 const BATCH_RECORDS: usize = 512;
 const BATCH_BYTES: usize = 16 << 20;
@@ -27,6 +32,10 @@ pub enum Work {
     /// Every event of this file was read: once the batch holding it is written, the file is
     /// completely on disk and can be recorded as done.
     FileEnd(usize),
+    /// What follows, up to the next marker, is from this file (its index) and byte range (0
+    /// for a whole file): `report merge` puts the shards' report lines back in input order by
+    /// these.
+    Segment(usize, u64),
 }
 
 /// Records a format's reader reads together.
@@ -51,6 +60,10 @@ pub struct Plan {
     /// Files left out (unchanged since the manifest recorded them).
     pub skip: Vec<bool>,
     pub index: Arc<BatchIndex>,
+    /// What part of each file this run reads.
+    pub portions: Vec<Portion>,
+    /// The shard, when the run is one.
+    pub shard: Option<ShardPlan>,
     /// Set by a signal: stop reading; the file being read is not finished.
     pub stop: Arc<AtomicBool>,
     /// The format every file is in (`--from`); detected per file when `None`.
@@ -64,6 +77,8 @@ pub fn spawn(plan: Plan) -> Reader {
         files,
         skip,
         index,
+        portions,
+        shard,
         stop,
         from,
     } = plan;
@@ -82,20 +97,59 @@ pub fn spawn(plan: Plan) -> Reader {
             let mut ordinal = 0u64;
             let in_file = Arc::new(AtomicU64::new(0));
             let mut stopped = false;
+            let (events, compression) = events(&index, file_index, file, &in_file);
+            let mut ranges = portions
+                .get(file_index)
+                .filter(|p| p.ranges)
+                .zip(shard)
+                .map(|(_, plan)| Ranges::new(plan, file, compression));
+            if ranges.is_none() {
+                batch.push(Work::Segment(file_index, 0));
+            }
             // Decided at the file's first record; a whole-file format collects it here.
             let mut format = from;
             let mut whole: Vec<(RawRecord, u64)> = Vec::new();
-            for (event, given) in events(&index, file_index, file, &in_file) {
+            for (event, given) in events {
                 super::failpoint("reader");
                 if stop.load(Ordering::Relaxed) {
                     stopped = true;
                     break;
                 }
+                if let (None, RecordEvent::Record(record)) = (format, &event) {
+                    format = Some(detect(record));
+                }
+                // A format whose conversations span the file is never cut into ranges: the
+                // shard of its range 0 reads it whole, the others leave it.
+                let spans_file = format
+                    .and_then(format::reader)
+                    .is_some_and(|r| r.granularity() == Granularity::File);
+                if let (Some(cut), true) = (&ranges, spans_file) {
+                    if !cut.plan.owns_range(&cut.key, 0) {
+                        break;
+                    }
+                    if cut.open != Some(0) {
+                        batch.push(Work::Segment(file_index, 0));
+                    }
+                    ranges = None;
+                }
+                if let Some(ranges) = ranges.as_mut() {
+                    match ranges.take(&event) {
+                        Take::Skip => {
+                            if let RecordEvent::Record(_) = event {
+                                ordinal += 1;
+                            }
+                            continue;
+                        }
+                        Take::Past => break,
+                        Take::Enter(range) => batch.push(Work::Segment(file_index, range)),
+                        Take::Keep => {}
+                    }
+                }
                 match event {
                     RecordEvent::Record(record) => {
                         batch_bytes += record.bytes.len();
                         let ordinal_here = given.unwrap_or(ordinal);
-                        let format = *format.get_or_insert_with(|| detect(&record));
+                        let format = format.unwrap_or(SourceFormat::Chat);
                         match format::reader(format).map(|r| r.granularity()) {
                             None => batch.push(Work::Record(record, file_index, ordinal_here)),
                             Some(Granularity::Record) => batch.push(Work::Source(SourceWork {
@@ -145,24 +199,92 @@ pub fn spawn(plan: Plan) -> Reader {
     }
 }
 
-/// The events of one file, each with its ordinal when it was read ahead. `in_file` follows
-/// the bytes on disk read so far in this file.
+/// Which events of a split file the shard keeps.
+struct Ranges {
+    plan: ShardPlan,
+    key: String,
+    /// The range of the last record read: a blank line after it goes with it.
+    last: u64,
+    /// The range whose segment is open.
+    open: Option<u64>,
+    /// An uncompressed file is read up to the end of the shard's last range only.
+    end: Option<u64>,
+}
+
+enum Take {
+    /// Another shard's.
+    Skip,
+    /// Beyond this shard's last range: stop reading the file.
+    Past,
+    /// This shard's, in a range whose segment is open.
+    Keep,
+    /// This shard's, the first event of this range.
+    Enter(u64),
+}
+
+impl Ranges {
+    fn new(plan: ShardPlan, file: &SourceFile, compression: Compression) -> Ranges {
+        let end = match compression {
+            Compression::None => plan.last_owned_range(file),
+            Compression::Zstd | Compression::Gzip | Compression::Zip => None,
+        };
+        Ranges {
+            plan,
+            key: file.key.clone(),
+            last: 0,
+            open: None,
+            end,
+        }
+    }
+
+    fn take(&mut self, event: &RecordEvent) -> Take {
+        let range = match event {
+            RecordEvent::Record(record) => {
+                self.last = self.plan.range_of(record.location.byte_offset);
+                self.last
+            }
+            RecordEvent::Blank => self.last,
+            RecordEvent::Damage(damage) => self.plan.range_of(damage.location.byte_offset),
+        };
+        if self.end.is_some_and(|end| range > end) {
+            return Take::Past;
+        }
+        if !self.plan.owns_range(&self.key, range) {
+            return Take::Skip;
+        }
+        if self.open == Some(range) {
+            return Take::Keep;
+        }
+        self.open = Some(range);
+        Take::Enter(range)
+    }
+}
+
+type Events<'a> = Box<dyn Iterator<Item = (RecordEvent, Option<u64>)> + 'a>;
+
+/// The events of one file, each with its ordinal when it was read ahead, and the file's
+/// compression. `in_file` follows the bytes on disk read so far in this file.
 fn events<'a>(
     index: &'a BatchIndex,
     file_index: usize,
     file: &SourceFile,
     in_file: &Arc<AtomicU64>,
-) -> Box<dyn Iterator<Item = (RecordEvent, Option<u64>)> + 'a> {
+) -> (Events<'a>, Compression) {
     match index.leftovers.get(&file_index) {
-        Some(left) => Box::new(left.iter().map(|(e, o)| (clone_event(e), Some(*o)))),
+        Some(left) => (
+            Box::new(left.iter().map(|(e, o)| (clone_event(e), Some(*o)))),
+            Compression::None,
+        ),
         None => {
             let reader = records(file);
+            let compression = reader.compression();
             let counter = reader.disk_counter();
             let in_file = Arc::clone(in_file);
-            Box::new(reader.map(move |e| {
+            let events = reader.map(move |e| {
                 in_file.store(counter.load(Ordering::Relaxed), Ordering::Relaxed);
                 (e, None)
-            }))
+            });
+            (Box::new(events), compression)
         }
     }
 }

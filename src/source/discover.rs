@@ -272,11 +272,14 @@ fn is_hidden(name: &OsStr) -> bool {
     name.to_string_lossy().starts_with('.')
 }
 
-/// A folder Codex (or rollover) wrote: a `rollover/` run folder (with its `manifest` or
-/// `runs/`), or `sessions/` holding `rollout-*` files (at `sessions/YYYY/MM/DD/`).
+/// A folder Codex (or rollover) wrote: a `rollover/` run folder (with its `manifest`, `runs/`
+/// or the shards' `shards/`), or `sessions/` holding `rollout-*` files (at `sessions/YYYY/MM/DD/`).
 pub fn is_codex_home(dir: &Path) -> bool {
     let run_folder = dir.join("rollover");
-    if run_folder.join("manifest").is_file() || run_folder.join("runs").is_dir() {
+    if run_folder.join("manifest").is_file()
+        || run_folder.join("runs").is_dir()
+        || run_folder.join("shards").is_dir()
+    {
         return true;
     }
     let sessions = dir.join("sessions");

@@ -3,14 +3,17 @@
 //! In: the INPUT paths of the command line. Out: [`SourceFile`]s in a deterministic order, then
 //! per file a stream of [`RawRecord`]s, each with its [`Location`](crate::model::Location), or a
 //! [`Damage`] where the file cannot be read further (the records before it are still yielded).
+//! [`shard`] says which files, or ranges of a large file, one shard of a sharded run reads.
 //! Fails: on a missing input path (fatal); everything else is per file and reported, not fatal.
 
 pub mod discover;
 pub mod open;
+pub mod shard;
 pub mod split;
 
 pub use discover::{discover, Discovery, Skipped, SourceFile, Unreadable, WalkOptions};
 pub use open::{open, Compression};
+pub use shard::{Shard, ShardPlan, ShardSource, Share};
 pub use split::{records, Damage, RawRecord, RecordEvent};
 
 use thiserror::Error;

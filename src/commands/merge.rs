@@ -1,0 +1,481 @@
+//! `rollover report merge OUT`: join the reports of a sharded run's shards into one run
+//! report, as an unsharded run over the same inputs would have written it.
+//!
+//! In: each shard's last run, `OUT/rollover/shards/KKKK-of-NNNN/runs/NNNN/` (summary.json,
+//! shard.json, conversations.jsonl, quarantine.jsonl, timing.json). Out: one run folder,
+//! `OUT/rollover/runs/NNNN/` (`latest` points at it): the counters added up, the report lines
+//! put back in the walk's order by the shards' segments (file, then byte range; streamed, one
+//! open file per shard, since each shard's lines are already in that order), report.md
+//! and report.html rendered from the merged numbers. Fails (exit 2), naming each shard and the
+//! command to run, when a shard is missing or did not finish, or when the shards disagree on
+//! the rules, the options that change the output, or rollover's version.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
+use crate::audit::summary::ShardReport;
+use crate::audit::Summary;
+use crate::cli::ReportMergeArgs;
+use crate::commands::ui::{group, Ui};
+use crate::commands::Exit;
+use crate::output::home::{RUNS_DIR, SHARDS_DIR, STATE_DIR};
+use crate::output::{Home, RunLock};
+use crate::pipeline::collect::{ShardIndex, Timing, EXCERPTS, SHARD_INDEX};
+use crate::source::Shard;
+
+/// One shard's last run, as read back.
+struct ShardRun {
+    shard: Shard,
+    folder: PathBuf,
+    summary: Summary,
+    report: ShardReport,
+    index: ShardIndex,
+    seconds: f64,
+}
+
+/// The merged report lines' files, and which lines come from which shard.
+const LINE_FILES: [&str; 2] = ["conversations.jsonl", "quarantine.jsonl"];
+
+pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
+    let shards_dir = args.out.join(STATE_DIR).join(SHARDS_DIR);
+    let count = shard_count(&shards_dir, args.shards)?;
+    let mut runs = Vec::new();
+    let mut problems = Vec::new();
+    for index in 0..count {
+        let shard = Shard { index, count };
+        match load(&shards_dir, shard) {
+            Ok(run) => runs.push(run),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "cannot merge {count} shards of {}:\n  {}\nrun each of them again with the same inputs and options (`rollover convert INPUT... --out {} --shard K/{count}`, or the same array task), then merge",
+            args.out.display(),
+            problems.join("\n  "),
+            args.out.display()
+        );
+    }
+    check_same(&runs)?;
+    let merged = merge(&runs);
+    let home = Home::new(&args.out);
+    let lock = RunLock::acquire(&home)?;
+    let summary = write(home, merged, &runs)?;
+    drop(lock);
+    let rate = summary.quarantined as f64 / summary.records.max(1) as f64;
+    let max_rate = runs[0].report.max_quarantine_rate;
+    let exit = Exit::findings_if(
+        rate > max_rate
+            || !summary.damaged_files.is_empty()
+            || !summary.unreadable.is_empty()
+            || !summary.symlink_loops.is_empty(),
+    );
+    if args.json {
+        let mut out = serde_json::to_value(&summary).context("writing the JSON summary")?;
+        if let Some(map) = out.as_object_mut() {
+            map.insert("exit_code".into(), exit.code().into());
+            map.insert("exit_reason".into(), exit.reason().into());
+        }
+        println!("{out}");
+    } else if !ui.quiet {
+        let folder = args
+            .out
+            .join(STATE_DIR)
+            .join(RUNS_DIR)
+            .join(format!("{:04}", summary.run));
+        println!("rollover report merge: {count} shards");
+        println!(
+            "  records      {} = converted {} + merged {} + quarantined {} + joined {} + dropped by rule {}",
+            group(summary.records),
+            group(summary.converted),
+            group(summary.records_merged),
+            group(summary.quarantined),
+            group(summary.joined),
+            group(summary.records_dropped.values().sum())
+        );
+        println!("  files        {}", group(summary.files));
+        println!("  report       {}", folder.join("summary.json").display());
+    }
+    Ok(exit)
+}
+
+/// The shard count to merge: `--shards`, or the only count found.
+fn shard_count(shards_dir: &Path, asked: Option<u32>) -> Result<u32> {
+    let entries = std::fs::read_dir(shards_dir).with_context(|| {
+        format!(
+            "reading {}: no shard has run into this output (run `rollover convert ... --shard K/N` first)",
+            shards_dir.display()
+        )
+    })?;
+    let mut counts = BTreeSet::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", shards_dir.display()))?;
+        if let Some(shard) = entry
+            .file_name()
+            .to_str()
+            .and_then(Shard::parse_folder_name)
+        {
+            counts.insert(shard.count);
+        }
+    }
+    match (asked, counts.len()) {
+        (Some(count), _) => Ok(count),
+        (None, 1) => Ok(counts.into_iter().next().unwrap_or(1)),
+        (None, 0) => bail!(
+            "{} holds no shard folder (KKKK-of-NNNN): run `rollover convert ... --shard K/N` first",
+            shards_dir.display()
+        ),
+        (None, _) => {
+            let list: Vec<String> = counts.iter().map(u32::to_string).collect();
+            bail!(
+                "{} holds shards of runs with {} shards: pass --shards N to say which to merge",
+                shards_dir.display(),
+                list.join(" and ")
+            )
+        }
+    }
+}
+
+/// The last run of `shard`, or what is wrong with it.
+fn load(shards_dir: &Path, shard: Shard) -> Result<ShardRun, String> {
+    let state = shards_dir.join(shard.folder_name());
+    let runs = state.join(RUNS_DIR);
+    let numbers: Option<Vec<u32>> = std::fs::read_dir(&runs).ok().map(|entries| {
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect()
+    });
+    let Some(last) = numbers.and_then(|n| n.into_iter().max()) else {
+        return Err(format!(
+            "shard {shard} is missing: {} holds no run",
+            state.display()
+        ));
+    };
+    let folder = runs.join(format!("{last:04}"));
+    let read = |name: &str| -> Result<String, String> {
+        std::fs::read_to_string(folder.join(name)).map_err(|e| {
+            format!(
+                "shard {shard} did not finish: its last run, {}, has no readable {name} ({e}; killed, or still running?)",
+                folder.display()
+            )
+        })
+    };
+    let summary: Summary = serde_json::from_str(&read("summary.json")?).map_err(|e| {
+        format!(
+            "shard {shard}: {} is not a summary this rollover reads ({e})",
+            folder.join("summary.json").display()
+        )
+    })?;
+    if let Some(signal) = &summary.interrupted {
+        return Err(format!(
+            "shard {shard} did not finish: its last run, {}, was stopped by {signal}",
+            folder.display()
+        ));
+    }
+    let report = match &summary.shard {
+        Some(report) if report.index == shard.index && report.count == shard.count => {
+            report.clone()
+        }
+        Some(report) => {
+            return Err(format!(
+                "shard {shard}: {} says it is shard {}/{}",
+                folder.display(),
+                report.index,
+                report.count
+            ))
+        }
+        None => {
+            return Err(format!(
+                "shard {shard}: {} is not a shard's run",
+                folder.display()
+            ))
+        }
+    };
+    let index: ShardIndex = serde_json::from_str(&read(SHARD_INDEX)?)
+        .map_err(|e| format!("shard {shard}: {SHARD_INDEX} does not parse ({e})"))?;
+    for name in LINE_FILES {
+        if !folder.join(name).is_file() {
+            return Err(format!(
+                "shard {shard} did not finish: its last run, {}, has no {name}",
+                folder.display()
+            ));
+        }
+    }
+    let seconds = read("timing.json")
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|t| t["seconds"].as_f64())
+        .unwrap_or(0.0);
+    Ok(ShardRun {
+        shard,
+        folder,
+        summary,
+        report,
+        index,
+        seconds,
+    })
+}
+
+/// Every shard ran with the same rules, options and rollover as the first, and as this one.
+fn check_same(runs: &[ShardRun]) -> Result<()> {
+    let Some(first) = runs.first() else {
+        bail!("no shard to merge");
+    };
+    let ours = env!("CARGO_PKG_VERSION");
+    for run in runs {
+        let (a, b) = (&first.summary, &run.summary);
+        let (ra, rb) = (&first.report, &run.report);
+        let differences = [
+            (
+                "rules",
+                a.rule_digests != b.rule_digests || a.rules != b.rules,
+            ),
+            ("Codex version", a.codex_version != b.codex_version),
+            (
+                "rollover version",
+                ra.rollover_version != rb.rollover_version,
+            ),
+            ("--split-bytes", ra.split_bytes != rb.split_bytes),
+            ("--format", ra.format != rb.format),
+            ("--dry-run", a.dry_run != b.dry_run),
+            ("--sample", a.sample_rate != b.sample_rate),
+            (
+                "--max-quarantine-rate",
+                ra.max_quarantine_rate != rb.max_quarantine_rate,
+            ),
+            ("--report-text", ra.report_text != rb.report_text),
+        ];
+        if let Some((what, _)) = differences.iter().find(|(_, differs)| *differs) {
+            bail!(
+                "shard {} ({}) ran with other {what} than shard {} ({}): run every shard with the same rollover, rules and options, then merge",
+                run.shard,
+                run.folder.display(),
+                first.shard,
+                first.folder.display()
+            );
+        }
+        if rb.rollover_version != ours {
+            bail!(
+                "shard {} ({}) was converted by rollover {}, this is rollover {ours}: merge with the rollover that converted",
+                run.shard,
+                run.folder.display(),
+                rb.rollover_version
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The merged run: summary (without its run number yet), where its report lines come from,
+/// per-file counts.
+struct Merged {
+    summary: Summary,
+    /// In order: (shard, conversation lines, quarantine lines) to copy.
+    lines: Vec<(usize, [u64; 2])>,
+    files: Vec<FileStats>,
+    options: ReportOptions,
+    seconds: f64,
+}
+
+fn merge(runs: &[ShardRun]) -> Merged {
+    let first = &runs[0];
+    // The walk's findings are the same in every shard (each walks every input): shard 0's.
+    let mut summary = Summary {
+        rules: first.summary.rules.clone(),
+        rule_digests: first.summary.rule_digests.clone(),
+        codex_version: first.summary.codex_version.clone(),
+        schema_version: first.summary.schema_version,
+        dry_run: first.summary.dry_run,
+        sample_rate: first.summary.sample_rate,
+        skipped_other_extensions: first.summary.skipped_other_extensions.clone(),
+        skipped_hidden: first.summary.skipped_hidden,
+        skipped_symlinks: first.summary.skipped_symlinks,
+        skipped_codex_homes: first.summary.skipped_codex_homes.clone(),
+        symlink_loops: first.summary.symlink_loops.clone(),
+        unreadable: first.summary.unreadable[..first
+            .report
+            .walk_unreadable
+            .min(first.summary.unreadable.len())]
+            .to_vec(),
+        merged_shards: Some(runs.len() as u32),
+        ..Summary::default()
+    };
+    for run in runs {
+        summary.add_counts(&run.summary);
+        let own = run.report.walk_unreadable.min(run.summary.unreadable.len());
+        summary
+            .unreadable
+            .extend_from_slice(&run.summary.unreadable[own..]);
+    }
+    // Every file's place in the walk, and its counts added over the shards that read it.
+    let mut files: BTreeMap<usize, FileStats> = BTreeMap::new();
+    let mut places: BTreeMap<&str, usize> = BTreeMap::new();
+    for run in runs {
+        for file in &run.index.files {
+            places.insert(&file.key, file.index);
+            let total = files.entry(file.index).or_insert_with(|| FileStats {
+                file: file.stats.file.clone(),
+                ..FileStats::default()
+            });
+            total.records += file.stats.records;
+            total.converted += file.stats.converted;
+            total.quarantined += file.stats.quarantined;
+            total.repairs += file.stats.repairs;
+            total.output_bytes += file.stats.output_bytes;
+        }
+    }
+    let mut same_content: Vec<(usize, usize, _)> = Vec::new();
+    for (n, run) in runs.iter().enumerate() {
+        for same in &run.summary.same_content {
+            let place = places
+                .get(same.file.as_str())
+                .copied()
+                .unwrap_or(usize::MAX);
+            same_content.push((place, n, same.clone()));
+        }
+    }
+    same_content.sort_by_key(|(place, n, _)| (*place, *n));
+    summary.same_content = same_content.into_iter().map(|(_, _, s)| s).collect();
+
+    // Each shard's segments, with where their entries start in its lists; then all of them
+    // in the walk's order (a file, or a range of a split file, is one shard's).
+    let mut segments = Vec::new();
+    for (n, run) in runs.iter().enumerate() {
+        let mut at = [0u64; 6];
+        for segment in &run.index.segments {
+            let counts = [
+                segment.conversations,
+                segment.quarantine,
+                segment.damaged_files,
+                segment.sessions_kept,
+                segment.sessions_replaced,
+                segment.excerpts,
+            ];
+            segments.push(((segment.file, segment.range, n), at, counts));
+            for (position, count) in at.iter_mut().zip(counts) {
+                *position += count;
+            }
+        }
+    }
+    segments.sort_by_key(|(order, _, _)| *order);
+    let mut lines = Vec::new();
+    let mut excerpts: Vec<Excerpt> = Vec::new();
+    for ((_, _, n), at, counts) in &segments {
+        let run = &runs[*n];
+        let slice = |list: usize| {
+            let start = at[list] as usize;
+            start..start + counts[list] as usize
+        };
+        lines.push((*n, [counts[0], counts[1]]));
+        let s = &run.summary;
+        summary.damaged_files.extend(
+            s.damaged_files
+                .get(slice(2))
+                .unwrap_or_default()
+                .iter()
+                .cloned(),
+        );
+        summary.sessions_kept.extend(
+            s.sessions_kept
+                .get(slice(3))
+                .unwrap_or_default()
+                .iter()
+                .cloned(),
+        );
+        summary.sessions_replaced.extend(
+            s.sessions_replaced
+                .get(slice(4))
+                .unwrap_or_default()
+                .iter()
+                .cloned(),
+        );
+        excerpts.extend(
+            run.index
+                .excerpts
+                .get(slice(5))
+                .unwrap_or_default()
+                .iter()
+                .cloned(),
+        );
+    }
+    // A shard's excerpts are its first ones, so the first of all are among them.
+    excerpts.truncate(EXCERPTS);
+    let seconds = runs.iter().map(|r| r.seconds).fold(0.0, f64::max);
+    Merged {
+        summary,
+        lines,
+        files: files.into_values().collect(),
+        options: ReportOptions {
+            max_quarantine_rate: first.report.max_quarantine_rate,
+            excerpts,
+            report_text: first.report.report_text,
+            seconds,
+            convert_seconds: seconds,
+        },
+        seconds,
+    }
+}
+
+/// Writes the merged run as the home's next run folder; returns its summary.
+fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
+    let Merged {
+        mut summary,
+        lines,
+        files,
+        options,
+        seconds,
+    } = merged;
+    let (number, _) = home.start_run()?;
+    summary.run = number;
+    for (list, name) in LINE_FILES.iter().enumerate() {
+        let mut sources = Vec::new();
+        for run in runs {
+            let path = run.folder.join(name);
+            let file = File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+            sources.push((path, BufReader::new(file)));
+        }
+        let mut out = BufWriter::new(home.create_run_file(name)?);
+        let mut line = Vec::new();
+        for (n, counts) in &lines {
+            let (path, source) = &mut sources[*n];
+            for _ in 0..counts[list] {
+                line.clear();
+                source.read_until(b'\n', &mut line)?;
+                if !line.ends_with(b"\n") {
+                    bail!(
+                        "{} ends before the lines its {SHARD_INDEX} counts: the shard's run is incomplete; run the shard again",
+                        path.display()
+                    );
+                }
+                out.write_all(&line)?;
+            }
+        }
+        for (path, source) in &mut sources {
+            if !source.fill_buf()?.is_empty() {
+                bail!(
+                    "{} holds more lines than its {SHARD_INDEX} counts: run the shard again",
+                    path.display()
+                );
+            }
+        }
+        out.flush()?;
+    }
+    let mut timing = serde_json::to_vec_pretty(&Timing::of(&summary, seconds))?;
+    timing.push(b'\n');
+    home.write_run_file_atomic("timing.json", &timing)?;
+    let (markdown, html) =
+        report::render(&summary, &files, &options).context("rendering the merged report")?;
+    home.write_run_file_atomic("report.md", markdown.as_bytes())?;
+    home.write_run_file_atomic("report.html", html.as_bytes())?;
+    let mut bytes = serde_json::to_vec_pretty(&summary)?;
+    bytes.push(b'\n');
+    // Last: its presence marks the run folder as finished.
+    home.write_run_file_atomic("summary.json", &bytes)?;
+    home.mark_latest()?;
+    Ok(summary)
+}

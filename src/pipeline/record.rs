@@ -266,7 +266,7 @@ pub fn process_source(
     sample: Option<f64>,
 ) -> Vec<SourceResult> {
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let mut results = Vec::new();
+    let mut results: Vec<(usize, SourceResult)> = Vec::new();
     let mut inputs = Vec::with_capacity(work.records.len());
     let mut repairs = vec![0usize; work.records.len()];
     let mut accounted = vec![false; work.records.len()];
@@ -275,12 +275,15 @@ pub fn process_source(
             accounted[index] = true;
             let reason = format!("{}: {}", record.location, InputError::Truncated);
             let class = QuarantineClass::Truncated;
-            results.push(SourceResult::Refused(QuarantineEntry::new(
-                &record.location,
-                class,
-                reason,
-                &record.bytes,
-            )));
+            results.push((
+                index,
+                SourceResult::Refused(QuarantineEntry::new(
+                    &record.location,
+                    class,
+                    reason,
+                    &record.bytes,
+                )),
+            ));
             continue;
         }
         match parse_record(&record.bytes, repair) {
@@ -301,12 +304,15 @@ pub fn process_source(
             Err(err) => {
                 accounted[index] = true;
                 let reason = format!("{}: {err}", record.location);
-                results.push(SourceResult::Refused(QuarantineEntry::new(
-                    &record.location,
-                    input_class(&err),
-                    reason,
-                    &record.bytes,
-                )));
+                results.push((
+                    index,
+                    SourceResult::Refused(QuarantineEntry::new(
+                        &record.location,
+                        input_class(&err),
+                        reason,
+                        &record.bytes,
+                    )),
+                ));
             }
         }
     }
@@ -331,19 +337,25 @@ pub fn process_source(
         }
         let (record, _) = &work.records[index];
         let reason = format!("{}: {err}", record.location);
-        results.push(SourceResult::Refused(QuarantineEntry::new(
-            &record.location,
-            input_class(&err),
-            reason,
-            &record.bytes,
-        )));
+        results.push((
+            index,
+            SourceResult::Refused(QuarantineEntry::new(
+                &record.location,
+                input_class(&err),
+                reason,
+                &record.bytes,
+            )),
+        ));
     }
     for dropped in read.dropped {
         if claim(dropped.index) {
-            results.push(SourceResult::Dropped {
-                rule: dropped.rule,
-                what: dropped.what,
-            });
+            results.push((
+                dropped.index,
+                SourceResult::Dropped {
+                    rule: dropped.rule,
+                    what: dropped.what,
+                },
+            ));
         }
     }
     for conversation in read.conversations {
@@ -359,10 +371,13 @@ pub fn process_source(
         let (record, ordinal) = &work.records[first];
         let records = indexes.len() as u64;
         if !sampled(source_key, *ordinal, sample.unwrap_or(1.0)) {
-            results.push(SourceResult::Conversation {
-                outcome: Outcome::NotSampled,
-                records,
-            });
+            results.push((
+                first,
+                SourceResult::Conversation {
+                    outcome: Outcome::NotSampled,
+                    records,
+                },
+            ));
             continue;
         }
         let mut transcript = conversation.transcript;
@@ -387,12 +402,15 @@ pub fn process_source(
                         "{}: part of the conversation at {}: {reason}",
                         other.location, record.location
                     );
-                    results.push(SourceResult::Refused(QuarantineEntry::new(
-                        &other.location,
-                        class,
-                        reason,
-                        &other.bytes,
-                    )));
+                    results.push((
+                        i,
+                        SourceResult::Refused(QuarantineEntry::new(
+                            &other.location,
+                            class,
+                            reason,
+                            &other.bytes,
+                        )),
+                    ));
                 }
                 let reason = format!("{}: {reason}", record.location);
                 Outcome::Quarantined(QuarantineEntry::new(
@@ -407,7 +425,7 @@ pub fn process_source(
             Outcome::Quarantined(_) => 1,
             _ => records,
         };
-        results.push(SourceResult::Conversation { outcome, records });
+        results.push((first, SourceResult::Conversation { outcome, records }));
     }
     for (index, seen) in accounted.iter().enumerate() {
         if !seen {
@@ -416,15 +434,20 @@ pub fn process_source(
                 "{}: the {} reader gave no account of this record (a bug: please report it with the file)",
                 record.location, work.format
             );
-            results.push(SourceResult::Refused(QuarantineEntry::new(
-                &record.location,
-                QuarantineClass::NotARecord,
-                reason,
-                &record.bytes,
-            )));
+            results.push((
+                index,
+                SourceResult::Refused(QuarantineEntry::new(
+                    &record.location,
+                    QuarantineClass::NotARecord,
+                    reason,
+                    &record.bytes,
+                )),
+            ));
         }
     }
-    results
+    // In file order, whatever order the reader gave them in: the report lines follow the input.
+    results.sort_by_key(|(index, _)| *index);
+    results.into_iter().map(|(_, result)| result).collect()
 }
 
 /// A refusal: the class and the reason of a quarantine.

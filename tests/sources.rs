@@ -1165,3 +1165,19 @@ fn damaged_lines_never_crash_the_readers() {
         check(read_file(&chatgpt::ChatGptReader, gpt_path, vec![case]));
     }
 }
+
+/// A project's `sessions-index.json` beside the sessions is recognised and dropped by rule,
+/// not quarantined as a transcript it is not.
+#[test]
+fn claude_code_sessions_index_is_dropped_by_rule() {
+    let index = json!({"version": 1, "originalPath": "/home/me/proj", "entries": [
+        {"sessionId": SESSION, "fullPath": "/home/me/.claude/projects/-home-me-proj/x.jsonl",
+         "firstPrompt": "hi", "messageCount": 2, "gitBranch": "main"}]});
+    assert_eq!(
+        rollover::input::format::detect(Some(&index), b"{"),
+        rollover::input::SourceFormat::ClaudeCode
+    );
+    let read = claude_with(vec![index], &rules());
+    assert!(read.conversations.is_empty() && read.refused.is_empty());
+    assert_eq!(read.dropped[0].what, "sessions-index file");
+}

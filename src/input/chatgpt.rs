@@ -611,7 +611,11 @@ impl Walk<'_> {
                     .into_iter()
                     .filter_map(|p| match p {
                         Part::Text(t) => Some(t),
-                        _ => None,
+                        Part::Image { .. }
+                        | Part::Audio { .. }
+                        | Part::File { .. }
+                        | Part::Refusal(_)
+                        | Part::Unknown { .. } => None,
                     })
                     .collect::<Vec<_>>()
                     .join("");
@@ -639,7 +643,7 @@ impl Walk<'_> {
                 m.content = Content::Parts(parts);
                 self.push(m);
             }
-            "tool" => self.tool(id, tool_name, &kind, &content, time, &message)?,
+            "tool" => self.tool(id, tool_name, &kind, &content, time),
             _ => {
                 // An unknown role: kept as given, for policy.unknown_role.
                 self.close_call();
@@ -714,8 +718,7 @@ impl Walk<'_> {
         kind: &str,
         content: &Map<String, Value>,
         time: Option<i64>,
-        message: &Map<String, Value>,
-    ) -> Result<(), InputError> {
+    ) {
         let mut parts = self.tool_parts(kind, content);
         let error = kind == "system_error";
         if self.output_open {
@@ -729,7 +732,7 @@ impl Walk<'_> {
                 parts.splice(0..0, earlier);
                 last.content = output_content(parts);
                 last.tool_error |= error;
-                return Ok(());
+                return;
             }
         }
         let call_id = match &self.call {
@@ -751,7 +754,6 @@ impl Walk<'_> {
                 call_id
             }
         };
-        let _ = message;
         self.push(Message {
             role: "tool".to_string(),
             name,
@@ -763,7 +765,6 @@ impl Walk<'_> {
         });
         self.output_open = true;
         self.call = Some(OpenCall { id: call_id });
-        Ok(())
     }
 
     /// The output parts of a tool node, by content type.

@@ -87,6 +87,9 @@ pub fn is_session_line(value: &Value) -> bool {
     let Some(object) = value.as_object() else {
         return false;
     };
+    if is_sessions_index(object) {
+        return true;
+    }
     if let Some(lines) = object.get("loglines").and_then(Value::as_array) {
         return lines.first().is_some_and(|l| {
             l.get("type")
@@ -108,6 +111,16 @@ pub fn is_session_line(value: &Value) -> bool {
     let newer = object.contains_key("sessionId")
         && (object.contains_key("uuid") || object.contains_key("parentUuid"));
     (known && envelope) || newer
+}
+
+/// A project's `sessions-index.json` (`{"entries": [{"sessionId", "fullPath", ...}]}`): an index
+/// of the session files beside it, not a transcript.
+fn is_sessions_index(object: &Map<String, Value>) -> bool {
+    object
+        .get("entries")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+        .is_some_and(|e| e.get("sessionId").is_some() && e.get("fullPath").is_some())
 }
 
 fn refuse(problem: impl Into<String>) -> InputError {
@@ -143,6 +156,13 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
     for record in records {
         repairs += record.repairs;
         match record.value {
+            Value::Object(object) if is_sessions_index(&object) => {
+                read.dropped.push(DroppedRecord {
+                    index: record.index,
+                    rule: PolicyId::StructuralLine.rule_id().to_string(),
+                    what: "sessions-index file".to_string(),
+                });
+            }
             Value::Object(mut object) if object.contains_key("loglines") => {
                 match object.remove("loglines") {
                     Some(Value::Array(inner)) => {

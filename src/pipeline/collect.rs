@@ -52,14 +52,14 @@ pub struct Collector<'h> {
     counts: HashMap<usize, FileCounts>,
     /// Files read by a format other than chat, with it.
     formats: HashMap<usize, &'static str>,
+    /// The titles sources gave the conversations written, for Codex's thread names.
+    thread_names: Vec<crate::output::session_index::IndexEntry>,
     /// What part of each file the run reads (every file whole, unless sharded).
     pub portions: Vec<Portion>,
     /// Where each segment started: (file's place in the walk, range, marks).
     segments: Vec<(usize, u64, Marks)>,
     /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
     lines: (u64, u64),
-    /// The titles sources gave the conversations written, for Codex's thread names.
-    thread_names: Vec<crate::output::session_index::IndexEntry>,
 }
 
 /// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
@@ -177,10 +177,10 @@ impl<'h> Collector<'h> {
             bodies: HashMap::new(),
             counts: HashMap::new(),
             formats: HashMap::new(),
+            thread_names: Vec::new(),
             portions: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
-            thread_names: Vec::new(),
         })
     }
 
@@ -497,6 +497,22 @@ impl<'h> Collector<'h> {
         summary.text_bytes_dropped += done.account.bytes_dropped as u64;
         summary.text_bytes_added += done.account.bytes_added as u64;
         self.lines.0 += 1;
+        // A title is transcript text: the audit line says its length unless --report-text
+        // (the title itself is the Codex thread name, in session_index.jsonl).
+        if let (Some(title), false) = (&done.links.title, self.report.report_text) {
+            let mut line = serde_json::to_value(done)
+                .map_err(|e| write_error(self.home, "conversations.jsonl", e.into()))?;
+            if let Some(object) = line.as_object_mut() {
+                object.remove("title");
+                object.insert("title_chars".into(), title.chars().count().into());
+            }
+            return write_line(
+                self.home,
+                &mut self.conversations,
+                "conversations.jsonl",
+                &line,
+            );
+        }
         write_line(
             self.home,
             &mut self.conversations,

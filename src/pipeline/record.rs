@@ -97,6 +97,9 @@ pub struct Links {
     /// The conversation that spawned this one (a subagent's parent session).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_source_id: Option<String>,
+    /// The version of the tool that wrote the source (Claude Code `version`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_version: Option<String>,
 }
 
 impl Links {
@@ -106,6 +109,7 @@ impl Links {
             title: meta.title.clone(),
             source_id: meta.source_id.clone(),
             parent_source_id: meta.parent_source_id.clone(),
+            source_version: meta.source_version.clone(),
         }
     }
 }

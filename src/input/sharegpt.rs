@@ -155,10 +155,43 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
         });
     }
     if classic {
-        let turns = match map.remove("conversations") {
+        let mut turns = match map.remove("conversations") {
             Some(Value::Array(turns)) => turns,
             _ => Vec::new(),
         };
+        // A preference row: the chosen answer ends the conversation, the rejected one is
+        // dropped and counted.
+        let tags = &rules.sharegpt;
+        let as_turn = |v: Value| match v {
+            Value::String(text) => {
+                let mut turn = Map::new();
+                turn.insert(
+                    tags.role_tag.clone(),
+                    Value::String(tags.assistant_tag.clone()),
+                );
+                turn.insert(tags.content_tag.clone(), Value::String(text));
+                vec![Value::Object(turn)]
+            }
+            Value::Array(list) => list,
+            other => vec![other],
+        };
+        if let Some(chosen) = map.remove("chosen").filter(|v| !v.is_null()) {
+            turns.extend(as_turn(chosen));
+        }
+        if let Some(rejected) = map.remove("rejected").filter(|v| !v.is_null()) {
+            let bytes: usize = as_turn(rejected)
+                .iter()
+                .filter_map(|t| t.get(&tags.content_tag).and_then(Value::as_str))
+                .map(str::len)
+                .sum();
+            add_note(
+                &mut transcript.source_notes,
+                Builtin::PreferenceRejected.rule_id(),
+                "rejected answer of a preference row",
+                1,
+                bytes,
+            );
+        }
         classic_turns(turns, context, &mut messages)?;
     } else if is_typed(&Value::Object(map.clone())) {
         let list = match map.remove("messages") {
@@ -804,6 +837,17 @@ mod tests {
         rules.policy.shared_observation = SharedObservation::First;
         let t = row_with(value, rules).unwrap();
         assert_eq!(t.messages[2].tool_call_ids, ["call_1_0"]);
+    }
+
+    #[test]
+    fn a_preference_row_ends_with_the_chosen_answer() {
+        let value = json!({"conversations": [{"from": "human", "value": "Best color?"}],
+            "chosen": {"from": "gpt", "value": "Blue."}, "rejected": {"from": "gpt", "value": "Meh."}});
+        let t = row(value).unwrap();
+        assert_eq!(t.messages.len(), 2);
+        assert_eq!(t.messages[1].content, Content::Text("Blue.".into()));
+        assert_eq!(t.source_notes[0].rule, "builtin.preference-rejected");
+        assert_eq!(t.source_notes[0].bytes_dropped, 4);
     }
 
     #[test]

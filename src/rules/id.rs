@@ -81,6 +81,8 @@ builtins! {
     ResponsesAnnotations = "responses-annotations",
     /// A logged response that is an API error, not a message: the request has no reply.
     ApiErrorResponse = "api-error-response",
+    /// The `rejected` answer of a ShareGPT preference row (the `chosen` one is kept).
+    PreferenceRejected = "preference-rejected",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

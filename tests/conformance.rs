@@ -15,6 +15,11 @@
 //! binary is a failure, never a skip. `ROLLOVER_CONFORMANCE_KEEP=1` keeps the work folders
 //! (each resume's home with its `request-1.json`).
 //!
+//! `source_sessions_resume_exactly_in_codex` does the same for Claude Code sessions (parallel
+//! calls, a compaction) and ChatGPT exports, and resumes one by its thread name;
+//! `codex_own_importer_keeps_less_than_rollover` runs Codex's own Claude Code importer beside
+//! rollover on one session (the README's side-by-side).
+//!
 //! The last two tests break a rollout on purpose and prove the check reports it.
 
 mod conformance_support;
@@ -104,8 +109,33 @@ fn inputs() -> Vec<Input> {
         per_file: true,
         label: "samples".into(),
     }];
+    // `sources` holds one folder per source format: each is a set of its own, so the sample
+    // resumes at least one conversation of every format.
+    let sets: Vec<PathBuf> = sets
+        .into_iter()
+        .flat_map(|set| {
+            if set.file_name().is_some_and(|n| n == "sources") {
+                let mut formats: Vec<PathBuf> = std::fs::read_dir(&set)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect();
+                formats.sort();
+                formats
+            } else {
+                vec![set]
+            }
+        })
+        .collect();
     for set in sets {
-        let name = set.file_name().unwrap().to_string_lossy().into_owned();
+        let name = match set.parent().and_then(|p| p.file_name()) {
+            Some(parent) if parent == "sources" => {
+                format!("sources/{}", set.file_name().unwrap().to_string_lossy())
+            }
+            _ => set.file_name().unwrap().to_string_lossy().into_owned(),
+        };
         inputs.push(Input {
             path: set,
             per_file: false,
@@ -463,6 +493,285 @@ fn converted_rollouts_resume_exactly_in_codex() {
         codex.version,
         failures.join("\n\n")
     );
+}
+
+/// Claude Code sessions and ChatGPT exports (issue 12): one session of each format, a Claude
+/// Code session with parallel tool calls (results in later lines) and one with a compaction,
+/// each resumed by the real Codex, which must send exactly what was written (after a
+/// compaction: the summary that replaced the history, then what followed).
+#[test]
+fn source_sessions_resume_exactly_in_codex() {
+    let codex = codex();
+    let work = Work::new("sources");
+    let home = work.path().join("home");
+    let sources = corpora_dir().join("sources");
+    let files = [
+        "claude-code/spotter-v2.1/tool_heavy.jsonl",
+        "claude-code/spotter-v2.1/subagent.jsonl",
+        "claude-code/simonw-synthetic/sample_session.loglines.json",
+        "chatgpt-export/chatgpt-exporter-thinking-summaries.json",
+        "chatgpt-export/polylogue-native-conversation-v1.json",
+    ];
+    let paths: Vec<PathBuf> = files.iter().map(|f| sources.join(f)).collect();
+    let inputs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    convert(&inputs, &home);
+    let text = std::fs::read_to_string(home.join("rollover/latest/conversations.jsonl"))
+        .expect("conversations.jsonl");
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let v: Value = serde_json::from_str(line).expect("JSON line");
+        let source = v["source"].as_str().expect("source").to_string();
+        let relative = PathBuf::from(v["path"].as_str().expect("path"));
+        let rollout = home.join(&relative);
+        let resume_home = work.path().join(format!("resume-{n:03}"));
+        match check_resume(&codex.bin, &resume_home, &rollout, &relative) {
+            Ok(check) => println!("  ok   {} items  {source}", check.items),
+            Err(e) => failures.push(format!("{source}: {e}")),
+        }
+        seen.insert(source);
+    }
+    assert_eq!(seen.len(), files.len(), "one rollout per file: {seen:?}");
+    let compacted = text.lines().any(|l| l.contains("\"compaction\""));
+    assert!(compacted, "the compaction session took policy.compaction");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+
+    // Titles are Codex thread names: `codex exec resume <name>` finds the session by the
+    // name rollover wrote in session_index.jsonl.
+    let index = std::fs::read_to_string(home.join("session_index.jsonl")).expect("session index");
+    let entry: Value = serde_json::from_str(index.lines().next().expect("a name")).unwrap();
+    let name = entry["thread_name"].as_str().unwrap();
+    let id = entry["id"].as_str().unwrap();
+    let line = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == id)
+        .expect("the named conversation");
+    let relative = PathBuf::from(line["path"].as_str().unwrap());
+    let named_home = work.path().join("by-name");
+    let target = named_home.join(&relative);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(home.join(&relative), &target).unwrap();
+    std::fs::copy(
+        home.join("session_index.jsonl"),
+        named_home.join("session_index.jsonl"),
+    )
+    .unwrap();
+    let server = FakeServer::start();
+    write_codex_config(&named_home, server.port());
+    let out = conformance_support::run_resume(&codex.bin, &named_home, name, "by name");
+    assert!(
+        out.status.success() && server.requests().len() == 1,
+        "codex exec resume {name:?} did not find the session by its thread name ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The README's side-by-side, on the real thing: Codex 0.169's own Claude Code importer
+/// (`codex app-server`, `externalAgentConfig/detect` then `/import`, sources.md §1.11) against
+/// rollover, on the same session (`spotter-v2.1/subagent.jsonl`, its timestamps moved into the
+/// last 30 days and its `cwd` to a folder that exists, as the importer requires).
+#[test]
+fn codex_own_importer_keeps_less_than_rollover() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let codex = codex();
+    let work = Work::new("importer");
+    let source = corpora_dir().join("sources/claude-code/spotter-v2.1/subagent.jsonl");
+    let project = work.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let cwd = project.to_str().unwrap().to_string();
+    let encoded: String = cwd
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let home = work.path().join("home");
+    let sessions = home.join(".claude/projects").join(&encoded);
+    std::fs::create_dir_all(&sessions).unwrap();
+    let text = std::fs::read_to_string(&source).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = lines
+        .iter()
+        .filter_map(|l| l["timestamp"].as_str())
+        .filter_map(rollover::model::time::parse_rfc3339_ms)
+        .min()
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let shift = now - 86_400_000 - first;
+    for line in &mut lines {
+        if let Some(t) = line["timestamp"]
+            .as_str()
+            .and_then(rollover::model::time::parse_rfc3339_ms)
+        {
+            line["timestamp"] = rollover::model::time::format_ms(t + shift).into();
+        }
+        if line.get("cwd").is_some() {
+            line["cwd"] = cwd.clone().into();
+        }
+    }
+    let session = sessions.join("491e126e-1e71-469c-ade2-fcc8af567c74.jsonl");
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&session, body).unwrap();
+
+    // Codex's importer, driven over JSON-RPC.
+    let codex_home = work.path().join("codex-home");
+    let server = FakeServer::start();
+    write_codex_config(&codex_home, server.port());
+    let mut cmd = conformance_support::codex_command(&codex.bin, &codex_home);
+    cmd.env("HOME", &home)
+        .arg("app-server")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn codex app-server");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let call = |stdin: &mut std::process::ChildStdin, id: u64, method: &str, params: Value| {
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{request}").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while let Ok(v) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if v["id"] == id {
+                return v;
+            }
+        }
+        panic!("codex app-server did not answer {method}");
+    };
+    call(
+        &mut stdin,
+        1,
+        "initialize",
+        serde_json::json!({"clientInfo": {"name": "rollover-test", "version": "1"}}),
+    );
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::json!({"jsonrpc": "2.0", "method": "initialized"})
+    )
+    .unwrap();
+    let detected = call(
+        &mut stdin,
+        2,
+        "externalAgentConfig/detect",
+        serde_json::json!({"includeHome": true, "cwds": [cwd]}),
+    );
+    let items: Vec<Value> = detected["result"]["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["itemType"] == "SESSIONS")
+        .cloned()
+        .collect();
+    assert_eq!(
+        items.len(),
+        1,
+        "the importer did not detect the session: {detected}"
+    );
+    call(
+        &mut stdin,
+        3,
+        "externalAgentConfig/import",
+        serde_json::json!({"migrationItems": items}),
+    );
+    let mut imported = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while imported.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(300));
+        imported = walk_jsonl(&codex_home.join("sessions")).into_iter().next();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let imported = imported.expect("Codex's importer wrote no rollout");
+    let count = |path: &Path| {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        let (mut notes, mut output_chars) = (0, 0);
+        for line in read_rollout_lines(path).unwrap() {
+            if line["type"] != "response_item" {
+                continue;
+            }
+            let item = &line["payload"];
+            *counts
+                .entry(item["type"].as_str().unwrap().to_string())
+                .or_default() += 1;
+            let text_of = |v: &Value| -> usize {
+                match v {
+                    Value::String(s) => s.chars().count(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .map(|t| t.chars().count())
+                        .sum(),
+                    _ => 0,
+                }
+            };
+            if item["type"] == "function_call_output" {
+                output_chars += text_of(&item["output"]);
+            }
+            for part in item["content"].as_array().into_iter().flatten() {
+                let text = part["text"].as_str().unwrap_or("");
+                notes += text.matches("[external_agent_tool_call:").count();
+                for chunk in text.split("[/external_agent_tool_result]") {
+                    if let Some(at) = chunk.find("[external_agent_tool_result") {
+                        let rest = &chunk[at..];
+                        let body = rest.split_once("]\n").map_or("", |(_, b)| b);
+                        output_chars += body.strip_suffix('\n').unwrap_or(body).chars().count();
+                    }
+                }
+            }
+        }
+        (counts, notes, output_chars)
+    };
+    let (theirs, notes, their_chars) = count(&imported);
+    println!("[conformance] Codex's importer: {theirs:?}, {notes} call notes, {their_chars} output chars");
+    assert_eq!(theirs.get("function_call"), None);
+    assert_eq!(theirs.get("reasoning"), None);
+    assert_eq!((notes, their_chars), (16, 25_441));
+
+    let out = work.path().join("rollover");
+    convert(&[session.as_path()], &out);
+    let ours = walk_jsonl(&out.join("sessions"));
+    assert_eq!(ours.len(), 1);
+    let (counts, _, our_chars) = count(&ours[0]);
+    println!("[conformance] rollover: {counts:?}, {our_chars} output chars");
+    assert_eq!(counts.get("function_call"), Some(&16));
+    assert_eq!(counts.get("function_call_output"), Some(&16));
+    assert_eq!(counts.get("reasoning"), Some(&4));
+    assert_eq!(our_chars, 31_375);
+}
+
+/// The `.jsonl` files under `dir`, sorted.
+fn walk_jsonl(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Converts `samples/` into `work/home` and returns its conversations.

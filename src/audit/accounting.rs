@@ -24,8 +24,8 @@ impl Account {
     }
 }
 
-/// Text bytes of one input message: content text and refusal parts, `refusal`, reasoning,
-/// and call arguments.
+/// Text bytes of one input message: content text and refusal parts, `refusal`, reasoning
+/// (plain and with provenance: summaries and contents), and call arguments.
 pub fn input_message_bytes(m: &Message) -> usize {
     let content = match &m.content {
         Content::Missing | Content::Null => 0,
@@ -47,7 +47,14 @@ pub fn input_message_bytes(m: &Message) -> usize {
         .chain(m.tool_calls.iter())
         .map(|c| c.arguments.len())
         .sum();
+    let thinking: usize = m
+        .thinking
+        .iter()
+        .flat_map(|t| t.summary.iter().chain(t.content.iter()))
+        .map(String::len)
+        .sum();
     content
+        + thinking
         + m.refusal.as_ref().map_or(0, String::len)
         + m.reasoning.as_ref().map_or(0, String::len)
         + calls
@@ -64,7 +71,8 @@ fn content_bytes(items: &[ContentItem]) -> usize {
 /// Text bytes of one written item.
 pub fn output_item_bytes(item: &OutItem) -> usize {
     match &item.payload {
-        OutPayload::Compacted(message) => message.len(),
+        // A replacing line repeats the summary in its replacement history: counted once.
+        OutPayload::Compacted(message) | OutPayload::CompactedReplacing(message) => message.len(),
         OutPayload::Item(response) => match response {
             ResponseItem::Message { content, .. } => content_bytes(content),
             ResponseItem::Reasoning {

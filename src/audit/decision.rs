@@ -134,6 +134,23 @@ pub enum Action {
     },
     /// Message dropped by a classification rule.
     Dropped,
+    /// Reasoning with provenance written as a reasoning item (`origin`: openai, anthropic,
+    /// chatgpt).
+    ThinkingItem {
+        origin: String,
+    },
+    /// An opaque reasoning blob left out (another vendor's, or by policy).
+    EncryptedReasoningDropped {
+        origin: String,
+    },
+    EncryptedReasoningKept,
+    /// A failed tool output marked in its text.
+    ToolErrorPrefixed,
+    ToolErrorKept,
+    /// A compaction summary, by `policy.compaction` (`replace`, `compacted`, `drop`).
+    Compaction {
+        how: String,
+    },
     /// A field only an assistant message can carry (reasoning, refusal, tool calls) found on
     /// another role: nothing in Codex can hold it there. Or (`builtin.wrong-type-field`) a
     /// field of the wrong JSON type, e.g. `"name": 5`; `found` is the type it held.
@@ -182,6 +199,12 @@ impl Action {
             Action::MessagesFoundByShape { .. } => "messages_found_by_shape",
             Action::SourceNote { .. } => "source_note",
             Action::Dropped => "dropped",
+            Action::ThinkingItem { .. } => "thinking_item",
+            Action::EncryptedReasoningDropped { .. } => "encrypted_reasoning_dropped",
+            Action::EncryptedReasoningKept => "encrypted_reasoning_kept",
+            Action::ToolErrorPrefixed => "tool_error_prefixed",
+            Action::ToolErrorKept => "tool_error_kept",
+            Action::Compaction { .. } => "compaction",
             Action::FieldDropped { .. } => "field_dropped",
         }
     }

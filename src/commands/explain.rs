@@ -202,6 +202,9 @@ fn describe(item: &OutItem) -> String {
     let chars = |t: &str| t.chars().count();
     match &item.payload {
         OutPayload::Compacted(text) => format!("compacted ({} chars)", chars(text)),
+        OutPayload::CompactedReplacing(text) => {
+            format!("compacted, replacing the history ({} chars)", chars(text))
+        }
         OutPayload::Item(response) => match response {
             ResponseItem::Message {
                 role,

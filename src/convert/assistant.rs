@@ -8,9 +8,22 @@ use super::build::Builder;
 use super::parts::Side;
 use super::{ConvertError, ItemKind};
 use crate::audit::Action;
-use crate::model::rollout::{ContentItem, Phase, ReasoningText, ResponseItem, ROLE_ASSISTANT};
-use crate::model::transcript::{Message, ToolCall};
-use crate::rules::{Builtin, DropOrQuarantine, EmptyMessage, PolicyId, Reasoning};
+use crate::model::rollout::{
+    ContentItem, Phase, ReasoningText, ResponseItem, SummaryText, ROLE_ASSISTANT,
+};
+use crate::model::transcript::{Message, ReasoningOrigin, Thinking, ToolCall};
+use crate::rules::{
+    Builtin, DropOrQuarantine, EmptyMessage, KeepOrDrop, PolicyId, Reasoning, ThinkingPolicy,
+};
+
+/// The origin's name as the audit writes it.
+fn origin_name(origin: ReasoningOrigin) -> &'static str {
+    match origin {
+        ReasoningOrigin::OpenAi => "openai",
+        ReasoningOrigin::Anthropic => "anthropic",
+        ReasoningOrigin::ChatGpt => "chatgpt",
+    }
+}
 
 impl Builder<'_> {
     pub(super) fn assistant(&mut self, m: &mut Message) -> Result<(), ConvertError> {
@@ -29,9 +42,14 @@ impl Builder<'_> {
             .collect();
         let has_message =
             !content.is_empty() && !content.iter().all(|c| c.text().is_some_and(str::is_empty));
-        let had_reasoning = m.reasoning.is_some();
+        let thinking = std::mem::take(&mut m.thinking);
+        let had_reasoning = m.reasoning.is_some() || !thinking.is_empty();
+        let explains = has_message || !calls.is_empty();
+        for thought in thinking {
+            self.thinking(m.index, thought, explains)?;
+        }
         if let Some(reasoning) = m.reasoning.take() {
-            self.reasoning(m.index, reasoning, has_message || !calls.is_empty())?;
+            self.reasoning(m.index, reasoning, explains)?;
         }
         if has_message {
             let item = ResponseItem::Message {
@@ -113,6 +131,96 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// Reasoning with its provenance: its texts by `policy.thinking`; an OpenAI blob by
+    /// `policy.encrypted_reasoning`, any other vendor's never (Codex would send it to OpenAI).
+    fn thinking(
+        &mut self,
+        index: usize,
+        thought: Thinking,
+        explains_something: bool,
+    ) -> Result<(), ConvertError> {
+        let Thinking {
+            summary,
+            content,
+            encrypted,
+            origin,
+        } = thought;
+        let bytes: usize = summary.iter().chain(content.iter()).map(String::len).sum();
+        let at = Some(index);
+        if !explains_something {
+            let rule = PolicyId::UnpairedReasoning;
+            return match self.rules.policy.unpaired_reasoning {
+                DropOrQuarantine::Drop => {
+                    self.decide(at, rule, Action::UnpairedReasoningDropped, bytes, 0);
+                    Ok(())
+                }
+                DropOrQuarantine::Quarantine => {
+                    let reason = "reasoning with no message or call after it".to_string();
+                    Err(self.quarantine(rule, reason, at))
+                }
+            };
+        }
+        let origin_name = origin_name(origin).to_string();
+        let encrypted_content = match encrypted {
+            None => None,
+            Some(_) if origin != ReasoningOrigin::OpenAi => {
+                let action = Action::EncryptedReasoningDropped {
+                    origin: origin_name.clone(),
+                };
+                self.decide(at, Builtin::ForeignReasoningBlob, action, 0, 0);
+                None
+            }
+            Some(blob) => match self.rules.policy.encrypted_reasoning {
+                KeepOrDrop::Keep => {
+                    let action = Action::EncryptedReasoningKept;
+                    self.decide(at, PolicyId::EncryptedReasoning, action, 0, 0);
+                    Some(blob)
+                }
+                KeepOrDrop::Drop => {
+                    let action = Action::EncryptedReasoningDropped {
+                        origin: origin_name.clone(),
+                    };
+                    self.decide(at, PolicyId::EncryptedReasoning, action, 0, 0);
+                    None
+                }
+            },
+        };
+        let rule = PolicyId::Thinking;
+        let (summary, content) = match self.rules.policy.thinking {
+            ThinkingPolicy::Keep => (summary, content),
+            ThinkingPolicy::Summary => (summary.into_iter().chain(content).collect(), Vec::new()),
+            ThinkingPolicy::Content => (Vec::new(), summary.into_iter().chain(content).collect()),
+            ThinkingPolicy::Drop => {
+                if bytes > 0 {
+                    self.decide(at, rule, Action::ReasoningDropped, bytes, 0);
+                }
+                (Vec::new(), Vec::new())
+            }
+        };
+        if summary.is_empty() && content.is_empty() && encrypted_content.is_none() {
+            return Ok(());
+        }
+        let action = Action::ThinkingItem {
+            origin: origin_name,
+        };
+        self.decide(at, rule, action, 0, 0);
+        let item = ResponseItem::Reasoning {
+            summary: summary
+                .into_iter()
+                .map(|text| SummaryText { text })
+                .collect(),
+            content: (!content.is_empty()).then(|| {
+                content
+                    .into_iter()
+                    .map(|text| ReasoningText { text })
+                    .collect()
+            }),
+            encrypted_content,
+        };
+        self.push(ItemKind::Reasoning, item, at);
+        Ok(())
+    }
+
     /// An assistant message with no text, reasoning or call: `policy.empty_message`.
     fn empty_assistant(&mut self, index: usize, content: &[ContentItem], phase: Option<Phase>) {
         let rule = PolicyId::EmptyMessage;
@@ -144,6 +252,13 @@ impl Builder<'_> {
         let mut dropped: Vec<(&str, usize)> = Vec::new();
         if let Some(r) = m.reasoning.take() {
             dropped.push(("reasoning", r.len()));
+        }
+        if !m.thinking.is_empty() {
+            let texts = m
+                .thinking
+                .drain(..)
+                .flat_map(|t| t.summary.into_iter().chain(t.content));
+            dropped.push(("thinking", texts.map(|t| t.len()).sum()));
         }
         if let Some(r) = m.refusal.take() {
             dropped.push(("refusal", r.len()));
@@ -227,6 +342,56 @@ mod tests {
             [
                 PolicyId::InvalidPhase.rule_id(),
                 PolicyId::UnpairedReasoning.rule_id()
+            ]
+        );
+    }
+
+    #[test]
+    fn thinking_keeps_its_texts_and_never_another_vendors_blob() {
+        use crate::model::rollout::SummaryText;
+        use crate::model::transcript::{ReasoningOrigin, Thinking};
+        let mut assistant = message("assistant", "Done.");
+        assistant.thinking = vec![
+            Thinking {
+                content: vec!["Let me think.".to_string()],
+                encrypted: Some("EqSig".to_string()),
+                origin: ReasoningOrigin::Anthropic,
+                ..Thinking::default()
+            },
+            Thinking {
+                summary: vec!["Searching".to_string()],
+                origin: ReasoningOrigin::ChatGpt,
+                ..Thinking::default()
+            },
+        ];
+        let built = walk(vec![message("user", "q"), assistant]);
+        assert_eq!(
+            items(&built),
+            vec![
+                text_message("user", &["q"]),
+                ResponseItem::Reasoning {
+                    summary: Vec::new(),
+                    content: Some(vec![ReasoningText {
+                        text: "Let me think.".to_string()
+                    }]),
+                    encrypted_content: None,
+                },
+                ResponseItem::Reasoning {
+                    summary: vec![SummaryText {
+                        text: "Searching".to_string()
+                    }],
+                    content: None,
+                    encrypted_content: None,
+                },
+                text_message("assistant", &["Done."]),
+            ]
+        );
+        assert_eq!(
+            rules_fired(&built),
+            [
+                crate::rules::Builtin::ForeignReasoningBlob.rule_id(),
+                PolicyId::Thinking.rule_id(),
+                PolicyId::Thinking.rule_id(),
             ]
         );
     }

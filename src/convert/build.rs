@@ -14,7 +14,9 @@ use crate::audit::{Action, Decision};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::{Message, Transcript};
 use crate::rules::matcher::{classify, Subject};
-use crate::rules::{Builtin, PolicyId, RuleRef, RuleSet, Slot, UnknownRole};
+use crate::rules::{
+    Builtin, Compaction, PolicyAction, PolicyId, RuleRef, RuleSet, Slot, UnknownRole,
+};
 
 /// What the walk produced.
 #[derive(Debug)]
@@ -150,6 +152,9 @@ impl Builder<'_> {
             };
             self.decide(Some(m.index), RuleRef::RoleAliases, action, 0, 0);
         }
+        if m.compaction {
+            return self.compaction(m);
+        }
         match m.role.as_str() {
             "system" | "developer" | "user" => self.classified(m, leading, first_in_block),
             "assistant" => self.assistant(m),
@@ -206,6 +211,36 @@ impl Builder<'_> {
         }
     }
 
+    /// A compaction summary, by `policy.compaction`: never a user turn of its own.
+    fn compaction(&mut self, m: &mut Message) -> Result<(), ConvertError> {
+        let index = Some(m.index);
+        let texts = m.content.texts();
+        let added = texts.len().saturating_sub(1);
+        let text = texts.join("\n");
+        let rule = PolicyId::Compaction;
+        let how = self.rules.policy.compaction;
+        let action = Action::Compaction {
+            how: how.name().to_string(),
+        };
+        let payload = match how {
+            Compaction::Drop => {
+                self.decide(index, rule, action, text.len() - added, 0);
+                return Ok(());
+            }
+            Compaction::Replace => OutPayload::CompactedReplacing(text),
+            Compaction::Compacted => OutPayload::Compacted(text),
+        };
+        self.decide(index, rule, action, 0, added);
+        self.flush_context();
+        self.close_pending_calls(index)?;
+        self.items.push(OutItem {
+            kind: ItemKind::Compacted,
+            payload,
+            origin: index,
+        });
+        Ok(())
+    }
+
     /// A role no rule knows: `policy.unknown_role` decides.
     fn unknown_role(&mut self, m: &mut Message) -> Result<(), ConvertError> {
         let rule = PolicyId::UnknownRole;
@@ -237,4 +272,37 @@ impl Builder<'_> {
 /// All text of an input message, as the accounting counts it.
 pub fn message_text_bytes(m: &Message) -> usize {
     crate::audit::accounting::input_message_bytes(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{items, message, rules_fired, text_message, walk};
+    use super::super::OutPayload;
+    use crate::rules::PolicyId;
+
+    #[test]
+    fn a_compaction_summary_replaces_the_history_and_is_no_turn() {
+        let mut summary = message("user", "Summary: we fixed the bug.");
+        summary.compaction = true;
+        let built = walk(vec![
+            message("user", "fix it"),
+            message("assistant", "fixed"),
+            summary,
+            message("user", "next"),
+        ]);
+        assert_eq!(
+            items(&built),
+            vec![
+                text_message("user", &["fix it"]),
+                text_message("assistant", &["fixed"]),
+                text_message("user", &["next"]),
+            ]
+        );
+        assert_eq!(
+            built.items[2].payload,
+            OutPayload::CompactedReplacing("Summary: we fixed the bug.".to_string())
+        );
+        assert_eq!(built.items[2].origin, Some(2));
+        assert_eq!(rules_fired(&built), [PolicyId::Compaction.rule_id()]);
+    }
 }

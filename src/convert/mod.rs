@@ -65,6 +65,12 @@ pub struct Conversation {
     pub tools: Vec<serde_json::Value>,
     /// The record's model, when it says.
     pub model: Option<String>,
+    /// When each input message was written, by message index (empty when the source does not
+    /// say): the rollout lines are stamped with these times.
+    pub times: Vec<Option<i64>>,
+    /// The title the source gives the conversation (the audit writes it; Codex keeps thread
+    /// names in `session_index.jsonl`).
+    pub title: Option<String>,
 }
 
 impl Conversation {
@@ -73,7 +79,14 @@ impl Conversation {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(4096);
         // Serialising our own types to a Vec cannot fail: every map key is a string.
-        if render::write(&self.meta, &self.items, self.started_ms, &mut out).is_err() {
+        let written = render::write(
+            &self.meta,
+            &self.items,
+            self.started_ms,
+            &self.times,
+            &mut out,
+        );
+        if written.is_err() {
             out.clear();
         }
         out
@@ -105,7 +118,15 @@ pub fn convert(
     let built = build::build(&mut transcript, rules, key.source)?;
     let mut items = built.items;
     phase::assign(&mut items, rules.infer_phase, transcript.meta.finished);
-    let meta = render::session_meta(rules, &id, started_ms, built.base_instructions);
+    let meta = render::session_meta(
+        rules,
+        &id,
+        started_ms,
+        built.base_instructions,
+        &transcript.meta,
+    );
+    let times = message_times(&transcript);
+    let title = transcript.meta.title.clone();
     let mut decisions = built.decisions;
     if transcript.meta.unicode_repairs > 0 {
         decisions.push(Decision {
@@ -148,5 +169,21 @@ pub fn convert(
         started_ms,
         tools,
         model,
+        times,
+        title,
     })
+}
+
+/// Each message's time by its index; empty when no message has one (chat records), so their
+/// rollouts are stamped exactly as before.
+fn message_times(transcript: &Transcript) -> Vec<Option<i64>> {
+    if transcript.messages.iter().all(|m| m.timestamp_ms.is_none()) {
+        return Vec::new();
+    }
+    let len = transcript.messages.iter().map(|m| m.index + 1).max();
+    let mut times = vec![None; len.unwrap_or(0)];
+    for m in &transcript.messages {
+        times[m.index] = m.timestamp_ms;
+    }
+    times
 }

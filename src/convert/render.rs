@@ -10,10 +10,11 @@ use serde::Serialize;
 use super::{Conversation, ConvertError, ItemKind, OutItem, OutPayload};
 use crate::model::responses::{Format, ResponsesOptions};
 use crate::model::rollout::{
-    BaseInstructions, Compacted, ContentItem, EventMsg, Line, ResponseItem, SessionMeta,
-    TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
+    BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, Line, ResponseItem, SessionMeta,
+    ROLE_USER, TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
 };
 use crate::model::time::{format_ms, MAX_MS};
+use crate::model::transcript::RecordMeta;
 use crate::rules::RuleSet;
 
 /// The last stage: a converted conversation to the bytes of one output format. The convert
@@ -62,16 +63,23 @@ pub fn renderer(format: Format) -> Box<dyn Render> {
     }
 }
 
+/// The session meta: `[session]` of the rules, except the working folder and git branch a
+/// source records (Claude Code `cwd`, `gitBranch`; an empty branch means none).
 pub fn session_meta(
     rules: &RuleSet,
     id: &str,
     started_ms: i64,
     base: Option<String>,
+    source: &RecordMeta,
 ) -> SessionMeta {
     SessionMeta {
         id: id.to_string(),
         timestamp: format_ms(started_ms),
-        cwd: rules.session.cwd.clone(),
+        cwd: source
+            .cwd
+            .clone()
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| rules.session.cwd.clone()),
         originator: rules.session.originator.clone(),
         cli_version: rules.session.cli_version.clone(),
         source: rules.session.source.clone(),
@@ -80,22 +88,44 @@ pub fn session_meta(
         base_instructions: base
             .filter(|t| !t.is_empty())
             .map(|text| BaseInstructions { text }),
+        git: source
+            .git_branch
+            .clone()
+            .filter(|b| !b.is_empty())
+            .map(|branch| GitInfo { branch }),
     }
 }
 
-/// Writes the whole rollout, one JSON object per line, `\n` endings.
+/// Writes the whole rollout, one JSON object per line, `\n` endings. `times[i]` is when input
+/// message `i` was written, if the source says (empty for chat records): an item from it is
+/// stamped then, unless that would go back in time.
 pub fn write(
     meta: &SessionMeta,
     items: &[OutItem],
     started_ms: i64,
+    times: &[Option<i64>],
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
     let mut clock = Clock::new(started_ms);
     write_line(out, &mut clock, TAG_SESSION_META, meta)?;
     for item in items {
+        if let Some(at) = item.origin.and_then(|i| times.get(i).copied().flatten()) {
+            clock.advance_to(at);
+        }
         match &item.payload {
             OutPayload::Compacted(message) => {
-                write_line(out, &mut clock, TAG_COMPACTED, &Compacted { message })?
+                let compacted = Compacted {
+                    message,
+                    replacement_history: None,
+                };
+                write_line(out, &mut clock, TAG_COMPACTED, &compacted)?
+            }
+            OutPayload::CompactedReplacing(message) => {
+                let compacted = Compacted {
+                    message,
+                    replacement_history: Some(vec![replacement_message(message)]),
+                };
+                write_line(out, &mut clock, TAG_COMPACTED, &compacted)?
             }
             OutPayload::Item(response) => {
                 write_line(out, &mut clock, TAG_RESPONSE_ITEM, response)?;
@@ -106,6 +136,18 @@ pub fn write(
         }
     }
     Ok(())
+}
+
+/// The one message a replacing `compacted` line leaves in the history: the summary, as a user
+/// message (what Claude Code sends after compaction).
+pub fn replacement_message(summary: &str) -> ResponseItem {
+    ResponseItem::Message {
+        role: ROLE_USER,
+        content: vec![ContentItem::InputText {
+            text: summary.to_string(),
+        }],
+        phase: None,
+    }
 }
 
 fn write_line<P: Serialize>(
@@ -139,6 +181,15 @@ impl Clock {
         Clock {
             next: started_ms,
             text: String::new(),
+        }
+    }
+
+    /// Moves the clock forward to `ms` (never back: line times stay non-decreasing).
+    fn advance_to(&mut self, ms: i64) {
+        if ms > self.next {
+            self.next = ms;
+            // The next tick may be in another second: format it whole.
+            self.text.clear();
         }
     }
 
@@ -230,6 +281,50 @@ mod tests {
                 "9999-12-31T23:59:59.999Z",
                 "9999-12-31T23:59:59.999Z",
                 "9999-12-31T23:59:59.999Z",
+            ]
+        );
+    }
+
+    #[test]
+    fn items_take_their_message_time_and_never_go_back() {
+        let meta = SessionMeta {
+            id: "0199a213-81c0-7800-8aa1-bbab2a035a53".into(),
+            timestamp: format_ms(0),
+            cwd: "/p".into(),
+            originator: "rollover".into(),
+            cli_version: "0.169.0".into(),
+            source: None,
+            model_provider: None,
+            base_instructions: None,
+            git: Some(GitInfo {
+                branch: "main".into(),
+            }),
+        };
+        let item = |origin: usize| OutItem {
+            kind: ItemKind::Reasoning,
+            payload: OutPayload::Item(ResponseItem::Reasoning {
+                summary: Vec::new(),
+                content: None,
+                encrypted_content: None,
+            }),
+            origin: Some(origin),
+        };
+        let items = [item(0), item(1), item(2)];
+        let times = [Some(5_999), Some(1_000), None];
+        let mut out = Vec::new();
+        write(&meta, &items, 0, &times, &mut out).unwrap();
+        let stamps: Vec<String> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["timestamp"].to_string())
+            .collect();
+        assert_eq!(
+            stamps,
+            [
+                "\"1970-01-01T00:00:00.000Z\"",
+                "\"1970-01-01T00:00:05.999Z\"",
+                "\"1970-01-01T00:00:06.000Z\"",
+                "\"1970-01-01T00:00:06.001Z\"",
             ]
         );
     }

@@ -56,13 +56,15 @@ pub fn render(
         let response = match &item.payload {
             // A compaction summary stands for the history before it: a user message, as
             // Codex rebuilds a compacted history (not checked against Codex: see README).
-            OutPayload::Compacted(summary) => Cow::Owned(ResponseItem::Message {
-                role: ROLE_USER,
-                content: vec![ContentItem::InputText {
-                    text: summary.clone(),
-                }],
-                phase: None,
-            }),
+            OutPayload::Compacted(summary) | OutPayload::CompactedReplacing(summary) => {
+                Cow::Owned(ResponseItem::Message {
+                    role: ROLE_USER,
+                    content: vec![ContentItem::InputText {
+                        text: summary.clone(),
+                    }],
+                    phase: None,
+                })
+            }
             OutPayload::Item(response) if lite => lite_item(response, item.origin, &mut decisions),
             OutPayload::Item(response) => Cow::Borrowed(response),
         };

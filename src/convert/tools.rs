@@ -14,7 +14,7 @@ use super::{ids, ConvertError, ItemKind};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput, ROLE_USER};
 use crate::model::transcript::{Content, Message, ToolCall};
-use crate::rules::{Builtin, MissingOutput, OrphanOutput, PolicyId, ReusedCallId};
+use crate::rules::{Builtin, MissingOutput, OrphanOutput, PolicyId, ReusedCallId, ToolError};
 
 /// A call waiting for its output.
 #[derive(Debug)]
@@ -197,7 +197,10 @@ impl Builder<'_> {
     pub(super) fn tool_output(&mut self, m: &mut Message) -> Result<(), ConvertError> {
         let index = Some(m.index);
         self.flush_context();
-        let output = self.output_of(m)?;
+        let mut output = self.output_of(m)?;
+        if m.tool_error {
+            self.mark_error(m.index, &mut output);
+        }
         let output_bytes = tool_output_bytes(&output);
         let targets = self.calls.take_targets(m);
         let last_matched = targets.iter().rposition(Option::is_some);
@@ -285,6 +288,26 @@ impl Builder<'_> {
                 };
                 self.push(ItemKind::RealUser, item, Some(index));
                 Ok(())
+            }
+        }
+    }
+
+    /// A failed output, by `policy.tool_error`: its text (or first text item) gets the prefix.
+    fn mark_error(&mut self, index: usize, output: &mut ToolOutput) {
+        let rule = PolicyId::ToolError;
+        match self.rules.policy.tool_error {
+            ToolError::Keep => self.decide(Some(index), rule, Action::ToolErrorKept, 0, 0),
+            ToolError::Prefix => {
+                let prefix = self.rules.policy.tool_error_prefix.clone();
+                let added = prefix.len();
+                match output {
+                    ToolOutput::Text(text) => text.insert_str(0, &prefix),
+                    ToolOutput::Items(items) => match items.first_mut() {
+                        Some(ContentItem::InputText { text }) => text.insert_str(0, &prefix),
+                        _ => items.insert(0, ContentItem::InputText { text: prefix }),
+                    },
+                }
+                self.decide(Some(index), rule, Action::ToolErrorPrefixed, 0, added);
             }
         }
     }
@@ -397,6 +420,61 @@ mod tests {
                 Builtin::SharedOutput.rule_id(),
                 PolicyId::OrphanOutput.rule_id()
             ]
+        );
+    }
+
+    #[test]
+    fn a_failed_output_gets_the_error_prefix_in_text_and_in_items() {
+        use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput};
+        use crate::model::transcript::{Content, Part};
+        let mut failed = tool("a", "no such file");
+        failed.tool_error = true;
+        let mut image = message("tool", "");
+        image.tool_call_ids = vec!["b".to_string()];
+        image.content = Content::Parts(vec![Part::Image {
+            url: Some("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==".to_string()),
+            file_id: None,
+            detail: None,
+        }]);
+        image.tool_error = true;
+        let built = walk(vec![
+            message("user", "go"),
+            assistant_calling(vec![call(Some("a"), "x", "{}"), call(Some("b"), "y", "{}")]),
+            failed,
+            image,
+        ]);
+        let with_image = ResponseItem::FunctionCallOutput {
+            call_id: "b".to_string(),
+            output: ToolOutput::Items(vec![
+                ContentItem::InputText {
+                    text: "Error: ".to_string(),
+                },
+                ContentItem::InputImage {
+                    image_url: Some("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==".to_string()),
+                    file_id: None,
+                    detail: None,
+                },
+            ]),
+        };
+        let got = items(&built);
+        assert_eq!(
+            got[..4],
+            [
+                text_message("user", &["go"]),
+                function_call("a", "x", "{}"),
+                function_call("b", "y", "{}"),
+                output("a", "Error: no such file"),
+            ]
+        );
+        assert_eq!(got[4], with_image);
+        assert_eq!(got.len(), 5);
+        let fired = rules_fired(&built);
+        assert_eq!(
+            fired
+                .iter()
+                .filter(|r| *r == PolicyId::ToolError.rule_id())
+                .count(),
+            2
         );
     }
 }

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 
 use super::parse::parse_record;
+use super::InputError;
 use crate::rules::InputRules;
 use crate::source::{records, RawRecord, RecordEvent, SourceFile};
 
@@ -23,6 +24,10 @@ pub struct BatchResult {
     pub record: RawRecord,
     pub file: usize,
     pub ordinal: u64,
+    /// The key the result is given to its request under: `response` (OpenAI) or `result`
+    /// (Anthropic Message Batches).
+    key: &'static str,
+    record_id: String,
     response: Value,
     used: AtomicBool,
 }
@@ -30,6 +35,15 @@ pub struct BatchResult {
 impl BatchResult {
     pub fn used(&self) -> bool {
         self.used.load(Ordering::Relaxed)
+    }
+
+    /// Why an Anthropic result holds no message (`errored`, `expired`, `canceled`), if so.
+    pub fn failure(&self) -> Option<InputError> {
+        if self.key != "result" {
+            return None;
+        }
+        let id = self.record_id.clone();
+        batch_result(self.response.clone(), &id).err()
     }
 }
 
@@ -42,13 +56,63 @@ pub struct BatchIndex {
     pub leftovers: HashMap<usize, Vec<(RecordEvent, u64)>>,
 }
 
-/// `Some(custom_id)` when `value` is a result line without messages of its own.
+/// `Some(custom_id)` when `value` is a result line without messages of its own: an OpenAI
+/// Batch result (`response` or `error`) or an Anthropic Message Batches result
+/// (`result: {type: succeeded | errored | expired | canceled, ...}`, no `params`).
 fn result_id(value: &Value, rules: &InputRules) -> Option<String> {
     let id = value.get("custom_id")?.as_str()?;
     let has_result = value.get("response").is_some_and(Value::is_object)
-        || value.get("error").is_some_and(|e| !e.is_null());
-    let has_messages = rules.messages_at.iter().any(|p| p.get(value).is_some());
+        || value.get("error").is_some_and(|e| !e.is_null())
+        || is_anthropic_result(value);
+    let has_messages =
+        rules.messages_at.iter().any(|p| p.get(value).is_some()) || value.get("params").is_some();
     (has_result && !has_messages).then(|| id.to_string())
+}
+
+/// An Anthropic Message Batches result line.
+pub fn is_anthropic_result(value: &Value) -> bool {
+    value.get("custom_id").is_some_and(Value::is_string)
+        && value.get("params").is_none()
+        && value
+            .get("result")
+            .and_then(|r| r.get("type"))
+            .is_some_and(Value::is_string)
+}
+
+/// A Message Batches result: its message, or why there is none.
+pub fn batch_result(mut result: Value, custom_id: &str) -> Result<Value, InputError> {
+    let kind = result
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("(no type)")
+        .to_string();
+    if kind == "succeeded" {
+        return Ok(result
+            .get_mut("message")
+            .map(std::mem::take)
+            .unwrap_or(Value::Null));
+    }
+    let error = result.get("error");
+    let reason = error
+        .and_then(|e| e.pointer("/error/message").or_else(|| e.get("message")))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            error
+                .and_then(|e| e.pointer("/error/type").or_else(|| e.get("type")))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| match kind.as_str() {
+            "expired" => "the batch expired before the request was processed".to_string(),
+            "canceled" => "the batch was canceled before the request was processed".to_string(),
+            _ => "no message".to_string(),
+        });
+    Err(InputError::BatchFailed {
+        custom_id: custom_id.to_string(),
+        kind,
+        reason,
+    })
 }
 
 impl BatchIndex {
@@ -83,16 +147,23 @@ impl BatchIndex {
                 let id = parsed.as_ref().and_then(|(v, _)| result_id(v, rules));
                 match (id, parsed) {
                     (Some(id), Some((mut value, _))) if !index.results.contains_key(&id) => {
+                        let key = if is_anthropic_result(&value) {
+                            "result"
+                        } else {
+                            "response"
+                        };
                         let response = value
-                            .get_mut("response")
+                            .get_mut(key)
                             .map(std::mem::take)
                             .unwrap_or(Value::Null);
                         index.results.insert(
-                            id,
+                            id.clone(),
                             BatchResult {
                                 record,
                                 file: file_index,
                                 ordinal,
+                                key,
+                                record_id: id.clone(),
                                 response,
                                 used: AtomicBool::new(false),
                             },
@@ -107,7 +178,8 @@ impl BatchIndex {
         index
     }
 
-    /// Gives a request line its result's `response`, if one was read and it has none.
+    /// Gives a request line its result's `response` (OpenAI) or `result` (Anthropic), if one
+    /// was read and it has none.
     pub fn join(&self, value: &mut Value) {
         let Some(id) = value.get("custom_id").and_then(Value::as_str) else {
             return;
@@ -117,8 +189,8 @@ impl BatchIndex {
         };
         result.used.store(true, Ordering::Relaxed);
         if let Value::Object(map) = value {
-            if !map.get("response").is_some_and(Value::is_object) && result.response.is_object() {
-                map.insert("response".to_string(), result.response.clone());
+            if !map.get(result.key).is_some_and(Value::is_object) && result.response.is_object() {
+                map.insert(result.key.to_string(), result.response.clone());
             }
         }
     }

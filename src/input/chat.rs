@@ -34,6 +34,17 @@ const ROLLOUT_TAGS: [&str; 5] = [
     "compacted",
 ];
 
+/// The rules `rules` with messages read from `messages` only and no reply appended: for a
+/// record another format's reader built (`{"messages": [...], "model", "id", "created"}`),
+/// which must read the same whatever paths a rule file names.
+pub fn built_record_rules(rules: &InputRules) -> InputRules {
+    let mut built = rules.clone();
+    built.messages_at = vec![crate::rules::PathExpr::parse("messages").expect("a plain key")];
+    built.reply_at = Vec::new();
+    built.guess = false;
+    built
+}
+
 /// Reads a parsed record as a conversation, moving its strings out of `value`.
 pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, InputError> {
     let mut meta = RecordMeta::default();
@@ -306,7 +317,7 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn read_message(
+pub(crate) fn read_message(
     raw: Value,
     index: usize,
     aliases: &std::collections::BTreeMap<String, String>,

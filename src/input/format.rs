@@ -164,7 +164,14 @@ pub trait FormatReader: Sync {
 /// The readers of the formats other than `chat`, in detection order. Each format's module
 /// adds its reader here.
 pub fn readers() -> &'static [&'static dyn FormatReader] {
-    &[]
+    &[
+        &super::claude_code::ClaudeCodeReader,
+        &super::chatgpt::ChatGptReader,
+        &super::anthropic::AnthropicReader,
+        &super::responses::ResponsesReader,
+        &super::chat_stream::ChatStreamReader,
+        &super::sharegpt::ShareGptReader,
+    ]
 }
 
 /// The reader of `format` (`None` for `chat`, read record by record by [`super::extract`]).

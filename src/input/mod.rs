@@ -11,10 +11,18 @@
 //! a list of turns, each a list of messages, flattened in order), and any path a rule file or
 //! `--messages-at` names (e.g. `answer_generation.train_messages[-1]`).
 
+pub mod anthropic;
 pub mod batch;
+pub mod blocks;
+pub mod chain;
 pub mod chat;
+pub mod chat_stream;
+pub mod chatgpt;
+pub mod claude_code;
 pub mod format;
 pub mod parse;
+pub mod responses;
+pub mod sharegpt;
 
 pub use chat::extract;
 pub use format::{FormatReader, SourceFormat};
@@ -45,6 +53,23 @@ pub enum InputError {
     AmbiguousMessages(String, String),
     #[error("message list at `{0}` is empty")]
     EmptyMessages(String),
+    #[error("not a {format} record: {problem}")]
+    NotInFormat {
+        format: &'static str,
+        problem: String,
+    },
+    #[error("{reason} (rule `{rule}`)")]
+    RefusedByRule { rule: String, reason: String },
+    #[error(
+        "previous_response_id `{0}` is in no entry of the file: the history before it is missing"
+    )]
+    MissingLink(String),
+    #[error("batch result `{custom_id}` {kind}: {reason}")]
+    BatchFailed {
+        custom_id: String,
+        kind: String,
+        reason: String,
+    },
     #[error("message {index} at `{path}`: {problem}")]
     BadMessage {
         path: String,

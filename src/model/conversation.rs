@@ -30,4 +30,7 @@ pub struct OutItem {
 pub enum OutPayload {
     Item(ResponseItem),
     Compacted(String),
+    /// A `compacted` line whose replacement history is this summary as one user message:
+    /// Codex resumes from exactly that, as the source's model saw it after compaction.
+    CompactedReplacing(String),
 }

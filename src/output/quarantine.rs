@@ -31,6 +31,10 @@ pub enum QuarantineClass {
     NotARecord,
     RolloutLine,
     BatchResultWithoutRequest,
+    /// A Batch API result that is not a message (`errored`, `expired`, `canceled`).
+    BatchFailed,
+    /// A `previous_response_id` no entry of the file answers.
+    MissingLink,
     NoMessages,
     /// Two fields qualified when looking for the messages by shape.
     AmbiguousMessages,
@@ -52,6 +56,8 @@ impl QuarantineClass {
             QuarantineClass::NotARecord => "not_a_record",
             QuarantineClass::RolloutLine => "rollout_line",
             QuarantineClass::BatchResultWithoutRequest => "batch_result_without_request",
+            QuarantineClass::BatchFailed => "batch_failed",
+            QuarantineClass::MissingLink => "missing_link",
             QuarantineClass::NoMessages => "no_messages",
             QuarantineClass::AmbiguousMessages => "ambiguous_messages",
             QuarantineClass::EmptyMessages => "empty_messages",
@@ -69,6 +75,8 @@ impl QuarantineClass {
             | QuarantineClass::NotARecord
             | QuarantineClass::RolloutLine
             | QuarantineClass::BatchResultWithoutRequest
+            | QuarantineClass::BatchFailed
+            | QuarantineClass::MissingLink
             | QuarantineClass::NoMessages
             | QuarantineClass::AmbiguousMessages
             | QuarantineClass::EmptyMessages

@@ -52,6 +52,8 @@ pub struct Collector<'h> {
     counts: HashMap<usize, FileCounts>,
     /// Files read by a format other than chat, with it.
     formats: HashMap<usize, &'static str>,
+    /// The titles sources gave the conversations written, for Codex's thread names.
+    thread_names: Vec<crate::output::session_index::IndexEntry>,
     /// What part of each file the run reads (every file whole, unless sharded).
     pub portions: Vec<Portion>,
     /// Where each segment started: (file's place in the walk, range, marks).
@@ -175,6 +177,7 @@ impl<'h> Collector<'h> {
             bodies: HashMap::new(),
             counts: HashMap::new(),
             formats: HashMap::new(),
+            thread_names: Vec::new(),
             portions: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
@@ -441,6 +444,16 @@ impl<'h> Collector<'h> {
             };
             body.append(&done.bytes)?;
         }
+        if let (Some(_), Some(title), Format::Codex) =
+            (&done.placed, &done.links.title, self.format)
+        {
+            self.thread_names
+                .push(crate::output::session_index::IndexEntry {
+                    id: done.id.clone(),
+                    thread_name: title.clone(),
+                    updated_at: rollout_start(&done.bytes),
+                });
+        }
         if let Some(placed) = &done.placed {
             match placed {
                 Placed::Written => {}
@@ -484,6 +497,22 @@ impl<'h> Collector<'h> {
         summary.text_bytes_dropped += done.account.bytes_dropped as u64;
         summary.text_bytes_added += done.account.bytes_added as u64;
         self.lines.0 += 1;
+        // A title is transcript text: the audit line says its length unless --report-text
+        // (the title itself is the Codex thread name, in session_index.jsonl).
+        if let (Some(title), false) = (&done.links.title, self.report.report_text) {
+            let mut line = serde_json::to_value(done)
+                .map_err(|e| write_error(self.home, "conversations.jsonl", e.into()))?;
+            if let Some(object) = line.as_object_mut() {
+                object.remove("title");
+                object.insert("title_chars".into(), title.chars().count().into());
+            }
+            return write_line(
+                self.home,
+                &mut self.conversations,
+                "conversations.jsonl",
+                &line,
+            );
+        }
         write_line(
             self.home,
             &mut self.conversations,
@@ -552,10 +581,17 @@ impl<'h> Collector<'h> {
                 continue;
             }
             let location = &result.record.location;
-            let reason = format!(
-                "{location}: batch result line whose request (same custom_id) is not in the input"
-            );
-            let class = QuarantineClass::BatchResultWithoutRequest;
+            let (class, reason) = match result.failure() {
+                // An Anthropic result with no message: its own reason says more.
+                Some(failure) => (
+                    QuarantineClass::BatchFailed,
+                    format!("{location}: {failure} (its request is not in the input)"),
+                ),
+                None => (
+                    QuarantineClass::BatchResultWithoutRequest,
+                    format!("{location}: batch result line whose request (same custom_id) is not in the input"),
+                ),
+            };
             let entry = QuarantineEntry::new(location, class, reason, &result.record.bytes);
             self.quarantined(&entry)?;
         }
@@ -572,6 +608,9 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
+        if !self.summary.dry_run {
+            crate::output::session_index::append(home, &self.thread_names)?;
+        }
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical
         // for the same input.
         self.summary.seconds = seconds;
@@ -607,6 +646,18 @@ fn write_line<T: Serialize>(
 ) -> Result<(), OutputError> {
     serde_json::to_writer(&mut *out, value).map_err(|e| write_error(home, name, e.into()))?;
     out.write_all(b"\n").map_err(|e| write_error(home, name, e))
+}
+
+/// The `timestamp` of a rollout's first line (its session start).
+fn rollout_start(bytes: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct First {
+        timestamp: String,
+    }
+    let line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    serde_json::from_slice::<First>(line)
+        .map(|f| f.timestamp)
+        .unwrap_or_default()
 }
 
 fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {

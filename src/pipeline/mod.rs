@@ -638,6 +638,7 @@ fn convert_source(
     let mut results = record::process_source(
         reader,
         work,
+        context.index,
         &file.key,
         &file.path,
         context.rules,

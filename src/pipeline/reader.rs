@@ -226,7 +226,7 @@ impl Ranges {
     fn new(plan: ShardPlan, file: &SourceFile, compression: Compression) -> Ranges {
         let end = match compression {
             Compression::None => plan.last_owned_range(file),
-            Compression::Zstd | Compression::Gzip => None,
+            Compression::Zstd | Compression::Gzip | Compression::Zip => None,
         };
         Ranges {
             plan,

@@ -97,6 +97,9 @@ pub struct Links {
     /// The conversation that spawned this one (a subagent's parent session).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_source_id: Option<String>,
+    /// The version of the tool that wrote the source (Claude Code `version`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_version: Option<String>,
 }
 
 impl Links {
@@ -106,6 +109,7 @@ impl Links {
             title: meta.title.clone(),
             source_id: meta.source_id.clone(),
             parent_source_id: meta.parent_source_id.clone(),
+            source_version: meta.source_version.clone(),
         }
     }
 }
@@ -252,9 +256,11 @@ pub enum SourceResult {
 /// Reads a [`SourceWork`]'s records with their format's reader, then each conversation
 /// through [`finish`]. Every record ends in exactly one result: a conversation, a refusal or
 /// a drop (a record the reader gave no account of is quarantined, never lost).
+#[allow(clippy::too_many_arguments)]
 pub fn process_source(
     reader: &dyn FormatReader,
     work: &SourceWork,
+    batch: &BatchIndex,
     source_key: &str,
     path: &std::path::Path,
     rules: &RuleSet,
@@ -283,7 +289,9 @@ pub fn process_source(
             continue;
         }
         match parse_record(&record.bytes, repair) {
-            Ok((value, repaired)) => {
+            Ok((mut value, repaired)) => {
+                // A Batch API request gets its result read ahead (Anthropic Message Batches).
+                batch.join(&mut value);
                 repairs[index] = repaired;
                 inputs.push(InputRecord {
                     value,
@@ -549,6 +557,10 @@ pub fn input_class(err: &InputError) -> QuarantineClass {
         InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
         InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,
         InputError::BadMessage { .. } => QuarantineClass::BadMessage,
+        InputError::NotInFormat { .. } => QuarantineClass::NotARecord,
+        InputError::RefusedByRule { .. } => QuarantineClass::Rule,
+        InputError::MissingLink(_) => QuarantineClass::MissingLink,
+        InputError::BatchFailed { .. } => QuarantineClass::BatchFailed,
     }
 }
 
@@ -571,7 +583,7 @@ fn ignored_fields(transcript: &Transcript) -> Vec<String> {
 /// How the summary counts an item: its type, with messages by kind, and its phase.
 fn item_kind(item: &crate::convert::OutItem) -> (&'static str, Option<&'static str>) {
     match &item.payload {
-        OutPayload::Compacted(_) => ("compacted", None),
+        OutPayload::Compacted(_) | OutPayload::CompactedReplacing(_) => ("compacted", None),
         OutPayload::Item(ResponseItem::Message { phase, .. }) => {
             let kind = match item.kind {
                 ItemKind::ContextualUser => "message:contextual_user",
@@ -740,6 +752,7 @@ mod tests {
         let results = process_source(
             &Runs,
             &work,
+            &BatchIndex::default(),
             "t.jsonl",
             std::path::Path::new("t.jsonl"),
             &rules,

@@ -39,6 +39,20 @@ pub struct InputSection {
     pub created_at: Option<Vec<String>>,
     pub model_at: Option<Vec<String>>,
     pub reply_at: Option<Vec<String>>,
+    pub sharegpt: Option<ShareGptSection>,
+}
+
+/// `[input.sharegpt]`: the tags of a ShareGPT dataset (LLaMA-Factory's names).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShareGptSection {
+    pub role_tag: Option<String>,
+    pub content_tag: Option<String>,
+    pub user_tag: Option<String>,
+    pub assistant_tag: Option<String>,
+    pub observation_tag: Option<String>,
+    pub function_tag: Option<String>,
+    pub system_tag: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

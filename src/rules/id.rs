@@ -62,6 +62,27 @@ builtins! {
     MessagesByShape = "messages-by-shape",
     /// Responses Lite: an image `detail` the Lite wire does not take, removed.
     LiteImageDetail = "lite-image-detail",
+    /// Another vendor's opaque reasoning (Anthropic `signature`, `redacted_thinking`): never
+    /// written as `encrypted_content`, where Codex would send it to OpenAI.
+    ForeignReasoningBlob = "foreign-reasoning-blob",
+    /// An Anthropic thinking block's `signature`: another vendor's opaque blob, never kept as
+    /// `encrypted_content`.
+    ThinkingSignature = "thinking-signature",
+    /// An Anthropic `redacted_thinking` block: opaque, nothing readable to keep.
+    RedactedThinking = "redacted-thinking",
+    /// A logged request that shares a beginning with an earlier request's history but then
+    /// disagrees with it: a conversation of its own, and where it diverged.
+    ChainDiverged = "chain-diverged",
+    /// A streamed response's choices beyond the first (`n` > 1): not a conversation's reply.
+    ExtraChoices = "extra-choices",
+    /// A dataset row's `tools`: kept as the record's tools, their names in the audit.
+    DatasetTools = "dataset-tools",
+    /// Responses `output_text` annotations (citations): Codex items have no field for them.
+    ResponsesAnnotations = "responses-annotations",
+    /// A logged response that is an API error, not a message: the request has no reply.
+    ApiErrorResponse = "api-error-response",
+    /// The `rejected` answer of a ShareGPT preference row (the `chosen` one is kept).
+    PreferenceRejected = "preference-rejected",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -26,6 +26,10 @@ use file::RuleFile;
 pub use file::{Position, Slot};
 pub use id::{Builtin, RuleRef};
 pub use policy::{
+    Citations, Compaction, KeepOrDrop, Sidechain, Thinking as ThinkingPolicy, ToolError,
+    ToolWithoutCall, UnresolvedImage,
+};
+pub use policy::{
     DropOrQuarantine, EmptyMessage, InvalidUnicode, Lookalike, MissingOutput, OrphanOutput,
     PartAction, Policies, PolicyAction, PolicyDoc, PolicyId, Reasoning, Refusal, ReusedCallId,
     UnknownRole,
@@ -140,9 +144,38 @@ pub struct InputRules {
     pub model_at: Vec<PathExpr>,
     pub reply_at: Vec<PathExpr>,
     pub finished: Vec<FinishedSignal>,
+    /// The tags of ShareGPT datasets (`[input.sharegpt]`).
+    pub sharegpt: ShareGptTags,
     /// When no `messages_at` path holds messages, look for them by shape (`--no-guess` turns
     /// it off).
     pub guess: bool,
+}
+
+/// The tags of a ShareGPT dataset: which key holds the role and the text, and the role names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareGptTags {
+    pub role_tag: String,
+    pub content_tag: String,
+    pub user_tag: String,
+    pub assistant_tag: String,
+    pub observation_tag: String,
+    pub function_tag: String,
+    pub system_tag: String,
+}
+
+impl Default for ShareGptTags {
+    /// LLaMA-Factory's defaults.
+    fn default() -> Self {
+        ShareGptTags {
+            role_tag: "from".into(),
+            content_tag: "value".into(),
+            user_tag: "human".into(),
+            assistant_tag: "gpt".into(),
+            observation_tag: "observation".into(),
+            function_tag: "function_call".into(),
+            system_tag: "system".into(),
+        }
+    }
 }
 
 /// Session-meta defaults.

@@ -93,6 +93,61 @@ action_enum! {
 action_enum! {
     DropOrQuarantine { Drop = "drop", Quarantine = "quarantine" }
 }
+action_enum! {
+    KeepOrDrop { Keep = "keep", Drop = "drop" }
+}
+action_enum! {
+    /// Reasoning a source wrote as readable text (Anthropic `thinking`, ChatGPT `thoughts`).
+    Thinking { Keep = "keep", Summary = "summary", Content = "content", Drop = "drop" }
+}
+action_enum! {
+    /// A tool output the source marks as failed.
+    ToolError { Prefix = "prefix", Keep = "keep" }
+}
+action_enum! {
+    /// A compaction summary (Claude Code `isCompactSummary`).
+    Compaction { Replace = "replace", Compacted = "compacted", Drop = "drop" }
+}
+action_enum! {
+    /// Claude Code subagent transcripts (sidechains).
+    Sidechain { Drop = "drop", Rollout = "rollout" }
+}
+action_enum! {
+    /// ChatGPT citation markers (U+E200 ... U+E201) in assistant text.
+    Citations { Strip = "strip", Keep = "keep" }
+}
+action_enum! {
+    /// A ChatGPT tool node with no calling assistant node before it.
+    ToolWithoutCall { Synthesize = "synthesize", Orphan = "orphan" }
+}
+action_enum! {
+    /// An image a source points to that is not in the export.
+    UnresolvedImage { Placeholder = "placeholder", Drop = "drop" }
+}
+action_enum! {
+    /// Logged requests that resend an earlier request's history.
+    ResentHistory { Merge = "merge", Keep = "keep" }
+}
+action_enum! {
+    /// One ShareGPT observation after several parallel calls.
+    SharedObservation { Split = "split", All = "all", First = "first" }
+}
+action_enum! {
+    /// A dataset image file that is not there.
+    MissingImage { Placeholder = "placeholder", Drop = "drop", Quarantine = "quarantine" }
+}
+action_enum! {
+    /// A Responses item Codex 0.169 does not know (`code_interpreter_call`, `mcp_call`, ...).
+    HostedTool { Call = "call", Placeholder = "placeholder", Drop = "drop" }
+}
+action_enum! {
+    /// An Anthropic `document` block whose source is plain text.
+    TextDocument { Inline = "inline", FilePart = "file_part" }
+}
+action_enum! {
+    /// An Anthropic server-tool block (`server_tool_use`, `web_search_tool_result`, `mcp_tool_use`, ...).
+    ServerTool { Call = "call", Text = "text", Drop = "drop" }
+}
 
 /// One policy as the docs show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,6 +397,47 @@ declare_policies! {
         "reasoning with no message or call after it to explain";
     UntranslatableTool(untranslatable_tool): DropOrQuarantine,
         "a record's tool definition with no Responses function equivalent (--format responses)";
+    Thinking(thinking): Thinking,
+        "readable reasoning from a source (Anthropic thinking, ChatGPT thoughts): keep (summary as summary_text, content as reasoning_text), all as summary, all as content, or drop";
+    EncryptedReasoning(encrypted_reasoning): KeepOrDrop,
+        "OpenAI encrypted_content from a Responses log (another organisation's blob can fail on resume); another vendor's blob is never written";
+    ToolError(tool_error): ToolError,
+        "a tool output the source marks as failed (Claude is_error, ChatGPT system_error): Codex has no flag",
+        text tool_error_prefix: "the prefix `prefix` writes before the output";
+    Compaction(compaction): Compaction,
+        "a compaction summary (Claude Code): replace (a compacted line whose replacement history is the summary, what the model saw), compacted (Codex rebuilds the history), or drop";
+    StructuralLine(structural_line): DropOrQuarantine,
+        "a source line that holds no message (Claude Code progress, file-history-snapshot, queue-operation, titles, system lines)";
+    Sidechain(sidechain): Sidechain,
+        "a Claude Code subagent (sidechain): drop (its report is the Task output) or its own rollout, linked in the audit";
+    InactiveBranch(inactive_branch): DropOrQuarantine,
+        "ChatGPT nodes off the active path (edited prompts, regenerated answers)";
+    HiddenNode(hidden_node): DropOrQuarantine,
+        "ChatGPT hidden nodes, empty system nodes and reasoning_recap markers";
+    Memory(memory): KeepOrDrop,
+        "ChatGPT model_editable_context (memory): keep as a system message the rules classify, or drop";
+    CitationMarkers(citation_markers): Citations,
+        "ChatGPT citation markers (U+E200 ... U+E201) in assistant text";
+    ToolWithoutCall(tool_without_call): ToolWithoutCall,
+        "a ChatGPT tool node with no call before it: synthesize a call named after the tool, or leave it to orphan_output";
+    UnresolvedImage(unresolved_image): UnresolvedImage,
+        "an image pointer whose file is not in the export",
+        text unresolved_image_template: "the placeholder text ({pointer})";
+    ResentHistory(resent_history): ResentHistory,
+        "API logs: a request resending an earlier one's history continues its chain; merge a chain into one conversation (its last request and response), or keep each request";
+    SharedObservation(shared_observation): SharedObservation,
+        "ShareGPT: one observation after N parallel calls: split a JSON list of N items one per call (else answer all), answer every call with it, or only the first";
+    MissingImage(missing_image): MissingImage,
+        "ShareGPT: an <image> whose file is not beside the dataset",
+        text missing_image_template: "the placeholder text ({path})";
+    HostedTool(hosted_tool): HostedTool,
+        "Responses logs: an item Codex 0.169 does not know (code_interpreter_call, image_generation_call, mcp_call, web_search_call, ...): a call and its output, a placeholder, or drop (counted)",
+        text hosted_tool_template: "the placeholder text ({type}, {json})";
+    TextDocument(text_document): TextDocument,
+        "an Anthropic document block with a plain-text source: inline its text, or a file part (policy.file_part)";
+    ServerTool(server_tool): ServerTool,
+        "an Anthropic server-tool block: a call and its output, a text note, or drop (counted)",
+        text server_tool_template: "the note `text` writes ({type}, {name}, {json})";
 }
 
 impl Policies {

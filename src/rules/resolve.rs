@@ -344,6 +344,7 @@ fn resolve_input(
         model_at,
         reply_at,
         finished,
+        sharegpt: sharegpt_tags(input.sharegpt.as_ref()),
         guess: true,
     })
 }
@@ -390,7 +391,38 @@ fn paths(
     parsed
 }
 
+fn sharegpt_tags(
+    section: Option<&crate::rules::file::ShareGptSection>,
+) -> crate::rules::ShareGptTags {
+    let mut tags = crate::rules::ShareGptTags::default();
+    let Some(s) = section else { return tags };
+    for (slot, value) in [
+        (&mut tags.role_tag, &s.role_tag),
+        (&mut tags.content_tag, &s.content_tag),
+        (&mut tags.user_tag, &s.user_tag),
+        (&mut tags.assistant_tag, &s.assistant_tag),
+        (&mut tags.observation_tag, &s.observation_tag),
+        (&mut tags.function_tag, &s.function_tag),
+        (&mut tags.system_tag, &s.system_tag),
+    ] {
+        if let Some(v) = value {
+            slot.clone_from(v);
+        }
+    }
+    tags
+}
+
 fn merge_input(t: &mut InputSection, s: &InputSection) {
+    if let Some(later) = &s.sharegpt {
+        let tags = t.sharegpt.get_or_insert_with(Default::default);
+        override_opt(&mut tags.role_tag, &later.role_tag);
+        override_opt(&mut tags.content_tag, &later.content_tag);
+        override_opt(&mut tags.user_tag, &later.user_tag);
+        override_opt(&mut tags.assistant_tag, &later.assistant_tag);
+        override_opt(&mut tags.observation_tag, &later.observation_tag);
+        override_opt(&mut tags.function_tag, &later.function_tag);
+        override_opt(&mut tags.system_tag, &later.system_tag);
+    }
     override_opt(&mut t.messages_at, &s.messages_at);
     if let Some(aliases) = &s.role_aliases {
         t.role_aliases

@@ -361,6 +361,10 @@ pub fn is_record_file(path: &Path) -> bool {
         Some(name) => name.to_string_lossy().to_ascii_lowercase(),
         None => return false,
     };
+    // A ChatGPT data export, read whole (its conversations files) without unpacking.
+    if name.ends_with(".zip") {
+        return true;
+    }
     let mut parts: Vec<&str> = name.rsplit('.').collect();
     if parts.len() < 2 {
         return false;

@@ -10,6 +10,7 @@ use super::SourceError;
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 const GZIP_MAGIC: [u8; 2] = [0x1F, 0x8B];
+const ZIP_MAGIC: [u8; 4] = [b'P', b'K', 0x03, 0x04];
 const READ_BUFFER: usize = 256 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +18,9 @@ pub enum Compression {
     None,
     Zstd,
     Gzip,
+    /// A ChatGPT data export zip: the conversations of its `conversations.json` (or
+    /// `conversations-NNN.json`) files, read as JSON Lines, one conversation a line.
+    Zip,
 }
 
 /// A decompressed stream and a counter of the compressed bytes consumed so far, so that
@@ -50,6 +54,8 @@ pub fn open(path: &Path) -> Result<Opened, SourceError> {
         Compression::Zstd
     } else if head.starts_with(&GZIP_MAGIC) {
         Compression::Gzip
+    } else if head.starts_with(&ZIP_MAGIC) {
+        Compression::Zip
     } else {
         Compression::None
     };
@@ -68,12 +74,73 @@ pub fn open(path: &Path) -> Result<Opened, SourceError> {
             READ_BUFFER,
             flate2::bufread::MultiGzDecoder::new(raw),
         )),
+        Compression::Zip => {
+            let bytes = export_conversations(path).map_err(|source| SourceError::Open {
+                path: path.display().to_string(),
+                source,
+            })?;
+            counter.store(
+                std::fs::metadata(path).map_or(0, |m| m.len()),
+                Ordering::Relaxed,
+            );
+            Box::new(io::Cursor::new(bytes))
+        }
     };
     Ok(Opened {
         reader,
         compression,
         compressed_read: counter,
     })
+}
+
+/// Whether a zip entry is an export's conversations file: `conversations.json` or
+/// `conversations-NNN.json`, in any folder of the archive.
+pub fn is_conversations_entry(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let Some(stem) = base.strip_suffix(".json") else {
+        return false;
+    };
+    stem == "conversations"
+        || stem
+            .strip_prefix("conversations-")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The conversations of a ChatGPT export zip as JSON Lines, one conversation a line: the
+/// arrays of its conversations files in name order (a lone object counts as one).
+fn export_conversations(path: &Path) -> io::Result<Vec<u8>> {
+    let mut archive = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;
+    let mut names: Vec<String> = archive
+        .file_names()
+        .filter(|n| is_conversations_entry(n))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a zip without conversations.json (only ChatGPT export zips are read)",
+        ));
+    }
+    let mut out: Vec<u8> = Vec::new();
+    for name in names {
+        let mut text = Vec::new();
+        archive
+            .by_name(&name)
+            .map_err(io::Error::other)?
+            .read_to_end(&mut text)?;
+        let value = serde_json::from_slice(&text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{name}: {e}")))?;
+        let items = match value {
+            serde_json::Value::Array(items) => items,
+            other => vec![other],
+        };
+        for item in items {
+            serde_json::to_writer(&mut out, &item).map_err(io::Error::other)?;
+            out.push(b'\n');
+        }
+    }
+    Ok(out)
 }
 
 struct CountingReader<R> {

@@ -187,7 +187,7 @@ impl RecordReader {
         }
         let compressed_offset = match self.compression {
             Compression::None => None,
-            Compression::Zstd | Compression::Gzip => {
+            Compression::Zstd | Compression::Gzip | Compression::Zip => {
                 Some(self.compressed_read.load(Ordering::Relaxed))
             }
         };

@@ -639,7 +639,8 @@ pub struct Rollout {
     pub id: String,
     /// `session_meta.payload.base_instructions.text`, when present.
     pub base_instructions: Option<String>,
-    /// The `response_item` payloads, in file order.
+    /// The `response_item` payloads, in file order; after a `compacted` line with a
+    /// `replacement_history`, that history and the items after it (what Codex resumes from).
     pub items: Vec<Value>,
     /// Line tags other than `session_meta`, `response_item` and `event_msg`.
     pub other_tags: Vec<String>,
@@ -684,6 +685,14 @@ pub fn parse_rollout(path: &Path) -> Result<Rollout, String> {
     for line in &lines[1..] {
         match line["type"].as_str() {
             Some("response_item") => items.push(line["payload"].clone()),
+            // Codex replaces the history by the replacement history: the items before are
+            // kept for display only.
+            Some("compacted") if line["payload"]["replacement_history"].is_array() => {
+                items = line["payload"]["replacement_history"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+            }
             Some("event_msg") => {}
             Some(tag) => other_tags.push(tag.to_string()),
             None => other_tags.push("<no type>".to_string()),
@@ -888,8 +897,8 @@ pub fn check_resume(
     let rollout = parse_rollout(rollout_file)?;
     if rollout.other_tags.iter().any(|t| t == "compacted") {
         return Err(format!(
-            "{}: has a `compacted` line: this check does not model how Codex rebuilds a \
-             compacted history",
+            "{}: has a `compacted` line without a replacement history: this check does not \
+             model how Codex rebuilds a compacted history",
             rollout_file.display()
         ));
     }

@@ -45,6 +45,16 @@ pub struct SessionMeta {
     pub model_provider: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_instructions: Option<BaseInstructions>,
+    /// The session's git facts (Codex `GitInfo`); only the branch is known from sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
+}
+
+/// `session_meta.git` as Codex reads it (`commit_hash`, `branch`, `repository_url`, each
+/// optional): sources only say the branch.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GitInfo {
+    pub branch: String,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -182,6 +192,10 @@ pub enum EventMsg<'a> {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Compacted<'a> {
     pub message: &'a str,
+    /// The history Codex resumes from instead of rebuilding one (`None`: Codex rebuilds it
+    /// from the user messages before and the summary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replacement_history: Option<Vec<ResponseItem>>,
 }
 
 /// One rollout line: `{"timestamp":..,"type":..,"payload":..}`.

@@ -1,6 +1,6 @@
 use super::super::{
-    BaseInstructions, Compacted, ContentItem, EventMsg, Line, Phase, ReasoningText, ResponseItem,
-    SessionMeta, SummaryText, ToolOutput, ROLE_ASSISTANT, ROLE_USER,
+    BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, Line, Phase, ReasoningText,
+    ResponseItem, SessionMeta, SummaryText, ToolOutput, ROLE_ASSISTANT, ROLE_USER,
 };
 use super::*;
 
@@ -180,6 +180,9 @@ fn session_meta_events_and_compacted_read_back() {
         base_instructions: Some(BaseInstructions {
             text: "be brief".into(),
         }),
+        git: Some(GitInfo {
+            branch: "main".into(),
+        }),
     };
     let raw = round_trip(TAG_SESSION_META, &meta);
     let expected = RolloutItemView::SessionMeta(SessionMetaView {
@@ -217,7 +220,25 @@ fn session_meta_events_and_compacted_read_back() {
         };
         assert_eq!(read(&raw).item, RolloutItemView::EventMsg(expected));
     }
-    let raw = round_trip(TAG_COMPACTED, &Compacted { message: "summary" });
+    let raw = round_trip(
+        TAG_COMPACTED,
+        &Compacted {
+            message: "summary",
+            replacement_history: None,
+        },
+    );
+    assert_eq!(read(&raw).item, RolloutItemView::Compacted);
+    let replacing = Compacted {
+        message: "summary",
+        replacement_history: Some(vec![ResponseItem::Message {
+            role: "user",
+            content: vec![ContentItem::InputText {
+                text: "summary".into(),
+            }],
+            phase: None,
+        }]),
+    };
+    let raw = round_trip(TAG_COMPACTED, &replacing);
     assert_eq!(read(&raw).item, RolloutItemView::Compacted);
 }
 

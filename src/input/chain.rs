@@ -1,0 +1,246 @@
+//! Logs that resend the whole history: which logged requests are one conversation.
+//!
+//! A stateless client (Chat Completions, Anthropic Messages, Responses without
+//! `previous_response_id`) sends the whole conversation with every request, so a log of an agent
+//! run holds the same history again and again. A request whose messages start with an earlier
+//! request's messages, and add to them, continues that request's chain; a chain becomes one
+//! conversation, rebuilt from its last request and that request's response
+//! (`policy.resent_history`). A request that shares a beginning with a chain but then disagrees
+//! with it (an edited or retried turn) starts a chain of its own, and the reader says where it
+//! diverged (`builtin.chain-diverged`).
+//!
+//! Messages are compared as the reader normalised them (see [`canonical`]).
+
+use serde_json::Value;
+
+/// One chain: positions in the list of histories given, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    pub members: Vec<usize>,
+    /// The chain's first request shares a beginning with another chain but disagrees with it.
+    pub diverged: Option<Divergence>,
+}
+
+/// Where a chain left another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Divergence {
+    /// The position of the request it agrees with longest (the other chain's request).
+    pub from: usize,
+    /// The first message (0-based) where they disagree.
+    pub at: usize,
+}
+
+/// Groups requests into chains. `histories[i]` is request `i`'s messages (normalised);
+/// an empty history is a chain of its own.
+pub fn chains(histories: &[Vec<Value>]) -> Vec<Chain> {
+    let mut chains: Vec<Chain> = Vec::new();
+    for (i, history) in histories.iter().enumerate() {
+        if history.is_empty() {
+            chains.push(Chain {
+                members: vec![i],
+                diverged: None,
+            });
+            continue;
+        }
+        // The chain whose last request this one extends, preferring the longest.
+        let extends = chains
+            .iter()
+            .enumerate()
+            .filter_map(|(c, chain)| {
+                let last = &histories[*chain.members.last()?];
+                (!last.is_empty() && last.len() < history.len() && history.starts_with(last))
+                    .then_some((last.len(), c))
+            })
+            .max();
+        if let Some((_, c)) = extends {
+            chains[c].members.push(i);
+            continue;
+        }
+        // Not a continuation: does it leave an earlier request?
+        let diverged = chains
+            .iter()
+            .flat_map(|chain| chain.members.iter().copied())
+            .filter(|&j| j < i)
+            .map(|j| (common_prefix(&histories[j], history), j))
+            .filter(|(n, _)| *n > 0)
+            .max_by_key(|(n, j)| (*n, *j))
+            .map(|(at, from)| Divergence { from, at });
+        chains.push(Chain {
+            members: vec![i],
+            diverged,
+        });
+    }
+    chains
+}
+
+fn common_prefix(a: &[Value], b: &[Value]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A copy of `value` for comparison: object keys in `drop` removed at every depth (e.g.
+/// `cache_control`, which clients move to the newest message each turn), and a string
+/// `content` written as one text block of type `text_type`.
+pub fn canonical(value: &Value, drop: &[&str], text_type: &str) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, v)| !drop.contains(&k.as_str()) && !v.is_null())
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("content", Value::String(text)) => {
+                            serde_json::json!([{"type": text_type, "text": text}])
+                        }
+                        _ => canonical(v, drop, text_type),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| canonical(v, drop, text_type))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A logged request's body: `request.body`, or `request` itself when it holds the body's
+/// fields; a body logged as a JSON string is parsed.
+pub fn request_body(record: &mut Value) -> Option<Value> {
+    envelope_part(record, "request")
+}
+
+/// A logged response's body (`response.body`, or `response` itself), or `None`.
+pub fn response_body(record: &mut Value) -> Option<Value> {
+    envelope_part(record, "response")
+}
+
+fn envelope_part(record: &mut Value, key: &str) -> Option<Value> {
+    let part = record.get_mut(key)?;
+    let taken = match part.get_mut("body") {
+        Some(body) => std::mem::take(body),
+        None => {
+            let part = std::mem::take(part);
+            match part {
+                Value::Object(mut map) => {
+                    for k in ["method", "uri", "url", "headers", "status", "status_code"] {
+                        map.remove(k);
+                    }
+                    Value::Object(map)
+                }
+                other => other,
+            }
+        }
+    };
+    match taken {
+        Value::String(text) => serde_json::from_str(&text).ok(),
+        Value::Object(_) => Some(taken),
+        _ => None,
+    }
+}
+
+/// The data of each logged SSE event (`response.sse_events`, or `response.events`): `[DONE]`
+/// and unparsable data left out. An event is `{"event", "data"}` (data an object or JSON text),
+/// a bare data object, or a raw `data: ...` line.
+pub fn sse_events(record: &Value) -> Option<Vec<Value>> {
+    let response = record.get("response")?;
+    let events = response
+        .get("sse_events")
+        .or_else(|| response.get("events"))?
+        .as_array()?;
+    Some(events.iter().filter_map(sse_data).collect())
+}
+
+/// The data of one SSE event as a logger wrote it.
+pub fn sse_data(event: &Value) -> Option<Value> {
+    match event {
+        Value::String(line) => sse_line_data(line),
+        Value::Object(map) => match map.get("data") {
+            Some(Value::String(text)) => sse_line_data(&format!("data: {text}")),
+            Some(data @ Value::Object(_)) => Some(data.clone()),
+            Some(_) => None,
+            None => Some(event.clone()),
+        },
+        _ => None,
+    }
+}
+
+/// The JSON data of a raw SSE line (`data: {...}`); `None` for `[DONE]`, `event:` lines,
+/// comments and blank lines.
+pub fn sse_line_data(line: &str) -> Option<Value> {
+    let data = line.trim().strip_prefix("data:")?.trim();
+    if data == "[DONE]" {
+        return None;
+    }
+    serde_json::from_str(data).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn h(items: &[&str]) -> Vec<Value> {
+        items.iter().map(|s| json!(s)).collect()
+    }
+
+    #[test]
+    fn three_growing_requests_are_one_chain() {
+        let got = chains(&[
+            h(&["u1"]),
+            h(&["u1", "a1", "t1"]),
+            h(&["u1", "a1", "t1", "a2", "u2"]),
+        ]);
+        assert_eq!(
+            got,
+            vec![Chain {
+                members: vec![0, 1, 2],
+                diverged: None
+            }]
+        );
+    }
+
+    #[test]
+    fn a_request_that_disagrees_starts_its_own_chain() {
+        let got = chains(&[
+            h(&["u1"]),
+            h(&["u1", "a1", "u2"]),
+            h(&["u1", "a1", "u2-edited"]),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                Chain {
+                    members: vec![0, 1],
+                    diverged: None
+                },
+                Chain {
+                    members: vec![2],
+                    diverged: Some(Divergence { from: 1, at: 2 })
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn interleaved_conversations_and_retries_stay_apart() {
+        let got = chains(&[h(&["x"]), h(&["y"]), h(&["x", "a", "x2"]), h(&["y"])]);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].members, vec![0, 2]);
+        assert_eq!(got[1].members, vec![1]);
+        assert_eq!(got[2].members, vec![3]);
+        assert_eq!(got[2].diverged, Some(Divergence { from: 1, at: 1 }));
+    }
+
+    #[test]
+    fn canonical_drops_keys_and_types_string_content() {
+        let v = json!({"role": "user", "content": "hi", "cache_control": {"type": "ephemeral"}});
+        let w = json!({"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": null}]});
+        assert_eq!(
+            canonical(&v, &["cache_control"], "text"),
+            canonical(&w, &["cache_control"], "text")
+        );
+    }
+}

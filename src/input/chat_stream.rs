@@ -1,0 +1,680 @@
+//! Chat Completions API logs: streamed (`chat.completion.chunk` SSE events) and not.
+//!
+//! Read: `{request, response}` pairs whose response is a body with `choices` or a list of SSE
+//! events (`response.sse_events`), files of raw SSE lines (`data: {...}` up to `data: [DONE]`,
+//! with `event:` lines, comments and blank lines), and files of bare chunk objects. Chunks are
+//! reassembled per choice and, within a choice, per tool-call `index` (id and name come with
+//! the first fragment, arguments concatenate); `content`, `refusal`, `reasoning_content` and
+//! `reasoning` deltas concatenate. The first choice is the reply; further choices (`n` > 1) are
+//! dropped and counted (`builtin.extra-choices`).
+//!
+//! Requests resend the whole history, so the pairs of a file are grouped into chains
+//! ([`super::chain`]); each chain is one conversation (`policy.resent_history`), its last
+//! request's messages plus the reply, read by the Chat Completions reader
+//! ([`super::chat::extract`]) exactly as a `{"messages": [...]}` record would be.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::chain::{self, request_body, response_body, sse_events, sse_line_data};
+use super::chat::{built_record_rules, extract};
+use super::format::{
+    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
+};
+use super::InputError;
+use crate::model::transcript::SourceNote;
+use crate::rules::policy::ResentHistory;
+use crate::rules::{Builtin, PolicyId};
+
+pub struct ChatStreamReader;
+
+const FORMAT: &str = "chat-stream";
+
+/// Whether `value` is a `chat.completion.chunk`.
+fn is_chunk(value: &Value) -> bool {
+    value.get("object").and_then(Value::as_str) == Some("chat.completion.chunk")
+}
+
+/// Whether `record` is a logged Chat Completions request/response pair.
+fn is_pair(record: &Value) -> bool {
+    let Some(request) = record.get("request") else {
+        return false;
+    };
+    let body = request.get("body").unwrap_or(request);
+    let has_messages = body.get("messages").is_some_and(Value::is_array);
+    let Some(response) = record.get("response") else {
+        return false;
+    };
+    let response_body = response.get("body").unwrap_or(response);
+    let has_choices = response_body.get("choices").is_some_and(Value::is_array);
+    let streamed = sse_events(record)
+        .is_some_and(|events| events.first().is_some_and(is_chunk) || events.is_empty());
+    has_messages && (has_choices || streamed)
+}
+
+/// What one record of the file is.
+enum Line {
+    Pair(Value),
+    /// SSE data (a chunk), from a raw line or a bare chunk object.
+    Chunk(Value),
+    /// `data: [DONE]`: the end of a stream.
+    Done,
+    /// A blank line, an `event:` line or a comment: part of the stream around it.
+    Filler,
+    Other(String),
+}
+
+fn classify(value: Value) -> Line {
+    match value {
+        Value::String(line) => {
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with(':') || trimmed.starts_with("event:") {
+                return Line::Filler;
+            }
+            match trimmed.strip_prefix("data:").map(str::trim) {
+                Some("[DONE]") => Line::Done,
+                Some(_) => match sse_line_data(trimmed) {
+                    Some(data) if is_chunk(&data) => Line::Chunk(data),
+                    Some(_) => Line::Other("an SSE data line that is not a chat.completion.chunk".into()),
+                    None => Line::Other("an SSE data line that is not JSON".into()),
+                },
+                None => Line::Other("a line that is neither JSON nor an SSE line".into()),
+            }
+        }
+        value if is_chunk(&value) => Line::Chunk(value),
+        value if is_pair(&value) => Line::Pair(value),
+        Value::Object(ref map) if map.get("data").is_some() => match chain::sse_data(&value) {
+            Some(data) if is_chunk(&data) => Line::Chunk(data),
+            _ if map.get("data").and_then(Value::as_str) == Some("[DONE]") => Line::Done,
+            _ => Line::Other("an SSE event that is not a chat.completion.chunk".into()),
+        },
+        _ => Line::Other(
+            "neither a {request, response} pair of the Chat Completions API nor a chat.completion.chunk"
+                .into(),
+        ),
+    }
+}
+
+impl FormatReader for ChatStreamReader {
+    fn format(&self) -> SourceFormat {
+        SourceFormat::ChatStream
+    }
+
+    fn granularity(&self) -> Granularity {
+        Granularity::File
+    }
+
+    fn detect(&self, first: Option<&Value>, raw: &[u8]) -> bool {
+        match first {
+            Some(Value::String(line)) => detect_line(line.as_bytes()),
+            Some(value) => {
+                is_chunk(value)
+                    || is_pair(value)
+                    || chain::sse_data(value)
+                        .is_some_and(|d| is_chunk(&d) && value.get("data").is_some())
+            }
+            None => detect_line(raw),
+        }
+    }
+
+    fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
+        let mut read = FileRead::default();
+        let mut entries: Vec<Entry> = Vec::new();
+        // The stream being read: its records and chunks.
+        let mut stream: Option<Entry> = None;
+        let mut pending: Vec<usize> = Vec::new();
+        for record in records {
+            match classify(record.value) {
+                Line::Pair(mut value) => {
+                    if let Some(open) = stream.take() {
+                        entries.push(open);
+                    }
+                    match pair_entry(&mut value, record.index) {
+                        Ok(mut entry) => {
+                            entry.records.splice(0..0, pending.drain(..));
+                            entries.push(entry);
+                        }
+                        Err(problem) => read.refused.push((record.index, not_format(problem))),
+                    }
+                }
+                Line::Chunk(chunk) => {
+                    let open = stream.get_or_insert_with(|| Entry::new(Vec::new()));
+                    open.records.append(&mut pending);
+                    open.records.push(record.index);
+                    open.chunks.push(chunk);
+                }
+                Line::Done => match stream.take() {
+                    Some(mut open) => {
+                        open.records.append(&mut pending);
+                        open.records.push(record.index);
+                        entries.push(open);
+                    }
+                    None => pending.push(record.index),
+                },
+                Line::Filler => match stream.as_mut() {
+                    Some(open) => open.records.push(record.index),
+                    None => pending.push(record.index),
+                },
+                Line::Other(problem) => read.refused.push((record.index, not_format(problem))),
+            }
+        }
+        if let Some(open) = stream.take() {
+            entries.push(open);
+        }
+        // Blank lines after the last stream belong to it.
+        if !pending.is_empty() {
+            match entries.last_mut() {
+                Some(last) => last.records.append(&mut pending),
+                None => {
+                    for index in pending {
+                        read.refused.push((
+                            index,
+                            not_format("a file of SSE lines with no chat.completion.chunk".into()),
+                        ));
+                    }
+                }
+            }
+        }
+        conversations(entries, context, &mut read);
+        read.conversations
+            .sort_by_key(|c| c.records.first().copied());
+        read
+    }
+}
+
+/// A raw SSE line: `data:` (a chunk or `[DONE]`), `event:`, `id:`, `retry:` or a comment.
+fn detect_line(raw: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(raw);
+    let text = text.trim();
+    ["data:", "event:", "id:", "retry:", ":"]
+        .iter()
+        .any(|p| text.starts_with(p))
+}
+
+fn not_format(problem: String) -> InputError {
+    InputError::NotInFormat {
+        format: FORMAT,
+        problem,
+    }
+}
+
+/// One logged request (or bare stream) and its reply.
+struct Entry {
+    records: Vec<usize>,
+    history: Vec<Value>,
+    reply: Option<Value>,
+    chunks: Vec<Value>,
+    /// `model`, `id`, `created`, `tools`, `finish_reason` of the exchange.
+    facts: Map<String, Value>,
+    extra_choices: (u64, usize),
+}
+
+impl Entry {
+    fn new(records: Vec<usize>) -> Entry {
+        Entry {
+            records,
+            history: Vec::new(),
+            reply: None,
+            chunks: Vec::new(),
+            facts: Map::new(),
+            extra_choices: (0, 0),
+        }
+    }
+}
+
+fn pair_entry(value: &mut Value, index: usize) -> Result<Entry, String> {
+    let events = sse_events(value);
+    let mut request = request_body(value).ok_or("the request has no body")?;
+    let history = match request.get_mut("messages").map(std::mem::take) {
+        Some(Value::Array(messages)) => messages,
+        _ => return Err("the request has no `messages` list".into()),
+    };
+    let mut entry = Entry::new(vec![index]);
+    entry.history = history;
+    if let Some(tools) = request.get_mut("tools").map(std::mem::take) {
+        entry.facts.insert("tools".into(), tools);
+    }
+    if let Some(model) = request.get("model") {
+        entry.facts.insert("model".into(), model.clone());
+    }
+    match events {
+        Some(chunks) => entry.chunks = chunks,
+        None => {
+            let mut body = response_body(value).ok_or("the response has no body")?;
+            for key in ["id", "created", "model"] {
+                if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
+                    entry.facts.insert(key.into(), v.clone());
+                }
+            }
+            let mut choices = match body.get_mut("choices").map(std::mem::take) {
+                Some(Value::Array(choices)) => choices,
+                _ => Vec::new(),
+            };
+            if choices.len() > 1 {
+                let extra: usize = choices[1..]
+                    .iter()
+                    .map(|c| {
+                        c.pointer("/message/content")
+                            .and_then(Value::as_str)
+                            .map_or(0, str::len)
+                    })
+                    .sum();
+                entry.extra_choices = ((choices.len() - 1) as u64, extra);
+            }
+            if let Some(first) = choices.first_mut() {
+                if let Some(reason) = first.get("finish_reason").filter(|v| !v.is_null()) {
+                    entry.facts.insert("finish_reason".into(), reason.clone());
+                }
+                entry.reply = first.get_mut("message").map(std::mem::take);
+            }
+        }
+    }
+    Ok(entry)
+}
+
+/// One choice being reassembled.
+#[derive(Default)]
+struct ChoiceAcc {
+    role: Option<String>,
+    content: Option<String>,
+    refusal: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    /// Tool calls by their `index`: id, type, name, arguments.
+    calls: BTreeMap<u64, (Option<String>, Option<String>, String, String)>,
+    function_call: Option<(String, String)>,
+    finish_reason: Option<Value>,
+}
+
+fn append(slot: &mut Option<String>, delta: Option<&Value>) {
+    if let Some(text) = delta.and_then(Value::as_str) {
+        slot.get_or_insert_with(String::new).push_str(text);
+    }
+}
+
+/// Reassembles chunks into each choice's message, by choice index.
+pub fn assemble(chunks: &[Value]) -> (BTreeMap<u64, Value>, Map<String, Value>) {
+    let mut choices: BTreeMap<u64, ChoiceAcc> = BTreeMap::new();
+    let mut facts = Map::new();
+    for chunk in chunks {
+        for key in ["id", "created", "model"] {
+            if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
+                facts.entry(key.to_string()).or_insert_with(|| v.clone());
+            }
+        }
+        for choice in chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = choice.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let acc = choices.entry(index).or_default();
+            if let Some(reason) = choice.get("finish_reason").filter(|v| !v.is_null()) {
+                acc.finish_reason = Some(reason.clone());
+            }
+            let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) else {
+                continue;
+            };
+            if let Some(role) = delta.get("role").and_then(Value::as_str) {
+                acc.role = Some(role.to_string());
+            }
+            append(&mut acc.content, delta.get("content"));
+            append(&mut acc.refusal, delta.get("refusal"));
+            append(&mut acc.reasoning_content, delta.get("reasoning_content"));
+            append(&mut acc.reasoning, delta.get("reasoning"));
+            for (n, call) in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let call_index = call
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(n as u64);
+                let slot = acc.calls.entry(call_index).or_default();
+                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                    slot.0.get_or_insert_with(|| id.to_string());
+                }
+                if let Some(kind) = call.get("type").and_then(Value::as_str) {
+                    slot.1.get_or_insert_with(|| kind.to_string());
+                }
+                let function = call.get("function").or_else(|| call.get("custom"));
+                if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
+                    slot.2.push_str(name);
+                }
+                let args = function.and_then(|f| f.get("arguments").or_else(|| f.get("input")));
+                if let Some(args) = args.and_then(Value::as_str) {
+                    slot.3.push_str(args);
+                }
+            }
+            if let Some(fc) = delta.get("function_call") {
+                let slot = acc.function_call.get_or_insert_with(Default::default);
+                if let Some(name) = fc.get("name").and_then(Value::as_str) {
+                    slot.0.push_str(name);
+                }
+                if let Some(args) = fc.get("arguments").and_then(Value::as_str) {
+                    slot.1.push_str(args);
+                }
+            }
+        }
+    }
+    let messages = choices
+        .into_iter()
+        .map(|(index, acc)| {
+            let mut message = Map::new();
+            message.insert(
+                "role".into(),
+                json!(acc.role.unwrap_or_else(|| "assistant".into())),
+            );
+            message.insert(
+                "content".into(),
+                acc.content.map_or(Value::Null, Value::String),
+            );
+            if let Some(text) = acc.refusal {
+                message.insert("refusal".into(), json!(text));
+            }
+            if let Some(text) = acc.reasoning_content {
+                message.insert("reasoning_content".into(), json!(text));
+            } else if let Some(text) = acc.reasoning {
+                message.insert("reasoning".into(), json!(text));
+            }
+            if !acc.calls.is_empty() {
+                let calls: Vec<Value> = acc
+                    .calls
+                    .into_values()
+                    .map(|(id, kind, name, arguments)| {
+                        let kind = kind.unwrap_or_else(|| "function".into());
+                        let mut call = json!({"type": kind});
+                        if let Some(id) = id {
+                            call["id"] = json!(id);
+                        }
+                        if kind == "custom" {
+                            call["custom"] = json!({"name": name, "input": arguments});
+                        } else {
+                            call["function"] = json!({"name": name, "arguments": arguments});
+                        }
+                        call
+                    })
+                    .collect();
+                message.insert("tool_calls".into(), Value::Array(calls));
+            }
+            if let Some((name, arguments)) = acc.function_call {
+                message.insert(
+                    "function_call".into(),
+                    json!({"name": name, "arguments": arguments}),
+                );
+            }
+            if let Some(reason) = acc.finish_reason {
+                if index == 0 {
+                    facts.insert("finish_reason".into(), reason);
+                }
+            }
+            (index, Value::Object(message))
+        })
+        .collect();
+    (messages, facts)
+}
+
+fn text_len(message: &Value) -> usize {
+    ["content", "reasoning_content", "reasoning", "refusal"]
+        .iter()
+        .filter_map(|k| message.get(*k).and_then(Value::as_str))
+        .map(str::len)
+        .sum::<usize>()
+        + message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.pointer("/function/arguments").and_then(Value::as_str))
+            .map(str::len)
+            .sum::<usize>()
+}
+
+fn finish(entry: &mut Entry) {
+    if entry.chunks.is_empty() {
+        return;
+    }
+    let (mut messages, facts) = assemble(&std::mem::take(&mut entry.chunks));
+    for (k, v) in facts {
+        entry.facts.entry(k).or_insert(v);
+    }
+    let first = messages.keys().next().copied();
+    if let Some(first) = first {
+        entry.reply = messages.remove(&first);
+    }
+    if !messages.is_empty() {
+        let bytes = messages.values().map(text_len).sum();
+        entry.extra_choices = (messages.len() as u64, bytes);
+    }
+}
+
+fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut FileRead) {
+    for entry in &mut entries {
+        finish(entry);
+    }
+    let merge = context.rules.policy.resent_history == ResentHistory::Merge;
+    let histories: Vec<Vec<Value>> = entries
+        .iter()
+        .map(|e| {
+            e.history
+                .iter()
+                .map(|m| chain::canonical(m, &[], "text"))
+                .collect()
+        })
+        .collect();
+    let groups = if merge {
+        chain::chains(&histories)
+    } else {
+        (0..entries.len())
+            .map(|i| chain::Chain {
+                members: vec![i],
+                diverged: None,
+            })
+            .collect()
+    };
+    let first_records: Vec<usize> = entries.iter().map(|e| e.records[0]).collect();
+    let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
+    for group in groups {
+        let mut records = Vec::new();
+        let mut last = None;
+        let mut extra = (0u64, 0usize);
+        for &member in &group.members {
+            let entry = slots[member].take().expect("each entry in one chain");
+            records.extend(entry.records.iter().copied());
+            extra.0 += entry.extra_choices.0;
+            extra.1 += entry.extra_choices.1;
+            last = Some(entry);
+        }
+        let Some(last) = last else { continue };
+        let mut notes = Vec::new();
+        if group.members.len() > 1 {
+            notes.push(SourceNote {
+                rule: PolicyId::ResentHistory.rule_id().to_string(),
+                what: "request merged into a later one resending its history".into(),
+                count: (group.members.len() - 1) as u64,
+                bytes_dropped: 0,
+            });
+        }
+        if let Some(d) = group.diverged {
+            notes.push(diverged_note(first_records[d.from], d.at));
+        }
+        if extra.0 > 0 {
+            notes.push(SourceNote {
+                rule: Builtin::ExtraChoices.rule_id().to_string(),
+                what: "choice beyond the first".into(),
+                count: extra.0,
+                bytes_dropped: extra.1,
+            });
+        }
+        records.sort_unstable();
+        match transcript(last, context) {
+            Ok(mut transcript) => {
+                transcript.source_notes.extend(notes);
+                read.conversations.push(SourceConversation {
+                    transcript,
+                    records,
+                });
+            }
+            Err(error) => {
+                for index in records {
+                    read.refused.push((index, error.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// The note a chain that left another carries.
+pub fn diverged_note(from_record: usize, at: usize) -> SourceNote {
+    SourceNote {
+        rule: Builtin::ChainDiverged.rule_id().to_string(),
+        what: format!(
+            "request disagrees at message {} with the history of record {}: a conversation of its own",
+            at + 1,
+            from_record + 1
+        ),
+        count: 1,
+        bytes_dropped: 0,
+    }
+}
+
+fn transcript(
+    entry: Entry,
+    context: &ReadContext<'_>,
+) -> Result<crate::model::transcript::Transcript, InputError> {
+    let mut messages = entry.history;
+    messages.extend(entry.reply);
+    let mut record = entry.facts;
+    if let Some(reason) = record.remove("finish_reason") {
+        record.insert("choices".into(), json!([{"finish_reason": reason}]));
+    }
+    record.insert("messages".into(), Value::Array(messages));
+    let mut transcript = extract(
+        Value::Object(record),
+        &built_record_rules(&context.rules.input),
+    )?;
+    transcript.meta.format = FORMAT;
+    Ok(transcript)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::transcript::{Content, ToolCall};
+    use crate::rules::RuleSet;
+    use std::path::Path;
+
+    fn read_lines(lines: &[&str]) -> FileRead {
+        let rules = RuleSet::builtin().unwrap();
+        let context = ReadContext {
+            rules: &rules,
+            path: Path::new("log.jsonl"),
+            key: "log.jsonl",
+        };
+        let records = lines
+            .iter()
+            .enumerate()
+            .map(|(index, line)| InputRecord {
+                value: serde_json::from_str(line)
+                    .unwrap_or_else(|_| Value::String(line.to_string())),
+                index,
+                repairs: 0,
+            })
+            .collect();
+        ChatStreamReader.read(records, &context)
+    }
+
+    #[test]
+    fn raw_sse_lines_reassemble_reasoning_text_and_a_tool_call() {
+        let lines = [
+            r#"data: {"id":"c1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Think"}}]}"#,
+            "",
+            r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":"ing."}}]}"#,
+            r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Let me "}}]}"#,
+            r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"check.","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":""}}]}}]}"#,
+            r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+            r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "data: [DONE]",
+            "",
+        ];
+        assert!(ChatStreamReader.detect(None, lines[0].as_bytes()));
+        let read = read_lines(&lines);
+        assert!(read.refused.is_empty(), "{:?}", read.refused);
+        assert_eq!(read.conversations.len(), 1);
+        let c = &read.conversations[0];
+        assert_eq!(c.records, (0..10).collect::<Vec<_>>());
+        let m = &c.transcript.messages;
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].role, "assistant");
+        assert_eq!(m[0].reasoning.as_deref(), Some("Thinking."));
+        assert_eq!(m[0].content, Content::Text("Let me check.".into()));
+        assert_eq!(
+            m[0].tool_calls,
+            vec![ToolCall {
+                id: Some("call_1".into()),
+                name: "get".into(),
+                arguments: r#"{"a":1}"#.into(),
+                ..ToolCall::default()
+            }]
+        );
+        assert_eq!(c.transcript.meta.model.as_deref(), Some("m"));
+        assert_eq!(c.transcript.meta.format, "chat-stream");
+    }
+
+    #[test]
+    fn logged_pairs_resending_history_are_one_conversation() {
+        let first = json!({"request": {"body": {"model": "m", "messages": [{"role": "user", "content": "q"}]}},
+            "response": {"status": 200, "sse_events": [
+                {"data": {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}]}},
+                {"data": {"object": "chat.completion.chunk", "choices": [{"index": 1, "delta": {"role": "assistant", "content": "other"}}]}},
+                {"data": "[DONE]"}]}});
+        let second = json!({"request": {"body": {"model": "m", "messages": [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "42"}]}},
+            "response": {"status": 200, "body": {"id": "chatcmpl-2", "created": 1700000000, "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "It is 42."}}]}}});
+        let read = read_lines(&[&first.to_string(), &second.to_string()]);
+        assert_eq!(read.conversations.len(), 1);
+        let c = &read.conversations[0];
+        assert_eq!(c.records, vec![0, 1]);
+        let roles: Vec<&str> = c
+            .transcript
+            .messages
+            .iter()
+            .map(|m| m.role.as_str())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+        assert_eq!(
+            c.transcript.messages[3].content,
+            Content::Text("It is 42.".into())
+        );
+        assert!(c.transcript.meta.finished);
+        let notes: Vec<(&str, u64)> = c
+            .transcript
+            .source_notes
+            .iter()
+            .map(|n| (n.rule.as_str(), n.count))
+            .collect();
+        assert_eq!(
+            notes,
+            [("policy.resent_history", 1), ("builtin.extra-choices", 1)]
+        );
+        assert_eq!(c.transcript.source_notes[1].bytes_dropped, 5);
+    }
+
+    #[test]
+    fn a_line_of_another_kind_is_refused_alone() {
+        let read = read_lines(&[r#"{"foo": 1}"#]);
+        assert_eq!(read.refused.len(), 1);
+        assert!(read.refused[0]
+            .1
+            .to_string()
+            .contains("not a chat-stream record"));
+    }
+}

@@ -1,0 +1,929 @@
+//! ChatGPT data exports: `conversations.json` (an array: the splitter makes one record per
+//! conversation), `conversations-NNN.json`, or a single conversation object.
+//!
+//! In: one conversation object. Out: the [`Transcript`] of its **active path**, walked from
+//! `current_node` to the root through `parent` (a visited set guards against cycles), then
+//! reversed. What the path leaves out or a rule drops is a [`SourceNote`]: inactive branches
+//! (`policy.inactive_branch`), hidden and empty system nodes and `reasoning_recap` markers
+//! (`policy.hidden_node`), memory (`policy.memory`), citation markers
+//! (`policy.citation_markers`), images not in the export (`policy.unresolved_image`).
+//!
+//! - An assistant node whose `recipient` is not `all` is a call to that tool, with call id
+//!   `call_<node id>` (node ids are unique and stable, so re-imports give the same ids): JSON
+//!   text is a function call, anything else (code) a custom tool call keeping the text as is.
+//! - The `tool` nodes after it are its output (several are one output, parts in order);
+//!   `system_error` marks it failed (`policy.tool_error`). A tool node with no call before it:
+//!   `policy.tool_without_call` (a synthesised call named after the tool, or an orphan output).
+//! - `thoughts` are the summaries ChatGPT showed: every non-empty `summary` and `content` is a
+//!   summary text of reasoning (origin ChatGPT) on the next assistant message.
+//! - `user_editable_context` (custom instructions) and, if kept, `model_editable_context`
+//!   (memory) become system messages named `chatgpt:<content type>`, which the rule files
+//!   classify (default: developer context).
+//! - `image_asset_pointer` parts are resolved from files beside the export (or inside its zip,
+//!   given by the source layer) to `data:` URLs.
+//!
+//! Fails (refuses the record) when it is not an object with a `mapping` object.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::blocks::add_note;
+use super::format::{
+    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
+};
+use super::InputError;
+use crate::model::transcript::{
+    Content, Message, Part, ReasoningOrigin, RecordMeta, SourceNote, Thinking, ToolCall, Transcript,
+};
+use crate::rules::{Citations, DropOrQuarantine, KeepOrDrop, PolicyId, RuleSet, ToolWithoutCall};
+use crate::rules::{Policies, UnresolvedImage};
+
+pub struct ChatGptReader;
+
+/// The name the audit writes.
+const FORMAT: &str = "chatgpt";
+/// Citation markers: `\u{e200}cite\u{e202}turn0search3\u{e201}`.
+const CITE_START: char = '\u{e200}';
+const CITE_END: char = '\u{e201}';
+
+impl FormatReader for ChatGptReader {
+    fn format(&self) -> SourceFormat {
+        SourceFormat::ChatGpt
+    }
+
+    fn granularity(&self) -> Granularity {
+        Granularity::Record
+    }
+
+    fn detect(&self, first: Option<&Value>, _raw: &[u8]) -> bool {
+        first.is_some_and(is_conversation)
+    }
+
+    fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
+        let mut read = FileRead::default();
+        let images = ImageFiles::beside(context.path);
+        for record in records {
+            let index = record.index;
+            match conversation(record.value, context.rules, &images) {
+                Ok(mut transcript) => {
+                    transcript.meta.unicode_repairs = record.repairs;
+                    read.conversations.push(SourceConversation {
+                        transcript,
+                        records: vec![index],
+                    });
+                }
+                Err(err) => read.refused.push((index, err)),
+            }
+        }
+        read
+    }
+}
+
+/// A conversation object: a `mapping` object and a `current_node` or `title` beside it.
+pub fn is_conversation(value: &Value) -> bool {
+    let Some(object) = value.as_object() else {
+        return false;
+    };
+    object.get("mapping").is_some_and(Value::is_object)
+        && (object.contains_key("current_node") || object.contains_key("title"))
+}
+
+fn refuse(problem: impl Into<String>) -> InputError {
+    InputError::NotInFormat {
+        format: FORMAT,
+        problem: problem.into(),
+    }
+}
+
+/// Files an export may point to, by name: the folder beside a loose `conversations.json`, or
+/// the entries of the export zip it was read from.
+#[derive(Debug, Default)]
+pub struct ImageFiles {
+    /// File name → path, for names that look like uploaded or generated files.
+    files: Vec<(String, std::path::PathBuf)>,
+    /// The export zip, and its entries by file name.
+    zip: Option<(std::path::PathBuf, Vec<(String, String)>)>,
+}
+
+impl ImageFiles {
+    /// The files an export at `path` can point to: inside it when it is a zip, else in its
+    /// folder and that folder's `dalle-generations/` and `user-*/` folders.
+    pub fn beside(path: &Path) -> ImageFiles {
+        let is_zip = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+        if is_zip {
+            return ImageFiles::in_zip(path);
+        }
+        let mut files = Vec::new();
+        let Some(dir) = path.parent() else {
+            return ImageFiles { files, zip: None };
+        };
+        let mut dirs = vec![dir.to_path_buf()];
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                let path = entry.path();
+                if path.is_dir() && (name == "dalle-generations" || name.starts_with("user-")) {
+                    dirs.push(path);
+                } else if name.starts_with("file") {
+                    files.push((name, path));
+                }
+            }
+        }
+        for sub in dirs.iter().skip(1) {
+            if let Ok(entries) = std::fs::read_dir(sub) {
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().to_string();
+                    files.push((name, entry.path()));
+                }
+            }
+        }
+        files.sort();
+        ImageFiles { files, zip: None }
+    }
+
+    fn in_zip(path: &Path) -> ImageFiles {
+        let entries = std::fs::File::open(path)
+            .ok()
+            .and_then(|f| zip::ZipArchive::new(f).ok())
+            .map(|archive| {
+                let mut entries: Vec<(String, String)> = archive
+                    .file_names()
+                    .filter(|n| !n.ends_with('/'))
+                    .map(|n| (n.rsplit('/').next().unwrap_or(n).to_string(), n.to_string()))
+                    .filter(|(base, _)| !base.ends_with(".json") && !base.ends_with(".html"))
+                    .collect();
+                entries.sort();
+                entries
+            })
+            .unwrap_or_default();
+        ImageFiles {
+            files: Vec::new(),
+            zip: Some((path.to_path_buf(), entries)),
+        }
+    }
+
+    /// The bytes of the file whose name starts with `id`.
+    fn read(&self, id: &str) -> Option<Vec<u8>> {
+        if let Some((path, entries)) = &self.zip {
+            let (_, name) = entries.iter().find(|(base, _)| base.starts_with(id))?;
+            let mut archive = zip::ZipArchive::new(std::fs::File::open(path).ok()?).ok()?;
+            let mut entry = archive.by_name(name).ok()?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).ok()?;
+            return Some(bytes);
+        }
+        let (_, path) = self.files.iter().find(|(name, _)| name.starts_with(id))?;
+        std::fs::read(path).ok()
+    }
+
+    /// The `data:` URL of the file an asset pointer names (`file-service://file-XYZ`,
+    /// `sediment://file_XYZ`), when it is here and is an image.
+    fn resolve(&self, pointer: &str) -> Option<String> {
+        let id = pointer
+            .strip_prefix("file-service://")
+            .or_else(|| pointer.strip_prefix("sediment://"))
+            .unwrap_or(pointer);
+        if id.is_empty() {
+            return None;
+        }
+        let bytes = self.read(id)?;
+        let mime = image_mime(&bytes)?;
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        Some(format!("data:{mime};base64,{data}"))
+    }
+}
+
+/// The MIME type of an image Codex loads, from its first bytes.
+fn image_mime(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF8") {
+        Some("image/gif")
+    } else if bytes.len() > 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// The call a tool node answers.
+struct OpenCall {
+    id: String,
+}
+
+/// The walk over the active path.
+struct Walk<'a> {
+    policy: &'a Policies,
+    images: &'a ImageFiles,
+    messages: Vec<Message>,
+    notes: Vec<SourceNote>,
+    /// Reasoning waiting for the assistant message it explains.
+    thinking: Vec<Thinking>,
+    thinking_time: Option<i64>,
+    /// The last call made, until a user or assistant node comes.
+    call: Option<OpenCall>,
+    /// The tool message being filled for that call (several tool nodes are one output).
+    output_open: bool,
+}
+
+/// Reads one conversation object.
+pub fn conversation(
+    value: Value,
+    rules: &RuleSet,
+    images: &ImageFiles,
+) -> Result<Transcript, InputError> {
+    let Value::Object(mut object) = value else {
+        return Err(refuse("not a JSON object"));
+    };
+    let Some(Value::Object(mapping)) = object.remove("mapping") else {
+        return Err(refuse("no `mapping` object"));
+    };
+    let policy = &rules.policy;
+    let current = object
+        .get("current_node")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let path = active_path(&mapping, current.as_deref());
+    let mut walk = Walk {
+        policy,
+        images,
+        messages: Vec::new(),
+        notes: Vec::new(),
+        thinking: Vec::new(),
+        thinking_time: None,
+        call: None,
+        output_open: false,
+    };
+    // Nodes off the path: counted, with their text.
+    let on_path: HashSet<&str> = path.iter().map(String::as_str).collect();
+    let (mut inactive, mut inactive_bytes) = (0u64, 0usize);
+    for (id, node) in &mapping {
+        if !on_path.contains(id.as_str()) && node.get("message").is_some_and(Value::is_object) {
+            inactive += 1;
+            inactive_bytes += node_text_bytes(&node["message"]);
+        }
+    }
+    if inactive > 0 {
+        if policy.inactive_branch == DropOrQuarantine::Quarantine {
+            return Err(InputError::RefusedByRule {
+                rule: PolicyId::InactiveBranch.rule_id().to_string(),
+                reason: format!("{inactive} nodes off the active path"),
+            });
+        }
+        let rule = PolicyId::InactiveBranch.rule_id();
+        add_note(
+            &mut walk.notes,
+            rule,
+            "inactive branch node",
+            inactive,
+            inactive_bytes,
+        );
+    }
+    let mut mapping = mapping;
+    let mapping_last: std::collections::HashMap<String, bool> = path
+        .last()
+        .and_then(|id| mapping.get(id).map(|n| (id, n)))
+        .map(|(id, n)| {
+            let m = &n["message"];
+            let end = m["author"]["role"] == "assistant" && m["end_turn"] == Value::Bool(true);
+            (id.clone(), end)
+        })
+        .into_iter()
+        .collect();
+    for id in &path {
+        let Some(Value::Object(mut node)) = mapping.remove(id) else {
+            continue;
+        };
+        let Some(Value::Object(message)) = node.remove("message") else {
+            continue;
+        };
+        walk.node(id, message)?;
+    }
+    // The user saw the last answer end its turn: the conversation finished there.
+    let finished = path
+        .last()
+        .and_then(|id| mapping_last.get(id))
+        .is_some_and(|end_turn| *end_turn);
+    walk.flush_thinking();
+    let mut messages = walk.messages;
+    if messages.is_empty() {
+        return Err(InputError::EmptyMessages(
+            "mapping (active path)".to_string(),
+        ));
+    }
+    for (i, m) in messages.iter_mut().enumerate() {
+        m.index = i;
+    }
+    let meta = RecordMeta {
+        id: object
+            .get("conversation_id")
+            .or_else(|| object.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        created_ms: object.get("create_time").and_then(seconds_to_ms),
+        model: object
+            .get("default_model_slug")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        format: FORMAT,
+        title: object
+            .get("title")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string),
+        source_id: object
+            .get("conversation_id")
+            .or_else(|| object.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        messages_at: "mapping".to_string(),
+        finished,
+        ..RecordMeta::default()
+    };
+    let known = [
+        "mapping",
+        "id",
+        "conversation_id",
+        "create_time",
+        "default_model_slug",
+        "title",
+        "current_node",
+    ];
+    let ignored_fields = object
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    Ok(Transcript {
+        messages,
+        meta,
+        ignored_fields,
+        tools: Vec::new(),
+        source_notes: walk.notes,
+    })
+}
+
+/// Node ids from the root to `current` (or, without one, to the latest leaf), guarding
+/// against cycles and missing parents.
+fn active_path(mapping: &Map<String, Value>, current: Option<&str>) -> Vec<String> {
+    let leaf = current
+        .filter(|c| mapping.contains_key(*c))
+        .map(str::to_string)
+        .or_else(|| latest_leaf(mapping));
+    let mut path = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut at = leaf;
+    while let Some(id) = at {
+        if !seen.insert(id.clone()) {
+            break;
+        }
+        let parent = mapping
+            .get(&id)
+            .and_then(|n| n.get("parent"))
+            .and_then(Value::as_str)
+            .filter(|p| mapping.contains_key(*p))
+            .map(str::to_string);
+        path.push(id);
+        at = parent;
+    }
+    path.reverse();
+    path
+}
+
+/// Without `current_node`: the leaf written last (the first such leaf in the file on a tie).
+fn latest_leaf(mapping: &Map<String, Value>) -> Option<String> {
+    let mut best: Option<(f64, &String)> = None;
+    for (id, node) in mapping {
+        let leaf = node
+            .get("children")
+            .and_then(Value::as_array)
+            .is_none_or(|c| c.is_empty());
+        if !leaf {
+            continue;
+        }
+        let time = node
+            .get("message")
+            .and_then(|m| m.get("create_time"))
+            .and_then(Value::as_f64)
+            .unwrap_or(f64::MIN);
+        if best.is_none_or(|(t, _)| time > t) {
+            best = Some((time, id));
+        }
+    }
+    best.map(|(_, id)| id.clone())
+}
+
+fn seconds_to_ms(value: &Value) -> Option<i64> {
+    let seconds = value.as_f64()?;
+    seconds
+        .is_finite()
+        .then(|| (seconds * 1000.0).round() as i64)
+}
+
+/// Text bytes of a node's message, as the reader would read them (for what it drops).
+fn node_text_bytes(message: &Value) -> usize {
+    let content = &message["content"];
+    let mut total = 0;
+    let keys = ["text", "result", "content", "output_str"];
+    let context = ["user_profile", "user_instructions", "model_set_context"];
+    for key in keys.iter().chain(context.iter()) {
+        if let Some(t) = content.get(key).and_then(Value::as_str) {
+            total += t.len();
+        }
+    }
+    if let Some(parts) = content.get("parts").and_then(Value::as_array) {
+        for part in parts {
+            if let Some(t) = part.as_str() {
+                total += t.len();
+            } else if let Some(t) = part.get("text").and_then(Value::as_str) {
+                total += t.len();
+            }
+        }
+    }
+    if let Some(thoughts) = content.get("thoughts").and_then(Value::as_array) {
+        for thought in thoughts {
+            for key in ["summary", "content"] {
+                total += thought.get(key).and_then(Value::as_str).map_or(0, str::len);
+            }
+        }
+    }
+    total
+}
+
+fn text_of(content: &Map<String, Value>, key: &str) -> Option<String> {
+    content.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+impl Walk<'_> {
+    fn note(&mut self, id: PolicyId, what: &str, bytes: usize) {
+        add_note(&mut self.notes, id.rule_id(), what, 1, bytes);
+    }
+
+    /// A node dropped by `policy.hidden_node`.
+    fn hidden(&mut self, what: &str, message: &Map<String, Value>) -> Result<(), InputError> {
+        if self.policy.hidden_node == DropOrQuarantine::Quarantine {
+            return Err(InputError::RefusedByRule {
+                rule: PolicyId::HiddenNode.rule_id().to_string(),
+                reason: format!("a {what}"),
+            });
+        }
+        let bytes = node_text_bytes(&Value::Object(message.clone()));
+        self.note(PolicyId::HiddenNode, what, bytes);
+        Ok(())
+    }
+
+    fn node(&mut self, id: &str, mut message: Map<String, Value>) -> Result<(), InputError> {
+        let author = message.remove("author").unwrap_or(Value::Null);
+        let role = author
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let tool_name = author
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let recipient = message
+            .get("recipient")
+            .and_then(Value::as_str)
+            .unwrap_or("all")
+            .to_string();
+        let time = message.get("create_time").and_then(seconds_to_ms);
+        let hidden = message
+            .get("metadata")
+            .and_then(|m| m.get("is_visually_hidden_from_conversation"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let Some(Value::Object(content)) = message.get("content").cloned() else {
+            return self.hidden("node without content", &message);
+        };
+        let kind = content
+            .get("content_type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        match kind.as_str() {
+            "user_editable_context" => {
+                let parts: Vec<Part> = ["user_profile", "user_instructions"]
+                    .iter()
+                    .filter_map(|k| text_of(&content, k))
+                    .filter(|t| !t.is_empty())
+                    .map(Part::Text)
+                    .collect();
+                return self.context_message(&kind, parts, time, &message);
+            }
+            "model_editable_context" => {
+                if self.policy.memory == KeepOrDrop::Drop {
+                    let bytes = node_text_bytes(&Value::Object(message.clone()));
+                    self.note(PolicyId::Memory, "memory (model_editable_context)", bytes);
+                    return Ok(());
+                }
+                let parts: Vec<Part> = ["model_set_context"]
+                    .iter()
+                    .filter_map(|k| text_of(&content, k))
+                    .filter(|t| !t.is_empty())
+                    .map(Part::Text)
+                    .collect();
+                return self.context_message(&kind, parts, time, &message);
+            }
+            "reasoning_recap" => return self.hidden("reasoning_recap", &message),
+            _ => {}
+        }
+        if role == "system" && node_text_bytes(&Value::Object(message.clone())) == 0 {
+            return self.hidden("empty system node", &message);
+        }
+        if hidden {
+            return self.hidden("hidden node", &message);
+        }
+        match role.as_str() {
+            "system" => {
+                let parts = self.parts(&content, false);
+                if parts
+                    .iter()
+                    .all(|p| matches!(p, Part::Text(t) if t.trim().is_empty()))
+                {
+                    return self.hidden("empty system node", &message);
+                }
+                self.close_call();
+                // Named so the rules can tell it from a system prompt (default: developer
+                // context, not Codex's base instructions).
+                self.push(Message {
+                    role: "system".to_string(),
+                    name: Some("chatgpt:system".to_string()),
+                    content: Content::Parts(parts),
+                    timestamp_ms: time,
+                    ..Message::default()
+                });
+            }
+            "user" => {
+                self.close_call();
+                self.flush_thinking();
+                let parts = self.parts(&content, false);
+                self.push(Message {
+                    role: "user".to_string(),
+                    content: Content::Parts(parts),
+                    timestamp_ms: time,
+                    ..Message::default()
+                });
+            }
+            "assistant" if kind == "thoughts" => {
+                let mut texts = Vec::new();
+                if let Some(thoughts) = content.get("thoughts").and_then(Value::as_array) {
+                    for thought in thoughts {
+                        for key in ["summary", "content"] {
+                            if let Some(t) = thought.get(key).and_then(Value::as_str) {
+                                if !t.is_empty() {
+                                    texts.push(t.to_string());
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    // Some exporters write thoughts as `parts`.
+                    for part in self.parts(&content, false) {
+                        if let Part::Text(t) = part {
+                            if !t.is_empty() {
+                                texts.push(t);
+                            }
+                        }
+                    }
+                }
+                if !texts.is_empty() {
+                    self.thinking.push(Thinking {
+                        summary: texts,
+                        origin: ReasoningOrigin::ChatGpt,
+                        ..Thinking::default()
+                    });
+                    self.thinking_time = self.thinking_time.or(time);
+                }
+            }
+            "assistant" if recipient != "all" => {
+                self.close_call();
+                let text = self
+                    .parts(&content, true)
+                    .into_iter()
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(t),
+                        Part::Image { .. }
+                        | Part::Audio { .. }
+                        | Part::File { .. }
+                        | Part::Refusal(_)
+                        | Part::Unknown { .. } => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("");
+                let json = serde_json::from_str::<Value>(&text).is_ok_and(|v| v.is_object());
+                // No input at all: a function call with no arguments (`{}`, counted).
+                let missing = text.trim().is_empty();
+                let call_id = format!("call_{id}");
+                let call = ToolCall {
+                    id: Some(call_id.clone()),
+                    name: recipient,
+                    arguments: text,
+                    custom: !json && !missing,
+                    arguments_missing: missing,
+                    ..ToolCall::default()
+                };
+                let mut m = self.assistant_message(time);
+                m.tool_calls.push(call);
+                self.push(m);
+                self.call = Some(OpenCall { id: call_id });
+            }
+            "assistant" => {
+                self.close_call();
+                let parts = self.parts(&content, true);
+                let mut m = self.assistant_message(time);
+                m.content = Content::Parts(parts);
+                self.push(m);
+            }
+            "tool" => self.tool(id, tool_name, &kind, &content, time),
+            _ => {
+                // An unknown role: kept as given, for policy.unknown_role.
+                self.close_call();
+                let parts = self.parts(&content, false);
+                self.push(Message {
+                    role: role.clone(),
+                    content: Content::Parts(parts),
+                    timestamp_ms: time,
+                    ..Message::default()
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A context node (custom instructions, memory): a system message the rules classify.
+    fn context_message(
+        &mut self,
+        kind: &str,
+        parts: Vec<Part>,
+        time: Option<i64>,
+        message: &Map<String, Value>,
+    ) -> Result<(), InputError> {
+        if parts.is_empty() {
+            return self.hidden("empty context node", message);
+        }
+        self.close_call();
+        self.push(Message {
+            role: "system".to_string(),
+            name: Some(format!("chatgpt:{kind}")),
+            content: Content::Parts(parts),
+            timestamp_ms: time,
+            ..Message::default()
+        });
+        Ok(())
+    }
+
+    /// An assistant message carrying the reasoning waiting for it.
+    fn assistant_message(&mut self, time: Option<i64>) -> Message {
+        Message {
+            role: "assistant".to_string(),
+            thinking: std::mem::take(&mut self.thinking),
+            timestamp_ms: self.thinking_time.take().or(time),
+            ..Message::default()
+        }
+    }
+
+    /// Reasoning with nothing after it to explain: on an empty assistant message, for
+    /// `policy.unpaired_reasoning`.
+    fn flush_thinking(&mut self) {
+        if !self.thinking.is_empty() {
+            let m = self.assistant_message(None);
+            self.push(m);
+        }
+    }
+
+    fn close_call(&mut self) {
+        self.call = None;
+        self.output_open = false;
+    }
+
+    fn push(&mut self, m: Message) {
+        self.output_open = false;
+        self.messages.push(m);
+    }
+
+    /// A tool node: the output of the open call, or a node with no call.
+    fn tool(
+        &mut self,
+        id: &str,
+        name: Option<String>,
+        kind: &str,
+        content: &Map<String, Value>,
+        time: Option<i64>,
+    ) {
+        let mut parts = self.tool_parts(kind, content);
+        let error = kind == "system_error";
+        if self.output_open {
+            if let Some(last) = self.messages.last_mut() {
+                // Several tool nodes answering one call are one output, parts in order.
+                let earlier = match std::mem::take(&mut last.content) {
+                    Content::Text(text) => vec![Part::Text(text)],
+                    Content::Parts(parts) => parts,
+                    Content::Missing | Content::Null => Vec::new(),
+                };
+                parts.splice(0..0, earlier);
+                last.content = output_content(parts);
+                last.tool_error |= error;
+                return;
+            }
+        }
+        let call_id = match &self.call {
+            Some(call) => call.id.clone(),
+            None => {
+                let call_id = format!("call_{id}");
+                if self.policy.tool_without_call == ToolWithoutCall::Synthesize {
+                    let mut m = self.assistant_message(time);
+                    m.tool_calls.push(ToolCall {
+                        id: Some(call_id.clone()),
+                        name: name.clone().unwrap_or_else(|| "tool".to_string()),
+                        arguments: String::new(),
+                        arguments_missing: true,
+                        ..ToolCall::default()
+                    });
+                    self.push(m);
+                    self.note(PolicyId::ToolWithoutCall, "tool node without a call", 0);
+                }
+                call_id
+            }
+        };
+        self.push(Message {
+            role: "tool".to_string(),
+            name,
+            content: output_content(parts),
+            tool_call_ids: vec![call_id.clone()],
+            tool_error: error,
+            timestamp_ms: time,
+            ..Message::default()
+        });
+        self.output_open = true;
+        self.call = Some(OpenCall { id: call_id });
+    }
+
+    /// The output parts of a tool node, by content type.
+    fn tool_parts(&mut self, kind: &str, content: &Map<String, Value>) -> Vec<Part> {
+        let field = match kind {
+            "execution_output" | "system_error" | "tether_quote" | "sonic_webpage" => "text",
+            "tether_browsing_display" => "result",
+            "citable_code_output" => "output_str",
+            _ => "",
+        };
+        if !field.is_empty() {
+            let text = text_of(content, field).unwrap_or_default();
+            return vec![Part::Text(text)];
+        }
+        if content.contains_key("parts") {
+            return self.parts(content, false);
+        }
+        match text_of(content, "text") {
+            Some(text) => vec![Part::Text(text)],
+            None => vec![Part::Unknown {
+                kind: kind.to_string(),
+            }],
+        }
+    }
+
+    /// The parts of a `text`/`multimodal_text`/`code` content (assistant text has its citation
+    /// markers handled by policy).
+    fn parts(&mut self, content: &Map<String, Value>, assistant: bool) -> Vec<Part> {
+        let mut out = Vec::new();
+        match content.get("parts").and_then(Value::as_array) {
+            Some(parts) => {
+                for part in parts {
+                    match part {
+                        Value::String(text) => out.push(Part::Text(text.clone())),
+                        Value::Object(object) => out.extend(self.object_part(object)),
+                        Value::Null => {}
+                        other => out.push(Part::Text(other.to_string())),
+                    }
+                }
+            }
+            None => {
+                if let Some(text) = text_of(content, "text") {
+                    out.push(Part::Text(text));
+                } else if let Some(text) = text_of(content, "content") {
+                    out.push(Part::Text(text));
+                }
+            }
+        }
+        if assistant && self.policy.citation_markers == Citations::Strip {
+            for part in &mut out {
+                if let Part::Text(text) = part {
+                    let (stripped, count, bytes) = strip_citations(text);
+                    if count > 0 {
+                        *text = stripped;
+                        let rule = PolicyId::CitationMarkers.rule_id();
+                        add_note(&mut self.notes, rule, "citation marker", count, bytes);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn object_part(&mut self, object: &Map<String, Value>) -> Option<Part> {
+        let kind = object
+            .get("content_type")
+            .and_then(Value::as_str)
+            .unwrap_or("object");
+        match kind {
+            "image_asset_pointer" => {
+                let pointer = object
+                    .get("asset_pointer")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match self.images.resolve(pointer) {
+                    Some(url) => Some(Part::Image {
+                        url: Some(url),
+                        file_id: None,
+                        detail: None,
+                    }),
+                    None => {
+                        let rule = PolicyId::UnresolvedImage.rule_id();
+                        match self.policy.unresolved_image {
+                            UnresolvedImage::Placeholder => {
+                                add_note(&mut self.notes, rule, "image not in the export", 1, 0);
+                                let text = self
+                                    .policy
+                                    .unresolved_image_template
+                                    .replace("{pointer}", pointer);
+                                Some(Part::Text(text))
+                            }
+                            UnresolvedImage::Drop => {
+                                add_note(&mut self.notes, rule, "image not in the export", 1, 0);
+                                None
+                            }
+                        }
+                    }
+                }
+            }
+            "audio_transcription" => Some(Part::Text(text_of(object, "text").unwrap_or_default())),
+            other => Some(Part::Unknown {
+                kind: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// A tool output's content: its text when it is one text, else its parts without empty texts
+/// (Codex drops an empty text item from an output array, so writing one would not resume as
+/// written).
+fn output_content(parts: Vec<Part>) -> Content {
+    let mut parts: Vec<Part> = parts
+        .into_iter()
+        .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+        .collect();
+    match parts.as_slice() {
+        [] => Content::Text(String::new()),
+        [Part::Text(_)] => match parts.pop() {
+            Some(Part::Text(text)) => Content::Text(text),
+            _ => Content::Parts(parts),
+        },
+        _ => Content::Parts(parts),
+    }
+}
+
+/// A tool message's content without its empty text parts, which Codex drops from an output
+/// array (so writing them would not resume as written); nothing left is an empty text.
+pub fn without_empty_texts(content: Content) -> Content {
+    match content {
+        Content::Parts(parts) => {
+            let parts: Vec<Part> = parts
+                .into_iter()
+                .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+                .collect();
+            if parts.is_empty() {
+                Content::Text(String::new())
+            } else {
+                Content::Parts(parts)
+            }
+        }
+        other => other,
+    }
+}
+
+/// `text` without its citation markers: how many, and their bytes.
+fn strip_citations(text: &str) -> (String, u64, usize) {
+    let mut out = String::with_capacity(text.len());
+    let (mut count, mut bytes) = (0u64, 0usize);
+    let mut rest = text;
+    while let Some(start) = rest.find(CITE_START) {
+        let Some(len) = rest[start..].find(CITE_END) else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let end = start + len + CITE_END.len_utf8();
+        bytes += end - start;
+        count += 1;
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    (out, count, bytes)
+}

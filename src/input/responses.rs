@@ -1,0 +1,1021 @@
+//! OpenAI Responses API logs: stored input lists, response objects, request/response pairs,
+//! `previous_response_id` chains and stateless logs that resend the history.
+//!
+//! Each record is one entry: a `{request, response}` pair (the response a body or SSE events,
+//! reassembled from `response.completed` or the `response.output_item.done` items), a request
+//! body (`input`), a response object (`object: "response"`, `output`), or a stored input list
+//! (`{"object": "list", "data": [...]}`, or a bare list of items). An entry whose request names a
+//! `previous_response_id` continues the entry whose response has that id: its history is the
+//! earlier history, that response's output, then its own input. A `previous_response_id` no
+//! entry of the file answers is quarantined with the id, with every entry continuing it. Full
+//! histories are then grouped into chains like every stateless log ([`super::chain`]).
+//!
+//! Items pass through normalised: `id`, `status`, `annotations` and `logprobs` dropped; a message
+//! without `type` (string content) is a message; `reasoning` items become the next message's
+//! [`Thinking`] (origin OpenAI, `encrypted_content` carried for the converter's
+//! `policy.encrypted_reasoning`); `instructions` become a leading system message, which the
+//! `[[rule]]`s classify (base instructions by default). Items Codex 0.169 does not know
+//! (`code_interpreter_call`, `image_generation_call`, `mcp_call`, `web_search_call`,
+//! `file_search_call`, `local_shell_call`, `computer_call`, ...) follow `policy.hosted_tool`:
+//! a call and its output Codex knows, a text placeholder, or dropped (counted).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{json, Map, Value};
+
+use super::blocks::add_note;
+use super::chain::{self, request_body, response_body};
+use super::chat::{built_record_rules, extract};
+use super::chat_stream::diverged_note;
+use super::format::{
+    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
+};
+use super::InputError;
+use crate::model::transcript::{ReasoningOrigin, SourceNote, Thinking, Transcript};
+use crate::rules::policy::{HostedTool, ResentHistory};
+use crate::rules::PolicyId;
+
+pub struct ResponsesReader;
+
+const FORMAT: &str = "responses";
+
+/// Keys an item loses on the way to Codex.
+const NORMALISED: [&str; 4] = ["id", "status", "annotations", "logprobs"];
+
+fn is_response(value: &Value) -> bool {
+    value.get("object").and_then(Value::as_str) == Some("response")
+        && value.get("output").is_some_and(Value::is_array)
+}
+
+fn is_item(value: &Value) -> bool {
+    value.get("type").and_then(Value::as_str).is_some() || value.get("role").is_some()
+}
+
+fn is_request(value: &Value) -> bool {
+    let input = value.get("input");
+    input.is_some_and(|i| i.is_array() || i.is_string())
+        && value.get("messages").is_none()
+        && (value.get("model").is_some()
+            || value.get("instructions").is_some()
+            || value.get("previous_response_id").is_some()
+            || input.and_then(Value::as_array).is_some_and(|items| {
+                items.iter().any(|i| {
+                    i.get("type").and_then(Value::as_str).is_some_and(|t| {
+                        matches!(
+                            t,
+                            "message" | "function_call" | "function_call_output" | "reasoning"
+                        )
+                    })
+                })
+            }))
+}
+
+fn is_pair(value: &Value) -> bool {
+    let Some(request) = value.get("request") else {
+        return false;
+    };
+    let body = request.get("body").unwrap_or(request);
+    let uri = request
+        .get("uri")
+        .or_else(|| request.get("url"))
+        .and_then(Value::as_str);
+    let response = value.get("response");
+    let response_body = response
+        .and_then(|r| r.get("body"))
+        .unwrap_or(response.unwrap_or(&Value::Null));
+    body.get("input").is_some()
+        && body.get("messages").is_none()
+        && (uri.is_some_and(|u| u.contains("/responses"))
+            || is_response(response_body)
+            || chain::sse_events(value).is_some_and(|events| {
+                events.iter().any(|e| {
+                    e.get("type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.starts_with("response."))
+                })
+            }))
+}
+
+fn is_input_list(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            map.get("object").and_then(Value::as_str) == Some("list")
+                && map
+                    .get("data")
+                    .and_then(Value::as_array)
+                    .is_some_and(|d| d.iter().all(is_item))
+                && map.get("data").and_then(Value::as_array).is_some_and(|d| {
+                    d.iter()
+                        .any(|i| i.get("type").and_then(Value::as_str).is_some())
+                })
+        }
+        _ => false,
+    }
+}
+
+impl FormatReader for ResponsesReader {
+    fn format(&self) -> SourceFormat {
+        SourceFormat::Responses
+    }
+
+    fn granularity(&self) -> Granularity {
+        Granularity::File
+    }
+
+    fn detect(&self, first: Option<&Value>, _raw: &[u8]) -> bool {
+        first.is_some_and(|v| is_pair(v) || is_response(v) || is_request(v) || is_input_list(v))
+    }
+
+    fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
+        let mut read = FileRead::default();
+        let mut entries = Vec::new();
+        for record in records {
+            match entry_of(record.value, record.index) {
+                Ok(entry) => entries.push(entry),
+                Err(problem) => read.refused.push((
+                    record.index,
+                    InputError::NotInFormat {
+                        format: FORMAT,
+                        problem,
+                    },
+                )),
+            }
+        }
+        conversations(entries, context, &mut read);
+        read.conversations
+            .sort_by_key(|c| c.records.first().copied());
+        read
+    }
+}
+
+/// One logged exchange: what was sent and what came back.
+#[derive(Debug, Default, Clone)]
+pub struct Entry {
+    pub record: usize,
+    pub input: Vec<Value>,
+    pub output: Vec<Value>,
+    pub response_id: Option<String>,
+    pub previous: Option<String>,
+    pub instructions: Option<String>,
+    pub facts: Map<String, Value>,
+}
+
+fn items_of(input: Option<Value>) -> Vec<Value> {
+    match input {
+        Some(Value::Array(items)) => items,
+        Some(Value::String(text)) => vec![json!({"role": "user", "content": text})],
+        _ => Vec::new(),
+    }
+}
+
+fn take_string(map: &mut Value, key: &str) -> Option<String> {
+    match map.get_mut(key).map(std::mem::take) {
+        Some(Value::String(s)) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+}
+
+fn entry_of(mut value: Value, record: usize) -> Result<Entry, String> {
+    let mut entry = Entry {
+        record,
+        ..Entry::default()
+    };
+    if let Value::Array(items) = value {
+        if !items.iter().all(is_item) {
+            return Err("a list that is not of Responses items".into());
+        }
+        entry.input = items;
+        return Ok(entry);
+    }
+    if is_input_list(&value) {
+        entry.input = items_of(value.get_mut("data").map(std::mem::take));
+        return Ok(entry);
+    }
+    let (mut request, response) = if is_pair(&value) {
+        let events = chain::sse_events(&value);
+        let request = request_body(&mut value).ok_or("the request has no body")?;
+        let response = match events {
+            Some(events) => Some(response_from_events(events)),
+            None => response_body(&mut value),
+        };
+        (Some(request), response)
+    } else if is_response(&value) {
+        (None, Some(value))
+    } else if is_request(&value) {
+        (Some(value), None)
+    } else {
+        return Err("neither a Responses request, a response object, a {request, response} pair nor an input list".into());
+    };
+    if let Some(request) = request.as_mut() {
+        entry.input = items_of(request.get_mut("input").map(std::mem::take));
+        entry.previous = take_string(request, "previous_response_id");
+        entry.instructions = take_string(request, "instructions");
+        for key in ["model", "tools"] {
+            if let Some(v) = request
+                .get_mut(key)
+                .map(std::mem::take)
+                .filter(|v| !v.is_null())
+            {
+                entry.facts.insert(key.into(), v);
+            }
+        }
+    }
+    if let Some(mut response) = response {
+        entry.output = items_of(response.get_mut("output").map(std::mem::take));
+        entry.response_id = take_string(&mut response, "id");
+        // A stored response object carries its own request's facts.
+        if entry.previous.is_none() {
+            entry.previous = take_string(&mut response, "previous_response_id");
+        }
+        if entry.instructions.is_none() {
+            entry.instructions = take_string(&mut response, "instructions");
+        }
+        if entry.input.is_empty() {
+            entry.input = items_of(response.get_mut("input").map(std::mem::take));
+        }
+        if let Some(id) = &entry.response_id {
+            entry.facts.insert("id".into(), json!(id));
+        }
+        for key in ["model", "created_at", "tools"] {
+            if let Some(v) = response
+                .get_mut(key)
+                .map(std::mem::take)
+                .filter(|v| !v.is_null())
+            {
+                entry.facts.entry(key.to_string()).or_insert(v);
+            }
+        }
+        if let Some(status) = response.get("status").and_then(Value::as_str) {
+            if status == "completed" {
+                entry.facts.insert("finished".into(), json!(true));
+            }
+        }
+    }
+    Ok(entry)
+}
+
+/// A streamed response: the `response.completed` (or `incomplete`/`failed`) event's response,
+/// else the items of `response.output_item.done` events in output order.
+fn response_from_events(events: Vec<Value>) -> Value {
+    let mut done_items: Vec<(u64, Value)> = Vec::new();
+    let mut created = None;
+    for mut event in events {
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        match kind.as_str() {
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                if let Some(response) = event
+                    .get_mut("response")
+                    .map(std::mem::take)
+                    .filter(Value::is_object)
+                {
+                    return response;
+                }
+            }
+            "response.created" => {
+                created = event
+                    .get_mut("response")
+                    .map(std::mem::take)
+                    .filter(Value::is_object)
+            }
+            "response.output_item.done" => {
+                let index = event
+                    .get("output_index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(done_items.len() as u64);
+                if let Some(item) = event.get_mut("item").map(std::mem::take) {
+                    done_items.push((index, item));
+                }
+            }
+            _ => {}
+        }
+    }
+    done_items.sort_by_key(|(i, _)| *i);
+    let mut response = created.unwrap_or_else(|| json!({}));
+    response["output"] = Value::Array(done_items.into_iter().map(|(_, item)| item).collect());
+    response
+}
+
+fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut FileRead) {
+    // Full histories by following previous_response_id.
+    let by_response: HashMap<String, usize> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| Some((e.response_id.clone()?, i)))
+        .collect();
+    let mut full: Vec<Option<Result<Vec<Value>, String>>> = vec![None; entries.len()];
+    for i in 0..entries.len() {
+        resolve(i, &entries, &by_response, &mut full, &mut HashSet::new());
+    }
+    let mut kept = Vec::new();
+    for (entry, history) in entries.into_iter().zip(full) {
+        match history {
+            Some(Ok(history)) => kept.push((entry, history)),
+            Some(Err(missing)) => read
+                .refused
+                .push((entry.record, InputError::MissingLink(missing))),
+            None => read
+                .refused
+                .push((entry.record, InputError::MissingLink(String::new()))),
+        }
+    }
+    let merge = context.rules.policy.resent_history == ResentHistory::Merge;
+    let histories: Vec<Vec<Value>> = kept
+        .iter()
+        .map(|(_, h)| h.iter().map(normalise_for_compare).collect())
+        .collect();
+    let groups = if merge {
+        chain::chains(&histories)
+    } else {
+        (0..kept.len())
+            .map(|i| chain::Chain {
+                members: vec![i],
+                diverged: None,
+            })
+            .collect()
+    };
+    for group in groups {
+        let records: Vec<usize> = group.members.iter().map(|&m| kept[m].0.record).collect();
+        let last = *group.members.last().expect("a chain has a member");
+        let (entry, history) = &kept[last];
+        let mut notes = Vec::new();
+        if group.members.len() > 1 {
+            notes.push(SourceNote {
+                rule: PolicyId::ResentHistory.rule_id().to_string(),
+                what: "request merged into a later one continuing its history".into(),
+                count: (group.members.len() - 1) as u64,
+                bytes_dropped: 0,
+            });
+        }
+        if let Some(d) = group.diverged {
+            notes.push(diverged_note(kept[d.from].0.record, d.at));
+        }
+        let mut items = history.clone();
+        items.extend(entry.output.iter().cloned());
+        match transcript(items, entry, context) {
+            Ok(mut transcript) => {
+                let mut all = notes;
+                all.append(&mut transcript.source_notes);
+                transcript.source_notes = all;
+                let mut records = records;
+                records.sort_unstable();
+                read.conversations.push(SourceConversation {
+                    transcript,
+                    records,
+                });
+            }
+            Err(error) => {
+                for record in records {
+                    read.refused.push((record, error.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Entry `i`'s full request history: its ancestors' inputs and outputs, then its own input.
+fn resolve(
+    i: usize,
+    entries: &[Entry],
+    by_response: &HashMap<String, usize>,
+    full: &mut Vec<Option<Result<Vec<Value>, String>>>,
+    visiting: &mut HashSet<usize>,
+) {
+    if full[i].is_some() {
+        return;
+    }
+    let entry = &entries[i];
+    let result = match &entry.previous {
+        None => Ok(entry.input.clone()),
+        Some(previous) => match by_response.get(previous) {
+            None => Err(previous.clone()),
+            Some(&parent) if parent == i || !visiting.insert(i) => Err(previous.clone()),
+            Some(&parent) => {
+                resolve(parent, entries, by_response, full, visiting);
+                match full[parent].clone() {
+                    Some(Ok(mut history)) => {
+                        history.extend(entries[parent].output.iter().cloned());
+                        history.extend(entry.input.iter().cloned());
+                        Ok(history)
+                    }
+                    Some(Err(missing)) => Err(missing),
+                    None => Err(previous.clone()),
+                }
+            }
+        },
+    };
+    full[i] = Some(result);
+}
+
+/// An item as compared between requests: normalised keys dropped, a message's string content
+/// as one `input_text`, and `type: "message"` implied.
+fn normalise_for_compare(item: &Value) -> Value {
+    let mut value = chain::canonical(item, &NORMALISED, "input_text");
+    if let Value::Object(map) = &mut value {
+        if map.contains_key("role") && !map.contains_key("type") {
+            map.insert("type".into(), json!("message"));
+        }
+        // An assistant's echoed output_text and a typed input_text say the same.
+        if let Some(Value::Array(parts)) = map.get_mut("content") {
+            for part in parts {
+                if part.get("type").and_then(Value::as_str) == Some("output_text") {
+                    part["type"] = json!("input_text");
+                }
+            }
+        }
+    }
+    value
+}
+
+/// What the items become: chat-shaped messages for the Chat Completions reader, and the
+/// reasoning to attach to each message (by its position).
+struct Built {
+    messages: Vec<Value>,
+    thinking: Vec<(usize, Thinking)>,
+    pending_thinking: Vec<Thinking>,
+    notes: Vec<SourceNote>,
+    /// Position of the last assistant message holding only calls (parallel calls join it).
+    open_calls: Option<usize>,
+}
+
+impl Built {
+    fn push(&mut self, message: Value) -> usize {
+        let at = self.messages.len();
+        self.messages.push(message);
+        for t in self.pending_thinking.drain(..) {
+            self.thinking.push((at, t));
+        }
+        self.open_calls = None;
+        at
+    }
+
+    fn call(&mut self, call: Value) {
+        if self.pending_thinking.is_empty() {
+            if let Some(at) = self.open_calls {
+                if let Some(Value::Array(calls)) = self.messages[at].get_mut("tool_calls") {
+                    calls.push(call);
+                    return;
+                }
+            }
+        }
+        let at = self.push(json!({"role": "assistant", "content": null, "tool_calls": [call]}));
+        self.open_calls = Some(at);
+    }
+
+    fn output(&mut self, call_id: Option<&str>, output: Value, error: bool) {
+        let mut message = json!({"role": "tool", "content": output});
+        if let Some(id) = call_id {
+            message["tool_call_id"] = json!(id);
+        }
+        if error {
+            message["is_error"] = json!(true);
+        }
+        self.push(message);
+    }
+
+    fn note(&mut self, rule: &str, what: &str, bytes: usize) {
+        add_note(&mut self.notes, rule, what, 1, bytes);
+    }
+}
+
+fn text_of(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A function-style call of a hosted tool.
+fn hosted_call(built: &mut Built, id: &str, name: &str, arguments: Value) {
+    let arguments = match arguments {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    built.call(
+        json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}),
+    );
+}
+
+fn map_items(items: Vec<Value>, context: &ReadContext<'_>) -> Built {
+    let mut built = Built {
+        messages: Vec::new(),
+        thinking: Vec::new(),
+        pending_thinking: Vec::new(),
+        notes: Vec::new(),
+        open_calls: None,
+    };
+    let mut annotations = 0u64;
+    for (n, mut item) in items.into_iter().enumerate() {
+        let kind = match item.get("type").and_then(Value::as_str) {
+            Some(t) => t.to_string(),
+            None if item.get("role").is_some() => "message".to_string(),
+            None => "(no type)".to_string(),
+        };
+        let item_id = item.get("id").and_then(Value::as_str).map(str::to_string);
+        let call_id = item
+            .get("call_id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| item_id.clone())
+            .unwrap_or_else(|| format!("call_item_{n}"));
+        match kind.as_str() {
+            "message" => {
+                let mut message = Map::new();
+                message.insert(
+                    "role".into(),
+                    item.get("role").cloned().unwrap_or(json!("user")),
+                );
+                let content = match item.get_mut("content").map(std::mem::take) {
+                    Some(Value::Array(parts)) => Value::Array(
+                        parts
+                            .into_iter()
+                            .map(|mut p| {
+                                if let Value::Object(m) = &mut p {
+                                    if m.get("annotations")
+                                        .and_then(Value::as_array)
+                                        .is_some_and(|a| !a.is_empty())
+                                    {
+                                        annotations += 1;
+                                    }
+                                    for k in NORMALISED {
+                                        m.remove(k);
+                                    }
+                                }
+                                p
+                            })
+                            .collect(),
+                    ),
+                    Some(other) => other,
+                    None => Value::Null,
+                };
+                message.insert("content".into(), content);
+                if let Some(phase) = item.get("phase").filter(|p| p.is_string()) {
+                    message.insert("phase".into(), phase.clone());
+                }
+                built.push(Value::Object(message));
+            }
+            "reasoning" => {
+                let texts = |key: &str| -> Vec<String> {
+                    item.get(key)
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str).map(str::to_string))
+                        .collect()
+                };
+                let summary = texts("summary");
+                let content = texts("content");
+                let encrypted = item
+                    .get("encrypted_content")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string);
+                built.pending_thinking.push(Thinking {
+                    summary,
+                    content,
+                    encrypted,
+                    origin: ReasoningOrigin::OpenAi,
+                });
+            }
+            "function_call" => {
+                let name = text_of(item.get("name"));
+                let arguments = text_of(item.get("arguments"));
+                built.call(json!({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}));
+            }
+            "custom_tool_call" => {
+                let name = text_of(item.get("name"));
+                let input = text_of(item.get("input"));
+                built.call(json!({"id": call_id, "type": "custom", "custom": {"name": name, "input": input}}));
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                let output = match item.get_mut("output").map(std::mem::take) {
+                    Some(Value::Array(parts)) => Value::Array(parts),
+                    other => Value::String(text_of(other.as_ref())),
+                };
+                built.output(Some(&call_id), output, false);
+            }
+            _ => hosted(&kind, item, &call_id, &mut built, context),
+        }
+    }
+    if annotations > 0 {
+        add_note(
+            &mut built.notes,
+            crate::rules::Builtin::ResponsesAnnotations.rule_id(),
+            "output_text annotations dropped",
+            annotations,
+            0,
+        );
+    }
+    if !built.pending_thinking.is_empty() {
+        // Reasoning with nothing after it: an empty assistant message carries it, and the
+        // converter's policy.unpaired_reasoning decides.
+        built.push(json!({"role": "assistant", "content": null}));
+    }
+    built
+}
+
+/// An item Codex 0.169 does not know: `policy.hosted_tool`.
+fn hosted(
+    kind: &str,
+    mut item: Value,
+    call_id: &str,
+    built: &mut Built,
+    context: &ReadContext<'_>,
+) {
+    let policy = &context.rules.policy;
+    let rule = PolicyId::HostedTool.rule_id();
+    match policy.hosted_tool {
+        HostedTool::Drop => {
+            built.note(rule, &format!("{kind} item dropped"), 0);
+            return;
+        }
+        HostedTool::Placeholder => {
+            for k in NORMALISED {
+                if let Value::Object(m) = &mut item {
+                    m.remove(k);
+                }
+            }
+            let text = policy
+                .hosted_tool_template
+                .replace("{type}", kind)
+                .replace("{json}", &item.to_string());
+            built.note(rule, &format!("{kind} item as a placeholder"), 0);
+            built.push(json!({"role": "assistant", "content": text}));
+            return;
+        }
+        HostedTool::Call => {}
+    }
+    let note = format!("{kind} item as a call and its output");
+    match kind {
+        "code_interpreter_call" => {
+            let code = text_of(item.get("code"));
+            built.call(json!({"id": call_id, "type": "custom", "custom": {"name": "code_interpreter", "input": code}}));
+            let mut parts = Vec::new();
+            for out in item
+                .get("outputs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                match out.get("type").and_then(Value::as_str) {
+                    Some("logs") => {
+                        parts.push(json!({"type": "input_text", "text": text_of(out.get("logs"))}))
+                    }
+                    Some("image") => parts
+                        .push(json!({"type": "input_image", "image_url": text_of(out.get("url"))})),
+                    _ => parts.push(json!({"type": "input_text", "text": out.to_string()})),
+                }
+            }
+            let output = if parts.iter().all(|p| p["type"] == "input_text") {
+                Value::String(
+                    parts
+                        .iter()
+                        .map(|p| p["text"].as_str().unwrap_or_default())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                )
+            } else {
+                Value::Array(parts)
+            };
+            built.output(Some(call_id), output, false);
+        }
+        "image_generation_call" => {
+            let prompt = text_of(item.get("revised_prompt"));
+            hosted_call(
+                built,
+                call_id,
+                "image_generation",
+                json!({"prompt": prompt}),
+            );
+            let output = match item.get("result").and_then(Value::as_str) {
+                Some(b64) if !b64.is_empty() => {
+                    json!([{"type": "input_image", "image_url": format!("data:image/png;base64,{b64}")}])
+                }
+                _ => json!(""),
+            };
+            built.output(Some(call_id), output, false);
+        }
+        "mcp_call" => {
+            let label = text_of(item.get("server_label"));
+            let name = text_of(item.get("name"));
+            let name = if label.is_empty() {
+                name
+            } else {
+                format!("{label}.{name}")
+            };
+            hosted_call(
+                built,
+                call_id,
+                &name,
+                item.get("arguments").cloned().unwrap_or(json!("{}")),
+            );
+            let error = item
+                .get("error")
+                .filter(|e| !e.is_null())
+                .map(|e| text_of(Some(e)));
+            let output = error.clone().unwrap_or_else(|| text_of(item.get("output")));
+            built.output(Some(call_id), json!(output), error.is_some());
+        }
+        "web_search_call" | "file_search_call" => {
+            let name = kind.trim_end_matches("_call");
+            let arguments = item
+                .get("action")
+                .cloned()
+                .or_else(|| item.get("queries").map(|q| json!({"queries": q})))
+                .unwrap_or(json!({}));
+            hosted_call(built, call_id, name, arguments);
+            let output = item
+                .get("results")
+                .filter(|r| !r.is_null())
+                .map(|r| r.to_string())
+                .unwrap_or_default();
+            built.output(Some(call_id), json!(output), false);
+        }
+        "local_shell_call" | "computer_call" => {
+            let name = kind.trim_end_matches("_call");
+            hosted_call(
+                built,
+                call_id,
+                name,
+                item.get("action").cloned().unwrap_or(json!({})),
+            );
+        }
+        "local_shell_call_output" | "computer_call_output" => {
+            let output = match item.get("output") {
+                Some(Value::Object(o)) if o.get("image_url").is_some() => {
+                    json!([{"type": "input_image", "image_url": o.get("image_url").cloned().unwrap_or_default()}])
+                }
+                other => json!(text_of(other)),
+            };
+            built.output(Some(call_id), output, false);
+        }
+        _ => {
+            // Nothing to call: a placeholder, so it is not lost.
+            let text = policy
+                .hosted_tool_template
+                .replace("{type}", kind)
+                .replace("{json}", &item.to_string());
+            built.note(rule, &format!("{kind} item as a placeholder"), 0);
+            built.push(json!({"role": "assistant", "content": text}));
+            return;
+        }
+    }
+    built.note(rule, &note, 0);
+}
+
+fn transcript(
+    items: Vec<Value>,
+    entry: &Entry,
+    context: &ReadContext<'_>,
+) -> Result<Transcript, InputError> {
+    let built = map_items(items, context);
+    let mut messages = Vec::new();
+    let offset = usize::from(entry.instructions.is_some());
+    if let Some(instructions) = &entry.instructions {
+        messages.push(json!({"role": "system", "content": instructions}));
+    }
+    messages.extend(built.messages);
+    let mut record = entry.facts.clone();
+    if record.remove("finished").is_some() {
+        // Read by the finished signal `choices[0].finish_reason == "stop"`.
+        record.insert("choices".into(), json!([{"finish_reason": "stop"}]));
+    }
+    if let Some(Value::Array(tools)) = record.get("tools") {
+        // Responses function tools are flat; the chat reader wants them wrapped.
+        let wrapped: Vec<Value> = tools
+            .iter()
+            .map(|t| match t.get("type").and_then(Value::as_str) {
+                Some("function") if t.get("function").is_none() => {
+                    let mut f = t.clone();
+                    if let Value::Object(m) = &mut f {
+                        m.remove("type");
+                    }
+                    json!({"type": "function", "function": f})
+                }
+                _ => t.clone(),
+            })
+            .collect();
+        record.insert("tools".into(), Value::Array(wrapped));
+    }
+    record.insert("messages".into(), Value::Array(messages));
+    let mut transcript = extract(
+        Value::Object(record),
+        &built_record_rules(&context.rules.input),
+    )?;
+    for (at, thinking) in built.thinking {
+        if let Some(message) = transcript.messages.get_mut(at + offset) {
+            message.thinking.push(thinking);
+        }
+    }
+    // Tool errors were marked with `is_error` (an ignored field for the chat reader).
+    for message in &mut transcript.messages {
+        if let Some(pos) = message.ignored_fields.iter().position(|f| f == "is_error") {
+            message.ignored_fields.remove(pos);
+            message.tool_error = true;
+        }
+    }
+    transcript.source_notes = built.notes;
+    transcript.meta.format = FORMAT;
+    Ok(transcript)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::transcript::{Content, ToolCall};
+    use crate::rules::RuleSet;
+    use std::path::Path;
+
+    fn read(values: Vec<Value>) -> FileRead {
+        read_with(values, RuleSet::builtin().unwrap())
+    }
+
+    fn read_with(values: Vec<Value>, rules: RuleSet) -> FileRead {
+        let context = ReadContext {
+            rules: &rules,
+            path: Path::new("log.jsonl"),
+            key: "log.jsonl",
+        };
+        let records = values
+            .into_iter()
+            .enumerate()
+            .map(|(index, value)| InputRecord {
+                value,
+                index,
+                repairs: 0,
+            })
+            .collect();
+        ResponsesReader.read(records, &context)
+    }
+
+    fn stored(id: &str, previous: Option<&str>, input: Value, output: Value) -> Value {
+        json!({"object": "response", "id": id, "previous_response_id": previous, "status": "completed",
+               "model": "gpt-5", "input": input, "output": output})
+    }
+
+    #[test]
+    fn a_previous_response_id_chain_is_one_conversation() {
+        let values = vec![
+            stored(
+                "resp_1",
+                None,
+                json!([{"role": "user", "content": "Hi"}]),
+                json!([{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Greet."}], "encrypted_content": "gAAA"},
+                       {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "Hello!", "annotations": [], "logprobs": []}]}]),
+            ),
+            stored(
+                "resp_2",
+                Some("resp_1"),
+                json!([{"role": "user", "content": "Run it"}]),
+                json!([{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "run", "arguments": "{}", "status": "completed"}]),
+            ),
+            stored(
+                "resp_3",
+                Some("resp_2"),
+                json!([{"type": "function_call_output", "call_id": "call_1", "output": "done"}]),
+                json!([{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}]),
+            ),
+        ];
+        assert!(ResponsesReader.detect(Some(&values[0]), b""));
+        let read = read(values);
+        assert!(read.refused.is_empty(), "{:?}", read.refused);
+        assert_eq!(read.conversations.len(), 1);
+        let c = &read.conversations[0];
+        assert_eq!(c.records, vec![0, 1, 2]);
+        let m = &c.transcript.messages;
+        let roles: Vec<&str> = m.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "user",
+                "assistant",
+                "tool",
+                "assistant"
+            ]
+        );
+        assert_eq!(m[0].content, Content::Text("Hi".into()));
+        assert_eq!(
+            m[1].thinking,
+            vec![Thinking {
+                summary: vec!["Greet.".into()],
+                content: vec![],
+                encrypted: Some("gAAA".into()),
+                origin: ReasoningOrigin::OpenAi
+            }]
+        );
+        assert_eq!(m[1].content.texts(), vec!["Hello!"]);
+        assert_eq!(
+            m[3].tool_calls,
+            vec![ToolCall {
+                id: Some("call_1".into()),
+                name: "run".into(),
+                arguments: "{}".into(),
+                ..ToolCall::default()
+            }]
+        );
+        assert_eq!(m[4].tool_call_ids, ["call_1"]);
+        assert_eq!(m[4].content, Content::Text("done".into()));
+        assert_eq!(m[5].content.texts(), vec!["Done."]);
+        let notes: Vec<(&str, u64)> = c
+            .transcript
+            .source_notes
+            .iter()
+            .map(|n| (n.rule.as_str(), n.count))
+            .collect();
+        assert_eq!(notes, [("policy.resent_history", 2)]);
+    }
+
+    #[test]
+    fn a_missing_link_is_quarantined_with_its_id_and_what_continues_it() {
+        let values = vec![
+            stored(
+                "resp_2",
+                Some("resp_gone"),
+                json!([{"role": "user", "content": "Run it"}]),
+                json!([]),
+            ),
+            stored(
+                "resp_3",
+                Some("resp_2"),
+                json!([{"role": "user", "content": "Again"}]),
+                json!([]),
+            ),
+            stored(
+                "resp_9",
+                None,
+                json!([{"role": "user", "content": "Other"}]),
+                json!([{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]),
+            ),
+        ];
+        let read = read(values);
+        assert_eq!(read.conversations.len(), 1);
+        assert_eq!(read.conversations[0].records, vec![2]);
+        assert_eq!(read.refused.len(), 2);
+        for (index, error) in &read.refused {
+            assert!([0, 1].contains(index));
+            assert_eq!(error, &InputError::MissingLink("resp_gone".into()));
+        }
+        assert!(read.refused[0].1.to_string().contains("resp_gone"));
+    }
+
+    #[test]
+    fn a_code_interpreter_call_is_a_custom_call_and_its_logs() {
+        let values = vec![stored(
+            "resp_1",
+            None,
+            json!("Compute 2**10"),
+            json!([{"type": "code_interpreter_call", "id": "ci_1", "code": "print(2**10)", "container_id": "cntr", "status": "completed",
+                    "outputs": [{"type": "logs", "logs": "1024\n"}]},
+                   {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "1024"}]}]),
+        )];
+        let read = read(values);
+        let m = &read.conversations[0].transcript.messages;
+        assert_eq!(m.len(), 4);
+        assert_eq!(
+            m[1].tool_calls,
+            vec![ToolCall {
+                id: Some("ci_1".into()),
+                name: "code_interpreter".into(),
+                arguments: "print(2**10)".into(),
+                custom: true,
+                ..ToolCall::default()
+            }]
+        );
+        assert_eq!(
+            (m[2].role.as_str(), m[2].tool_call_ids.clone()),
+            ("tool", vec!["ci_1".to_string()])
+        );
+        assert_eq!(m[2].content, Content::Text("1024\n".into()));
+        assert_eq!(m[3].content.texts(), vec!["1024"]);
+        let notes = &read.conversations[0].transcript.source_notes;
+        assert_eq!(notes[0].rule, "policy.hosted_tool");
+        assert_eq!(
+            notes[0].what,
+            "code_interpreter_call item as a call and its output"
+        );
+    }
+
+    #[test]
+    fn stateless_requests_resending_history_merge_and_instructions_lead() {
+        let first = json!({"request": {"uri": "https://api.openai.com/v1/responses", "body": {"model": "m", "instructions": "Be kind.",
+                "input": [{"role": "user", "content": "Q"}]}},
+            "response": {"body": {"object": "response", "id": "r1", "output": [{"type": "function_call", "id": "fc", "call_id": "c1", "name": "f", "arguments": "{}", "status": "completed"}]}}});
+        let second = json!({"request": {"uri": "https://api.openai.com/v1/responses", "body": {"model": "m", "instructions": "Be kind.",
+                "input": [{"role": "user", "content": "Q"}, {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}", "status": null},
+                          {"type": "function_call_output", "call_id": "c1", "output": "42"}]}},
+            "response": {"body": {"object": "response", "id": "r2", "status": "completed", "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "42."}]}]}}});
+        let read = read(vec![first, second]);
+        assert_eq!(read.conversations.len(), 1);
+        let t = &read.conversations[0].transcript;
+        let roles: Vec<&str> = t.messages.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
+        assert_eq!(t.messages[0].content, Content::Text("Be kind.".into()));
+        assert!(t.meta.finished);
+    }
+}

@@ -1,0 +1,921 @@
+//! ShareGPT-style fine-tuning datasets, one row at a time (a JSON array is split one record per
+//! element, JSONL one per line).
+//!
+//! Shapes:
+//! - classic: `{"conversations": [{"from", "value"}], "system"?, "tools"?}`, the keys and role
+//!   names from `[input.sharegpt]` (LLaMA-Factory's `from`/`value`, `human`/`gpt`/
+//!   `function_call`/`observation`/`system` by default). A `function_call` value (one
+//!   `{"name", "arguments"}` object or a list of them for parallel calls) becomes calls with
+//!   deterministic ids (`call_<turn>_<k>`); a value that is not JSON a freeform call. An
+//!   `observation` answers the calls before it, in order; one observation after several calls
+//!   is `policy.shared_observation`.
+//! - LLaMA-Factory's typed parts: `{"messages": [{"role", "content": [{"type": "text" |
+//!   "reasoning" | "tool_call", "value"}]}], "tools"?}`: reasoning parts become the message's
+//!   reasoning, tool-call parts calls, `tool` messages their outputs.
+//! - OpenAI style with media: `{"messages": [{"role", "content"}], "images": [paths]}`: each
+//!   `<image>` in the text is the next image, read from the file relative to the dataset as a
+//!   `data:` URL, or `policy.missing_image` when the file is not there.
+//!
+//! The `tools` string is kept as the transcript's tools (the Responses output translates them)
+//! and its tool names are recorded in the audit (`builtin.dataset-tools`).
+
+use std::path::Path;
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+use super::blocks::add_note;
+use super::chat::{built_record_rules, extract};
+use super::format::{
+    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
+};
+use super::InputError;
+use crate::model::transcript::{Content, Message, Part, RecordMeta, ToolCall, Transcript};
+use crate::rules::policy::{MissingImage, SharedObservation};
+use crate::rules::{Builtin, PolicyId, ShareGptTags};
+
+pub struct ShareGptReader;
+
+const FORMAT: &str = "sharegpt";
+
+fn is_classic(value: &Value, tags: &ShareGptTags) -> bool {
+    value
+        .get("conversations")
+        .and_then(Value::as_array)
+        .is_some_and(|turns| {
+            !turns.is_empty()
+                && turns
+                    .iter()
+                    .all(|t| t.get(&tags.role_tag).is_some() && t.get(&tags.content_tag).is_some())
+        })
+}
+
+fn is_typed(value: &Value) -> bool {
+    value
+        .get("messages")
+        .and_then(Value::as_array)
+        .is_some_and(|messages| {
+            messages.iter().any(|m| {
+                m.get("content")
+                    .and_then(Value::as_array)
+                    .is_some_and(|parts| {
+                        parts.iter().any(|p| {
+                            p.get("value").is_some()
+                                && p.get("type").and_then(Value::as_str).is_some()
+                        })
+                    })
+            })
+        })
+}
+
+fn has_media(value: &Value) -> bool {
+    value.get("messages").is_some_and(Value::is_array)
+        && ["images", "videos", "audios"]
+            .iter()
+            .any(|k| value.get(*k).is_some_and(Value::is_array))
+}
+
+impl FormatReader for ShareGptReader {
+    fn format(&self) -> SourceFormat {
+        SourceFormat::ShareGpt
+    }
+
+    fn granularity(&self) -> Granularity {
+        Granularity::Record
+    }
+
+    fn detect(&self, first: Option<&Value>, _raw: &[u8]) -> bool {
+        // Detection runs before any rule file is known to the reader: LLaMA-Factory's tags.
+        // `conversations` of `role`/`content` messages stay Chat Completions records (the chat
+        // reader reads them as it always did); `--from sharegpt` with `[input.sharegpt]`
+        // tags reads them as ShareGPT.
+        first
+            .is_some_and(|v| is_classic(v, &ShareGptTags::default()) || is_typed(v) || has_media(v))
+    }
+
+    fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
+        let mut read = FileRead::default();
+        for record in records {
+            match read_row(record.value, context) {
+                Ok(transcript) => read.conversations.push(SourceConversation {
+                    transcript,
+                    records: vec![record.index],
+                }),
+                Err(error) => read.refused.push((record.index, error)),
+            }
+        }
+        read
+    }
+}
+
+fn not_format(problem: impl Into<String>) -> InputError {
+    InputError::NotInFormat {
+        format: FORMAT,
+        problem: problem.into(),
+    }
+}
+
+/// Calls waiting for their outputs, in call order.
+#[derive(Default)]
+struct Pairing {
+    pending: Vec<String>,
+}
+
+/// One row as a transcript.
+pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
+    let rules = &context.rules.input;
+    let tags = &rules.sharegpt;
+    let classic = is_classic(&value, tags);
+    let Value::Object(map) = &mut value else {
+        return Err(not_format("a row is not a JSON object"));
+    };
+    let mut transcript = Transcript::default();
+    let tools = map.remove("tools");
+    let system = match map.remove("system") {
+        Some(Value::String(text)) if !text.is_empty() => Some(text),
+        _ => None,
+    };
+    let images: Vec<String> = match map.remove("images") {
+        Some(Value::Array(list)) => list
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            })
+            .collect(),
+        Some(Value::String(one)) => vec![one],
+        _ => Vec::new(),
+    };
+    let mut messages = Vec::new();
+    if let Some(text) = system {
+        messages.push(Message {
+            role: "system".into(),
+            content: Content::Text(text),
+            ..Message::default()
+        });
+    }
+    if classic {
+        let mut turns = match map.remove("conversations") {
+            Some(Value::Array(turns)) => turns,
+            _ => Vec::new(),
+        };
+        // A preference row: the chosen answer ends the conversation, the rejected one is
+        // dropped and counted.
+        let tags = &rules.sharegpt;
+        let as_turn = |v: Value| match v {
+            Value::String(text) => {
+                let mut turn = Map::new();
+                turn.insert(
+                    tags.role_tag.clone(),
+                    Value::String(tags.assistant_tag.clone()),
+                );
+                turn.insert(tags.content_tag.clone(), Value::String(text));
+                vec![Value::Object(turn)]
+            }
+            Value::Array(list) => list,
+            other => vec![other],
+        };
+        if let Some(chosen) = map.remove("chosen").filter(|v| !v.is_null()) {
+            turns.extend(as_turn(chosen));
+        }
+        if let Some(rejected) = map.remove("rejected").filter(|v| !v.is_null()) {
+            let bytes: usize = as_turn(rejected)
+                .iter()
+                .filter_map(|t| t.get(&tags.content_tag).and_then(Value::as_str))
+                .map(str::len)
+                .sum();
+            add_note(
+                &mut transcript.source_notes,
+                Builtin::PreferenceRejected.rule_id(),
+                "rejected answer of a preference row",
+                1,
+                bytes,
+            );
+        }
+        classic_turns(turns, context, &mut messages)?;
+    } else if is_typed(&Value::Object(map.clone())) {
+        let list = match map.remove("messages") {
+            Some(Value::Array(list)) => list,
+            _ => Vec::new(),
+        };
+        typed_messages(list, context, &mut messages)?;
+    } else if map.get("messages").is_some_and(Value::is_array) {
+        // OpenAI style: the Chat Completions reader, then the media.
+        let list = map.remove("messages").unwrap_or(Value::Null);
+        let built = serde_json::json!({ "messages": list });
+        let read = extract(built, &built_record_rules(rules))?;
+        messages.extend(read.messages);
+    } else {
+        return Err(not_format(
+            "no `conversations` of {from, value} turns and no `messages` list",
+        ));
+    }
+    if !images.is_empty()
+        || messages
+            .iter()
+            .any(|m| m.content.texts().iter().any(|t| t.contains("<image>")))
+    {
+        place_images(&mut messages, images, context, &mut transcript)?;
+    }
+    if let Some(tools) = tools {
+        dataset_tools(tools, &mut transcript);
+        transcript.ignored_fields.push("tools".into());
+    }
+    // What is left of the row is not converted.
+    for (key, v) in map.iter() {
+        if !v.is_null() {
+            transcript.ignored_fields.push(key.clone());
+        }
+    }
+    split_observations(&mut messages, &mut transcript.source_notes);
+    if messages.is_empty() {
+        return Err(InputError::EmptyMessages("conversations".into()));
+    }
+    for (index, message) in messages.iter_mut().enumerate() {
+        message.index = index;
+    }
+    transcript.messages = messages;
+    transcript.meta = RecordMeta {
+        messages_at: if classic { "conversations" } else { "messages" }.into(),
+        format: FORMAT,
+        ..RecordMeta::default()
+    };
+    Ok(transcript)
+}
+
+/// The role a turn's tag names, after `[input.sharegpt]` and the role aliases.
+enum Turn {
+    Role(String, Option<String>),
+    Call,
+    Observation,
+}
+
+fn turn_of(tag: &str, context: &ReadContext<'_>) -> Turn {
+    let tags = &context.rules.input.sharegpt;
+    let aliases = &context.rules.input.role_aliases;
+    if tag == tags.function_tag {
+        return Turn::Call;
+    }
+    if tag == tags.observation_tag || tag == "tool" {
+        return Turn::Observation;
+    }
+    let named = if tag == tags.user_tag {
+        Some("user")
+    } else if tag == tags.assistant_tag {
+        Some("assistant")
+    } else if tag == tags.system_tag {
+        Some("system")
+    } else {
+        None
+    };
+    match (named, aliases.get(tag)) {
+        (Some(role), _) if role == tag => Turn::Role(role.into(), None),
+        (Some(role), _) => Turn::Role(role.into(), Some(tag.to_string())),
+        (None, Some(alias)) => Turn::Role(alias.clone(), Some(tag.to_string())),
+        (None, None) => Turn::Role(tag.to_string(), None),
+    }
+}
+
+fn classic_turns(
+    turns: Vec<Value>,
+    context: &ReadContext<'_>,
+    messages: &mut Vec<Message>,
+) -> Result<(), InputError> {
+    let tags = &context.rules.input.sharegpt;
+    let kinds: Vec<Option<bool>> = turns
+        .iter()
+        .map(|t| {
+            let tag = t.get(&tags.role_tag).and_then(Value::as_str)?;
+            Some(matches!(turn_of(tag, context), Turn::Observation))
+        })
+        .collect();
+    let mut pairing = Pairing::default();
+    for (i, turn) in turns.into_iter().enumerate() {
+        let Value::Object(mut turn) = turn else {
+            return Err(bad(i, "is not an object"));
+        };
+        let tag = match turn.get(&tags.role_tag) {
+            Some(Value::String(tag)) => tag.clone(),
+            _ => return Err(bad(i, &format!("has no string `{}`", tags.role_tag))),
+        };
+        let text = match turn.remove(&tags.content_tag) {
+            Some(Value::String(text)) => text,
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        match turn_of(&tag, context) {
+            Turn::Call => messages.push(call_message(&text, i, &mut pairing)),
+            Turn::Observation => {
+                // How many observations follow in a row, this one included.
+                let run = kinds[i..].iter().take_while(|k| **k == Some(true)).count();
+                messages.push(observation(Content::Text(text), run, context, &mut pairing));
+            }
+            Turn::Role(role, aliased_from) => messages.push(Message {
+                role,
+                aliased_from,
+                content: Content::Text(text),
+                ..Message::default()
+            }),
+        }
+    }
+    Ok(())
+}
+
+fn bad(index: usize, problem: &str) -> InputError {
+    InputError::BadMessage {
+        path: "conversations".into(),
+        index,
+        problem: problem.into(),
+    }
+}
+
+/// The calls of a `function_call` value (or a `tool_call` part).
+fn calls_of(text: &str, turn: usize) -> Vec<ToolCall> {
+    let parsed: Option<Value> = serde_json::from_str(text).ok();
+    let list = match parsed {
+        Some(Value::Array(list)) if list.iter().all(|c| c.get("name").is_some()) => list,
+        Some(one @ Value::Object(_)) if one.get("name").is_some() => vec![one],
+        _ => {
+            return vec![ToolCall {
+                id: Some(format!("call_{turn}_0")),
+                name: "function_call".into(),
+                arguments: text.to_string(),
+                custom: true,
+                ..ToolCall::default()
+            }]
+        }
+    };
+    list.into_iter()
+        .enumerate()
+        .map(|(k, call)| {
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let (arguments, from_object, missing) = match call.get("arguments") {
+                None | Some(Value::Null) => (String::new(), false, true),
+                Some(Value::String(s)) => (s.clone(), false, false),
+                Some(v) => (v.to_string(), v.is_object(), false),
+            };
+            ToolCall {
+                id: Some(format!("call_{turn}_{k}")),
+                name,
+                arguments,
+                arguments_from_object: from_object,
+                arguments_missing: missing,
+                custom: false,
+            }
+        })
+        .collect()
+}
+
+fn call_message(text: &str, turn: usize, pairing: &mut Pairing) -> Message {
+    let calls = calls_of(text, turn);
+    pairing.pending = calls.iter().filter_map(|c| c.id.clone()).collect();
+    Message {
+        role: "assistant".into(),
+        content: Content::Missing,
+        tool_calls: calls,
+        ..Message::default()
+    }
+}
+
+/// A tool output answering the next pending call(s). `run` is how many outputs follow in a
+/// row (this one included): fewer than the calls pending means one output for several calls.
+fn observation(
+    content: Content,
+    run: usize,
+    context: &ReadContext<'_>,
+    pairing: &mut Pairing,
+) -> Message {
+    let mut message = Message {
+        role: "tool".into(),
+        content,
+        ..Message::default()
+    };
+    if pairing.pending.is_empty() {
+        return message;
+    }
+    if run >= pairing.pending.len() || run > 1 {
+        message.tool_call_ids = vec![pairing.pending.remove(0)];
+        return message;
+    }
+    // One observation for several calls.
+    let ids = std::mem::take(&mut pairing.pending);
+    match context.rules.policy.shared_observation {
+        SharedObservation::First => {
+            message.tool_call_ids = vec![ids[0].clone()];
+            // The others are answered by policy.missing_output.
+        }
+        SharedObservation::All => message.tool_call_ids = ids,
+        SharedObservation::Split => {
+            let text = match &message.content {
+                Content::Text(t) => Some(t.clone()),
+                _ => None,
+            };
+            let items = text
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .and_then(|v| match v {
+                    Value::Array(items) if items.len() == ids.len() => Some(items),
+                    _ => None,
+                });
+            match items {
+                Some(items) => {
+                    // Marked for the caller: each item its own output, in call order.
+                    message.tool_call_ids = ids;
+                    message.content = Content::Parts(
+                        items
+                            .into_iter()
+                            .map(|item| match item {
+                                Value::String(s) => Part::Text(s),
+                                other => Part::Text(other.to_string()),
+                            })
+                            .collect(),
+                    );
+                    message.name = Some(SPLIT_MARK.into());
+                }
+                None => message.tool_call_ids = ids,
+            }
+        }
+    }
+    message
+}
+
+/// Set on an observation split one item per call (see [`split_observations`]).
+const SPLIT_MARK: &str = "\u{0}split";
+
+/// Turns each observation marked for splitting into one tool message per call.
+fn split_observations(
+    messages: &mut Vec<Message>,
+    notes: &mut Vec<crate::model::transcript::SourceNote>,
+) {
+    let mut out = Vec::with_capacity(messages.len());
+    for message in messages.drain(..) {
+        if message.name.as_deref() != Some(SPLIT_MARK) {
+            out.push(message);
+            continue;
+        }
+        let Content::Parts(parts) = message.content else {
+            continue;
+        };
+        add_note(
+            notes,
+            PolicyId::SharedObservation.rule_id(),
+            "observation split one item per parallel call",
+            1,
+            0,
+        );
+        for (id, part) in message.tool_call_ids.into_iter().zip(parts) {
+            let text = match part {
+                Part::Text(t) => t,
+                _ => String::new(),
+            };
+            out.push(Message {
+                role: "tool".into(),
+                content: Content::Text(text),
+                tool_call_ids: vec![id],
+                ..Message::default()
+            });
+        }
+    }
+    *messages = out;
+}
+
+fn typed_messages(
+    list: Vec<Value>,
+    context: &ReadContext<'_>,
+    messages: &mut Vec<Message>,
+) -> Result<(), InputError> {
+    let kinds: Vec<bool> = list
+        .iter()
+        .map(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+        .collect();
+    let mut pairing = Pairing::default();
+    for (i, raw) in list.into_iter().enumerate() {
+        let Value::Object(mut raw) = raw else {
+            return Err(bad(i, "is not an object"));
+        };
+        let role = match raw.remove("role") {
+            Some(Value::String(role)) => role,
+            _ => return Err(bad(i, "has no string `role`")),
+        };
+        let parts = match raw.remove("content") {
+            Some(Value::Array(parts)) => parts,
+            Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "value": text})],
+            _ => Vec::new(),
+        };
+        let mut texts = Vec::new();
+        let mut reasoning: Vec<String> = Vec::new();
+        let mut calls = Vec::new();
+        for part in parts {
+            let Value::Object(mut part) = part else {
+                continue;
+            };
+            let kind = part
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("text")
+                .to_string();
+            let value = match part.remove("value").or_else(|| part.remove("text")) {
+                Some(Value::String(s)) => s,
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            match kind.as_str() {
+                "text" => texts.push(Part::Text(value)),
+                "reasoning" | "thinking" => reasoning.push(value),
+                "tool_call" | "function_call" => calls.extend(calls_of(&value, i)),
+                other => texts.push(Part::Unknown {
+                    kind: other.to_string(),
+                }),
+            }
+        }
+        // Ids unique per call across the message's parts.
+        for (k, call) in calls.iter_mut().enumerate() {
+            call.id = Some(format!("call_{i}_{k}"));
+        }
+        let content = if texts.is_empty() {
+            Content::Missing
+        } else {
+            Content::Parts(texts)
+        };
+        if role == "tool" || role == context.rules.input.sharegpt.observation_tag {
+            let run = kinds[i..].iter().take_while(|k| **k).count();
+            messages.push(observation(content, run, context, &mut pairing));
+            continue;
+        }
+        if !calls.is_empty() {
+            pairing.pending = calls.iter().filter_map(|c| c.id.clone()).collect();
+        }
+        let (role, aliased_from) = match context.rules.input.role_aliases.get(&role) {
+            Some(alias) => (alias.clone(), Some(role)),
+            None => (role, None),
+        };
+        let mut ignored: Vec<String> = raw.keys().cloned().collect();
+        ignored.sort();
+        messages.push(Message {
+            role,
+            aliased_from,
+            content,
+            tool_calls: calls,
+            reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n\n")),
+            ignored_fields: ignored,
+            ..Message::default()
+        });
+    }
+    Ok(())
+}
+
+/// Puts the row's images where its `<image>` placeholders are.
+fn place_images(
+    messages: &mut [Message],
+    images: Vec<String>,
+    context: &ReadContext<'_>,
+    transcript: &mut Transcript,
+) -> Result<(), InputError> {
+    let base = context.path.parent().unwrap_or(Path::new("."));
+    let mut next = images.into_iter();
+    let policy = &context.rules.policy;
+    for message in messages.iter_mut() {
+        let texts: Vec<String> = match &message.content {
+            Content::Text(t) if t.contains("<image>") => vec![t.clone()],
+            Content::Parts(parts)
+                if parts
+                    .iter()
+                    .any(|p| matches!(p, Part::Text(t) if t.contains("<image>"))) =>
+            {
+                Vec::new()
+            }
+            _ => continue,
+        };
+        let parts_in = match std::mem::take(&mut message.content) {
+            Content::Text(_) => texts.into_iter().map(Part::Text).collect(),
+            Content::Parts(parts) => parts,
+            other => {
+                message.content = other;
+                continue;
+            }
+        };
+        let mut parts = Vec::new();
+        for part in parts_in {
+            let Part::Text(text) = part else {
+                parts.push(part);
+                continue;
+            };
+            let mut pieces = text.split("<image>").peekable();
+            while let Some(piece) = pieces.next() {
+                if !piece.is_empty() {
+                    parts.push(Part::Text(piece.to_string()));
+                }
+                if pieces.peek().is_none() {
+                    break;
+                }
+                let Some(path) = next.next() else {
+                    // More placeholders than images: the placeholder stays as text.
+                    parts.push(Part::Text("<image>".into()));
+                    continue;
+                };
+                match read_image(&base.join(&path)) {
+                    Some(url) => parts.push(Part::Image {
+                        url: Some(url),
+                        file_id: None,
+                        detail: None,
+                    }),
+                    None => match policy.missing_image {
+                        MissingImage::Placeholder => {
+                            add_note(
+                                &mut transcript.source_notes,
+                                PolicyId::MissingImage.rule_id(),
+                                "image file not found: placeholder",
+                                1,
+                                0,
+                            );
+                            parts.push(Part::Text(policy.missing_image_template.replace("{path}", &path)));
+                        }
+                        MissingImage::Drop => add_note(
+                            &mut transcript.source_notes,
+                            PolicyId::MissingImage.rule_id(),
+                            "image file not found: dropped",
+                            1,
+                            0,
+                        ),
+                        MissingImage::Quarantine => {
+                            return Err(not_format(format!(
+                                "image file `{path}` is not beside the dataset and policy.missing_image is quarantine"
+                            )))
+                        }
+                    },
+                }
+            }
+        }
+        message.content = Content::Parts(parts);
+    }
+    let left: Vec<String> = next.collect();
+    if !left.is_empty() {
+        add_note(
+            &mut transcript.source_notes,
+            PolicyId::MissingImage.rule_id(),
+            "image with no <image> placeholder: not placed",
+            left.len() as u64,
+            0,
+        );
+    }
+    Ok(())
+}
+
+/// A file as a `data:` URL, if it is there and an image type we know.
+fn read_image(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let mime = match bytes.as_slice() {
+        [0x89, b'P', b'N', b'G', ..] => "image/png",
+        [0xFF, 0xD8, 0xFF, ..] => "image/jpeg",
+        [b'G', b'I', b'F', b'8', ..] => "image/gif",
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => "image/webp",
+        _ => return None,
+    };
+    Some(format!(
+        "data:{mime};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
+}
+
+/// The row's `tools` (a JSON string of function schemas, or a list): the transcript's tools
+/// and a note naming them.
+fn dataset_tools(tools: Value, transcript: &mut Transcript) {
+    let parsed = match tools {
+        Value::String(text) => serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+        other => other,
+    };
+    let list = match parsed {
+        Value::Array(list) => list,
+        Value::Object(_) => vec![parsed],
+        _ => Vec::new(),
+    };
+    let mut names = Vec::new();
+    for tool in list {
+        let function = match tool.get("function") {
+            Some(f) => f.clone(),
+            None => tool.clone(),
+        };
+        if let Some(name) = function.get("name").and_then(Value::as_str) {
+            names.push(name.to_string());
+        }
+        let mut wrapped = Map::new();
+        wrapped.insert("type".into(), Value::String("function".into()));
+        wrapped.insert("function".into(), function);
+        transcript.tools.push(Value::Object(wrapped));
+    }
+    let what = if names.is_empty() {
+        "dataset tools: none readable".to_string()
+    } else {
+        format!("dataset tools: {}", names.join(", "))
+    };
+    add_note(
+        &mut transcript.source_notes,
+        Builtin::DatasetTools.rule_id(),
+        &what,
+        1,
+        0,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::RuleSet;
+    use serde_json::json;
+
+    fn row(value: Value) -> Result<Transcript, InputError> {
+        row_with(value, RuleSet::builtin().unwrap())
+    }
+
+    fn row_with(value: Value, rules: RuleSet) -> Result<Transcript, InputError> {
+        let context = ReadContext {
+            rules: &rules,
+            path: Path::new("/nonexistent/data.json"),
+            key: "data.json",
+        };
+        let read = ShareGptReader.read(
+            vec![InputRecord {
+                value,
+                index: 0,
+                repairs: 0,
+            }],
+            &context,
+        );
+        match (
+            read.conversations.into_iter().next(),
+            read.refused.into_iter().next(),
+        ) {
+            (Some(c), _) => Ok(c.transcript),
+            (None, Some((_, e))) => Err(e),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn classic_rows_with_parallel_calls_and_one_observation_split_it() {
+        let value = json!({
+            "conversations": [
+                {"from": "human", "value": "Weather in Paris and Rome?"},
+                {"from": "function_call", "value": "[{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"weather\", \"arguments\": {\"city\": \"Rome\"}}]"},
+                {"from": "observation", "value": "[{\"temp\": 20}, {\"temp\": 25}]"},
+                {"from": "gpt", "value": "20 and 25."}
+            ],
+            "system": "Be brief.",
+            "tools": "[{\"name\": \"weather\", \"description\": \"d\", \"parameters\": {}}]"
+        });
+        assert!(ShareGptReader.detect(Some(&value), b""));
+        let t = row(value).unwrap();
+        let summary: Vec<(&str, Vec<&str>, Vec<String>)> = t
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.texts(), m.tool_call_ids.clone()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("system", vec!["Be brief."], vec![]),
+                ("user", vec!["Weather in Paris and Rome?"], vec![]),
+                ("assistant", vec![], vec![]),
+                ("tool", vec![r#"{"temp":20}"#], vec!["call_1_0".to_string()]),
+                ("tool", vec![r#"{"temp":25}"#], vec!["call_1_1".to_string()]),
+                ("assistant", vec!["20 and 25."], vec![]),
+            ]
+        );
+        assert_eq!(
+            t.messages[2].tool_calls,
+            vec![
+                ToolCall {
+                    id: Some("call_1_0".into()),
+                    name: "weather".into(),
+                    arguments: r#"{"city":"Paris"}"#.into(),
+                    arguments_from_object: true,
+                    ..ToolCall::default()
+                },
+                ToolCall {
+                    id: Some("call_1_1".into()),
+                    name: "weather".into(),
+                    arguments: r#"{"city":"Rome"}"#.into(),
+                    arguments_from_object: true,
+                    ..ToolCall::default()
+                },
+            ]
+        );
+        assert_eq!(t.messages[1].aliased_from.as_deref(), Some("human"));
+        let notes: Vec<(&str, &str)> = t
+            .source_notes
+            .iter()
+            .map(|n| (n.rule.as_str(), n.what.as_str()))
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                ("builtin.dataset-tools", "dataset tools: weather"),
+                (
+                    "policy.shared_observation",
+                    "observation split one item per parallel call"
+                ),
+            ]
+        );
+        assert_eq!(t.tools.len(), 1);
+    }
+
+    #[test]
+    fn one_observation_that_is_not_a_list_answers_every_call_or_the_first() {
+        let value = json!({"conversations": [
+            {"from": "human", "value": "a and b"},
+            {"from": "function_call", "value": "[{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": {}}]"},
+            {"from": "observation", "value": "both done"},
+            {"from": "gpt", "value": "ok"}
+        ]});
+        let t = row(value.clone()).unwrap();
+        assert_eq!(t.messages[2].tool_call_ids, ["call_1_0", "call_1_1"]);
+        assert_eq!(t.messages[2].content, Content::Text("both done".into()));
+        let mut rules = RuleSet::builtin().unwrap();
+        rules.policy.shared_observation = SharedObservation::First;
+        let t = row_with(value, rules).unwrap();
+        assert_eq!(t.messages[2].tool_call_ids, ["call_1_0"]);
+    }
+
+    #[test]
+    fn a_preference_row_ends_with_the_chosen_answer() {
+        let value = json!({"conversations": [{"from": "human", "value": "Best color?"}],
+            "chosen": {"from": "gpt", "value": "Blue."}, "rejected": {"from": "gpt", "value": "Meh."}});
+        let t = row(value).unwrap();
+        assert_eq!(t.messages.len(), 2);
+        assert_eq!(t.messages[1].content, Content::Text("Blue.".into()));
+        assert_eq!(t.source_notes[0].rule, "builtin.preference-rejected");
+        assert_eq!(t.source_notes[0].bytes_dropped, 4);
+    }
+
+    #[test]
+    fn role_tags_come_from_the_rules() {
+        let mut rules = RuleSet::builtin().unwrap();
+        rules.input.sharegpt.role_tag = "speaker".into();
+        rules.input.sharegpt.content_tag = "text".into();
+        rules.input.sharegpt.user_tag = "prompter".into();
+        let value = json!({"conversations": [
+            {"speaker": "prompter", "text": "hi"},
+            {"speaker": "gpt", "text": "hello"}
+        ]});
+        let t = row_with(value, rules).unwrap();
+        assert_eq!(t.messages[0].role, "user");
+        assert_eq!(t.messages[0].aliased_from.as_deref(), Some("prompter"));
+        assert_eq!(t.messages[1].role, "assistant");
+    }
+
+    #[test]
+    fn typed_parts_give_reasoning_calls_and_outputs() {
+        let value = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "value": "2+2?"}]},
+            {"role": "assistant", "content": [
+                {"type": "reasoning", "value": "Use the tool."},
+                {"type": "tool_call", "value": "{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 2}}"}
+            ]},
+            {"role": "tool", "content": [{"type": "text", "value": "4"}]},
+            {"role": "assistant", "content": [{"type": "text", "value": "4"}]}
+        ], "tools": "[]"});
+        assert!(ShareGptReader.detect(Some(&value), b""));
+        let t = row(value).unwrap();
+        assert_eq!(t.messages[1].reasoning.as_deref(), Some("Use the tool."));
+        assert_eq!(t.messages[1].tool_calls[0].id.as_deref(), Some("call_1_0"));
+        assert_eq!(t.messages[1].tool_calls[0].arguments, r#"{"a":2,"b":2}"#);
+        assert_eq!(t.messages[2].tool_call_ids, ["call_1_0"]);
+        assert_eq!(t.messages[2].role, "tool");
+    }
+
+    #[test]
+    fn images_are_read_beside_the_dataset_or_become_placeholders() {
+        let dir = std::env::temp_dir().join(format!("rollover-sharegpt-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("img")).unwrap();
+        std::fs::write(dir.join("img/a.png"), [0x89, b'P', b'N', b'G', 1, 2]).unwrap();
+        let rules = RuleSet::builtin().unwrap();
+        let path = dir.join("data.json");
+        let context = ReadContext {
+            rules: &rules,
+            path: &path,
+            key: "data.json",
+        };
+        let value = json!({"messages": [
+            {"role": "user", "content": "<image>Who? <image>"},
+            {"role": "assistant", "content": "Them."}
+        ], "images": ["img/a.png", "img/missing.jpg"]});
+        let t = read_row(value, &context).unwrap();
+        assert_eq!(
+            t.messages[0].content,
+            Content::Parts(vec![
+                Part::Image {
+                    url: Some("data:image/png;base64,iVBORwEC".into()),
+                    file_id: None,
+                    detail: None
+                },
+                Part::Text("Who? ".into()),
+                Part::Text("[image not found: img/missing.jpg]".into()),
+            ])
+        );
+        assert_eq!(t.source_notes[0].rule, "policy.missing_image");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -17,7 +17,7 @@ use super::SourceError;
 
 /// Extensions (after any compression suffix) that hold records when found by walking a folder.
 /// A file named directly on the command line is always read, whatever its name.
-const RECORD_EXTENSIONS: [&str; 4] = ["jsonl", "json", "ndjson", "traj"];
+const RECORD_EXTENSIONS: [&str; 5] = ["jsonl", "json", "ndjson", "traj", "sse"];
 const COMPRESSION_EXTENSIONS: [&str; 3] = ["zst", "zstd", "gz"];
 /// The INPUT that means standard input.
 pub const STDIN: &str = "-";

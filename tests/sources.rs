@@ -1181,3 +1181,50 @@ fn claude_code_sessions_index_is_dropped_by_rule() {
     assert!(read.conversations.is_empty() && read.refused.is_empty());
     assert_eq!(read.dropped[0].what, "sessions-index file");
 }
+
+/// `--format responses` on a compacted Claude Code session: the body holds what the model saw
+/// after the compaction, the summary and what followed, as a resumed Codex sends it.
+#[test]
+fn responses_body_of_a_compacted_session_starts_at_the_summary() {
+    let path = Path::new(
+        "/work/shared/corpora/sources/claude-code/simonw-synthetic/sample_session.loglines.json",
+    );
+    if !path.exists() {
+        return;
+    }
+    let dir = common::Workdir::new("compacted_responses");
+    let run = dir.run(&[
+        "convert",
+        path.to_str().unwrap(),
+        "--out",
+        "home",
+        "--format",
+        "responses",
+    ]);
+    run.expect_code(0);
+    let mut bodies = Vec::new();
+    let mut stack = vec![dir.path("home")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.ends_with("rollover") {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                bodies.push(p);
+            }
+        }
+    }
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    let text = std::fs::read_to_string(&bodies[0]).unwrap();
+    let body: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let input = body["input"].as_array().unwrap();
+    let first = input[0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        first.starts_with("This is a session continuation summary"),
+        "{first}"
+    );
+    assert_eq!(
+        input[1]["content"][0]["text"],
+        "Add a multiply function too"
+    );
+}

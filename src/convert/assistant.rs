@@ -186,6 +186,9 @@ impl Builder<'_> {
             },
         };
         let rule = PolicyId::Thinking;
+        // Empty texts carry nothing (a thinking block that only had a signature).
+        let summary: Vec<String> = summary.into_iter().filter(|t| !t.is_empty()).collect();
+        let content: Vec<String> = content.into_iter().filter(|t| !t.is_empty()).collect();
         let (summary, content) = match self.rules.policy.thinking {
             ThinkingPolicy::Keep => (summary, content),
             ThinkingPolicy::Summary => (summary.into_iter().chain(content).collect(), Vec::new()),

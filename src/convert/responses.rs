@@ -52,7 +52,14 @@ pub fn render(
         input.push(InputItem::Item(Cow::Borrowed(item)));
     }
     let mut decisions = Vec::new();
+    // What comes before the history (Lite's tools and base instructions).
+    let prefix = input.len();
     for item in &conversation.items {
+        if let OutPayload::CompactedReplacing(_) = &item.payload {
+            // The summary replaces the history before it, as Codex resumes it (checked by
+            // the conformance test): the body holds what the model saw.
+            input.truncate(prefix);
+        }
         let response = match &item.payload {
             // A compaction summary stands for the history before it: a user message, as
             // Codex rebuilds a compacted history (not checked against Codex: see README).

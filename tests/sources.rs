@@ -398,24 +398,6 @@ fn claude_code_corpus_files_convert_with_every_line_accounted() {
     }
 }
 
-#[test]
-#[ignore]
-fn dump_one() {
-    let path = std::env::var("DUMP").unwrap();
-    let reader: &dyn FormatReader = if path.ends_with(".jsonl") {
-        &rollover::input::claude_code::ClaudeCodeReader
-    } else {
-        &chatgpt::ChatGptReader
-    };
-    let (_, conversations) = convert_file(reader, Path::new(&path));
-    for c in conversations {
-        print!("{}", String::from_utf8(c.to_bytes()).unwrap());
-        for d in &c.decisions {
-            eprintln!("{} {}", d.rule, d.action.name());
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Claude Code
 

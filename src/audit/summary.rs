@@ -146,9 +146,8 @@ pub struct Summary {
     pub same_content: Vec<SameContent>,
     /// Records whose messages were found by shape (no `messages_at` path held them), by path.
     pub messages_by_shape: BTreeMap<String, u64>,
-    /// Input files by source format (`chat`, `claude-code`, ...); written when one is not
-    /// `chat`, so a run of Chat Completions files has the summary it always had.
-    #[serde(skip_serializing_if = "only_chat", default)]
+    /// Input files read, by source format (`chat`, `claude-code`, ...).
+    #[serde(default)]
     pub formats: BTreeMap<String, u64>,
     /// Records read into a conversation after its first record (the other lines of a Claude
     /// Code session, the earlier requests of a logged chain): converted as part of it.

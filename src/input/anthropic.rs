@@ -461,16 +461,7 @@ fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut File
                 .collect()
         })
         .collect();
-    let groups = if merge {
-        chain::chains(&histories)
-    } else {
-        (0..entries.len())
-            .map(|i| chain::Chain {
-                members: vec![i],
-                diverged: None,
-            })
-            .collect()
-    };
+    let groups = chain::group(&histories, merge);
     let first_records: Vec<usize> = entries.iter().map(|e| e.records[0]).collect();
     let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
     for group in groups {
@@ -631,21 +622,7 @@ mod tests {
 
     fn read(values: Vec<Value>) -> FileRead {
         let rules = RuleSet::builtin().unwrap();
-        let context = ReadContext {
-            rules: &rules,
-            path: Path::new("log.jsonl"),
-            key: "log.jsonl",
-        };
-        let records = values
-            .into_iter()
-            .enumerate()
-            .map(|(index, value)| InputRecord {
-                value,
-                index,
-                repairs: 0,
-            })
-            .collect();
-        AnthropicReader.read(records, &context)
+        crate::input::format::read_values(&AnthropicReader, values, &rules, Path::new("log.jsonl"))
     }
 
     fn ev(data: Value) -> Value {

@@ -30,6 +30,19 @@ pub struct Divergence {
     pub at: usize,
 }
 
+/// [`chains`] when the rules merge resent histories (`policy.resent_history`), else every
+/// request a chain of its own.
+pub fn group(histories: &[Vec<Value>], merge: bool) -> Vec<Chain> {
+    if !merge {
+        let single = |i| Chain {
+            members: vec![i],
+            diverged: None,
+        };
+        return (0..histories.len()).map(single).collect();
+    }
+    chains(histories)
+}
+
 /// Groups requests into chains. `histories[i]` is request `i`'s messages (normalised);
 /// an empty history is a chain of its own.
 pub fn chains(histories: &[Vec<Value>]) -> Vec<Chain> {

@@ -467,16 +467,7 @@ fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut 
                 .collect()
         })
         .collect();
-    let groups = if merge {
-        chain::chains(&histories)
-    } else {
-        (0..entries.len())
-            .map(|i| chain::Chain {
-                members: vec![i],
-                diverged: None,
-            })
-            .collect()
-    };
+    let groups = chain::group(&histories, merge);
     let first_records: Vec<usize> = entries.iter().map(|e| e.records[0]).collect();
     let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
     for group in groups {

@@ -107,6 +107,35 @@ pub struct InputRecord {
     pub repairs: usize,
 }
 
+impl InputRecord {
+    /// `values` as a file's records, numbered in order, with no Unicode repairs.
+    pub fn numbered(values: Vec<Value>) -> Vec<InputRecord> {
+        let record = |(index, value)| InputRecord {
+            value,
+            index,
+            repairs: 0,
+        };
+        values.into_iter().enumerate().map(record).collect()
+    }
+}
+
+/// Reads parsed `values` as the records of the file at `path` (its key is the path as given):
+/// for tests and tools that hold values, not bytes.
+pub fn read_values(
+    reader: &dyn FormatReader,
+    values: Vec<Value>,
+    rules: &RuleSet,
+    path: &Path,
+) -> FileRead {
+    let key = path.to_string_lossy();
+    let context = ReadContext {
+        rules,
+        path,
+        key: &key,
+    };
+    reader.read(InputRecord::numbered(values), &context)
+}
+
 /// What a reader made of its records. Every record index given appears exactly once: in one
 /// conversation's `records`, in `refused`, or in `dropped`. The pipeline checks this.
 #[derive(Debug, Default)]

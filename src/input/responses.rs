@@ -327,16 +327,7 @@ fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut File
         .iter()
         .map(|(_, h)| h.iter().map(normalise_for_compare).collect())
         .collect();
-    let groups = if merge {
-        chain::chains(&histories)
-    } else {
-        (0..kept.len())
-            .map(|i| chain::Chain {
-                members: vec![i],
-                diverged: None,
-            })
-            .collect()
-    };
+    let groups = chain::group(&histories, merge);
     for group in groups {
         let records: Vec<usize> = group.members.iter().map(|&m| kept[m].0.record).collect();
         let last = *group.members.last().expect("a chain has a member");
@@ -835,21 +826,7 @@ mod tests {
     }
 
     fn read_with(values: Vec<Value>, rules: RuleSet) -> FileRead {
-        let context = ReadContext {
-            rules: &rules,
-            path: Path::new("log.jsonl"),
-            key: "log.jsonl",
-        };
-        let records = values
-            .into_iter()
-            .enumerate()
-            .map(|(index, value)| InputRecord {
-                value,
-                index,
-                repairs: 0,
-            })
-            .collect();
-        ResponsesReader.read(records, &context)
+        crate::input::format::read_values(&ResponsesReader, values, &rules, Path::new("log.jsonl"))
     }
 
     fn stored(id: &str, previous: Option<&str>, input: Value, output: Value) -> Value {

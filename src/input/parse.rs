@@ -14,7 +14,68 @@ pub const MAX_DEPTH: usize = 128;
 
 /// Parses one record. `repair` allows U+FFFD repairs; without it, invalid Unicode is an error.
 /// Returns the value and the number of repairs made. `bytes` is left unchanged.
+///
+/// The common case (valid UTF-8, simd-json parses it) costs one copy into this thread's
+/// reused scratch and one pass of simd-json, which validates the UTF-8 itself: no separate
+/// `from_utf8` pass and no buffers allocated per record. Anything else (invalid UTF-8 to
+/// repair, a parse error, deep nesting) takes the careful path below, whose results are the
+/// same as before.
 pub fn parse_record(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputError> {
+    if !nests_deeper_than(bytes, MAX_DEPTH) {
+        let parsed = SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let Scratch { input, buffers } = &mut *scratch;
+            input.clear();
+            input.extend_from_slice(bytes);
+            let repairs = repair_lone_surrogates(input);
+            if repairs > 0 && !repair {
+                return Some(Err(InputError::InvalidUnicode(repairs)));
+            }
+            let value = simd_json::serde::from_slice_with_buffers::<Value>(input, buffers).ok();
+            scratch.trim();
+            value.map(|value| Ok((value, repairs)))
+        });
+        if let Some(result) = parsed {
+            return result;
+        }
+    }
+    parse_carefully(bytes, repair)
+}
+
+/// Per-thread parse buffers, reused from record to record: memory is bound by the largest
+/// record a thread has parsed (and given back past [`Scratch::KEEP`]).
+struct Scratch {
+    input: Vec<u8>,
+    buffers: simd_json::Buffers,
+}
+
+impl Scratch {
+    /// Buffers grown past this for one huge record are freed after it.
+    const KEEP: usize = 16 << 20;
+
+    fn trim(&mut self) {
+        if self.input.capacity() > Self::KEEP {
+            *self = Scratch::default();
+        }
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch {
+            input: Vec::new(),
+            buffers: simd_json::Buffers::new(64 << 10),
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// [`parse_record`] for the records the fast path leaves: invalid UTF-8 (repaired or
+/// refused), invalid JSON (serde_json's message, with line and column), deep nesting.
+fn parse_carefully(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputError> {
     let (mut buf, repairs) = prepare(bytes, repair)?;
     // simd-json's serde path recurses once per nesting level with no limit: a record of
     // 100 000 `[` overflowed the stack and aborted the whole run. Such records go straight to

@@ -106,6 +106,8 @@ pub struct Options {
     pub shard: Option<ShardSource>,
     /// A sharded run splits files larger than this into ranges of this size (`--split-bytes`).
     pub split_bytes: u64,
+    /// A longer record is quarantined unread (`--max-record-bytes`).
+    pub max_record_bytes: u64,
 }
 
 /// What part of one input file a run reads.
@@ -313,6 +315,7 @@ pub fn run(
         shard,
         stop: Arc::clone(&stop),
         from: options.from,
+        max_record_bytes: options.max_record_bytes,
     });
     // The ordered collector runs on its own thread, fed in batch order through a channel of
     // one: it records batch n while the workers convert batch n+1 (on the main thread, it

@@ -16,7 +16,7 @@ use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardP
 use super::Portion;
 
 const BATCH_RECORDS: usize = 512;
-const BATCH_BYTES: usize = 16 << 20;
+const BATCH_BYTES: usize = 4 << 20;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 

@@ -97,6 +97,7 @@ pub enum ResponseItem {
     },
     FunctionCall {
         name: String,
+        #[serde(serialize_with = "crate::model::json::text")]
         arguments: String,
         call_id: String,
     },
@@ -107,6 +108,7 @@ pub enum ResponseItem {
     CustomToolCall {
         call_id: String,
         name: String,
+        #[serde(serialize_with = "crate::model::json::text")]
         input: String,
     },
     CustomToolCallOutput {
@@ -120,6 +122,7 @@ pub enum ResponseItem {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentItem {
     InputText {
+        #[serde(serialize_with = "crate::model::json::text")]
         text: String,
     },
     InputImage {
@@ -137,6 +140,7 @@ pub enum ContentItem {
         file_id: Option<String>,
     },
     OutputText {
+        #[serde(serialize_with = "crate::model::json::text")]
         text: String,
     },
 }
@@ -157,7 +161,7 @@ pub struct ReasoningText {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum ToolOutput {
-    Text(String),
+    Text(#[serde(serialize_with = "crate::model::json::text")] String),
     Items(Vec<ContentItem>),
 }
 
@@ -167,11 +171,13 @@ pub enum ToolOutput {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventMsg<'a> {
     UserMessage {
+        #[serde(serialize_with = "crate::model::json::text")]
         message: Cow<'a, str>,
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
         images: Vec<&'a str>,
     },
     AgentMessage {
+        #[serde(serialize_with = "crate::model::json::text")]
         message: Cow<'a, str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         phase: Option<Phase>,

@@ -272,18 +272,22 @@ impl RecordReader {
         self.reader = None;
     }
 
-    fn line_event(&self, bytes: &[u8], line: u64, offset: u64) -> RecordEvent {
-        let stripped = strip_line(bytes, offset == 0);
+    /// The event of one line read whole: its bytes are the record's, stripped in place (a copy
+    /// of every record here was ~2 % of the reader thread's instructions).
+    fn line_event(&self, mut bytes: Vec<u8>, line: u64, offset: u64) -> RecordEvent {
+        let stripped = strip_line(&bytes, offset == 0);
         if stripped.iter().all(u8::is_ascii_whitespace) {
-            RecordEvent::Blank
-        } else {
-            RecordEvent::Record(RawRecord {
-                location: self.location(line, offset, None),
-                bytes: stripped.to_vec(),
-                truncated: false,
-                oversized: None,
-            })
+            return RecordEvent::Blank;
         }
+        let start = stripped.as_ptr() as usize - bytes.as_ptr() as usize;
+        bytes.truncate(start + stripped.len());
+        bytes.drain(..start);
+        RecordEvent::Record(RawRecord {
+            location: self.location(line, offset, None),
+            bytes,
+            truncated: false,
+            oversized: None,
+        })
     }
 
     /// Decides between JSON Lines and one document on the first non-blank line.
@@ -294,7 +298,7 @@ impl RecordReader {
                 ReadLine::Eof => {
                     self.mode = Mode::Done;
                     for (bytes, line, offset) in head {
-                        let event = self.line_event(&bytes, line, offset);
+                        let event = self.line_event(bytes, line, offset);
                         self.queue.push_back(event);
                     }
                     return;
@@ -306,7 +310,7 @@ impl RecordReader {
                     message,
                 } => {
                     for (bytes, line, offset) in std::mem::take(&mut head) {
-                        let event = self.line_event(&bytes, line, offset);
+                        let event = self.line_event(bytes, line, offset);
                         self.queue.push_back(event);
                     }
                     self.damage(partial, line, offset, message);
@@ -321,7 +325,7 @@ impl RecordReader {
                     // Too long to be read as the start of a document: JSON Lines.
                     self.mode = Mode::Lines;
                     for (bytes, line, offset) in std::mem::take(&mut head) {
-                        let event = self.line_event(&bytes, line, offset);
+                        let event = self.line_event(bytes, line, offset);
                         self.queue.push_back(event);
                     }
                     let event = self.oversized(&first, size, line, offset);
@@ -352,7 +356,7 @@ impl RecordReader {
                     if complete || !opens_document {
                         self.mode = Mode::Lines;
                         for (bytes, line, offset) in head {
-                            let event = self.line_event(&bytes, line, offset);
+                            let event = self.line_event(bytes, line, offset);
                             self.queue.push_back(event);
                         }
                     } else {
@@ -426,7 +430,7 @@ impl RecordReader {
             });
             if lines_evidence {
                 for (bytes, line, offset) in lines {
-                    let event = self.line_event(&bytes, line, offset);
+                    let event = self.line_event(bytes, line, offset);
                     self.queue.push_back(event);
                 }
                 self.damage(partial, line, offset, message);
@@ -462,7 +466,7 @@ impl RecordReader {
             }
             None => {
                 for (bytes, line, offset) in lines {
-                    let event = self.line_event(&bytes, line, offset);
+                    let event = self.line_event(bytes, line, offset);
                     self.queue.push_back(event);
                 }
             }
@@ -526,7 +530,7 @@ impl Iterator for RecordReader {
                         bytes,
                         line,
                         offset,
-                    } => return Some(self.line_event(&bytes, line, offset)),
+                    } => return Some(self.line_event(bytes, line, offset)),
                     ReadLine::Oversized {
                         head,
                         size,

@@ -1,36 +1,196 @@
 #!/usr/bin/env bash
-# Throughput and memory of `rollover convert` against a baseline measured in the same run:
-# the same binary, reader and writer doing only decompress + split + parse + serialise + write
-# (`--baseline`). Prints records/s, MB/s (decompressed), peak RSS and the ratio. Machines are
-# shared and noisy: read the ratio, not the absolute figures.
+# Throughput and memory of `rollover convert` against independent baselines (issue 10):
 #
-#   bash samples/bench.sh [RECORDS] [RUNS]      (default 50000 records, 3 runs each)
-set -euo pipefail
+# - ../shared/bench/anchor: a round trip with the same crates (zstd, split, simd-json,
+#   serialise, write). `simd` writes one stream per input (compare `convert --dry-run`);
+#   `files` writes one file per record, as a Codex home needs (compare `convert`).
+# - the LiteLLM peer (samples/peer_litellm.py): Chat Completions messages to Responses input
+#   items with LiteLLM's own converter, 1 thread (compare `convert --format responses
+#   --dry-run -j 1`, the like-for-like output).
+#
+# Two corpora from samples/generate.py: agent transcripts (~80 KB each, ~256 MB raw) and many
+# small chat records (1-10 KB, ~214 MB raw). For 1 and 2 threads every tool runs in turn, the
+# rounds interleaved, best of 3 kept; each run writes into a fresh folder (ext4 creates files
+# ~2x slower right after a mass delete), all deleted at the end. Prints MB/s (decompressed),
+# records/s, peak RSS, and the issue's ratios, each marked met or not met.
+#
+#   bash samples/bench.sh            full corpora (generated once into $BENCH_DIR)
+#   bash samples/bench.sh --quick    small corpora (400 agent records, 8000 chat records)
+#   bash samples/bench.sh --memory   peak RSS at 0.25, 0.5, 1 and 2 GB of agent transcripts
+#
+# BENCH_DIR (default ~/.cache/rollover-bench) holds the corpora and the LiteLLM venv; RUNS
+# (default 3) the runs per measure; WORK (default a fresh folder under /tmp) the outputs.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-records=${1:-50000}
-runs=${2:-3}
-work=${BENCH_DIR:-$(mktemp -d)}
-mkdir -p "$work"
-archive="$work/bench-$records.jsonl.zst"
-[ -f "$archive" ] || python3 samples/generate.py --records "$records" --out "$archive"
-cargo build --release --quiet
-bin=target/release/rollover
-raw=$(zstd -dc "$archive" | wc -c)
-echo "archive: $archive ($(stat -c %s "$archive") bytes zstd, $raw bytes raw, $records records)"
+root=$PWD
+mode=full
+case "${1:-}" in
+  --quick) mode=quick ;;
+  --memory) mode=memory ;;
+  "") ;;
+  *) echo "usage: bash samples/bench.sh [--quick|--memory]" >&2; exit 2 ;;
+esac
+bench=${BENCH_DIR:-$HOME/.cache/rollover-bench}
+runs=${RUNS:-3}
+work=${WORK:-$(mktemp -d /tmp/rollover-bench.XXXXXX)}
+mkdir -p "$bench/corpora" "$work"
+anchor_dir=$root/../shared/bench/anchor
+anchor_target=${ANCHOR_TARGET:-$HOME/.cache/anchor-target}
+anchor=$anchor_target/release/anchor
 
-measure() { # name, extra args
-  local name=$1; shift
-  local best=""
-  for _ in $(seq "$runs"); do
-    rm -rf "$work/out"
-    /usr/bin/time -f "%e %M" -o "$work/time" "$bin" convert "$archive" --out "$work/out" "$@" >/dev/null 2>&1 || true
-    read -r secs rss < "$work/time"
-    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs; best_rss=$rss; fi
-  done
-  printf '%-9s best of %s: %6.2f s  %9.0f records/s  %7.1f MB/s  peak RSS %6.1f MB\n' \
-    "$name" "$runs" "$best" "$(awk "BEGIN{print $records/$best}")" "$(awk "BEGIN{print $raw/$best/1e6}")" "$(awk "BEGIN{print $best_rss/1024}")"
-  eval "${name}_secs=$best"
+say() { echo "bench: $*" >&2; }
+
+corpus() { # name kind records
+  local file=$bench/corpora/$1.jsonl.zst
+  if [ ! -s "$file" ]; then
+    say "generating $file ($3 $2 records)"
+    python3 samples/generate.py --kind "$2" --records "$3" --out "$file" >/dev/null
+  fi
+  readlink -f "$file"  # rollover and zstd leave symlinks out
 }
-measure baseline --baseline
-measure convert
-awk "BEGIN{printf \"convert throughput = %.0f%% of baseline\n\", 100*$baseline_secs/$convert_secs}"
+
+say "building rollover (release)"
+cargo build --release --quiet || exit 2
+bin=$root/target/release/rollover
+if [ ! -x "$anchor" ]; then
+  say "building the anchor baseline into $anchor_target"
+  (cd "$anchor_dir" && CARGO_TARGET_DIR=$anchor_target cargo build --release --quiet) || exit 2
+fi
+
+if [ "$mode" = memory ]; then
+  # Bigger inputs are the 256 MB agent corpus repeated (zstd frames concatenate): the same
+  # record sizes, more of them, which is what flat memory is about.
+  agent=$(corpus agent agent 3200)
+  printf '%-8s %-22s %8s %12s\n' input run seconds "peak RSS"
+  for times in 1 2 4 8; do
+    input=$work/agent-x$times.jsonl.zst
+    for _ in $(seq "$times"); do cat "$agent"; done > "$input"
+    raw=$(zstd -dc < "$input" | wc -c)
+    for run in "--dry-run -j 1" "--dry-run -j 2" "-j 2"; do
+      out=$work/mem-$times-$RANDOM
+      # shellcheck disable=SC2086
+      /usr/bin/time -f "%e %M" -o "$work/time" "$bin" convert "$input" --out "$out" $run >/dev/null 2>&1
+      read -r secs rss < "$work/time"
+      printf '%-8s %-22s %8.2f %9.1f MB\n' "$(awk "BEGIN{printf \"%.2f GB\", $raw/1e9}")" "convert $run" "$secs" "$(awk "BEGIN{print $rss/1024}")"
+    done
+    rm -f "$input"
+  done
+  rm -rf "$work"
+  exit 0
+fi
+
+if [ "$mode" = quick ]; then
+  agent=$(corpus agent400 agent 400)
+  chat=$(corpus chat8k mixed 8000)
+else
+  agent=$(corpus agent agent 3200)
+  chat=$(corpus chat mixed 40000)
+fi
+
+venv=$bench/venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import litellm" 2>/dev/null; then
+  say "********************************************************************"
+  say "installing LiteLLM (the peer) into $venv: pip install litellm zstandard"
+  say "********************************************************************"
+  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet litellm zstandard || {
+    say "could not install LiteLLM: the peer is left out"; }
+fi
+# LiteLLM fetches a model price map from the network on import; the local copy is enough.
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+
+declare -A raw records best rss
+for name in agent chat; do
+  file=${!name}
+  raw[$name]=$(zstd -dc < "$file" | wc -c)
+  records[$name]=$(zstd -dc < "$file" | grep -c .)
+  say "$name: $file, ${raw[$name]} bytes raw, ${records[$name]} records"
+done
+
+# One run: key, tool, arguments; keeps the best time and its peak RSS under the key. Every
+# run writes into its own fresh folder.
+measure() {
+  local key=$1 tool=$2; shift 2
+  local out=$work/run-$((++count))
+  local cmd
+  case $tool in
+    anchor) cmd=("$anchor" "$1" "$2" "$out" "$3") ;;          # mode threads file
+    convert) cmd=("$bin" convert "$1" --out "$out" "${@:2}") ;; # file args...
+    peer) cmd=("$venv/bin/python" samples/peer_litellm.py "$1" --out "$out.jsonl") ;;
+  esac
+  /usr/bin/time -f "%e %M" -o "$work/time" "${cmd[@]}" >"$work/stdout" 2>"$work/stderr"
+  local status=$?
+  read -r secs kb < "$work/time"
+  if [ "$status" -gt 1 ]; then
+    say "$key failed (exit $status):"; tail -3 "$work/stderr" >&2; return
+  fi
+  # The peer times its own loop (without Python's start and LiteLLM's import).
+  if [ "$tool" = peer ]; then
+    secs=$(sed -n 's/.* in \([0-9.]*\)s = .*/\1/p' "$work/stdout")
+  fi
+  if [ -z "${best[$key]:-}" ] || awk "BEGIN{exit !($secs < ${best[$key]})}"; then
+    best[$key]=$secs; rss[$key]=$kb
+  fi
+}
+count=0
+
+for round in $(seq "$runs"); do
+  say "round $round of $runs"
+  for threads in 1 2; do
+    for name in agent chat; do
+      file=${!name}
+      measure "$name anchor-simd $threads" anchor simd "$threads" "$file"
+      measure "$name dry-run $threads" convert "$file" --dry-run -j "$threads"
+      measure "$name anchor-files $threads" anchor files "$threads" "$file"
+      measure "$name convert $threads" convert "$file" -j "$threads"
+      measure "$name responses-dry $threads" convert "$file" --format responses --dry-run -j "$threads"
+      if [ "$threads" = 1 ] && [ -x "$venv/bin/python" ]; then
+        measure "$name peer 1" peer "$file"
+      fi
+    done
+  done
+done
+
+echo
+echo "rollover $(git describe --always --dirty 2>/dev/null), $(nproc) cores, best of $runs, $(date -u +%FT%TZ)"
+printf '%-6s %-14s %2s %8s %8s %10s %9s\n' corpus run j seconds MB/s records/s "peak RSS"
+for name in agent chat; do
+  for run in anchor-simd dry-run anchor-files convert responses-dry peer; do
+    for threads in 1 2; do
+      key="$name $run $threads"
+      [ -n "${best[$key]:-}" ] || continue
+      s=${best[$key]}
+      printf '%-6s %-14s %2s %8.2f %8.1f %10.0f %6.1f MB\n' "$name" "$run" "$threads" "$s" \
+        "$(awk "BEGIN{print ${raw[$name]}/$s/1e6}")" "$(awk "BEGIN{print ${records[$name]}/$s}")" \
+        "$(awk "BEGIN{print ${rss[$key]}/1024}")"
+    done
+  done
+done
+
+echo
+printf '%-58s %7s %8s  %s\n' ratio value target verdict
+ratio() { # label numerator-key denominator-key target (speed ratio: time of den / time of num)
+  local a=${best[$2]:-} b=${best[$3]:-}
+  if [ -z "$a" ] || [ -z "$b" ]; then printf '%-58s %7s %8s  %s\n' "$1" - "$4" "not measured"; return; fi
+  local r; r=$(awk "BEGIN{printf \"%.2f\", $b/$a}")
+  local verdict; verdict=$(awk "BEGIN{print ($r >= $4) ? \"met\" : \"NOT met\"}")
+  printf '%-58s %6sx %7sx  %s\n' "$1" "$r" "$4" "$verdict"
+}
+ratio "agent: convert --dry-run -j 1 vs anchor simd 1" "agent dry-run 1" "agent anchor-simd 1" 0.8
+ratio "agent: convert -j 1 vs anchor files 1" "agent convert 1" "agent anchor-files 1" 1.2
+ratio "agent: convert --dry-run -j 2 vs -j 1" "agent dry-run 2" "agent dry-run 1" 1.8
+ratio "agent: convert -j 2 vs -j 1 (writing)" "agent convert 2" "agent convert 1" 1.8
+ratio "chat: convert --dry-run -j 1 vs anchor simd 1" "chat dry-run 1" "chat anchor-simd 1" 0.6
+ratio "chat: convert -j 1 vs anchor files 1" "chat convert 1" "chat anchor-files 1" 1.0
+ratio "chat: convert --dry-run -j 2 vs -j 1" "chat dry-run 2" "chat dry-run 1" 1.8
+ratio "agent: --format responses --dry-run -j 1 vs LiteLLM peer" "agent responses-dry 1" "agent peer 1" 2
+ratio "chat: --format responses --dry-run -j 1 vs LiteLLM peer" "chat responses-dry 1" "chat peer 1" 2
+ratio "agent: convert --dry-run -j 1 (Codex) vs LiteLLM peer" "agent dry-run 1" "agent peer 1" 2
+ratio "chat: convert --dry-run -j 1 (Codex) vs LiteLLM peer" "chat dry-run 1" "chat peer 1" 2
+peak=0
+for key in "${!rss[@]}"; do
+  case $key in *dry-run*|*convert*|*responses*) [ "${rss[$key]}" -gt "$peak" ] && peak=${rss[$key]} ;; esac
+done
+printf '%-58s %5.0f MB %5s MB  %s\n' "peak RSS of every rollover run" "$(awk "BEGIN{print $peak/1024}")" 150 \
+  "$(awk "BEGIN{print ($peak/1024 < 150) ? \"met\" : \"NOT met\"}")"
+say "deleting the outputs in $work"
+rm -rf "$work"

@@ -257,6 +257,10 @@ pub struct ConvertArgs {
     /// the shards (e.g. 256MiB, 64KiB, 1000000).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
     pub split_bytes: u64,
+    /// Quarantine (class `too_large`) any record longer than this, without ever loading it
+    /// whole: memory stays bound by this times --jobs (e.g. 256MiB, 64KiB, 1000000).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    pub max_record_bytes: u64,
     /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
     #[arg(long, hide = true)]
     pub baseline: bool,

@@ -496,3 +496,37 @@ fn cwd_overrides_the_session_cwd() {
     let expected = wd.root().join("sub").display().to_string();
     assert_eq!(home.single_rollout().meta()["cwd"], expected.as_str());
 }
+
+#[test]
+fn a_record_over_max_record_bytes_is_quarantined_unread() {
+    let wd = Workdir::new("max_record_bytes");
+    let big = record(&"x".repeat(5000));
+    wd.create_jsonl("big.jsonl", &[record("small"), big, record("after")]);
+    let home = wd.convert("big.jsonl", "home", &["--max-record-bytes", "2KiB"], 1);
+    let summary = home.summary();
+    assert_eq!(summary["records"], 3);
+    assert_eq!(home.rollouts().len(), 2, "the records around it convert");
+    let quarantine = home.quarantine();
+    assert_eq!(quarantine.len(), 1);
+    assert_eq!(quarantine[0]["class"], "too_large");
+    assert_eq!(quarantine[0]["line"], 2);
+    let reason = quarantine[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("more than --max-record-bytes"), "{reason}");
+    // Only its first bytes are kept: the record was never loaded whole.
+    let kept = quarantine[0]["record"].as_str().unwrap();
+    assert_eq!(kept.len(), 1024);
+    assert!(kept.starts_with("{\"messages\""), "{kept}");
+
+    // A multi-line JSON document over the limit is one such record, its file skipped.
+    let doc = serde_json::to_string_pretty(&json!([record(&"y".repeat(3000))])).unwrap();
+    wd.create("doc.json", doc);
+    let home = wd.convert("doc.json", "home2", &["--max-record-bytes", "2KiB"], 1);
+    let quarantine = home.quarantine();
+    assert_eq!(quarantine.len(), 1);
+    assert_eq!(quarantine[0]["class"], "too_large");
+    assert_eq!(home.summary()["records"], 1);
+
+    // Under the default limit the same file converts whole.
+    let home = wd.convert("big.jsonl", "home3", &[], 0);
+    assert_eq!(home.rollouts().len(), 3);
+}

@@ -57,6 +57,7 @@ fuzz_target!(|data: &[u8]| {
         },
         bytes: data.to_vec(),
         truncated: false,
+        oversized: None,
     };
     let batch = BatchIndex::default();
     for rules in rules {

@@ -92,6 +92,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         format,
         shard,
         split_bytes: args.split_bytes,
+        max_record_bytes: args.max_record_bytes,
     };
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");

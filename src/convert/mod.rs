@@ -77,19 +77,29 @@ impl Conversation {
     /// `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, relative to the home.
     /// The rollout file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4096);
-        // Serialising our own types to a Vec cannot fail: every map key is a string.
-        let written = render::write(
-            &self.meta,
-            &self.items,
-            self.started_ms,
-            &self.times,
-            &mut out,
-        );
-        if written.is_err() {
+        // Rendered into this thread's reused buffer, then copied out at its exact size: a
+        // fresh Vec grown by doubling for each record cost its reallocations' memmoves and
+        // the kernel's zeroing of new pages.
+        RENDER.with(|buffer| {
+            let mut out = buffer.borrow_mut();
             out.clear();
-        }
-        out
+            // Serialising our own types to a Vec cannot fail: every map key is a string.
+            let written = render::write(
+                &self.meta,
+                &self.items,
+                self.started_ms,
+                &self.times,
+                &mut out,
+            );
+            if written.is_err() {
+                out.clear();
+            }
+            let bytes = out.to_vec();
+            if out.capacity() > RENDER_KEEP {
+                *out = Vec::new();
+            }
+            bytes
+        })
     }
 
     pub fn relative_path(&self) -> std::path::PathBuf {
@@ -101,6 +111,13 @@ impl Conversation {
             .join(format!("rollout-{stamp}-{}.jsonl", self.meta.id))
     }
 }
+
+thread_local! {
+    static RENDER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A render buffer grown past this for one huge rollout is freed after it.
+const RENDER_KEEP: usize = 16 << 20;
 
 /// Converts one transcript.
 pub fn convert(

@@ -9,6 +9,7 @@
 //! - [`location`]: where a record came from (file, line, byte offset), carried by every error.
 
 pub mod conversation;
+pub mod json;
 pub mod location;
 pub mod responses;
 pub mod rollout;

@@ -26,6 +26,8 @@ pub enum Stage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuarantineClass {
     Truncated,
+    /// Longer than `--max-record-bytes`: never loaded whole.
+    TooLarge,
     InvalidJson,
     InvalidUnicode,
     NotARecord,
@@ -51,6 +53,7 @@ impl QuarantineClass {
     pub fn name(self) -> &'static str {
         match self {
             QuarantineClass::Truncated => "truncated",
+            QuarantineClass::TooLarge => "too_large",
             QuarantineClass::InvalidJson => "invalid_json",
             QuarantineClass::InvalidUnicode => "invalid_unicode",
             QuarantineClass::NotARecord => "not_a_record",
@@ -69,7 +72,7 @@ impl QuarantineClass {
 
     pub fn stage(self) -> Stage {
         match self {
-            QuarantineClass::Truncated => Stage::Source,
+            QuarantineClass::Truncated | QuarantineClass::TooLarge => Stage::Source,
             QuarantineClass::InvalidJson
             | QuarantineClass::InvalidUnicode
             | QuarantineClass::NotARecord

@@ -16,7 +16,7 @@ use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardP
 use super::Portion;
 
 const BATCH_RECORDS: usize = 512;
-const BATCH_BYTES: usize = 16 << 20;
+const BATCH_BYTES: usize = 4 << 20;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 
@@ -68,6 +68,8 @@ pub struct Plan {
     pub stop: Arc<AtomicBool>,
     /// The format every file is in (`--from`); detected per file when `None`.
     pub from: Option<SourceFormat>,
+    /// A longer record is sent as oversized, never loaded whole (`--max-record-bytes`).
+    pub max_record_bytes: u64,
 }
 
 /// Starts the reader thread over the plan's files. Files whose batch results were read ahead
@@ -81,6 +83,7 @@ pub fn spawn(plan: Plan) -> Reader {
         shard,
         stop,
         from,
+        max_record_bytes,
     } = plan;
     let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
     let disk_read = Arc::new(AtomicU64::new(0));
@@ -97,7 +100,8 @@ pub fn spawn(plan: Plan) -> Reader {
             let mut ordinal = 0u64;
             let in_file = Arc::new(AtomicU64::new(0));
             let mut stopped = false;
-            let (events, compression) = events(&index, file_index, file, &in_file);
+            let (events, compression) =
+                events(&index, file_index, file, &in_file, max_record_bytes);
             let mut ranges = portions
                 .get(file_index)
                 .filter(|p| p.ranges)
@@ -269,6 +273,7 @@ fn events<'a>(
     file_index: usize,
     file: &SourceFile,
     in_file: &Arc<AtomicU64>,
+    max_record_bytes: u64,
 ) -> (Events<'a>, Compression) {
     match index.leftovers.get(&file_index) {
         Some(left) => (
@@ -276,7 +281,7 @@ fn events<'a>(
             Compression::None,
         ),
         None => {
-            let reader = records(file);
+            let reader = records(file).max_record_bytes(max_record_bytes);
             let compression = reader.compression();
             let counter = reader.disk_counter();
             let in_file = Arc::clone(in_file);

@@ -273,6 +273,13 @@ pub fn process_source(
     let mut repairs = vec![0usize; work.records.len()];
     let mut accounted = vec![false; work.records.len()];
     for (index, (record, _)) in work.records.iter().enumerate() {
+        if let Some((class, reason)) = too_large(record) {
+            accounted[index] = true;
+            let reason = format!("{}: {reason}", record.location);
+            let entry = QuarantineEntry::new(&record.location, class, reason, &record.bytes);
+            results.push((index, SourceResult::Refused(entry)));
+            continue;
+        }
         if record.truncated {
             accounted[index] = true;
             let reason = format!("{}: {}", record.location, InputError::Truncated);
@@ -459,6 +466,9 @@ pub type Refusal = (QuarantineClass, String);
 
 /// Parse, join a batch result, read the messages.
 fn read(record: &RawRecord, rules: &RuleSet, batch: &BatchIndex) -> Result<Transcript, Refusal> {
+    if let Some(refusal) = too_large(record) {
+        return Err(refusal);
+    }
     if record.truncated {
         let reason = InputError::Truncated.to_string();
         return Err((QuarantineClass::Truncated, reason));
@@ -471,6 +481,16 @@ fn read(record: &RawRecord, rules: &RuleSet, batch: &BatchIndex) -> Result<Trans
         extract(value, &rules.input).map_err(|e| (input_class(&e), e.to_string()))?;
     transcript.meta.unicode_repairs = repairs;
     Ok(transcript)
+}
+
+/// The refusal of a record longer than `--max-record-bytes`, whose first bytes only were read.
+fn too_large(record: &RawRecord) -> Option<Refusal> {
+    let size = record.oversized?;
+    let reason = format!(
+        "the record is {size} bytes, more than --max-record-bytes: not read (the quarantine keeps its first {} bytes)",
+        record.bytes.len()
+    );
+    Some((QuarantineClass::TooLarge, reason))
 }
 
 /// The invariants on the written bytes, then the text accounting.
@@ -513,6 +533,9 @@ fn check(
 /// must stay close to in throughput (`samples/bench.sh`).
 pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
     let location = &record.location;
+    if let Some((class, reason)) = too_large(record) {
+        return Outcome::Quarantined(QuarantineEntry::new(location, class, reason, &record.bytes));
+    }
     let value = match parse_record(&record.bytes, true) {
         Ok((value, _)) => value,
         Err(err) => {
@@ -626,6 +649,7 @@ mod tests {
             },
             bytes: bytes.to_vec(),
             truncated: false,
+            oversized: None,
         }
     }
 

@@ -101,7 +101,10 @@ fn parse_line(raw: &str) -> Result<Option<LineView<'_>>, String> {
 /// The number of `\uD8xx`..`\uDFxx` escapes in `bytes` (JSON text) that are not a high
 /// surrogate directly followed by a low one.
 fn lone_surrogates(bytes: &[u8]) -> usize {
-    let finder = memchr::memmem::Finder::new(b"\\u");
+    // Built once: a searcher built per line cost ~0.6 % of a conversion of small records.
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+        std::sync::OnceLock::new();
+    let finder = FINDER.get_or_init(|| memchr::memmem::Finder::new(b"\\u"));
     let mut count = 0;
     let mut i = 0;
     // `get(i..)`: a line may end in a backslash (cut inside a string), and `i` may pass the end.

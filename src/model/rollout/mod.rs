@@ -107,6 +107,7 @@ pub enum ResponseItem {
     },
     FunctionCall {
         name: String,
+        #[serde(serialize_with = "crate::model::json::text")]
         arguments: String,
         call_id: String,
     },
@@ -117,6 +118,7 @@ pub enum ResponseItem {
     CustomToolCall {
         call_id: String,
         name: String,
+        #[serde(serialize_with = "crate::model::json::text")]
         input: String,
     },
     CustomToolCallOutput {
@@ -130,6 +132,7 @@ pub enum ResponseItem {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentItem {
     InputText {
+        #[serde(serialize_with = "crate::model::json::text")]
         text: String,
     },
     InputImage {
@@ -147,6 +150,7 @@ pub enum ContentItem {
         file_id: Option<String>,
     },
     OutputText {
+        #[serde(serialize_with = "crate::model::json::text")]
         text: String,
     },
 }
@@ -167,7 +171,7 @@ pub struct ReasoningText {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum ToolOutput {
-    Text(String),
+    Text(#[serde(serialize_with = "crate::model::json::text")] String),
     Items(Vec<ContentItem>),
 }
 
@@ -177,11 +181,13 @@ pub enum ToolOutput {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventMsg<'a> {
     UserMessage {
+        #[serde(serialize_with = "crate::model::json::text")]
         message: Cow<'a, str>,
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
         images: Vec<&'a str>,
     },
     AgentMessage {
+        #[serde(serialize_with = "crate::model::json::text")]
         message: Cow<'a, str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         phase: Option<Phase>,

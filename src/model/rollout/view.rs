@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::{
@@ -535,44 +535,24 @@ impl Kind {
 }
 
 impl<'de> Deserialize<'de> for Kind {
+    /// Read as serde_json's borrowed raw value (the fast way reads a `&str`): the value is
+    /// scanned, never copied or unescaped, and its first byte says its type. Long tool
+    /// outputs and arguments were unescaped into a buffer just to learn they are strings.
+    /// A number is parsed as serde_json parses it, so one out of range still fails the line.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KindVisitor;
-        impl<'de> Visitor<'de> for KindVisitor {
-            type Value = Kind;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
+        let raw = <&serde_json::value::RawValue>::deserialize(deserializer)?;
+        let text = raw.get();
+        Ok(match text.as_bytes().first() {
+            Some(b'"') => Kind::String,
+            Some(b'{') => Kind::Object,
+            Some(b'[') => Kind::Array,
+            Some(b't' | b'f') => Kind::Bool,
+            Some(b'n') => Kind::Null,
+            _ => {
+                serde_json::from_str::<serde_json::Number>(text).map_err(de::Error::custom)?;
+                Kind::Number
             }
-            fn visit_unit<E>(self) -> Result<Kind, E> {
-                Ok(Kind::Null)
-            }
-            fn visit_none<E>(self) -> Result<Kind, E> {
-                Ok(Kind::Null)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
-                Ok(Kind::Bool)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
-                Ok(Kind::Number)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
-                Ok(Kind::Number)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
-                Ok(Kind::Number)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Kind, E> {
-                Ok(Kind::String)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kind, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Kind::Array)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Kind, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Kind::Object)
-            }
-        }
-        deserializer.deserialize_any(KindVisitor)
+        })
     }
 }
 

@@ -1,0 +1,188 @@
+//! Writing JSON strings fast, byte for byte as serde_json writes them.
+//!
+//! serde_json escapes a string one byte at a time, with a table lookup and a write call per
+//! escape; in a rollout most bytes are long texts (tool outputs, messages), and that loop was
+//! the largest single cost of rendering (~12 % of a conversion). [`escape_into`] skips 8 bytes
+//! at a time while none needs escaping and writes the same escapes serde_json does (`\"`,
+//! `\\`, `\b \t \n \f \r`, other controls as lowercase `\u00XX`; nothing else), so the bytes
+//! written are unchanged. [`text`] is the `serialize_with` of the long text fields: it hands
+//! serde_json the escaped literal as a raw value, which it copies verbatim.
+
+use std::cell::RefCell;
+
+use serde::ser::{SerializeStruct, Serializer};
+
+/// serde_json's private name for a raw JSON value (`serde_json::value::RawValue` serialises as
+/// a struct of this name with one field of this name): its serializers write the field's
+/// string as JSON text, unchanged.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Appends `text` as a JSON string literal, quotes included, exactly as serde_json writes it.
+pub fn escape_into(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes.get(i..i + 8) {
+            Some(word) => {
+                let mask = escape_mask(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+                if mask == 0 {
+                    i += 8;
+                    continue;
+                }
+                // The lowest flagged byte is always a true match.
+                i += (mask.trailing_zeros() / 8) as usize;
+            }
+            None if ESCAPED[bytes[i] as usize] => {}
+            None => {
+                i += 1;
+                continue;
+            }
+        }
+        let byte = bytes[i];
+        out.extend_from_slice(&bytes[start..i]);
+        out.push(b'\\');
+        match byte {
+            b'"' => out.push(b'"'),
+            b'\\' => out.push(b'\\'),
+            0x08 => out.push(b'b'),
+            b'\t' => out.push(b't'),
+            b'\n' => out.push(b'n'),
+            0x0c => out.push(b'f'),
+            b'\r' => out.push(b'r'),
+            _ => out.extend_from_slice(&[
+                b'u',
+                b'0',
+                b'0',
+                HEX[(byte >> 4) as usize],
+                HEX[(byte & 0xf) as usize],
+            ]),
+        }
+        i += 1;
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// The bytes serde_json escapes: controls, `"` and `\`.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// The high bit of each of the 8 bytes of `word` that is a control character, `"` or `\`,
+/// possibly with bytes above a match flagged too (a borrow); the lowest flagged byte is
+/// always a match, and none is flagged when none matches.
+fn escape_mask(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    let quote = has_zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
+    below_space | quote | backslash
+}
+
+thread_local! {
+    static LITERAL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `serialize_with` for long texts: the same JSON serde_json writes for a string, escaped by
+/// [`escape_into`]. For serde_json's serializers only (every rollout and body is written by
+/// them); another serializer would see serde_json's raw-value struct.
+pub fn text<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    LITERAL.with(|literal| {
+        // Re-entered only if a serializer serialised a string inside this one: never.
+        let Ok(mut literal) = literal.try_borrow_mut() else {
+            return serializer.serialize_str(text);
+        };
+        literal.clear();
+        escape_into(&mut literal, text);
+        // Our own escaping of a &str: UTF-8 by construction.
+        let json = std::str::from_utf8(&literal).unwrap_or_default();
+        let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+        raw.serialize_field(RAW_VALUE_TOKEN, json)?;
+        let done = raw.end();
+        if literal.capacity() > 1 << 20 {
+            *literal = Vec::new();
+        }
+        done
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ours(text: &str) -> String {
+        let mut out = Vec::new();
+        escape_into(&mut out, text);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[derive(serde::Serialize)]
+    struct Item<'a> {
+        #[serde(serialize_with = "text")]
+        text: &'a str,
+        other: &'a str,
+    }
+
+    #[test]
+    fn every_byte_escapes_as_serde_json_escapes_it() {
+        let all: String = (0u32..0x300).filter_map(char::from_u32).collect();
+        for text in [
+            "",
+            "plain",
+            "\"",
+            "a\\b",
+            "\u{7f}\u{80}é😀",
+            "12345678\n12345678",
+            // Bytes just above a match, which a borrow from it flags too.
+            "\u{0} !\u{1f}#\"]\\ abc\u{0}\u{0}  \"\"##\\\\]]",
+            "x\u{0}\u{1}\u{2}\u{3}\u{4}\u{5}\u{6}\u{7}\u{8}\u{9}\u{a}\u{b}\u{c}\u{d}\u{e}\u{f}\u{10}\u{1f}\u{20}!",
+            &all,
+        ] {
+            assert_eq!(ours(text), serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+        let item = Item {
+            text: "line\none \"q\"",
+            other: "x",
+        };
+        assert_eq!(
+            serde_json::to_string(&item).unwrap(),
+            r#"{"text":"line\none \"q\"","other":"x"}"#
+        );
+        // The Value serializer understands the raw value too.
+        assert_eq!(
+            serde_json::to_value(&item).unwrap(),
+            serde_json::json!({"text": "line\none \"q\"", "other": "x"})
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_string_escapes_as_serde_json_escapes_it(text in "(?s).{0,64}", controls in proptest::collection::vec(0u8..0x24, 0..8)) {
+            let mut text = text;
+            for (k, c) in controls.into_iter().enumerate() {
+                if k % 2 == 0 {
+                    text.push(char::from(c));
+                } else {
+                    text.insert(0, char::from(c));
+                }
+            }
+            prop_assert_eq!(ours(&text), serde_json::to_string(&text).unwrap());
+        }
+    }
+}

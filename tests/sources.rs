@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rollover::convert::{convert, Conversation, OutPayload, RecordKey};
 use rollover::input::chatgpt::{self, ImageFiles};
-use rollover::input::format::{FileRead, FormatReader, InputRecord, ReadContext};
+use rollover::input::format::{FileRead, FormatReader};
 use rollover::model::transcript::{SourceNote, Transcript};
 use rollover::rules::RuleSet;
 use serde_json::{json, Value};
@@ -231,32 +231,27 @@ fn chatgpt_hidden_nodes_recaps_memory_and_empty_system_are_dropped_and_counted()
     );
 }
 
+/// A file or folder of `../shared/corpora/sources`, beside the project (as CI places it).
+/// Missing, the test fails: a corpus test never passes by reading nothing.
+fn corpus(relative: &str) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/sources");
+    let path = root.join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: the corpus must be beside the project (../shared)",
+        path.display()
+    );
+    path
+}
+
 /// Reads a whole file's records with a reader, as the pipeline hands them.
 pub fn read_file(reader: &dyn FormatReader, path: &Path, values: Vec<Value>) -> FileRead {
-    let rules = rules();
-    let context = ReadContext {
-        rules: &rules,
-        path,
-        key: "test",
-    };
-    let records = values
-        .into_iter()
-        .enumerate()
-        .map(|(index, value)| InputRecord {
-            value,
-            index,
-            repairs: 0,
-        })
-        .collect();
-    reader.read(records, &context)
+    rollover::input::format::read_values(reader, values, &rules(), path)
 }
 
 #[test]
 fn chatgpt_corpus_files_read_and_detect() {
-    let dir = Path::new("/work/shared/corpora/sources/chatgpt-export");
-    if !dir.exists() {
-        return;
-    }
+    let dir = &corpus("chatgpt-export");
     for name in [
         "polylogue-native-conversation-v1.json",
         "chatgpt-exporter-thinking-summaries.json",
@@ -361,10 +356,7 @@ pub fn convert_file(reader: &dyn FormatReader, path: &Path) -> (FileRead, Vec<Co
 
 #[test]
 fn claude_code_corpus_files_convert_with_every_line_accounted() {
-    let dir = Path::new("/work/shared/corpora/sources/claude-code");
-    if !dir.exists() {
-        return;
-    }
+    let dir = &corpus("claude-code");
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
@@ -451,21 +443,8 @@ fn tool_result(uuid: &str, parent: &str, id: &str, content: Value, error: Option
 }
 
 fn claude_with(lines: Vec<Value>, rules: &RuleSet) -> FileRead {
-    let context = ReadContext {
-        rules,
-        path: Path::new("session.jsonl"),
-        key: "session.jsonl",
-    };
-    let records = lines
-        .into_iter()
-        .enumerate()
-        .map(|(index, value)| InputRecord {
-            value,
-            index,
-            repairs: 0,
-        })
-        .collect();
-    rollover::input::claude_code::ClaudeCodeReader.read(records, &context)
+    let reader = &rollover::input::claude_code::ClaudeCodeReader;
+    rollover::input::format::read_values(reader, lines, rules, Path::new("session.jsonl"))
 }
 
 /// The payloads of each conversation a session converts to.
@@ -849,10 +828,7 @@ fn claude_code_titles_and_bad_lines() {
 /// quarantined records are the edge-case file's non-lines, and the summary places every line.
 #[test]
 fn corpus_claude_code_and_chatgpt_convert_and_every_line_is_accounted() {
-    let root = Path::new("/work/shared/corpora/sources");
-    if !root.exists() {
-        return;
-    }
+    let root = &corpus("");
     let dir = common::Workdir::new("corpus_sources");
     let cc = root.join("claude-code");
     let gpt = root.join("chatgpt-export");
@@ -902,10 +878,7 @@ fn corpus_claude_code_and_chatgpt_convert_and_every_line_is_accounted() {
 /// note cut at 4,000 characters, no images) against what rollover writes.
 #[test]
 fn readme_side_by_side_with_codex_importer() {
-    let path = Path::new("/work/shared/corpora/sources/claude-code/spotter-v2.1/subagent.jsonl");
-    if !path.exists() {
-        return;
-    }
+    let path = &corpus("claude-code/spotter-v2.1/subagent.jsonl");
     let (mut notes, mut kept, mut source_chars, mut thinking) = (0, 0, 0, 0);
     for value in records_of(path) {
         if !matches!(value["type"].as_str(), Some("user" | "assistant"))
@@ -1045,13 +1018,8 @@ fn base64_png() -> Vec<u8> {
 /// balances, or is refused with a reason.
 #[test]
 fn damaged_lines_never_crash_the_readers() {
-    let cc_path = Path::new("/work/shared/corpora/sources/claude-code/spotter-v2.1/short.jsonl");
-    let gpt_path = Path::new(
-        "/work/shared/corpora/sources/chatgpt-export/polylogue-native-conversation-v1.json",
-    );
-    if !cc_path.exists() || !gpt_path.exists() {
-        return;
-    }
+    let cc_path = &corpus("claude-code/spotter-v2.1/short.jsonl");
+    let gpt_path = &corpus("chatgpt-export/polylogue-native-conversation-v1.json");
     let rules = rules();
     let mutations = |value: &Value| -> Vec<Value> {
         let mut out = Vec::new();
@@ -1168,12 +1136,7 @@ fn claude_code_sessions_index_is_dropped_by_rule() {
 /// after the compaction, the summary and what followed, as a resumed Codex sends it.
 #[test]
 fn responses_body_of_a_compacted_session_starts_at_the_summary() {
-    let path = Path::new(
-        "/work/shared/corpora/sources/claude-code/simonw-synthetic/sample_session.loglines.json",
-    );
-    if !path.exists() {
-        return;
-    }
+    let path = &corpus("claude-code/simonw-synthetic/sample_session.loglines.json");
     let dir = common::Workdir::new("compacted_responses");
     let run = dir.run(&[
         "convert",

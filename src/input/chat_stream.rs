@@ -646,12 +646,7 @@ mod tests {
             Content::Text("It is 42.".into())
         );
         assert!(c.transcript.meta.finished);
-        let notes: Vec<(&str, u64)> = c
-            .transcript
-            .source_notes
-            .iter()
-            .map(|n| (n.rule.as_str(), n.count))
-            .collect();
+        let notes = c.transcript.note_counts();
         assert_eq!(
             notes,
             [("policy.resent_history", 1), ("builtin.extra-choices", 1)]

@@ -899,12 +899,7 @@ mod tests {
         assert_eq!(m[4].tool_call_ids, ["call_1"]);
         assert_eq!(m[4].content, Content::Text("done".into()));
         assert_eq!(m[5].content.texts(), vec!["Done."]);
-        let notes: Vec<(&str, u64)> = c
-            .transcript
-            .source_notes
-            .iter()
-            .map(|n| (n.rule.as_str(), n.count))
-            .collect();
+        let notes = c.transcript.note_counts();
         assert_eq!(notes, [("policy.resent_history", 2)]);
     }
 

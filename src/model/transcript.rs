@@ -21,6 +21,16 @@ pub struct Transcript {
     pub source_notes: Vec<SourceNote>,
 }
 
+impl Transcript {
+    /// Each source note as (rule id, count), in order.
+    pub fn note_counts(&self) -> Vec<(&str, u64)> {
+        self.source_notes
+            .iter()
+            .map(|n| (n.rule.as_str(), n.count))
+            .collect()
+    }
+}
+
 /// One thing a source reader did by rule, for the audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceNote {

@@ -253,6 +253,17 @@ pub enum SourceResult {
     Dropped { rule: String, what: String },
 }
 
+/// A record of a [`SourceWork`] quarantined on its own, unchanged; `reason` is already
+/// prefixed with its location.
+fn refuse(record: &RawRecord, class: QuarantineClass, reason: String) -> SourceResult {
+    SourceResult::Refused(QuarantineEntry::new(
+        &record.location,
+        class,
+        reason,
+        &record.bytes,
+    ))
+}
+
 /// Reads a [`SourceWork`]'s records with their format's reader, then each conversation
 /// through [`finish`]. Every record ends in exactly one result: a conversation, a refusal or
 /// a drop (a record the reader gave no account of is quarantined, never lost).
@@ -276,23 +287,14 @@ pub fn process_source(
         if let Some((class, reason)) = too_large(record) {
             accounted[index] = true;
             let reason = format!("{}: {reason}", record.location);
-            let entry = QuarantineEntry::new(&record.location, class, reason, &record.bytes);
-            results.push((index, SourceResult::Refused(entry)));
+            results.push((index, refuse(record, class, reason)));
             continue;
         }
         if record.truncated {
             accounted[index] = true;
             let reason = format!("{}: {}", record.location, InputError::Truncated);
             let class = QuarantineClass::Truncated;
-            results.push((
-                index,
-                SourceResult::Refused(QuarantineEntry::new(
-                    &record.location,
-                    class,
-                    reason,
-                    &record.bytes,
-                )),
-            ));
+            results.push((index, refuse(record, class, reason)));
             continue;
         }
         match parse_record(&record.bytes, repair) {
@@ -315,15 +317,7 @@ pub fn process_source(
             Err(err) => {
                 accounted[index] = true;
                 let reason = format!("{}: {err}", record.location);
-                results.push((
-                    index,
-                    SourceResult::Refused(QuarantineEntry::new(
-                        &record.location,
-                        input_class(&err),
-                        reason,
-                        &record.bytes,
-                    )),
-                ));
+                results.push((index, refuse(record, input_class(&err), reason)));
             }
         }
     }
@@ -348,15 +342,7 @@ pub fn process_source(
         }
         let (record, _) = &work.records[index];
         let reason = format!("{}: {err}", record.location);
-        results.push((
-            index,
-            SourceResult::Refused(QuarantineEntry::new(
-                &record.location,
-                input_class(&err),
-                reason,
-                &record.bytes,
-            )),
-        ));
+        results.push((index, refuse(record, input_class(&err), reason)));
     }
     for dropped in read.dropped {
         if claim(dropped.index) {
@@ -413,15 +399,7 @@ pub fn process_source(
                         "{}: part of the conversation at {}: {reason}",
                         other.location, record.location
                     );
-                    results.push((
-                        i,
-                        SourceResult::Refused(QuarantineEntry::new(
-                            &other.location,
-                            class,
-                            reason,
-                            &other.bytes,
-                        )),
-                    ));
+                    results.push((i, refuse(other, class, reason)));
                 }
                 let reason = format!("{}: {reason}", record.location);
                 Outcome::Quarantined(QuarantineEntry::new(
@@ -445,15 +423,7 @@ pub fn process_source(
                 "{}: the {} reader gave no account of this record (a bug: please report it with the file)",
                 record.location, work.format
             );
-            results.push((
-                index,
-                SourceResult::Refused(QuarantineEntry::new(
-                    &record.location,
-                    QuarantineClass::NotARecord,
-                    reason,
-                    &record.bytes,
-                )),
-            ));
+            results.push((index, refuse(record, QuarantineClass::NotARecord, reason)));
         }
     }
     // In file order, whatever order the reader gave them in: the report lines follow the input.

@@ -655,16 +655,7 @@ fn damaged_records_never_crash_the_api_and_dataset_readers() {
                                 salt: 0,
                             };
                             if let Ok(conversation) = convert(c.transcript, &rules, &key) {
-                                let account = rollover::audit::accounting::account(
-                                    bytes_in,
-                                    conversation
-                                        .meta
-                                        .base_instructions
-                                        .as_ref()
-                                        .map(|b| b.text.as_str()),
-                                    &conversation.items,
-                                    &conversation.decisions,
-                                );
+                                let account = conversation.account(bytes_in);
                                 assert!(account.balanced(), "{set} {p:?}: {account:?}");
                             }
                         }

@@ -334,16 +334,7 @@ pub fn convert_file(reader: &dyn FormatReader, path: &Path) -> (FileRead, Vec<Co
         };
         let conversation = convert(c.transcript, &rules, &key)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let account = rollover::audit::accounting::account(
-            bytes_in,
-            conversation
-                .meta
-                .base_instructions
-                .as_ref()
-                .map(|b| b.text.as_str()),
-            &conversation.items,
-            &conversation.decisions,
-        );
+        let account = conversation.account(bytes_in);
         assert!(account.balanced(), "{}: {account:?}", path.display());
         let bytes = conversation.to_bytes();
         let violations =

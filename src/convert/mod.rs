@@ -102,6 +102,14 @@ impl Conversation {
         })
     }
 
+    /// The text accounting of this conversation against the `bytes_in` of its transcript
+    /// (`audit::accounting::transcript_bytes`, taken before converting it).
+    pub fn account(&self, bytes_in: usize) -> crate::audit::accounting::Account {
+        let base = self.meta.base_instructions.as_ref();
+        let base = base.map(|b| b.text.as_str());
+        crate::audit::accounting::account(bytes_in, base, &self.items, &self.decisions)
+    }
+
     pub fn relative_path(&self) -> std::path::PathBuf {
         let (y, m, d, stamp) = crate::model::time::path_parts(self.started_ms);
         std::path::PathBuf::from("sessions")

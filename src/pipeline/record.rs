@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::reader::SourceWork;
-use crate::audit::accounting::{account, transcript_bytes, Account};
+use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
 use crate::convert::render::renderer;
@@ -482,9 +482,7 @@ fn check(
         let reason = format!("[{}] {what} {}", first.invariant, first);
         return Err((QuarantineClass::Invariant(first.invariant), reason));
     }
-    let base = conversation.meta.base_instructions.as_ref();
-    let base = base.map(|b| b.text.as_str());
-    let account = account(bytes_in, base, &conversation.items, &conversation.decisions);
+    let account = conversation.account(bytes_in);
     if !account.balanced() {
         let reason = format!(
             "[{}] text bytes in {} + added {} != out {} + dropped {}",

@@ -19,10 +19,50 @@ const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Appends `text` as a JSON string literal, quotes included, exactly as serde_json writes it.
 pub fn escape_into(out: &mut Vec<u8>, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(text.len() + 2);
     out.push(b'"');
+    escape_walk(text, out);
+    out.push(b'"');
+}
+
+/// [`escape_into`] a `String`: what [`text`] hands serde_json, with no UTF-8 pass over the
+/// result (escaping a `str` gives UTF-8).
+fn escape_into_string(out: &mut String, text: &str) {
+    out.reserve(text.len() + 2);
+    out.push('"');
+    escape_walk(text, out);
+    out.push('"');
+}
+
+/// Where escaped text goes: runs of `text` copied as they are, and escape sequences.
+trait Sink {
+    fn push_str(&mut self, s: &str);
+}
+
+impl Sink for Vec<u8> {
+    fn push_str(&mut self, s: &str) {
+        self.extend_from_slice(s.as_bytes());
+    }
+}
+
+impl Sink for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+}
+
+/// The escapes of the control characters, as serde_json writes them.
+const CONTROL: [&str; 32] = [
+    "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+    "\\u0008", "\\u0009", "\\u000a", "\\u000b", "\\u000c", "\\u000d", "\\u000e", "\\u000f",
+    "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017",
+    "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+];
+
+/// The body of the literal (no quotes): runs needing no escape copied whole, found 8 bytes at
+/// a time. Every escaped byte is ASCII, so each run ends on a character boundary.
+fn escape_walk(text: &str, out: &mut impl Sink) {
+    let bytes = text.as_bytes();
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -42,30 +82,21 @@ pub fn escape_into(out: &mut Vec<u8>, text: &str) {
                 continue;
             }
         }
-        let byte = bytes[i];
-        out.extend_from_slice(&bytes[start..i]);
-        out.push(b'\\');
-        match byte {
-            b'"' => out.push(b'"'),
-            b'\\' => out.push(b'\\'),
-            0x08 => out.push(b'b'),
-            b'\t' => out.push(b't'),
-            b'\n' => out.push(b'n'),
-            0x0c => out.push(b'f'),
-            b'\r' => out.push(b'r'),
-            _ => out.extend_from_slice(&[
-                b'u',
-                b'0',
-                b'0',
-                HEX[(byte >> 4) as usize],
-                HEX[(byte & 0xf) as usize],
-            ]),
-        }
+        out.push_str(&text[start..i]);
+        out.push_str(match bytes[i] {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            b'\t' => "\\t",
+            b'\n' => "\\n",
+            0x0c => "\\f",
+            b'\r' => "\\r",
+            byte => CONTROL[byte as usize],
+        });
         i += 1;
         start = i;
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
+    out.push_str(&text[start..]);
 }
 
 /// The bytes serde_json escapes: controls, `"` and `\`.
@@ -95,7 +126,7 @@ fn escape_mask(word: u64) -> u64 {
 }
 
 thread_local! {
-    static LITERAL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static LITERAL: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// `serialize_with` for long texts: the same JSON serde_json writes for a string, escaped by
@@ -108,14 +139,12 @@ pub fn text<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error>
             return serializer.serialize_str(text);
         };
         literal.clear();
-        escape_into(&mut literal, text);
-        // Our own escaping of a &str: UTF-8 by construction.
-        let json = std::str::from_utf8(&literal).unwrap_or_default();
+        escape_into_string(&mut literal, text);
         let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-        raw.serialize_field(RAW_VALUE_TOKEN, json)?;
+        raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
         let done = raw.end();
         if literal.capacity() > 1 << 20 {
-            *literal = Vec::new();
+            *literal = String::new();
         }
         done
     })

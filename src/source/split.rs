@@ -73,6 +73,7 @@ pub fn records(file: &SourceFile) -> RecordReader {
             mode: Mode::Sniff,
             queue: VecDeque::new(),
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            spill: Vec::new(),
         },
         Err(err) => {
             let mut queue = VecDeque::new();
@@ -96,6 +97,7 @@ pub fn records(file: &SourceFile) -> RecordReader {
                 mode: Mode::Done,
                 queue,
                 max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+                spill: Vec::new(),
             }
         }
     }
@@ -120,7 +122,12 @@ pub struct RecordReader {
     queue: VecDeque<RecordEvent>,
     /// A longer record (or JSON document) is yielded as oversized, never buffered whole.
     max_record_bytes: u64,
+    /// The bytes of a line that spans buffer refills, reused from line to line.
+    spill: Vec<u8>,
 }
+
+/// `spill` grown past this by one long line is freed after it.
+const SPILL_KEEP: usize = 16 << 20;
 
 /// One physical line as read, or the error that stopped reading.
 enum ReadLine {
@@ -179,9 +186,14 @@ impl RecordReader {
             return ReadLine::Eof;
         };
         let keep = usize::try_from(self.max_record_bytes.saturating_add(2)).unwrap_or(usize::MAX);
-        let mut buf = Vec::new();
+        // A line that spans buffer refills is gathered in `spill` (kept from line to line) and
+        // copied out once at its size: growing a fresh vector per line cost reallocations and
+        // freshly zeroed pages on the reader thread.
+        let buf = &mut self.spill;
+        buf.clear();
         let mut size = 0u64;
         let start = self.offset;
+        let mut whole_chunk = None;
         let error = loop {
             let available = match reader.fill_buf() {
                 Ok(available) => available,
@@ -196,13 +208,25 @@ impl RecordReader {
                 None => (available.len(), false),
             };
             let room = keep.saturating_sub(buf.len()).min(used);
-            buf.extend_from_slice(&available[..room]);
+            if ends && size == 0 && room == used {
+                // The common case: the whole line is in the buffer.
+                whole_chunk = Some(available[..used].to_vec());
+            } else {
+                buf.extend_from_slice(&available[..room]);
+            }
             reader.consume(used);
             size += used as u64;
             if ends {
                 break None;
             }
         };
+        let mut buf = whole_chunk.unwrap_or_else(|| {
+            let gathered = self.spill.as_slice().to_vec();
+            if self.spill.capacity() > SPILL_KEEP {
+                self.spill = Vec::new();
+            }
+            gathered
+        });
         if let Some(err) = error {
             self.offset += size;
             self.line += 1;

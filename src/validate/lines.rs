@@ -37,9 +37,16 @@ pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize
         }
     };
     let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    let last = memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1;
+    let ends: Vec<usize> = memchr::memchr_iter(b'\n', body.as_bytes()).collect();
+    let last = ends.len() + 1;
     let mut lines = Vec::with_capacity(last);
-    for (i, raw) in body.split('\n').enumerate() {
+    // The lines between the newlines found once with memchr (`str::split` searched again,
+    // byte by byte: ~3 % of a conversion of small records). Slicing a `str` at a `\n` is at a
+    // character boundary.
+    let mut start = 0;
+    for (i, end) in ends.iter().copied().chain([body.len()]).enumerate() {
+        let raw = &body[start..end];
+        start = end + 1;
         let n = i + 1;
         if raw.is_empty() && n == last {
             break;

@@ -1123,6 +1123,43 @@ fn claude_code_sessions_index_is_dropped_by_rule() {
     assert_eq!(read.dropped[0].what, "sessions-index file");
 }
 
+/// A whole `~/.claude` converts with nothing quarantined: the prompt history
+/// (`history.jsonl`) and a subagent's `agent-<id>.meta.json` beside the sessions are
+/// recognised, dropped by rule and counted, and the sessions still convert.
+#[test]
+fn claude_code_home_files_that_are_not_transcripts_are_dropped_by_rule() {
+    let dir = common::Workdir::new("claude_home");
+    let session = std::fs::read(corpus("claude-code/spotter-v2.1/short.jsonl")).unwrap();
+    dir.create(".claude/projects/-home-me-proj/s1.jsonl", &session);
+    dir.create_jsonl(
+        ".claude/history.jsonl",
+        &[
+            json!({"display": "fix the failing test", "pastedContents": {},
+                   "timestamp": 1_759_000_000_000u64, "project": "/home/me/proj"}),
+            json!({"display": "/clear", "pastedContents": {}, "timestamp": 1_759_000_001_000u64,
+                   "project": "/home/me/proj", "sessionId": SESSION}),
+        ],
+    );
+    dir.create(
+        ".claude/projects/-home-me-proj/s1/subagents/agent-a1b2c3.meta.json",
+        json!({"agentType": "general-purpose", "description": "Explore the repo"}).to_string(),
+    );
+    let home = dir.convert(".claude", "home", &[], 0);
+    let summary = home.summary();
+    assert_eq!(summary["quarantined"], 0, "{:?}", home.quarantine());
+    assert_eq!(summary["converted"], 1);
+    assert_eq!(summary["formats"]["claude-code"], 3);
+    let structural = summary["records_dropped"]["policy.structural_line"]
+        .as_u64()
+        .unwrap();
+    // The session's own structural lines, plus the two history lines and the metadata file.
+    let session_only = dir.convert(".claude/projects/-home-me-proj/s1.jsonl", "alone", &[], 0);
+    let alone = session_only.summary()["records_dropped"]["policy.structural_line"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(structural, alone + 3);
+}
+
 /// `--format responses` on a compacted Claude Code session: the body holds what the model saw
 /// after the compaction, the summary and what followed, as a resumed Codex sends it.
 #[test]

@@ -14,7 +14,9 @@
 //!   origin Anthropic (its signature and `redacted_thinking` dropped and counted).
 //! - Lines that hold no message (`progress`, `file-history-snapshot`, `queue-operation`,
 //!   `system` lines, titles, and any other line type without a `message`) are dropped by
-//!   `policy.structural_line` and counted; titles (`summary`, `custom-title`, `ai-title`) are
+//!   `policy.structural_line` and counted, as are the files beside the sessions that hold no
+//!   conversation (`sessions-index.json`, the prompt history `history.jsonl`, a subagent's
+//!   `agent-<id>.meta.json`), so that a whole `~/.claude` converts with no quarantine; titles (`summary`, `custom-title`, `ai-title`) are
 //!   read first.
 //! - Harness lines become user messages named `claude-code:<kind>` for the rule files to
 //!   classify: `meta` (`isMeta`), `system-reminder`, `command` (`<command-name>`),
@@ -87,7 +89,7 @@ pub fn is_session_line(value: &Value) -> bool {
     let Some(object) = value.as_object() else {
         return false;
     };
-    if is_sessions_index(object) {
+    if is_sessions_index(object) || sidecar(object).is_some() {
         return true;
     }
     if let Some(lines) = object.get("loglines").and_then(Value::as_array) {
@@ -121,6 +123,27 @@ fn is_sessions_index(object: &Map<String, Value>) -> bool {
         .and_then(Value::as_array)
         .and_then(|e| e.first())
         .is_some_and(|e| e.get("sessionId").is_some() && e.get("fullPath").is_some())
+}
+
+/// The files Claude Code keeps beside its sessions that hold no conversation: the prompt
+/// history (`~/.claude/history.jsonl`: `{"display", "pastedContents", "timestamp", "project"}`
+/// lines, what was typed, not what was said) and a subagent's `agent-<id>.meta.json` (its
+/// `agentType` and settings). What it is, for the count of dropped records.
+fn sidecar(object: &Map<String, Value>) -> Option<&'static str> {
+    let conversational = ["type", "message", "messages", "loglines"]
+        .iter()
+        .any(|k| object.contains_key(*k));
+    if conversational {
+        return None;
+    }
+    let text = |key: &str| object.get(key).is_some_and(Value::is_string);
+    if text("display") && text("project") {
+        return Some("prompt history line");
+    }
+    if text("agentType") {
+        return Some("subagent metadata");
+    }
+    None
 }
 
 fn refuse(problem: impl Into<String>) -> InputError {
@@ -161,6 +184,13 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                     index: record.index,
                     rule: PolicyId::StructuralLine.rule_id().to_string(),
                     what: "sessions-index file".to_string(),
+                });
+            }
+            Value::Object(object) if sidecar(&object).is_some() => {
+                read.dropped.push(DroppedRecord {
+                    index: record.index,
+                    rule: PolicyId::StructuralLine.rule_id().to_string(),
+                    what: sidecar(&object).unwrap_or_default().to_string(),
                 });
             }
             Value::Object(mut object) if object.contains_key("loglines") => {

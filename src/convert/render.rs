@@ -12,7 +12,7 @@ use crate::model::json::escape_into;
 use crate::model::responses::{Format, ResponsesOptions};
 use crate::model::rollout::{
     BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, Phase, ResponseItem, SessionMeta,
-    ROLE_USER, TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
+    ToolOutput, ROLE_USER, TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
 };
 use crate::model::time::{format_ms, MAX_MS};
 use crate::model::transcript::RecordMeta;
@@ -184,18 +184,75 @@ fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
 
 /// A response item as serde_json writes it; a message and its text parts by hand.
 fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::Error> {
-    let ResponseItem::Message {
-        role,
-        content,
-        phase,
-    } = item
-    else {
-        return serde_json::to_writer(&mut *out, item);
-    };
-    out.extend_from_slice(b"{\"type\":\"message\",\"role\":");
-    escape_into(out, role);
-    out.extend_from_slice(b",\"content\":[");
-    for (i, part) in content.iter().enumerate() {
+    match item {
+        ResponseItem::Message {
+            role,
+            content,
+            phase,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"message\",\"role\":");
+            escape_into(out, role);
+            out.extend_from_slice(b",\"content\":");
+            write_parts(out, content)?;
+            write_phase(out, *phase);
+        }
+        ResponseItem::FunctionCall {
+            name,
+            arguments,
+            call_id,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"function_call\",\"name\":");
+            escape_into(out, name);
+            out.extend_from_slice(b",\"arguments\":");
+            escape_into(out, arguments);
+            out.extend_from_slice(b",\"call_id\":");
+            escape_into(out, call_id);
+        }
+        ResponseItem::FunctionCallOutput { call_id, output } => {
+            out.extend_from_slice(b"{\"type\":\"function_call_output\",\"call_id\":");
+            escape_into(out, call_id);
+            out.extend_from_slice(b",\"output\":");
+            write_output(out, output)?;
+        }
+        ResponseItem::CustomToolCall {
+            call_id,
+            name,
+            input,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"custom_tool_call\",\"call_id\":");
+            escape_into(out, call_id);
+            out.extend_from_slice(b",\"name\":");
+            escape_into(out, name);
+            out.extend_from_slice(b",\"input\":");
+            escape_into(out, input);
+        }
+        ResponseItem::CustomToolCallOutput { call_id, output } => {
+            out.extend_from_slice(b"{\"type\":\"custom_tool_call_output\",\"call_id\":");
+            escape_into(out, call_id);
+            out.extend_from_slice(b",\"output\":");
+            write_output(out, output)?;
+        }
+        ResponseItem::Reasoning { .. } => return serde_json::to_writer(&mut *out, item),
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// A tool output: a string, or an array of content items.
+fn write_output(out: &mut Vec<u8>, output: &ToolOutput) -> Result<(), serde_json::Error> {
+    match output {
+        ToolOutput::Text(text) => {
+            escape_into(out, text);
+            Ok(())
+        }
+        ToolOutput::Items(parts) => write_parts(out, parts),
+    }
+}
+
+/// Content items; text parts by hand.
+fn write_parts(out: &mut Vec<u8>, parts: &[ContentItem]) -> Result<(), serde_json::Error> {
+    out.push(b'[');
+    for (i, part) in parts.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -216,8 +273,6 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
         }
     }
     out.push(b']');
-    write_phase(out, *phase);
-    out.push(b'}');
     Ok(())
 }
 
@@ -340,7 +395,7 @@ mod tests {
     /// Every line written by hand is byte for byte what serde_json writes for [`Line`].
     #[test]
     fn lines_by_hand_are_serde_json_lines() {
-        use crate::model::rollout::{Line, ToolOutput};
+        use crate::model::rollout::{Line, ReasoningText, SummaryText};
         let texts = [
             "",
             "plain",
@@ -380,6 +435,48 @@ mod tests {
             items.push(ResponseItem::FunctionCallOutput {
                 call_id: text.to_string(),
                 output: ToolOutput::Text(text.to_string()),
+            });
+            items.push(ResponseItem::FunctionCall {
+                name: text.to_string(),
+                arguments: format!("{{\"q\": {text:?}}}"),
+                call_id: format!("call_{i}{text}"),
+            });
+            items.push(ResponseItem::CustomToolCall {
+                call_id: text.to_string(),
+                name: "apply_patch".into(),
+                input: text.repeat(2),
+            });
+            for output in [
+                ToolOutput::Text(text.to_string()),
+                ToolOutput::Items(Vec::new()),
+                ToolOutput::Items(vec![
+                    ContentItem::InputText {
+                        text: text.to_string(),
+                    },
+                    ContentItem::InputImage {
+                        image_url: Some(text.to_string()),
+                        file_id: None,
+                        detail: None,
+                    },
+                ]),
+            ] {
+                items.push(ResponseItem::FunctionCallOutput {
+                    call_id: text.to_string(),
+                    output: output.clone(),
+                });
+                items.push(ResponseItem::CustomToolCallOutput {
+                    call_id: text.to_string(),
+                    output,
+                });
+            }
+            items.push(ResponseItem::Reasoning {
+                summary: vec![SummaryText {
+                    text: text.to_string(),
+                }],
+                content: Some(vec![ReasoningText {
+                    text: text.to_string(),
+                }]),
+                encrypted_content: None,
             });
         }
         let events: Vec<EventMsg<'_>> = texts

@@ -17,6 +17,11 @@
 #   bash samples/bench.sh            full corpora (generated once into $BENCH_DIR)
 #   bash samples/bench.sh --quick    small corpora (400 agent records, 8000 chat records)
 #   bash samples/bench.sh --memory   peak RSS at 0.25, 0.5, 1 and 2 GB of agent transcripts
+#   bash samples/bench.sh --instructions
+#                                    instructions (valgrind callgrind) of each thread of
+#                                    `convert --dry-run -j 1` and of `anchor simd 1` on slices of
+#                                    both corpora: deterministic, so a change of a few percent
+#                                    shows even when the machine's timings swing by 25 %
 #
 # BENCH_DIR (default ~/.cache/rollover-bench) holds the corpora and the LiteLLM venv; RUNS
 # (default 3) the runs per measure; WORK (default a fresh folder under /tmp) the outputs.
@@ -27,8 +32,9 @@ mode=full
 case "${1:-}" in
   --quick) mode=quick ;;
   --memory) mode=memory ;;
+  --instructions) mode=instructions ;;
   "") ;;
-  *) echo "usage: bash samples/bench.sh [--quick|--memory]" >&2; exit 2 ;;
+  *) echo "usage: bash samples/bench.sh [--quick|--memory|--instructions]" >&2; exit 2 ;;
 esac
 bench=${BENCH_DIR:-$HOME/.cache/rollover-bench}
 runs=${RUNS:-3}
@@ -75,6 +81,40 @@ if [ "$mode" = memory ]; then
     done
     rm -f "$input"
   done
+  rm -rf "$work"
+  exit 0
+fi
+
+if [ "$mode" = instructions ]; then
+  if ! command -v valgrind >/dev/null; then
+    say "--instructions needs valgrind (apt-get install valgrind)"; exit 2
+  fi
+  # Slices of the two corpora: callgrind runs ~50x slower than the machine.
+  agent=$(corpus agent agent 3200)
+  chat=$(corpus chat mixed 40000)
+  zstd -dc < "$agent" | head -150 | zstd -q > "$work/agent150.jsonl.zst"
+  zstd -dc < "$chat" | head -2000 | zstd -q > "$work/chat2k.jsonl.zst"
+  # Instructions of each thread of one run, largest first (callgrind writes a file a thread).
+  threads() { # name command...
+    local name=$1; shift
+    valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$work/cg-$name" "$@" \
+      >/dev/null 2>"$work/cg-$name.err" || { say "valgrind failed:"; tail -3 "$work/cg-$name.err" >&2; exit 2; }
+    for f in "$work/cg-$name"-*; do
+      sed -n 's/^totals: //p;s/^summary: //p' "$f" | head -1
+    done | sort -rn
+  }
+  echo "rollover $(git describe --always --dirty 2>/dev/null), instructions (callgrind), $(date -u +%FT%TZ)"
+  printf '%-6s %14s %14s %14s %14s %9s %9s\n' slice "anchor simd 1" "rollover all" "worker" "other threads" "anchor/worker" "anchor/all"
+  for name in agent150 chat2k; do
+    a=$(threads "anchor-$name" "$anchor" simd 1 "$work/anchor-out" "$work/$name.jsonl.zst" | awk '{s+=$1} END{print s}')
+    mapfile -t ours < <(threads "rollover-$name" "$bin" convert "$work/$name.jsonl.zst" --out "$work/out-$name" --dry-run -j 1)
+    total=0; for t in "${ours[@]}"; do total=$((total + t)); done
+    worker=${ours[0]}
+    printf '%-6s %14s %14s %14s %14s %8.2fx %8.2fx\n' "$name" "$a" "$total" "$worker" "$((total - worker))" \
+      "$(awk "BEGIN{print $a/$worker}")" "$(awk "BEGIN{print $a/$total}")"
+  done
+  echo "worker: the converting thread, the critical path of -j 1 (the reader and the collector"
+  echo "overlap it); anchor/worker estimates the -j 1 time ratio, anchor/all the CPU ratio."
   rm -rf "$work"
   exit 0
 fi

@@ -200,17 +200,17 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
             name,
             arguments,
             call_id,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"function_call\",\"name\":");
-            escape_into(out, name);
-            out.extend_from_slice(b",\"arguments\":");
-            escape_into(out, arguments);
-            out.extend_from_slice(b",\"call_id\":");
-            escape_into(out, call_id);
-        }
+        } => string_fields(
+            out,
+            "function_call",
+            &[
+                ("name", name),
+                ("arguments", arguments),
+                ("call_id", call_id),
+            ],
+        ),
         ResponseItem::FunctionCallOutput { call_id, output } => {
-            out.extend_from_slice(b"{\"type\":\"function_call_output\",\"call_id\":");
-            escape_into(out, call_id);
+            string_fields(out, "function_call_output", &[("call_id", call_id)]);
             out.extend_from_slice(b",\"output\":");
             write_output(out, output)?;
         }
@@ -218,17 +218,13 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
             call_id,
             name,
             input,
-        } => {
-            out.extend_from_slice(b"{\"type\":\"custom_tool_call\",\"call_id\":");
-            escape_into(out, call_id);
-            out.extend_from_slice(b",\"name\":");
-            escape_into(out, name);
-            out.extend_from_slice(b",\"input\":");
-            escape_into(out, input);
-        }
+        } => string_fields(
+            out,
+            "custom_tool_call",
+            &[("call_id", call_id), ("name", name), ("input", input)],
+        ),
         ResponseItem::CustomToolCallOutput { call_id, output } => {
-            out.extend_from_slice(b"{\"type\":\"custom_tool_call_output\",\"call_id\":");
-            escape_into(out, call_id);
+            string_fields(out, "custom_tool_call_output", &[("call_id", call_id)]);
             out.extend_from_slice(b",\"output\":");
             write_output(out, output)?;
         }
@@ -236,6 +232,18 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
     }
     out.push(b'}');
     Ok(())
+}
+
+/// `{"type":KIND` and then each `,"KEY":"VALUE"`, in order; the caller closes the object.
+fn string_fields(out: &mut Vec<u8>, kind: &str, fields: &[(&str, &str)]) {
+    out.extend_from_slice(b"{\"type\":");
+    escape_into(out, kind);
+    for (key, value) in fields {
+        out.push(b',');
+        escape_into(out, key);
+        out.push(b':');
+        escape_into(out, value);
+    }
 }
 
 /// A tool output: a string, or an array of content items.

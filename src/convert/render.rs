@@ -202,29 +202,33 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
             call_id,
         } => string_fields(
             out,
-            "function_call",
+            br#""function_call""#,
             &[
-                ("name", name),
-                ("arguments", arguments),
-                ("call_id", call_id),
+                (br#""name""#, name),
+                (br#""arguments""#, arguments),
+                (br#""call_id""#, call_id),
             ],
         ),
-        ResponseItem::FunctionCallOutput { call_id, output } => {
-            string_fields(out, "function_call_output", &[("call_id", call_id)]);
-            out.extend_from_slice(b",\"output\":");
-            write_output(out, output)?;
-        }
         ResponseItem::CustomToolCall {
             call_id,
             name,
             input,
         } => string_fields(
             out,
-            "custom_tool_call",
-            &[("call_id", call_id), ("name", name), ("input", input)],
+            br#""custom_tool_call""#,
+            &[
+                (br#""call_id""#, call_id),
+                (br#""name""#, name),
+                (br#""input""#, input),
+            ],
         ),
-        ResponseItem::CustomToolCallOutput { call_id, output } => {
-            string_fields(out, "custom_tool_call_output", &[("call_id", call_id)]);
+        ResponseItem::FunctionCallOutput { call_id, output }
+        | ResponseItem::CustomToolCallOutput { call_id, output } => {
+            let kind: &[u8] = match item {
+                ResponseItem::FunctionCallOutput { .. } => br#""function_call_output""#,
+                _ => br#""custom_tool_call_output""#,
+            };
+            string_fields(out, kind, &[(br#""call_id""#, call_id)]);
             out.extend_from_slice(b",\"output\":");
             write_output(out, output)?;
         }
@@ -234,13 +238,14 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
     Ok(())
 }
 
-/// `{"type":KIND` and then each `,"KEY":"VALUE"`, in order; the caller closes the object.
-fn string_fields(out: &mut Vec<u8>, kind: &str, fields: &[(&str, &str)]) {
+/// `{"type":KIND` and then each `,KEY:"VALUE"`, in order; the caller closes the object. The
+/// kind and keys are given as JSON already (constants with nothing to escape).
+fn string_fields(out: &mut Vec<u8>, kind: &[u8], fields: &[(&[u8], &str)]) {
     out.extend_from_slice(b"{\"type\":");
-    escape_into(out, kind);
+    out.extend_from_slice(kind);
     for (key, value) in fields {
         out.push(b',');
-        escape_into(out, key);
+        out.extend_from_slice(key);
         out.push(b':');
         escape_into(out, value);
     }

@@ -198,37 +198,34 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
         }
         ResponseItem::FunctionCall {
             name,
-            arguments,
+            arguments: text,
             call_id,
-        } => string_fields(
-            out,
-            br#""function_call""#,
-            &[
-                (br#""name""#, name),
-                (br#""arguments""#, arguments),
-                (br#""call_id""#, call_id),
-            ],
-        ),
-        ResponseItem::CustomToolCall {
+        }
+        | ResponseItem::CustomToolCall {
             call_id,
             name,
-            input,
-        } => string_fields(
-            out,
-            br#""custom_tool_call""#,
-            &[
-                (br#""call_id""#, call_id),
-                (br#""name""#, name),
-                (br#""input""#, input),
-            ],
-        ),
+            input: text,
+        } => {
+            // Each in its type's field order.
+            let (kind, fields): (&[u8], [(&[u8], &str); 3]) = match item {
+                ResponseItem::FunctionCall { .. } => (
+                    br#""function_call""#,
+                    [(NAME, name), (br#""arguments""#, text), (CALL_ID, call_id)],
+                ),
+                _ => (
+                    br#""custom_tool_call""#,
+                    [(CALL_ID, call_id), (NAME, name), (br#""input""#, text)],
+                ),
+            };
+            string_fields(out, kind, &fields);
+        }
         ResponseItem::FunctionCallOutput { call_id, output }
         | ResponseItem::CustomToolCallOutput { call_id, output } => {
             let kind: &[u8] = match item {
                 ResponseItem::FunctionCallOutput { .. } => br#""function_call_output""#,
                 _ => br#""custom_tool_call_output""#,
             };
-            string_fields(out, kind, &[(br#""call_id""#, call_id)]);
+            string_fields(out, kind, &[(CALL_ID, call_id)]);
             out.extend_from_slice(b",\"output\":");
             write_output(out, output)?;
         }
@@ -237,6 +234,9 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
     out.push(b'}');
     Ok(())
 }
+
+const NAME: &[u8] = br#""name""#;
+const CALL_ID: &[u8] = br#""call_id""#;
 
 /// `{"type":KIND` and then each `,KEY:"VALUE"`, in order; the caller closes the object. The
 /// kind and keys are given as JSON already (constants with nothing to escape).

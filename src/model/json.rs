@@ -115,7 +115,7 @@ const ESCAPED: [bool; 256] = {
 /// The high bit of each of the 8 bytes of `word` that is a control character, `"` or `\`,
 /// possibly with bytes above a match flagged too (a borrow); the lowest flagged byte is
 /// always a match, and none is flagged when none matches.
-fn escape_mask(word: u64) -> u64 {
+pub(crate) fn escape_mask(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;

@@ -12,9 +12,10 @@
 //! from the line (copied only when they hold escapes), values only type-checked
 //! (`arguments`, `output`...) are skipped and kept as their JSON [`Kind`].
 //!
-//! Two ways in. The fast way deserialises the line in one pass into a flat set of fields
-//! (no `serde_json::Value` tree, no map per object; an internally tagged serde enum would buffer
-//! the whole payload first) and then sorts them into the views. It accepts only the shapes a
+//! Two ways in. The fast way reads the line in one pass into a flat set of fields (no
+//! `serde_json::Value` tree, no map per object), by hand in [`scan`] with serde_json's
+//! acceptance (the serde-derived reader of the same fields is its reference in the tests), and
+//! then sorts them into the views. It accepts only the shapes a
 //! well-formed rollout has, and fails on anything else (a `phase` that is a number, a
 //! `payload` that is an array, a duplicate key...). The slow way reads the same fields from a
 //! `Value`, following `serde_json::Value` indexing (a missing key, `null` and a wrong type all
@@ -201,7 +202,15 @@ impl ResponseItemView<'_> {
 // --- Reading ---------------------------------------------------------------------------------
 
 /// The fast way: `None` when the line is not valid JSON or has a shape only the slow way reads.
+/// Read by hand ([`scan`]), with the acceptance of the serde reader below.
 pub fn fast(raw: &str) -> Option<LineView<'_>> {
+    scan::line(raw).map(RawLine::into_view)
+}
+
+/// The fast way as serde derives it from the field types: what [`scan`] replaced, and the
+/// reference the tests hold it to.
+#[cfg(test)]
+fn fast_serde(raw: &str) -> Option<LineView<'_>> {
     serde_json::from_str::<Obj<RawLine<'_>>>(raw)
         .ok()
         .map(|line| line.0.into_view())
@@ -556,5 +565,6 @@ impl<'de> Deserialize<'de> for Kind {
     }
 }
 
+mod scan;
 #[cfg(test)]
 mod tests;

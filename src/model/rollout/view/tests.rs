@@ -3,6 +3,7 @@ use super::super::{
     ResponseItem, SessionMeta, SummaryText, ToolOutput, ROLE_ASSISTANT, ROLE_USER,
 };
 use super::*;
+use proptest::prelude::*;
 
 fn text(s: &str) -> Option<Text<'_>> {
     Some(Text(Cow::Borrowed(s)))
@@ -21,6 +22,7 @@ fn round_trip<P: serde::Serialize>(tag: &'static str, payload: &P) -> String {
 
 fn read(raw: &str) -> LineView<'_> {
     let view = fast(raw).unwrap_or_else(|| panic!("the fast way refused {raw}"));
+    assert_eq!(Some(&view), fast_serde(raw).as_ref(), "{raw}");
     let value: Value = serde_json::from_str(raw).unwrap();
     assert_eq!(from_value(&value).as_ref(), Some(&view), "{raw}");
     assert!(view.payload_is_object);
@@ -317,6 +319,7 @@ fn what_codex_writes_reads_by_name() {
 /// The fast way, when it accepts a line, reads what the slow way reads.
 fn same(line: &str) -> bool {
     let fast = fast(line);
+    assert_eq!(fast, fast_serde(line), "{line}");
     let value: Value = serde_json::from_str(line).unwrap();
     let slow = from_value(&value);
     if let Some(fast) = &fast {
@@ -386,4 +389,181 @@ fn odd_shapes_go_the_slow_way() {
         panic!("not a session_meta");
     };
     assert_eq!(meta.base_instructions, BaseInstructionsView::NotObject);
+}
+
+/// The hand reader and the serde reader agree on `line`: both refuse it, or both read the
+/// same view. And what the hand reader accepts serde_json reads too, when it skips the line
+/// as it skips a field nobody reads (numbers by their grammar only, surrogates unpaired: the
+/// validator counts lone surrogates before reading a line).
+fn agree(line: &str) {
+    let hand = fast(line);
+    assert_eq!(hand, fast_serde(line), "{line:?}");
+    if hand.is_some() {
+        assert!(
+            serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok(),
+            "{line:?}"
+        );
+    }
+}
+
+#[test]
+fn hand_reader_has_serde_json_acceptance() {
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let lines = [
+        // Whitespace serde_json allows, anywhere between tokens, and around the line.
+        " {\t\"type\" :\r\"x\" , \"payload\":{ } }\t",
+        "{\"type\":\"x\"}\u{a0}",
+        "{\"type\":\"x\"}\u{c}",
+        // Keys with escapes are matched by their text.
+        r#"{"typ\u0065":"response_item","payload":{"\u0074ype":"message","r\u006fle":"user"}}"#,
+        r#"{"type":"x","t\u0079pe":"y"}"#,
+        // Strings: escapes, controls, surrogates.
+        r#"{"type":"a\"b\\c\/d\b\f\n\r\t\u00e9\uD83D\uDE00"}"#,
+        r#"{"type":"\x"}"#,
+        r#"{"type":"\u00g0"}"#,
+        r#"{"type":"\u00"}"#,
+        r#"{"type":"\ud800"}"#,
+        r#"{"type":"\udc00"}"#,
+        r#"{"type":"\ud800\u0041"}"#,
+        r#"{"other":"\ud800","type":"x"}"#,
+        "{\"type\":\"a\tb\"}",
+        "{\"other\":\"a\u{1}b\",\"type\":\"x\"}",
+        "{\"type\":\"a\u{7f}b\u{e9}\"}",
+        "{\"type\":\"abc",
+        "{\"type\":\"abc\\",
+        // Numbers: grammar everywhere, range where a value is type-checked.
+        r#"{"payload":{"output":1e400}}"#,
+        r#"{"payload":{"output":-0.5E-3,"x":1e400}}"#,
+        r#"{"payload":{"output":[1e400]}}"#,
+        r#"{"payload":{"output":123456789012345678901234567890}}"#,
+        r#"{"payload":{"x":01}}"#,
+        r#"{"payload":{"x":-}}"#,
+        r#"{"payload":{"x":1.}}"#,
+        r#"{"payload":{"x":.5}}"#,
+        r#"{"payload":{"x":1e}}"#,
+        r#"{"payload":{"x":1e+}}"#,
+        r#"{"payload":{"x":+1}}"#,
+        r#"{"payload":{"output":0}}"#,
+        // Literals and structure.
+        r#"{"payload":{"output":tru}}"#,
+        r#"{"payload":{"output":nul}}"#,
+        r#"{"payload":{"output":true,"cwd":false,"id":null}}"#,
+        r#"{"payload":nul}"#,
+        r#"{"payload":null,"type":"x"}"#,
+        r#"{"type":"x",}"#,
+        r#"{"type":"x""payload":{}}"#,
+        r#"{"type" "x"}"#,
+        r#"{"payload":{"content":[{"type":"input_text","text":"t"},]}}"#,
+        r#"{"payload":{"content":[{"type":"input_text","text":"t"}{}]}}"#,
+        r#"{"payload":{"content":[{"type":"input_text","text":"t","type":"x"}]}}"#,
+        r#"{"payload":{"content":[null]}}"#,
+        r#"{"payload":{"content":null,"base_instructions":null}}"#,
+        r#"{"payload":{"base_instructions":{"text":null,"x":[{}]}}}"#,
+        r#"{"payload":{"base_instructions":{"text":"a","text":"b"}}}"#,
+        r#"{"type":"x"} {}"#,
+        r#"{"type":"x"}x"#,
+        "{}",
+        "{",
+        "",
+        " ",
+        "null",
+        "[]",
+        r#"{"type":"x","payload":{"phase":"commentary","phase":null}}"#,
+        r#"{"type":"x","x":{"a":[1,2,{"b":[]}],"c":"d"},"y":[]}"#,
+        r#"{"type":"x","x":{"a" 1}}"#,
+        r#"{"type":"x","x":[1 2]}"#,
+        r#"{"type":"x","x":{1:2}}"#,
+    ];
+    for line in lines {
+        agree(line);
+    }
+    // Nesting inside skipped and type-checked values: serde skips any depth, the hand reader
+    // reads up to serde_json's limit and leaves deeper lines to the slow way (the validator
+    // sends them there before either reader: Codex cannot read them).
+    for n in [1, 100, 128, 129, 1000] {
+        for line in [
+            format!(r#"{{"type":"x","x":{}}}"#, deep(n)),
+            format!(r#"{{"payload":{{"output":{}}}}}"#, deep(n)),
+        ] {
+            if n <= 128 {
+                agree(&line);
+            } else {
+                assert_eq!(fast(&line), None, "{n}");
+                assert!(fast_serde(&line).is_some(), "{n}");
+            }
+        }
+    }
+}
+
+/// JSON text shaped like rollout lines: the keys the views read, with values of every type.
+fn line_text() -> impl Strategy<Value = String> {
+    let key = prop::sample::select(vec![
+        "type",
+        "payload",
+        "timestamp",
+        "role",
+        "phase",
+        "content",
+        "call_id",
+        "arguments",
+        "input",
+        "output",
+        "message",
+        "id",
+        "cwd",
+        "originator",
+        "cli_version",
+        "base_instructions",
+        "text",
+        "x",
+    ]);
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        "[a-z\"\\\\\n\u{e9}\u{1f600}<>/ ]{0,12}".prop_map(Value::String),
+    ];
+    let value = leaf.prop_recursive(4, 40, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((key.clone(), inner), 0..6).prop_map(|members| {
+                Value::Object(
+                    members
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
+                )
+            }),
+        ]
+    });
+    value.prop_map(|v| v.to_string())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Any JSON, and any JSON damaged by one edit: the hand reader reads what serde reads.
+    #[test]
+    fn hand_reader_reads_what_serde_reads(
+        text in line_text(),
+        at in any::<prop::sample::Index>(),
+        edit in 0usize..4,
+        byte in prop::sample::select(b"\"\\{}[],:0-.eEnu \t\x01x".to_vec()),
+    ) {
+        agree(&text);
+        let mut bytes = text.into_bytes();
+        if !bytes.is_empty() {
+            let i = at.index(bytes.len());
+            match edit {
+                0 => { bytes.remove(i); }
+                1 => bytes.insert(i, byte),
+                2 => bytes[i] = byte,
+                _ => bytes.truncate(i),
+            }
+        }
+        if let Ok(damaged) = String::from_utf8(bytes) {
+            agree(&damaged);
+        }
+    }
 }

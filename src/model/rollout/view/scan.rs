@@ -1,0 +1,563 @@
+//! The fast way in: one rollout line read by hand, straight into the fields the views need.
+//!
+//! This is a strict JSON reader with serde_json's acceptance (RFC 8259: its whitespace, string
+//! escapes, control characters refused in strings, number grammar, nothing after the value)
+//! that reads the line in one pass and fills [`RawLine`] and [`Fields`] as the serde-derived
+//! reader it replaced did: the same fields of the same types, `null` as absent, unknown keys
+//! skipped but still checked, a duplicate key or a field of another type refused. Refusing a
+//! line is always safe: the caller then reads it the slow way, through a `Value`. Values only
+//! type-checked are skipped without being copied; a kept string is borrowed from the line
+//! unless it holds escapes.
+//!
+//! Why by hand: serde's visitors cost ~4,600 instructions a line (a field-name match per key,
+//! a visitor per value, a `RawValue` per skipped value), a quarter of a whole conversion of
+//! small chat records; this reader spends its time in the string scan. Tests compare it with
+//! the serde reader on every shape (`view::tests`), including random and damaged lines.
+
+use std::borrow::Cow;
+
+use super::{Fields, Kind, Obj, PartView, RawBaseInstructions, RawLine, Text};
+use crate::model::json;
+
+/// serde_json's nesting limit: deeper values are refused here (the slow way then says why).
+const MAX_DEPTH: usize = 128;
+
+/// Reads `raw` (one line, no newline) the fast way; `None` when it is not JSON, not an
+/// object, or has a shape the slow way must read.
+pub(super) fn line(raw: &str) -> Option<RawLine<'_>> {
+    let mut s = Scanner {
+        text: raw,
+        at: 0,
+        plain: no_controls(raw.as_bytes()),
+    };
+    s.ws();
+    let mut line = RawLine {
+        timestamp: None,
+        tag: None,
+        payload: None,
+    };
+    let mut seen = Seen::default();
+    s.object(|s, key| {
+        match key {
+            "timestamp" => {
+                seen.once(0)?;
+                line.timestamp = s.opt_text()?;
+            }
+            "type" => {
+                seen.once(1)?;
+                line.tag = s.opt_text()?;
+            }
+            "payload" => {
+                seen.once(2)?;
+                line.payload = if s.null()? {
+                    None
+                } else {
+                    Some(Obj(s.fields()?))
+                };
+            }
+            _ => s.skip(0)?,
+        }
+        Some(())
+    })?;
+    s.ws();
+    (s.at == raw.len()).then_some(line)
+}
+
+/// Which fields of one object were read: serde refuses a field given twice.
+#[derive(Default)]
+struct Seen(u32);
+
+impl Seen {
+    fn once(&mut self, field: u32) -> Option<()> {
+        let bit = 1 << field;
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    at: usize,
+    /// The line holds no control character (the case of every line serde_json writes, which
+    /// escapes them all): a string ends at its first `"` or `\`, found with SIMD.
+    plain: bool,
+}
+
+/// A string as it stands in the line: its bytes between the quotes, and whether they hold
+/// escapes (then they are not the string's text).
+struct RawString<'a> {
+    inner: &'a str,
+    escaped: bool,
+}
+
+impl<'a> RawString<'a> {
+    fn text(self) -> Option<Cow<'a, str>> {
+        if self.escaped {
+            unescape(self.inner).map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(self.inner))
+        }
+    }
+}
+
+impl<'a> Scanner<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes().get(self.at).copied()
+    }
+
+    /// serde_json's whitespace: space, tab, newline, carriage return.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// After whitespace: true (and the `null` read) when the value is `null`.
+    fn null(&mut self) -> Option<bool> {
+        self.ws();
+        if self.peek()? != b'n' {
+            return Some(false);
+        }
+        self.literal(b"null")?;
+        Some(true)
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.at + word.len();
+        (self.bytes().get(self.at..end)? == word).then(|| self.at = end)
+    }
+
+    /// The members of an object, each value left to `member` (called after the colon). The
+    /// object may be empty; a trailing comma is refused.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &str) -> Option<()>) -> Option<()> {
+        self.ws();
+        self.eat(b'{')?;
+        self.ws();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let key = self.string()?.text()?;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            member(self, &key)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The elements of an array, each left to `element`.
+    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.ws();
+        self.eat(b'[')?;
+        self.ws();
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            self.ws();
+            element(self)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string value at the cursor (after its opening quote is checked), validated as
+    /// serde_json validates it: no control character, only JSON's escapes, four hex digits
+    /// after `\u`.
+    fn string(&mut self) -> Option<RawString<'a>> {
+        self.eat(b'"')?;
+        let bytes = self.bytes();
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            let at = special(bytes, self.at, self.plain)?;
+            match bytes[at] {
+                b'"' => {
+                    self.at = at + 1;
+                    return Some(RawString {
+                        inner: self.text.get(start..at)?,
+                        escaped,
+                    });
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.at = at + 2;
+                    match bytes.get(at + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        b'u' => {
+                            hex4(bytes, at + 2)?;
+                            self.at += 4;
+                        }
+                        _ => return None,
+                    }
+                }
+                // A control character: serde_json refuses it in a string.
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string or `null` (absent), as serde reads an `Option<Text>`.
+    fn opt_text(&mut self) -> Option<Option<Text<'a>>> {
+        if self.null()? {
+            return Some(None);
+        }
+        Some(Some(Text(self.string()?.text()?)))
+    }
+
+    /// Any value, checked and skipped, `depth` arrays and objects deep already.
+    fn skip(&mut self, depth: usize) -> Option<()> {
+        self.ws();
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.object(|s, _| s.skip(depth + 1))
+            }
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.array(|s| s.skip(depth + 1))
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number().map(drop),
+        }
+    }
+
+    /// A number by JSON's grammar (`-`, no leading zero, fraction, exponent): its text.
+    fn number(&mut self) -> Option<&'a str> {
+        let bytes = self.bytes();
+        let start = self.at;
+        let mut at = start;
+        if bytes.get(at) == Some(&b'-') {
+            at += 1;
+        }
+        match bytes.get(at)? {
+            b'0' => at += 1,
+            b'1'..=b'9' => at = digits(bytes, at),
+            _ => return None,
+        }
+        if bytes.get(at) == Some(&b'.') {
+            let end = digits(bytes, at + 1);
+            if end == at + 1 {
+                return None;
+            }
+            at = end;
+        }
+        if let Some(b'e' | b'E') = bytes.get(at) {
+            at += 1;
+            if let Some(b'+' | b'-') = bytes.get(at) {
+                at += 1;
+            }
+            let end = digits(bytes, at);
+            if end == at {
+                return None;
+            }
+            at = end;
+        }
+        self.at = at;
+        self.text.get(start..at)
+    }
+
+    /// A value the checks only type-check. A number is parsed as serde_json parses it, so one
+    /// out of range is refused here as it was by the serde reader.
+    fn kind(&mut self) -> Option<Kind> {
+        self.ws();
+        Some(match self.peek()? {
+            b'"' => {
+                self.string()?;
+                Kind::String
+            }
+            b'{' => {
+                self.skip(0)?;
+                Kind::Object
+            }
+            b'[' => {
+                self.skip(0)?;
+                Kind::Array
+            }
+            b't' | b'f' => {
+                self.skip(0)?;
+                Kind::Bool
+            }
+            b'n' => {
+                self.literal(b"null")?;
+                Kind::Null
+            }
+            _ => {
+                let number = self.number()?;
+                serde_json::from_str::<serde_json::Number>(number).ok()?;
+                Kind::Number
+            }
+        })
+    }
+
+    /// A payload object: every field the views read, of every payload type, in one pass.
+    fn fields(&mut self) -> Option<Fields<'a>> {
+        let mut f = Fields::default();
+        let mut seen = Seen::default();
+        self.object(|s, key| {
+            match key {
+                "type" => {
+                    seen.once(0)?;
+                    f.kind = s.opt_text()?;
+                }
+                "role" => {
+                    seen.once(1)?;
+                    f.role = s.opt_text()?;
+                }
+                "phase" => {
+                    seen.once(2)?;
+                    f.phase = s.opt_text()?;
+                }
+                "content" => {
+                    seen.once(3)?;
+                    f.content = if s.null()? { None } else { Some(s.parts()?) };
+                }
+                "call_id" => {
+                    seen.once(4)?;
+                    f.call_id = s.opt_text()?;
+                }
+                "arguments" => {
+                    seen.once(5)?;
+                    f.arguments = s.kind()?;
+                }
+                "input" => {
+                    seen.once(6)?;
+                    f.input = s.kind()?;
+                }
+                "output" => {
+                    seen.once(7)?;
+                    f.output = s.kind()?;
+                }
+                "message" => {
+                    seen.once(8)?;
+                    f.message = s.opt_text()?;
+                }
+                "id" => {
+                    seen.once(9)?;
+                    f.id = s.opt_text()?;
+                }
+                "timestamp" => {
+                    seen.once(10)?;
+                    f.timestamp = s.kind()?;
+                }
+                "cwd" => {
+                    seen.once(11)?;
+                    f.cwd = s.kind()?;
+                }
+                "originator" => {
+                    seen.once(12)?;
+                    f.originator = s.kind()?;
+                }
+                "cli_version" => {
+                    seen.once(13)?;
+                    f.cli_version = s.kind()?;
+                }
+                "base_instructions" => {
+                    seen.once(14)?;
+                    f.base_instructions = if s.null()? {
+                        None
+                    } else {
+                        Some(Obj(s.base_instructions()?))
+                    };
+                }
+                _ => s.skip(1)?,
+            }
+            Some(())
+        })?;
+        Some(f)
+    }
+
+    fn base_instructions(&mut self) -> Option<RawBaseInstructions<'a>> {
+        let mut text = None;
+        let mut seen = Seen::default();
+        self.object(|s, key| {
+            if key == "text" {
+                seen.once(0)?;
+                text = s.opt_text()?;
+                Some(())
+            } else {
+                s.skip(2)
+            }
+        })?;
+        Some(RawBaseInstructions { text })
+    }
+
+    /// `content`: an array of objects (a part that is anything else is the slow way's).
+    fn parts(&mut self) -> Option<Vec<Obj<PartView<'a>>>> {
+        let mut parts = Vec::new();
+        self.array(|s| {
+            let mut part = PartView::default();
+            let mut seen = Seen::default();
+            s.object(|s, key| {
+                match key {
+                    "type" => {
+                        seen.once(0)?;
+                        part.kind = s.opt_text()?;
+                    }
+                    "text" => {
+                        seen.once(1)?;
+                        part.text = s.opt_text()?;
+                    }
+                    _ => s.skip(3)?,
+                }
+                Some(())
+            })?;
+            parts.push(Obj(part));
+            Some(())
+        })?;
+        Some(parts)
+    }
+}
+
+/// The index of the first `"`, `\` or control character at or after `at`. Most strings are
+/// short (keys, types, ids) and end within the first two words, read 8 bytes at a time; past
+/// those, a `plain` line is searched with memchr's SIMD, any other word by word.
+fn special(bytes: &[u8], at: usize, plain: bool) -> Option<usize> {
+    let mut at = at;
+    for _ in 0..2 {
+        let Some(word) = word_at(bytes, at) else {
+            return special_tail(bytes, at);
+        };
+        if let Some(k) = flagged(word) {
+            return Some(at + k);
+        }
+        at += 8;
+    }
+    if plain {
+        return memchr::memchr2(b'"', b'\\', bytes.get(at..)?).map(|k| at + k);
+    }
+    while let Some(word) = word_at(bytes, at) {
+        if let Some(k) = flagged(word) {
+            return Some(at + k);
+        }
+        at += 8;
+    }
+    special_tail(bytes, at)
+}
+
+fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let chunk: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(chunk))
+}
+
+/// The first byte of `word` (little-endian) that is `"`, `\` or a control character: the
+/// bytes a JSON string must escape, found as the writer finds them.
+fn flagged(word: u64) -> Option<usize> {
+    let mask = json::escape_mask(word);
+    (mask != 0).then(|| (mask.trailing_zeros() / 8) as usize)
+}
+
+/// The last few bytes of a line, one at a time.
+fn special_tail(bytes: &[u8], at: usize) -> Option<usize> {
+    bytes
+        .get(at..)?
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|k| at + k)
+}
+
+/// True when `bytes` holds no control character (below U+0020): the least byte of each chunk,
+/// a reduction the compiler does 16 bytes an instruction (no early exit within a chunk).
+fn no_controls(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(64);
+    let least = |chunk: &[u8]| chunk.iter().fold(u8::MAX, |least, &b| least.min(b));
+    chunks.all(|chunk| least(chunk) >= 0x20) && least(chunks.remainder()) >= 0x20
+}
+
+fn digits(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b'0'..=b'9') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let mut value = 0;
+    for &b in bytes.get(at..at + 4)? {
+        value = value * 16 + char::from(b).to_digit(16)?;
+    }
+    Some(value)
+}
+
+/// A string's text from its escaped form (already validated by [`Scanner::string`]). A lone
+/// surrogate is refused, as serde_json refuses it in a string it reads.
+fn unescape(inner: &str) -> Option<String> {
+    let bytes = inner.as_bytes();
+    let mut out = String::with_capacity(inner.len());
+    let mut at = 0;
+    while let Some(k) = memchr::memchr(b'\\', bytes.get(at..)?) {
+        out.push_str(inner.get(at..at + k)?);
+        at += k;
+        let unit = match bytes.get(at + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = hex4(bytes, at + 2)?;
+                at += 6;
+                let code = match high {
+                    0xD800..=0xDBFF => {
+                        if bytes.get(at..at + 2)? != b"\\u" {
+                            return None;
+                        }
+                        let low = hex4(bytes, at + 2)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        at += 6;
+                        0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    0xDC00..=0xDFFF => return None,
+                    _ => high,
+                };
+                out.push(char::from_u32(code)?);
+                continue;
+            }
+            _ => return None,
+        };
+        out.push(unit);
+        at += 2;
+    }
+    out.push_str(inner.get(at..)?);
+    Some(out)
+}

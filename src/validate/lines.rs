@@ -79,21 +79,22 @@ pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize
 /// escape is an error here: simd-json would read it as U+0000, and serde_json skips it unchecked
 /// in the values the views ignore, while Codex (serde_json) rejects the line and so loses it.
 fn parse_line(raw: &str) -> Result<Option<LineView<'_>>, String> {
+    // The fast way refuses lone surrogates and nesting past the limit itself: a line it reads
+    // needs neither scan below (two more passes over every line).
+    if let Some(line) = view::fast(raw) {
+        return Ok(Some(line));
+    }
     let lone = lone_surrogates(raw.as_bytes());
     if lone > 0 {
         return Err(format!(
             "{lone} lone surrogate escape(s), which Codex cannot parse"
         ));
     }
-    // Deeper than serde_json's limit: Codex cannot read the line, so serde_json says why. (The
-    // fast way skips unread values without a depth limit, and simd-json would recurse without
-    // one and overflow the stack.)
+    // Deeper than serde_json's limit: Codex cannot read the line, so serde_json says why
+    // (simd-json would recurse without a limit and overflow the stack).
     if nests_deeper_than(raw.as_bytes(), MAX_DEPTH) {
         let value = serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())?;
         return Ok(view::from_value(&value));
-    }
-    if let Some(line) = view::fast(raw) {
-        return Ok(Some(line));
     }
     // Not JSON, or a shape the fast way does not read: parse to a `Value` (simd-json for speed,
     // serde_json for the error message).

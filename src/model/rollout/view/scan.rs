@@ -4,8 +4,11 @@
 //! escapes, control characters refused in strings, number grammar, nothing after the value)
 //! that reads the line in one pass and fills [`RawLine`] and [`Fields`] as the serde-derived
 //! reader it replaced did: the same fields of the same types, `null` as absent, unknown keys
-//! skipped but still checked, a duplicate key or a field of another type refused. Refusing a
-//! line is always safe: the caller then reads it the slow way, through a `Value`. Values only
+//! skipped but still checked, a duplicate key or a field of another type refused. It is
+//! stricter than serde in two ways, so that a line it reads needs no other check: a lone
+//! surrogate escape is refused in every string (serde skips unread strings unchecked), and so
+//! is nesting deeper than serde_json's limit (serde skips unread values at any depth). Refusing
+//! a line is always safe: the caller then reads it the slow way, through a `Value`. Values only
 //! type-checked are skipped without being copied; a kept string is borrowed from the line
 //! unless it holds escapes.
 //!
@@ -19,8 +22,12 @@ use std::borrow::Cow;
 use super::{Fields, Kind, Obj, PartView, RawBaseInstructions, RawLine, Text};
 use crate::model::json;
 
-/// serde_json's nesting limit: deeper values are refused here (the slow way then says why).
+/// The nesting limit the validator holds lines to (serde_json's, which Codex has): a line
+/// nested deeper is refused here, and the slow way says why.
 const MAX_DEPTH: usize = 128;
+
+/// The depth of a payload's values (inside the line and the payload).
+const PAYLOAD_DEPTH: usize = 2;
 
 /// Reads `raw` (one line, no newline) the fast way; `None` when it is not JSON, not an
 /// object, or has a shape the slow way must read.
@@ -55,7 +62,7 @@ pub(super) fn line(raw: &str) -> Option<RawLine<'_>> {
                     Some(Obj(s.fields()?))
                 };
             }
-            _ => s.skip(0)?,
+            _ => s.skip(1)?,
         }
         Some(())
     })?;
@@ -190,8 +197,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string value at the cursor (after its opening quote is checked), validated as
-    /// serde_json validates it: no control character, only JSON's escapes, four hex digits
-    /// after `\u`.
+    /// serde_json validates a string it reads: no control character, only JSON's escapes, four
+    /// hex digits after `\u`, surrogates in pairs.
     fn string(&mut self) -> Option<RawString<'a>> {
         self.eat(b'"')?;
         let bytes = self.bytes();
@@ -213,8 +220,22 @@ impl<'a> Scanner<'a> {
                     match bytes.get(at + 1)? {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                         b'u' => {
-                            hex4(bytes, at + 2)?;
-                            self.at += 4;
+                            // A surrogate must come in a pair: a lone one is refused in
+                            // every string, read or skipped (serde skips unread strings
+                            // unchecked, but Codex reads them and loses the line).
+                            match hex4(bytes, at + 2)? {
+                                0xD800..=0xDBFF => {
+                                    if bytes.get(at + 6..at + 8)? != b"\\u" {
+                                        return None;
+                                    }
+                                    if !(0xDC00..=0xDFFF).contains(&hex4(bytes, at + 8)?) {
+                                        return None;
+                                    }
+                                    self.at += 10;
+                                }
+                                0xDC00..=0xDFFF => return None,
+                                _ => self.at += 4,
+                            }
                         }
                         _ => return None,
                     }
@@ -233,7 +254,8 @@ impl<'a> Scanner<'a> {
         Some(Some(Text(self.string()?.text()?)))
     }
 
-    /// Any value, checked and skipped, `depth` arrays and objects deep already.
+    /// Any value, checked and skipped, inside `depth` arrays and objects (the line's own object
+    /// counts: its values are at depth 1).
     fn skip(&mut self, depth: usize) -> Option<()> {
         self.ws();
         match self.peek()? {
@@ -302,15 +324,15 @@ impl<'a> Scanner<'a> {
                 Kind::String
             }
             b'{' => {
-                self.skip(0)?;
+                self.skip(PAYLOAD_DEPTH)?;
                 Kind::Object
             }
             b'[' => {
-                self.skip(0)?;
+                self.skip(PAYLOAD_DEPTH)?;
                 Kind::Array
             }
             b't' | b'f' => {
-                self.skip(0)?;
+                self.skip(PAYLOAD_DEPTH)?;
                 Kind::Bool
             }
             b'n' => {
@@ -395,7 +417,7 @@ impl<'a> Scanner<'a> {
                         Some(Obj(s.base_instructions()?))
                     };
                 }
-                _ => s.skip(1)?,
+                _ => s.skip(PAYLOAD_DEPTH)?,
             }
             Some(())
         })?;
@@ -411,7 +433,7 @@ impl<'a> Scanner<'a> {
                 text = s.opt_text()?;
                 Some(())
             } else {
-                s.skip(2)
+                s.skip(3)
             }
         })?;
         Some(RawBaseInstructions { text })
@@ -433,7 +455,7 @@ impl<'a> Scanner<'a> {
                         seen.once(1)?;
                         part.text = s.opt_text()?;
                     }
-                    _ => s.skip(3)?,
+                    _ => s.skip(4)?,
                 }
                 Some(())
             })?;

@@ -174,12 +174,14 @@ fn write_line<P: Serialize>(
 
 /// `{"timestamp":"…","type":"TAG","payload":` of the next line; the caller writes the payload
 /// and `}\n`.
+/// Neither needs escaping (a timestamp is digits, `-:.TZ`; a tag is one of the model's
+/// lowercase names), so both are copied between quotes.
 fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
-    out.extend_from_slice(b"{\"timestamp\":");
-    escape_into(out, clock.tick());
-    out.extend_from_slice(b",\"type\":");
-    escape_into(out, tag);
-    out.extend_from_slice(b",\"payload\":");
+    out.extend_from_slice(b"{\"timestamp\":\"");
+    out.extend_from_slice(clock.tick().as_bytes());
+    out.extend_from_slice(b"\",\"type\":\"");
+    out.extend_from_slice(tag.as_bytes());
+    out.extend_from_slice(b"\",\"payload\":");
 }
 
 /// A response item as serde_json writes it; a message and its text parts by hand.

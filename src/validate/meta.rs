@@ -122,9 +122,14 @@ fn check_first<'l>(
 /// object payload.
 pub(super) fn check_envelopes(lines: &[(usize, LineView)], out: &mut Findings) {
     let mut previous: Option<i64> = None;
+    let mut second = None;
     for (n, line) in lines {
         let n = *n;
-        match line.timestamp.as_deref().and_then(rfc3339_ms) {
+        match line
+            .timestamp
+            .as_deref()
+            .and_then(|text| timestamp_ms(text, &mut second))
+        {
             None => out.violation(
                 Invariant::LineFormat,
                 n,
@@ -168,6 +173,33 @@ pub(super) fn check_envelopes(lines: &[(usize, LineView)], out: &mut Findings) {
             );
         }
     }
+}
+
+/// [`rfc3339_ms`], remembering the second of the last `YYYY-MM-DDThh:mm:ss.mmmZ` timestamp
+/// read (its first 19 bytes and their milliseconds): the lines of a rollout mostly share one,
+/// and then only the three digits are read. Exact: for one valid second (a leap second
+/// aside), the value is the second's plus the milliseconds.
+fn timestamp_ms<'t>(text: &'t str, second: &mut Option<(&'t str, i64)>) -> Option<i64> {
+    let b = text.as_bytes();
+    let millis = match b.get(19..24) {
+        Some([b'.', digits @ .., b'Z']) if b.len() == 24 => {
+            digits.iter().try_fold(0i64, |acc, d| {
+                d.is_ascii_digit().then(|| acc * 10 + i64::from(d - b'0'))
+            })
+        }
+        _ => None,
+    };
+    if let (Some(millis), Some((prefix, base)), Some(head)) = (millis, *second, text.get(..19)) {
+        if head == prefix {
+            return Some(base + millis);
+        }
+    }
+    let ms = rfc3339_ms(text)?;
+    // A leap second (`:60`) is read as the last millisecond before the next: not remembered.
+    if let (Some(millis), Some(head), false) = (millis, text.get(..19), b[17] == b'6') {
+        *second = Some((head, ms - millis));
+    }
+    Some(ms)
 }
 
 /// A UUID in its hyphenated form, as Codex writes session ids.
@@ -265,6 +297,34 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remembered_second_reads_as_the_whole_timestamp() {
+        let texts = [
+            "2025-01-01T00:00:00.000Z",
+            "2025-01-01T00:00:00.001Z",
+            "2025-01-01T00:00:00.999Z",
+            "2025-01-01T00:00:00.99xZ",
+            "2025-01-01T00:00:00.12Z",
+            "2025-01-01T00:00:00.1234",
+            "2025-01-01T00:00:01.000Z",
+            "2025-01-01T00:00:00.500Z",
+            "2025-01-01T00:00:00.500+01:00",
+            "2025-01-01T00:00:00,500Z",
+            "2025-13-01T00:00:00.500Z",
+            "2025-13-01T00:00:00.501Z",
+            "2024-02-29T23:59:60.250Z",
+            "2024-02-29T23:59:60.251Z",
+            "2025-02-29T23:59:59.251Z",
+            "2025-01-01t00:00:00.000Z",
+            "",
+            "2025-01-01T00:00:00.000Zé",
+        ];
+        let mut second = None;
+        for text in texts {
+            assert_eq!(timestamp_ms(text, &mut second), rfc3339_ms(text), "{text}");
+        }
+    }
 
     #[test]
     fn strict_rfc3339() {

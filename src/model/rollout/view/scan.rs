@@ -101,6 +101,7 @@ struct RawString<'a> {
 }
 
 impl<'a> RawString<'a> {
+    #[inline(always)]
     fn text(self) -> Option<Cow<'a, str>> {
         if self.escaped {
             unescape(self.inner).map(Cow::Owned)
@@ -111,26 +112,31 @@ impl<'a> RawString<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    #[inline(always)]
     fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
     }
 
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.bytes().get(self.at).copied()
     }
 
     /// serde_json's whitespace: space, tab, newline, carriage return.
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.at += 1;
         }
     }
 
+    #[inline(always)]
     fn eat(&mut self, byte: u8) -> Option<()> {
         (self.peek()? == byte).then(|| self.at += 1)
     }
 
     /// After whitespace: true (and the `null` read) when the value is `null`.
+    #[inline(always)]
     fn null(&mut self) -> Option<bool> {
         self.ws();
         if self.peek()? != b'n' {
@@ -247,6 +253,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string or `null` (absent), as serde reads an `Option<Text>`.
+    #[inline(always)]
     fn opt_text(&mut self) -> Option<Option<Text<'a>>> {
         if self.null()? {
             return Some(None);

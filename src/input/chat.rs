@@ -290,7 +290,7 @@ fn take_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>
 fn take_string_or_drop(
     map: &mut Map<String, Value>,
     key: &str,
-    at: &str,
+    at: &dyn std::fmt::Display,
     dropped: &mut Vec<DroppedField>,
 ) -> Option<String> {
     match map.get_mut(key) {
@@ -342,11 +342,11 @@ pub(crate) fn read_message(
             parts
                 .iter_mut()
                 .enumerate()
-                .map(|(i, part)| read_part(part, &format!("content[{i}]."), &mut dropped))
+                .map(|(i, part)| read_part(part, &PartAt(i), &mut dropped))
                 .collect::<Result<Vec<_>, _>>()?,
         ),
         Some(single @ Value::Object(_)) => {
-            Content::Parts(vec![read_part(single, "content.", &mut dropped)?])
+            Content::Parts(vec![read_part(single, &"content.", &mut dropped)?])
         }
         Some(other) => return Err(format!("`content` is a {}", kind(other))),
     };
@@ -368,8 +368,8 @@ pub(crate) fn read_message(
     let tool_call_ids = read_tool_call_ids(&mut map)?;
     let refusal = take_string(&mut map, "refusal")?;
     let reasoning = read_reasoning(&mut map)?;
-    let phase = take_string_or_drop(&mut map, "phase", "", &mut dropped);
-    let name = take_string_or_drop(&mut map, "name", "", &mut dropped);
+    let phase = take_string_or_drop(&mut map, "phase", &"", &mut dropped);
+    let name = take_string_or_drop(&mut map, "name", &"", &mut dropped);
     let ignored_fields = map
         .iter()
         .filter(|(k, v)| !MESSAGE_KEYS.contains(&k.as_str()) && !v.is_null())
@@ -488,7 +488,21 @@ fn read_function(function: &mut Value, custom: bool) -> Result<ToolCall, String>
 }
 
 /// One content part; `at` is its path in the message (`content[2].`), for dropped fields.
-fn read_part(part: &mut Value, at: &str, dropped: &mut Vec<DroppedField>) -> Result<Part, String> {
+/// Where a content part is, as a dropped field's path names it (`content[2].`): written only
+/// when a field is dropped, not formatted for every part.
+struct PartAt(usize);
+
+impl std::fmt::Display for PartAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "content[{}].", self.0)
+    }
+}
+
+fn read_part(
+    part: &mut Value,
+    at: &dyn std::fmt::Display,
+    dropped: &mut Vec<DroppedField>,
+) -> Result<Part, String> {
     let map = match part {
         Value::String(s) => return Ok(Part::Text(std::mem::take(s))),
         Value::Object(map) => map,

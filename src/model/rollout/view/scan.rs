@@ -46,22 +46,9 @@ pub(super) fn line(raw: &str) -> Option<RawLine<'_>> {
     let mut seen = Seen::default();
     s.object(|s, key| {
         match key {
-            "timestamp" => {
-                seen.once(0)?;
-                line.timestamp = s.opt_text()?;
-            }
-            "type" => {
-                seen.once(1)?;
-                line.tag = s.opt_text()?;
-            }
-            "payload" => {
-                seen.once(2)?;
-                line.payload = if s.null()? {
-                    None
-                } else {
-                    Some(Obj(s.fields()?))
-                };
-            }
+            "timestamp" => line.timestamp = seen.field(0, || s.opt_text())?,
+            "type" => line.tag = seen.field(1, || s.opt_text())?,
+            "payload" => line.payload = seen.field(2, || s.nullable(|s| s.fields().map(Obj)))?,
             _ => s.skip(1)?,
         }
         Some(())
@@ -75,13 +62,15 @@ pub(super) fn line(raw: &str) -> Option<RawLine<'_>> {
 struct Seen(u32);
 
 impl Seen {
-    fn once(&mut self, field: u32) -> Option<()> {
+    /// Reads field number `field` with `read`, or refuses it the second time.
+    #[inline(always)]
+    fn field<T>(&mut self, field: u32, read: impl FnOnce() -> Option<T>) -> Option<T> {
         let bit = 1 << field;
         if self.0 & bit != 0 {
             return None;
         }
         self.0 |= bit;
-        Some(())
+        read()
     }
 }
 
@@ -252,6 +241,15 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// `null` (absent), or what `read` reads: as serde reads an `Option`.
+    #[inline(always)]
+    fn nullable<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.null()? {
+            return Some(None);
+        }
+        read(self).map(Some)
+    }
+
     /// A string or `null` (absent), as serde reads an `Option<Text>`.
     #[inline(always)]
     fn opt_text(&mut self) -> Option<Option<Text<'a>>> {
@@ -360,69 +358,23 @@ impl<'a> Scanner<'a> {
         let mut seen = Seen::default();
         self.object(|s, key| {
             match key {
-                "type" => {
-                    seen.once(0)?;
-                    f.kind = s.opt_text()?;
-                }
-                "role" => {
-                    seen.once(1)?;
-                    f.role = s.opt_text()?;
-                }
-                "phase" => {
-                    seen.once(2)?;
-                    f.phase = s.opt_text()?;
-                }
-                "content" => {
-                    seen.once(3)?;
-                    f.content = if s.null()? { None } else { Some(s.parts()?) };
-                }
-                "call_id" => {
-                    seen.once(4)?;
-                    f.call_id = s.opt_text()?;
-                }
-                "arguments" => {
-                    seen.once(5)?;
-                    f.arguments = s.kind()?;
-                }
-                "input" => {
-                    seen.once(6)?;
-                    f.input = s.kind()?;
-                }
-                "output" => {
-                    seen.once(7)?;
-                    f.output = s.kind()?;
-                }
-                "message" => {
-                    seen.once(8)?;
-                    f.message = s.opt_text()?;
-                }
-                "id" => {
-                    seen.once(9)?;
-                    f.id = s.opt_text()?;
-                }
-                "timestamp" => {
-                    seen.once(10)?;
-                    f.timestamp = s.kind()?;
-                }
-                "cwd" => {
-                    seen.once(11)?;
-                    f.cwd = s.kind()?;
-                }
-                "originator" => {
-                    seen.once(12)?;
-                    f.originator = s.kind()?;
-                }
-                "cli_version" => {
-                    seen.once(13)?;
-                    f.cli_version = s.kind()?;
-                }
+                "type" => f.kind = seen.field(0, || s.opt_text())?,
+                "role" => f.role = seen.field(1, || s.opt_text())?,
+                "phase" => f.phase = seen.field(2, || s.opt_text())?,
+                "content" => f.content = seen.field(3, || s.nullable(Self::parts))?,
+                "call_id" => f.call_id = seen.field(4, || s.opt_text())?,
+                "arguments" => f.arguments = seen.field(5, || s.kind())?,
+                "input" => f.input = seen.field(6, || s.kind())?,
+                "output" => f.output = seen.field(7, || s.kind())?,
+                "message" => f.message = seen.field(8, || s.opt_text())?,
+                "id" => f.id = seen.field(9, || s.opt_text())?,
+                "timestamp" => f.timestamp = seen.field(10, || s.kind())?,
+                "cwd" => f.cwd = seen.field(11, || s.kind())?,
+                "originator" => f.originator = seen.field(12, || s.kind())?,
+                "cli_version" => f.cli_version = seen.field(13, || s.kind())?,
                 "base_instructions" => {
-                    seen.once(14)?;
-                    f.base_instructions = if s.null()? {
-                        None
-                    } else {
-                        Some(Obj(s.base_instructions()?))
-                    };
+                    f.base_instructions =
+                        seen.field(14, || s.nullable(|s| s.base_instructions().map(Obj)))?
                 }
                 _ => s.skip(PAYLOAD_DEPTH)?,
             }
@@ -436,8 +388,7 @@ impl<'a> Scanner<'a> {
         let mut seen = Seen::default();
         self.object(|s, key| {
             if key == "text" {
-                seen.once(0)?;
-                text = s.opt_text()?;
+                text = seen.field(0, || s.opt_text())?;
                 Some(())
             } else {
                 s.skip(3)
@@ -454,14 +405,8 @@ impl<'a> Scanner<'a> {
             let mut seen = Seen::default();
             s.object(|s, key| {
                 match key {
-                    "type" => {
-                        seen.once(0)?;
-                        part.kind = s.opt_text()?;
-                    }
-                    "text" => {
-                        seen.once(1)?;
-                        part.text = s.opt_text()?;
-                    }
+                    "type" => part.kind = seen.field(0, || s.opt_text())?,
+                    "text" => part.text = seen.field(1, || s.opt_text())?,
                     _ => s.skip(4)?,
                 }
                 Some(())

@@ -140,49 +140,45 @@ impl<'a> Scanner<'a> {
         (self.bytes().get(self.at..end)? == word).then(|| self.at = end)
     }
 
-    /// The members of an object, each value left to `member` (called after the colon). The
-    /// object may be empty; a trailing comma is refused.
+    /// The members of an object, each value left to `member` (called after the colon).
     fn object(&mut self, mut member: impl FnMut(&mut Self, &str) -> Option<()>) -> Option<()> {
-        self.ws();
-        self.eat(b'{')?;
-        self.ws();
-        if self.eat(b'}').is_some() {
-            return Some(());
-        }
-        loop {
-            self.ws();
-            let key = self.string()?.text()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            member(self, &key)?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.sequence(b'{', b'}', |s| {
+            let key = s.string()?.text()?;
+            s.ws();
+            s.eat(b':')?;
+            s.ws();
+            member(s, &key)
+        })
     }
 
     /// The elements of an array, each left to `element`.
-    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+    fn array(&mut self, element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.sequence(b'[', b']', element)
+    }
+
+    /// `open`, then entries read by `entry` (after their leading whitespace) separated by
+    /// commas, then `close`: an object's or an array's body. It may be empty; a trailing comma
+    /// is refused.
+    #[inline(always)]
+    fn sequence(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut entry: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.ws();
-        self.eat(b'[')?;
+        self.eat(open)?;
         self.ws();
-        if self.eat(b']').is_some() {
+        if self.eat(close).is_some() {
             return Some(());
         }
         loop {
             self.ws();
-            element(self)?;
+            entry(self)?;
             self.ws();
             match self.peek()? {
                 b',' => self.at += 1,
-                b']' => {
+                byte if byte == close => {
                     self.at += 1;
                     return Some(());
                 }

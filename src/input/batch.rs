@@ -180,6 +180,11 @@ impl BatchIndex {
 
     /// Gives a request line its result's `response` (OpenAI) or `result` (Anthropic), if one
     /// was read and it has none.
+    /// True when no result is held: [`BatchIndex::join`] then changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+
     pub fn join(&self, value: &mut Value) {
         let Some(id) = value.get("custom_id").and_then(Value::as_str) else {
             return;

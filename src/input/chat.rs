@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::tree::{Json, Object, TapeNode, Tree};
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
 use crate::model::transcript::{
@@ -52,11 +53,8 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
     let (list, path) = match &mut value {
         Value::Array(_) => (std::mem::take(&mut value), "(record)".to_string()),
         Value::Object(map) => {
-            if let (Some(Value::String(tag)), true) = (map.get("type"), map.contains_key("payload"))
-            {
-                if ROLLOUT_TAGS.contains(&tag.as_str()) {
-                    return Err(InputError::RolloutLine(tag.clone()));
-                }
+            if let Some(tag) = rollout_tag(map) {
+                return Err(InputError::RolloutLine(tag.to_string()));
             }
             read_meta(&value, rules, &mut meta);
             tools = read_tools(&value);
@@ -84,38 +82,155 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
         Value::String(_) => return Err(InputError::NotARecord("string")),
     };
     let mut raw_messages = match list {
-        Value::String(text) => vec![Value::Object(Map::from_iter([
-            ("role".to_string(), Value::String("user".to_string())),
-            ("content".to_string(), Value::String(text)),
-        ]))],
+        Value::String(text) => vec![user_text(text)],
         Value::Array(items) => flatten_turns(items),
         _ => Vec::new(),
     };
-    // A Batch API result appended to its request: the assistant's reply.
-    if let Value::Object(_) = &value {
-        for path in &rules.reply_at {
-            if let Some(reply) = path.get_mut(&mut value) {
-                if reply.is_object() {
-                    raw_messages.push(std::mem::take(reply));
-                    break;
-                }
-            }
-        }
-    }
+    raw_messages.extend(take_reply(&mut value, rules));
     if raw_messages.is_empty() {
         return Err(InputError::EmptyMessages(path));
     }
-    let mut messages = Vec::with_capacity(raw_messages.len());
-    for (index, raw) in raw_messages.into_iter().enumerate() {
-        let message = read_message(raw, index, &rules.role_aliases).map_err(|problem| {
-            InputError::BadMessage {
-                path: path.clone(),
-                index,
-                problem,
-            }
-        })?;
-        messages.push(message);
+    let messages = read_messages(raw_messages, 0, &path, rules)?;
+    Ok(transcript(value, meta, tools, path, messages))
+}
+
+/// What [`extract_fast`] made of a record. Returned once per record and taken apart at once:
+/// a box would cost an allocation to save a move.
+#[allow(clippy::large_enum_variant)]
+pub enum FastRead {
+    /// The transcript, read from the tape.
+    Read(Transcript),
+    /// The record's `Value`, built from the same tape (what [`super::parse_record`] gives),
+    /// for [`extract`] to read: a shape or a problem the tape reader leaves to it.
+    Parsed(Value),
+}
+
+/// [`extract`] of the record `bytes` read straight from simd-json's tape, for the common
+/// shape: an object whose messages are at a path no other rule path reads into. The messages
+/// are read from the tape (`tree::Tree`) and the rest of the record as a `Value` with that path
+/// `null`, which is what [`extract`] has once it took the list out. Anything else, and any
+/// record whose reading fails, comes back as its `Value` for [`extract`], so that every
+/// refusal reads as before; `None` when the parser's careful path must read it (invalid UTF-8
+/// or JSON, lone surrogates, deep nesting): then [`super::parse_record`]. Not for a record
+/// the batch index would join (the reply is joined into the `Value`).
+pub fn extract_fast(bytes: &[u8], rules: &InputRules) -> Option<FastRead> {
+    super::parse::with_tape(bytes, |nodes| match read_tape(nodes, rules) {
+        Some(transcript) => Some(FastRead::Read(transcript)),
+        None => super::parse::tape_value_without(nodes, usize::MAX).map(FastRead::Parsed),
+    })
+}
+
+/// [`extract_fast`]'s reading, or `None` for [`extract`] to read the record.
+fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transcript> {
+    let root = TapeNode::new(nodes, 0);
+    if !matches!(nodes.first(), Some(simd_json::Node::Object { .. })) {
+        return None;
     }
+    // The first path that holds a list or a string, as `extract` finds it.
+    let (path, list) = rules.messages_at.iter().find_map(|path| {
+        let node = path.walk(root, TapeNode::get, TapeNode::index)?;
+        (node.is_list() || node.is_string()).then_some((path, node))
+    })?;
+    if reads_into(rules, path) {
+        return None;
+    }
+    let mut value = super::parse::tape_value_without(nodes, list.at())?;
+    if rollout_tag(value.as_object()?).is_some() {
+        return None;
+    }
+    let mut meta = RecordMeta::default();
+    read_meta(&value, rules, &mut meta);
+    let tools = read_tools(&value);
+    let path = path.as_str().to_string();
+    let mut messages = match list.into_json() {
+        Json::String(text) => read_messages([user_text(text)], 0, &path, rules).ok()?,
+        Json::List(items) if !items.is_empty() && items.iter().all(Tree::is_list) => {
+            let turns = items.into_iter().flat_map(|turn| match turn.into_json() {
+                Json::List(messages) => messages,
+                _ => Vec::new(),
+            });
+            read_messages(turns, 0, &path, rules).ok()?
+        }
+        Json::List(items) => read_messages(items, 0, &path, rules).ok()?,
+        _ => return None,
+    };
+    if let Some(reply) = take_reply(&mut value, rules) {
+        messages.extend(read_messages([reply], messages.len(), &path, rules).ok()?);
+    }
+    if messages.is_empty() {
+        return None;
+    }
+    Some(transcript(value, meta, tools, path, messages))
+}
+
+/// A record's bare string of messages: one user message.
+fn user_text(text: String) -> Value {
+    Value::Object(Map::from_iter([
+        ("role".to_string(), Value::String("user".to_string())),
+        ("content".to_string(), Value::String(text)),
+    ]))
+}
+
+/// True when a path [`extract`] reads before it takes the messages out overlaps the messages'
+/// `path` (one is a prefix of the other): the rule paths of the record's id, time, model and
+/// finished signals, and the record's own `type` and `payload` (a rollout line), `tools`,
+/// `functions` and a batch request's `body.tools` and `body.functions`. [`extract_fast`]
+/// never builds the messages' `Value`, so it leaves such a record to [`extract`].
+fn reads_into(rules: &InputRules, path: &crate::rules::PathExpr) -> bool {
+    static OWN: std::sync::OnceLock<Vec<crate::rules::PathExpr>> = std::sync::OnceLock::new();
+    let own = OWN.get_or_init(|| {
+        [
+            "type",
+            "payload",
+            "tools",
+            "functions",
+            "body.tools",
+            "body.functions",
+        ]
+        .iter()
+        .filter_map(|p| crate::rules::PathExpr::parse(p).ok())
+        .collect()
+    });
+    let mut read = (rules.id_at.iter())
+        .chain(&rules.created_at)
+        .chain(&rules.model_at)
+        .chain(rules.finished.iter().map(|signal| &signal.path))
+        .chain(own);
+    read.any(|p| p.overlaps(path))
+}
+
+/// The record's tag when it is a Codex rollout line: a `type` naming one and a `payload`.
+fn rollout_tag(map: &Map<String, Value>) -> Option<&str> {
+    match (map.get("type"), map.contains_key("payload")) {
+        (Some(Value::String(tag)), true) if ROLLOUT_TAGS.contains(&tag.as_str()) => Some(tag),
+        _ => None,
+    }
+}
+
+/// A Batch API result appended to its request: the assistant's reply, taken out of `value`.
+fn take_reply(value: &mut Value, rules: &InputRules) -> Option<Value> {
+    if !value.is_object() {
+        return None;
+    }
+    for path in &rules.reply_at {
+        if let Some(reply) = path.get_mut(value) {
+            if reply.is_object() {
+                return Some(std::mem::take(reply));
+            }
+        }
+    }
+    None
+}
+
+/// The transcript of a record `value` whose messages (read from `path`) were taken out:
+/// its other non-null top-level keys are its ignored fields.
+fn transcript(
+    value: Value,
+    mut meta: RecordMeta,
+    tools: Vec<Value>,
+    path: String,
+    messages: Vec<Message>,
+) -> Transcript {
     meta.messages_at = path;
     meta.format = "chat";
     let ignored_fields = match &value {
@@ -126,13 +241,13 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
             .collect(),
         _ => Vec::new(),
     };
-    Ok(Transcript {
+    Transcript {
         messages,
         meta,
         ignored_fields,
         tools,
         source_notes: Vec::new(),
-    })
+    }
 }
 
 /// No configured path holds messages: a batch result without its request, or (unless
@@ -276,55 +391,76 @@ fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
         });
 }
 
-fn take_string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match map.get_mut(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(std::mem::take(s))),
-        Some(other) => Err(format!("`{key}` is a {}, not a string", kind(other))),
+fn take_string<M: Object>(map: &mut M, key: &str) -> Result<Option<String>, String>
+where
+    M::Node: Tree,
+{
+    match map.take(key).map(Tree::into_json) {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!("`{key}` is a {}, not a string", other.kind())),
     }
 }
 
 /// An optional string field where another type is not worth refusing the message for: the
 /// field is left out and recorded in `dropped` (with `at`, its path in the message), so the
 /// converter can audit the drop instead of it vanishing.
-fn take_string_or_drop(
-    map: &mut Map<String, Value>,
+fn take_string_or_drop<M: Object>(
+    map: &mut M,
     key: &str,
     at: &dyn std::fmt::Display,
     dropped: &mut Vec<DroppedField>,
-) -> Option<String> {
-    match map.get_mut(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(std::mem::take(s)),
+) -> Option<String>
+where
+    M::Node: Tree,
+{
+    match map.take(key).map(Tree::into_json) {
+        None | Some(Json::Null) => None,
+        Some(Json::String(s)) => Some(s),
         Some(other) => {
             dropped.push(DroppedField {
                 path: format!("{at}{key}"),
-                found: kind(other),
+                found: other.kind(),
             });
             None
         }
     }
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "list",
-        Value::Object(_) => "object",
+/// Reads the messages `raw` (the list at `path`, from position `first` on) with their
+/// positions, or the first that cannot be read.
+fn read_messages<N: Tree>(
+    raw: impl IntoIterator<Item = N>,
+    first: usize,
+    path: &str,
+    rules: &InputRules,
+) -> Result<Vec<Message>, InputError> {
+    // Sized up front: a `Message` is large, and growing the list moved each one again.
+    let raw = raw.into_iter();
+    let mut messages = Vec::with_capacity(raw.size_hint().0);
+    for (i, raw) in raw.enumerate() {
+        let index = first + i;
+        let message = read_message(raw, index, &rules.role_aliases).map_err(|problem| {
+            InputError::BadMessage {
+                path: path.to_string(),
+                index,
+                problem,
+            }
+        })?;
+        messages.push(message);
     }
+    Ok(messages)
 }
 
-pub(crate) fn read_message(
-    raw: Value,
+/// One message, from a `Value` or a tape node ([`Tree`]): the same message either way.
+pub(crate) fn read_message<N: Tree>(
+    raw: N,
     index: usize,
     aliases: &std::collections::BTreeMap<String, String>,
 ) -> Result<Message, String> {
-    let mut map = match raw {
-        Value::Object(map) => map,
-        other => return Err(format!("is a {}, not a message object", kind(&other))),
+    let mut map = match raw.into_json() {
+        Json::Object(map) => map,
+        other => return Err(format!("is a {}, not a message object", other.kind())),
     };
     let role = take_string(&mut map, "role")?.ok_or_else(|| "has no `role`".to_string())?;
     // Keep the role as written when an alias renames it, so that the renaming is audited
@@ -334,47 +470,43 @@ pub(crate) fn read_message(
         None => (role, None),
     };
     let mut dropped = Vec::new();
-    let content = match map.get_mut("content") {
+    let content = match map.take("content").map(Tree::into_json) {
         None => Content::Missing,
-        Some(Value::Null) => Content::Null,
-        Some(Value::String(s)) => Content::Text(std::mem::take(s)),
-        Some(Value::Array(parts)) => Content::Parts(
+        Some(Json::Null) => Content::Null,
+        Some(Json::String(s)) => Content::Text(s),
+        Some(Json::List(parts)) => Content::Parts(
             parts
-                .iter_mut()
+                .into_iter()
                 .enumerate()
-                .map(|(i, part)| read_part(part, &PartAt(i), &mut dropped))
+                .map(|(i, part)| read_part(part.into_json(), &PartAt(i), &mut dropped))
                 .collect::<Result<Vec<_>, _>>()?,
         ),
-        Some(single @ Value::Object(_)) => {
+        Some(single @ Json::Object(_)) => {
             Content::Parts(vec![read_part(single, &"content.", &mut dropped)?])
         }
-        Some(other) => return Err(format!("`content` is a {}", kind(other))),
+        Some(other) => return Err(format!("`content` is a {}", other.kind())),
     };
     let mut tool_calls = Vec::new();
-    match map.get_mut("tool_calls") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(calls)) => {
-            for call in calls.iter_mut() {
+    match map.take("tool_calls").map(Tree::into_json) {
+        None | Some(Json::Null) => {}
+        Some(Json::List(calls)) => {
+            for call in calls {
                 tool_calls.push(read_tool_call(call)?);
             }
         }
-        Some(other) => return Err(format!("`tool_calls` is a {}", kind(other))),
+        Some(other) => return Err(format!("`tool_calls` is a {}", other.kind())),
     }
-    let function_call = match map.get_mut("function_call") {
-        None | Some(Value::Null) => None,
-        Some(call @ Value::Object(_)) => Some(read_function(call, false)?),
-        Some(other) => return Err(format!("`function_call` is a {}", kind(other))),
+    let function_call = match map.take("function_call").map(Tree::into_json) {
+        None | Some(Json::Null) => None,
+        Some(Json::Object(call)) => Some(read_function(call, false)?),
+        Some(other) => return Err(format!("`function_call` is a {}", other.kind())),
     };
     let tool_call_ids = read_tool_call_ids(&mut map)?;
     let refusal = take_string(&mut map, "refusal")?;
     let reasoning = read_reasoning(&mut map)?;
     let phase = take_string_or_drop(&mut map, "phase", &"", &mut dropped);
     let name = take_string_or_drop(&mut map, "name", &"", &mut dropped);
-    let ignored_fields = map
-        .iter()
-        .filter(|(k, v)| !MESSAGE_KEYS.contains(&k.as_str()) && !v.is_null())
-        .map(|(k, _)| k.clone())
-        .collect();
+    let ignored_fields = map.other_keys(&MESSAGE_KEYS);
     Ok(Message {
         index,
         role,
@@ -394,61 +526,63 @@ pub(crate) fn read_message(
 }
 
 /// `tool_call_id`, then every id of a `tool_call_ids` list.
-fn read_tool_call_ids(map: &mut Map<String, Value>) -> Result<Vec<String>, String> {
+fn read_tool_call_ids<M: Object>(map: &mut M) -> Result<Vec<String>, String>
+where
+    M::Node: Tree,
+{
     let mut tool_call_ids = Vec::new();
     if let Some(id) = take_string(map, "tool_call_id")? {
         tool_call_ids.push(id);
     }
-    match map.get_mut("tool_call_ids") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(ids)) => {
-            for id in ids.iter_mut() {
-                match id {
-                    Value::String(s) => tool_call_ids.push(std::mem::take(s)),
-                    other => return Err(format!("`tool_call_ids` holds a {}", kind(other))),
+    match map.take("tool_call_ids").map(Tree::into_json) {
+        None | Some(Json::Null) => {}
+        Some(Json::List(ids)) => {
+            for id in ids {
+                match id.into_json() {
+                    Json::String(s) => tool_call_ids.push(s),
+                    other => return Err(format!("`tool_call_ids` holds a {}", other.kind())),
                 }
             }
         }
-        Some(other) => return Err(format!("`tool_call_ids` is a {}", kind(other))),
+        Some(other) => return Err(format!("`tool_call_ids` is a {}", other.kind())),
     }
     Ok(tool_call_ids)
 }
 
 /// Plain-text reasoning: `reasoning_content`, or `reasoning` as a string or an object.
-fn read_reasoning(map: &mut Map<String, Value>) -> Result<Option<String>, String> {
+fn read_reasoning<M: Object>(map: &mut M) -> Result<Option<String>, String>
+where
+    M::Node: Tree,
+{
     Ok(match take_string(map, "reasoning_content")? {
         Some(r) => Some(r),
-        None => match map.get_mut("reasoning") {
-            Some(Value::String(s)) => Some(std::mem::take(s)),
+        None => match map.take("reasoning").map(Tree::into_json) {
+            Some(Json::String(s)) => Some(s),
             // A structured reasoning object (e.g. `{"content": "..."}`, `{"text": "..."}`).
-            Some(Value::Object(o)) => {
-                ["content", "text", "summary"]
-                    .iter()
-                    .find_map(|k| match o.get_mut(*k) {
-                        Some(Value::String(s)) => Some(std::mem::take(s)),
-                        _ => None,
-                    })
-            }
+            Some(Json::Object(mut o)) => ["content", "text", "summary"]
+                .iter()
+                .find_map(|k| o.take(k).and_then(|v| v.into_string().ok())),
             _ => None,
         },
     })
 }
 
-fn read_tool_call(call: &mut Value) -> Result<ToolCall, String> {
-    let Value::Object(map) = call else {
-        return Err(format!("a tool call is a {}", kind(call)));
+fn read_tool_call<N: Tree>(call: N) -> Result<ToolCall, String> {
+    let mut map = match call.into_json() {
+        Json::Object(map) => map,
+        other => return Err(format!("a tool call is a {}", other.kind())),
     };
-    let id = take_string(map, "id")?;
-    let custom = map.get("type").and_then(Value::as_str) == Some("custom");
+    let id = take_string(&mut map, "id")?;
+    let custom = map.str_of("type") == Some("custom");
     let mut parsed = if custom {
         let inner = map
-            .get_mut("custom")
+            .take("custom")
             .ok_or_else(|| "custom tool call without `custom`".to_string())?;
-        let Value::Object(c) = inner else {
+        let Json::Object(mut c) = inner.into_json() else {
             return Err("`custom` is not an object".to_string());
         };
-        let name = take_string(c, "name")?.unwrap_or_default();
-        let input = take_string(c, "input")?;
+        let name = take_string(&mut c, "name")?.unwrap_or_default();
+        let input = take_string(&mut c, "input")?;
         ToolCall {
             id: None,
             name,
@@ -459,23 +593,30 @@ fn read_tool_call(call: &mut Value) -> Result<ToolCall, String> {
         }
     } else {
         let function = map
-            .get_mut("function")
+            .take("function")
             .ok_or_else(|| "tool call without `function`".to_string())?;
-        read_function(function, false)?
+        match function.into_json() {
+            Json::Object(f) => read_function(f, false)?,
+            other => return Err(format!("`function` is a {}", other.kind())),
+        }
     };
     parsed.id = id;
     Ok(parsed)
 }
 
-fn read_function(function: &mut Value, custom: bool) -> Result<ToolCall, String> {
-    let Value::Object(f) = function else {
-        return Err(format!("`function` is a {}", kind(function)));
-    };
-    let name = take_string(f, "name")?.ok_or_else(|| "function call without `name`".to_string())?;
-    let (arguments, from_object, missing) = match f.get_mut("arguments") {
-        None | Some(Value::Null) => (String::new(), false, true),
-        Some(Value::String(s)) => (std::mem::take(s), false, false),
-        Some(other) => (other.to_string(), true, false),
+fn read_function<M: Object>(mut f: M, custom: bool) -> Result<ToolCall, String>
+where
+    M::Node: Tree,
+{
+    let name =
+        take_string(&mut f, "name")?.ok_or_else(|| "function call without `name`".to_string())?;
+    let (arguments, from_object, missing) = match f.take("arguments") {
+        None => (String::new(), false, true),
+        Some(arguments) if arguments.is_null() => (String::new(), false, true),
+        Some(arguments) => match arguments.into_string() {
+            Ok(s) => (s, false, false),
+            Err(other) => (other.to_json(), true, false),
+        },
     };
     Ok(ToolCall {
         id: None,
@@ -487,7 +628,6 @@ fn read_function(function: &mut Value, custom: bool) -> Result<ToolCall, String>
     })
 }
 
-/// One content part; `at` is its path in the message (`content[2].`), for dropped fields.
 /// Where a content part is, as a dropped field's path names it (`content[2].`): written only
 /// when a field is dropped, not formatted for every part.
 struct PartAt(usize);
@@ -498,36 +638,36 @@ impl std::fmt::Display for PartAt {
     }
 }
 
-fn read_part(
-    part: &mut Value,
+/// One content part; `at` is its path in the message (`content[2].`), for dropped fields.
+fn read_part<N: Tree>(
+    part: Json<N>,
     at: &dyn std::fmt::Display,
     dropped: &mut Vec<DroppedField>,
 ) -> Result<Part, String> {
-    let map = match part {
-        Value::String(s) => return Ok(Part::Text(std::mem::take(s))),
-        Value::Object(map) => map,
-        other => return Err(format!("a content part is a {}", kind(other))),
+    let mut map = match part {
+        Json::String(s) => return Ok(Part::Text(s)),
+        Json::Object(map) => map,
+        other => return Err(format!("a content part is a {}", other.kind())),
     };
     let kind_name = map
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or(if map.contains_key("text") { "text" } else { "" })
+        .str_of("type")
+        .unwrap_or(if map.contains("text") { "text" } else { "" })
         .to_string();
     Ok(match kind_name.as_str() {
         "text" | "input_text" | "output_text" => {
-            Part::Text(take_string(map, "text")?.unwrap_or_default())
+            Part::Text(take_string(&mut map, "text")?.unwrap_or_default())
         }
-        "refusal" => Part::Refusal(take_string(map, "refusal")?.unwrap_or_default()),
+        "refusal" => Part::Refusal(take_string(&mut map, "refusal")?.unwrap_or_default()),
         "image_url" | "input_image" => {
             let mut url = None;
-            let mut detail = take_string_or_drop(map, "detail", at, dropped);
-            let file_id = take_string_or_drop(map, "file_id", at, dropped);
-            match map.get_mut("image_url") {
-                Some(Value::String(s)) => url = Some(std::mem::take(s)),
-                Some(Value::Object(o)) => {
-                    url = take_string(o, "url")?;
+            let mut detail = take_string_or_drop(&mut map, "detail", at, dropped);
+            let file_id = take_string_or_drop(&mut map, "file_id", at, dropped);
+            match map.take("image_url").map(Tree::into_json) {
+                Some(Json::String(s)) => url = Some(s),
+                Some(Json::Object(mut o)) => {
+                    url = take_string(&mut o, "url")?;
                     if detail.is_none() {
-                        detail = take_string(o, "detail")?;
+                        detail = take_string(&mut o, "detail")?;
                     }
                 }
                 _ => {}
@@ -540,28 +680,25 @@ fn read_part(
         }
         "input_audio" => {
             let (mut data, mut format) = (None, None);
-            if let Some(Value::Object(o)) = map.get_mut("input_audio") {
-                data = take_string(o, "data")?;
-                format = take_string(o, "format")?;
+            if let Some(Json::Object(mut o)) = map.take("input_audio").map(Tree::into_json) {
+                data = take_string(&mut o, "data")?;
+                format = take_string(&mut o, "format")?;
             }
             Part::Audio {
                 data,
                 format,
-                url: take_string_or_drop(map, "audio_url", at, dropped),
-                file_id: take_string_or_drop(map, "file_id", at, dropped),
+                url: take_string_or_drop(&mut map, "audio_url", at, dropped),
+                file_id: take_string_or_drop(&mut map, "file_id", at, dropped),
             }
         }
         "file" | "input_file" => {
-            let mut filename = take_string_or_drop(map, "filename", at, dropped);
-            let mut file_id = take_string_or_drop(map, "file_id", at, dropped);
+            let mut filename = take_string_or_drop(&mut map, "filename", at, dropped);
+            let mut file_id = take_string_or_drop(&mut map, "file_id", at, dropped);
             let mut data_len = 0;
-            if let Some(Value::Object(o)) = map.get_mut("file") {
-                filename = filename.or(take_string(o, "filename")?);
-                file_id = file_id.or(take_string(o, "file_id")?);
-                data_len = o
-                    .get("file_data")
-                    .and_then(Value::as_str)
-                    .map_or(0, str::len);
+            if let Some(Json::Object(mut o)) = map.take("file").map(Tree::into_json) {
+                filename = filename.or(take_string(&mut o, "filename")?);
+                file_id = file_id.or(take_string(&mut o, "file_id")?);
+                data_len = o.str_of("file_data").map_or(0, str::len);
             }
             Part::File {
                 filename,
@@ -577,4 +714,278 @@ fn read_part(
             },
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::input::parse_record;
+    use crate::rules::{PathExpr, RuleSet};
+
+    /// The built-in input rules, and rules whose other paths read into the messages' path.
+    fn rule_sets() -> Vec<InputRules> {
+        let builtin = RuleSet::builtin().expect("built-in rules").input;
+        let path = |p: &str| PathExpr::parse(p).expect("a valid path");
+        let mut nested = builtin.clone();
+        nested.messages_at = vec![path("a.b[-1]"), path("messages")];
+        nested.id_at = vec![path("a.b[0].id"), path("id")];
+        nested.model_at = vec![path("messages")];
+        let mut finished = builtin.clone();
+        finished.finished = vec![crate::rules::FinishedSignal {
+            path: path("body"),
+            equals: Some(r#"{"messages":null}"#.to_string()),
+        }];
+        vec![builtin, nested, finished]
+    }
+
+    /// What the tape reader made of `text` is what parsing it and `extract` make: the same
+    /// transcript (every field, by its debug form), or the same `Value` handed back.
+    /// Returns whether the tape reader read it.
+    fn agree(text: &str, rules: &InputRules) -> bool {
+        let slow = parse_record(text.as_bytes(), true);
+        match extract_fast(text.as_bytes(), rules) {
+            Some(FastRead::Read(fast)) => {
+                let (value, repairs) = slow.expect("the tape reader read what cannot be parsed");
+                assert_eq!(repairs, 0, "{text}");
+                let slow = extract(value, rules).expect("the tape reader read a refused record");
+                assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{text}");
+                true
+            }
+            Some(FastRead::Parsed(value)) => {
+                let (slow, repairs) = slow.expect("a value of what cannot be parsed");
+                assert_eq!((value, 0), (slow, repairs), "{text}");
+                false
+            }
+            None => false,
+        }
+    }
+
+    #[test]
+    fn common_records_are_read_from_the_tape_as_extract_reads_them() {
+        let records = [
+            r#"{"id":"c1","model":"gpt-4o","created":1700000000,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"t1","content":"ok"}]}"#,
+            r#"{"custom_id":"r1","method":"POST","body":{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:x","detail":"low"}}]}]}}"#,
+            r#"{"input":"just a question","ideal":"x"}"#,
+            r#"{"id":5,"question":[[{"role":"user","content":"a"}],[{"role":"assistant","content":"b"}]]}"#,
+            r#"{"messages":[{"role":"human","content":"alias","x":1,"phase":7,"name":null}],"messages":[{"role":"user","content":"the later key wins","extra":{"y":[]}}],"choices":[{"message":{"role":"assistant","content":"reply"}}]}"#,
+            r#"{"messages":[{"role":"assistant","function_call":{"name":"f","arguments":{"b":2,"a":1e300}},"reasoning":{"text":"why"}}]}"#,
+        ];
+        for rules in rule_sets().iter().take(1) {
+            for record in records {
+                assert!(agree(record, rules), "not read from the tape: {record}");
+            }
+        }
+    }
+
+    #[test]
+    fn records_the_tape_reader_leaves_come_back_as_their_value_or_to_the_parser() {
+        let rules = &rule_sets()[0];
+        for record in [
+            r#"[{"role":"user","content":"a list record"}]"#,
+            r#"{"messages":[]}"#,
+            r#"{"messages":[{"content":"no role"}]}"#,
+            r#"{"type":"response_item","payload":{},"messages":[{"role":"user","content":"x"}]}"#,
+            r#"{"traj":[{"role":"user","content":"found by shape"}]}"#,
+            r#"{"tools":[],"messages":[[{"role":"user","content":"x"}],{"role":"user"}]}"#,
+        ] {
+            assert!(!agree(record, rules), "read from the tape: {record}");
+        }
+        // Repairs, bad JSON and deep nesting are the parser's.
+        for record in [r#"{"messages":"\ud800"}"#, r#"{"messages":["#] {
+            assert!(extract_fast(record.as_bytes(), rules).is_none());
+        }
+        let deep = format!(r#"{{"messages":{}{}}}"#, "[".repeat(130), "]".repeat(130));
+        assert!(extract_fast(deep.as_bytes(), rules).is_none());
+        // A path another rule reads into keeps the record off the tape.
+        let nested = &rule_sets()[1];
+        let record = r#"{"a":{"b":[[{"role":"user","content":"x"}]]},"messages":[{"role":"user","content":"y"}]}"#;
+        assert!(!agree(record, nested));
+        let record = r#"{"body":{"messages":[{"role":"user","content":"x"}]}}"#;
+        assert!(!agree(record, &rule_sets()[2]));
+        assert!(agree(record, rules));
+    }
+
+    /// JSON text of a value, keys drawn from the chat reader's, duplicates and nulls and
+    /// wrong types included.
+    fn json_text() -> impl Strategy<Value = String> {
+        let others = "type text image_url url detail file_id input_audio data format audio_url \
+            file filename file_data id function arguments custom input summary messages body \
+            model created x history question payload tools functions response choices message \
+            custom_id a b";
+        let keys = MESSAGE_KEYS
+            .iter()
+            .copied()
+            .chain(others.split_whitespace());
+        let key = prop::sample::select(keys.collect::<Vec<_>>());
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            Just("1e999".to_string()),
+            Just("-0.5".to_string()),
+            Just("18446744073709551615".to_string()),
+            prop::sample::select(vec![
+                "user",
+                "assistant",
+                "system",
+                "tool",
+                "human",
+                "text",
+                "image_url",
+                "custom",
+                "input_audio",
+                "file",
+                "refusal",
+                "function",
+                "response_item",
+            ])
+            .prop_map(|s| format!("\"{s}\"")),
+            "[a-z\"\\\\\n\u{e9}\u{1f600} ]{0,10}".prop_map(|s| Value::String(s).to_string()),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5)
+                    .prop_map(|items| format!("[{}]", items.join(","))),
+                prop::collection::vec((key.clone(), inner), 0..7).prop_map(|members| {
+                    let members: Vec<String> = members
+                        .iter()
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// A JSON string of a few characters, escapes included.
+    fn string_text() -> impl Strategy<Value = String> {
+        "[a-z\"\\\\\n\u{e9}\u{1f600} ]{0,10}".prop_map(|s| Value::String(s).to_string())
+    }
+
+    /// A value of the type the chat reader wants for `field`, its parts as varied as the
+    /// reader's branches.
+    fn plausible(field: &'static str) -> BoxedStrategy<String> {
+        let part = prop_oneof![
+            string_text(),
+            string_text().prop_map(|t| format!(r#"{{"type":"text","text":{t}}}"#)),
+            string_text().prop_map(|t| format!(r#"{{"text":{t},"x":1}}"#)),
+            (string_text(), string_text()).prop_map(|(u, d)| {
+                format!(
+                    r#"{{"type":"image_url","image_url":{{"url":{u},"detail":{d}}},"detail":null}}"#
+                )
+            }),
+            string_text()
+                .prop_map(|u| format!(r#"{{"type":"input_image","image_url":{u},"file_id":5}}"#)),
+            string_text().prop_map(|d| format!(
+                r#"{{"type":"input_audio","input_audio":{{"data":{d},"format":"wav"}}}}"#
+            )),
+            string_text().prop_map(|d| format!(
+                r#"{{"type":"file","file":{{"filename":"f","file_data":{d}}}}}"#
+            )),
+            string_text().prop_map(|r| format!(r#"{{"type":"refusal","refusal":{r}}}"#)),
+            Just(r#"{"type":"video"}"#.to_string()),
+            Just("{}".to_string()),
+        ];
+        let arguments = prop_oneof![string_text(), json_text(), Just("null".to_string())];
+        let call = prop_oneof![
+            (string_text(), arguments.clone()).prop_map(|(id, a)| {
+                format!(
+                    r#"{{"id":{id},"type":"function","function":{{"name":"f","arguments":{a}}}}}"#
+                )
+            }),
+            string_text().prop_map(|i| format!(
+                r#"{{"type":"custom","custom":{{"name":"c","input":{i}}}}}"#
+            )),
+        ];
+        match field {
+            "content" => prop_oneof![
+                string_text(),
+                Just("null".to_string()),
+                prop::collection::vec(part.clone(), 0..4)
+                    .prop_map(|p| format!("[{}]", p.join(","))),
+                part,
+            ]
+            .boxed(),
+            "tool_calls" => prop::collection::vec(call, 0..3)
+                .prop_map(|c| format!("[{}]", c.join(",")))
+                .boxed(),
+            "function_call" => arguments
+                .prop_map(|a| format!(r#"{{"name":"g","arguments":{a}}}"#))
+                .boxed(),
+            "tool_call_ids" => prop::collection::vec(string_text(), 0..3)
+                .prop_map(|ids| format!("[{}]", ids.join(",")))
+                .boxed(),
+            "reasoning" => prop_oneof![
+                string_text(),
+                string_text().prop_map(|t| format!(r#"{{"summary":5,"text":{t}}}"#)),
+            ]
+            .boxed(),
+            _ => string_text().boxed(),
+        }
+    }
+
+    /// A message object: a role and a few fields, mostly of the type the reader wants,
+    /// sometimes of any value.
+    fn message_text() -> impl Strategy<Value = String> {
+        let role = prop::sample::select(vec!["user", "assistant", "system", "tool", "human"]);
+        // Every key the reader takes (`role` again: a duplicate), and one it ignores.
+        let field = prop::sample::select(
+            MESSAGE_KEYS
+                .iter()
+                .chain(&["x"])
+                .copied()
+                .collect::<Vec<_>>(),
+        );
+        let member = field.prop_flat_map(|field| {
+            let value = prop_oneof![4 => plausible(field), 1 => json_text().boxed()];
+            (Just(field), value)
+        });
+        (role, prop::collection::vec(member, 0..5)).prop_map(|(role, fields)| {
+            let mut members = vec![format!("\"role\":\"{role}\"")];
+            members.extend(fields.iter().map(|(k, v)| format!("\"{k}\":{v}")));
+            format!("{{{}}}", members.join(","))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any record, shaped like a chat record or not: the tape reader reads what parsing
+        /// and `extract` read, or hands the record back.
+        #[test]
+        fn the_tape_reader_reads_what_extract_reads(
+            messages in prop::collection::vec(message_text(), 0..6),
+            at in prop::sample::select(vec![
+                "messages", "messages", "messages", "messages", "input", "question", "x", "body",
+            ]),
+            others in prop::collection::vec(json_text(), 0..3),
+            other_keys in prop::collection::vec(
+                prop::sample::select(vec!["id", "model", "created", "choices", "tools", "messages", "type", "payload"]),
+                0..3,
+            ),
+            turns in any::<bool>(),
+            rules in 0usize..3,
+        ) {
+            let list = if turns {
+                format!("[[{}]]", messages.join(","))
+            } else {
+                format!("[{}]", messages.join(","))
+            };
+            let mut members = vec![format!("\"{at}\":{list}")];
+            members.extend(other_keys.iter().zip(&others).map(|(k, v)| format!("\"{k}\":{v}")));
+            let record = format!("{{{}}}", members.join(","));
+            agree(&record, &rule_sets()[rules]);
+            let body = format!("{{\"body\":{record}}}");
+            agree(&body, &rule_sets()[rules]);
+        }
+
+        /// Any JSON value as a record.
+        #[test]
+        fn the_tape_reader_agrees_on_any_json(text in json_text(), rules in 0usize..3) {
+            agree(&text, &rule_sets()[rules]);
+        }
+    }
 }

@@ -2,8 +2,10 @@
 //!
 //! In: a [`RawRecord`](crate::source::RawRecord)'s bytes and the rule set (which paths hold
 //! messages, role aliases, which record fields say "finished"). Out: a [`Transcript`] whose
-//! strings were moved, not copied, out of the parsed JSON. Fails with an [`InputError`] naming
-//! what is wrong; the caller quarantines the record.
+//! strings were copied once out of the parser's tape: moved out of a parsed `Value`, or, for
+//! the common chat record, read straight from simd-json's tape with no `Value` of its messages
+//! built ([`chat::extract_fast`], through `tree::Tree`, which both share). Fails with an
+//! [`InputError`] naming what is wrong; the caller quarantines the record.
 //!
 //! Shapes read: `{"messages": [...]}` records, Batch API request lines (`body.messages`) and
 //! result lines (`response.body.choices[0].message` appended as the reply), eval samples
@@ -23,6 +25,7 @@ pub mod format;
 pub mod parse;
 pub mod responses;
 pub mod sharegpt;
+pub(crate) mod tree;
 
 pub use chat::extract;
 pub use format::{FormatReader, SourceFormat};

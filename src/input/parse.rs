@@ -32,7 +32,7 @@ pub fn parse_record(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputE
         }
         let value = simd_json::to_tape_with_buffers(input, buffers)
             .ok()
-            .and_then(|tape| tape_value(&tape.0, &mut 0, 0));
+            .and_then(|tape| tape_value(&tape.0, &mut 0, 0, usize::MAX));
         scratch.trim();
         value.map(|value| Ok((value, repairs)))
     });
@@ -40,6 +40,74 @@ pub fn parse_record(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputE
         Some(result) => result,
         None => parse_carefully(bytes, repair),
     }
+}
+
+/// Runs `read` on the simd-json tape of `bytes`, for a reader that takes what it needs from
+/// the tape itself instead of a `Value` ([`super::chat::extract_fast`]). Only the common case
+/// gets here: valid UTF-8 with no lone surrogate escape, valid JSON, no nesting deeper than
+/// [`MAX_DEPTH`] and no raw-value key; otherwise, or when `read` declines, `None`, and the
+/// caller reads the record through [`parse_record`], which refuses or repairs it as always.
+/// `read` must not parse a record itself: the tape lives in this thread's scratch.
+pub(crate) fn with_tape<R>(
+    bytes: &[u8],
+    read: impl FnOnce(&[simd_json::Node<'_>]) -> Option<R>,
+) -> Option<R> {
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let Scratch { input, buffers } = &mut *scratch;
+        input.clear();
+        input.extend_from_slice(bytes);
+        if repair_lone_surrogates(input) > 0 {
+            return None;
+        }
+        let result = simd_json::to_tape_with_buffers(input, buffers)
+            .ok()
+            .filter(|tape| tape_is_plain(&tape.0))
+            .and_then(|tape| read(&tape.0));
+        scratch.trim();
+        result
+    })
+}
+
+/// How many tape nodes the value at `nodes[at]` spans, itself included (an object's keys are
+/// nodes of the tape too).
+pub(crate) fn span(nodes: &[simd_json::Node<'_>], at: usize) -> usize {
+    match nodes.get(at) {
+        Some(simd_json::Node::Array { count, .. } | simd_json::Node::Object { count, .. }) => {
+            count + 1
+        }
+        _ => 1,
+    }
+}
+
+/// True when the tape holds nothing [`tape_value`] would leave to the careful path: no
+/// array or object [`MAX_DEPTH`] deep, no object whose first key is serde_json's raw-value
+/// name. One pass over the nodes, keeping where each open array or object ends.
+fn tape_is_plain(nodes: &[simd_json::Node<'_>]) -> bool {
+    use simd_json::Node;
+    let mut ends: Vec<usize> = Vec::with_capacity(16);
+    for (at, node) in nodes.iter().enumerate() {
+        while ends.last() == Some(&at) {
+            ends.pop();
+        }
+        let (first_key, count) = match node {
+            Node::Array { count, .. } => (None, *count),
+            Node::Object { len, count } => (nodes.get(at + 1).filter(|_| *len > 0), *count),
+            _ => continue,
+        };
+        if ends.len() >= MAX_DEPTH || matches!(first_key, Some(Node::String(RAW_VALUE_TOKEN))) {
+            return false;
+        }
+        ends.push(at + count + 1);
+    }
+    true
+}
+
+/// The `Value` of the tape with the value at node `hole` read as `null`, and not built: what
+/// [`parse_record`] gives with that value then taken out (`std::mem::take`). `None` when
+/// [`tape_value`] leaves the tape to the careful path.
+pub(crate) fn tape_value_without(nodes: &[simd_json::Node<'_>], hole: usize) -> Option<Value> {
+    tape_value(nodes, &mut 0, 0, hole)
 }
 
 /// serde_json's name for a raw value, which its `Value` reads specially as an object's first
@@ -51,9 +119,19 @@ const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 /// arrays and objects around it. simd-json builds the tape without recursion; this walk
 /// recurses at most [`MAX_DEPTH`] deep and returns `None` past it (the careful path then
 /// refuses the record with serde_json's message). It replaced a byte scan for the depth and
-/// serde's visitors: ~4 % of the instructions of a conversion of agent transcripts.
-fn tape_value(nodes: &[simd_json::Node<'_>], at: &mut usize, depth: usize) -> Option<Value> {
+/// serde's visitors: ~4 % of the instructions of a conversion of agent transcripts. The value
+/// at node `hole` is `null` and not read (`usize::MAX` for none).
+fn tape_value(
+    nodes: &[simd_json::Node<'_>],
+    at: &mut usize,
+    depth: usize,
+    hole: usize,
+) -> Option<Value> {
     use simd_json::{Node, StaticNode};
+    if *at == hole {
+        *at += span(nodes, hole);
+        return Some(Value::Null);
+    }
     let node = *nodes.get(*at)?;
     *at += 1;
     Some(match node {
@@ -71,7 +149,7 @@ fn tape_value(nodes: &[simd_json::Node<'_>], at: &mut usize, depth: usize) -> Op
             }
             let mut items = Vec::with_capacity(len);
             for _ in 0..len {
-                items.push(tape_value(nodes, at, depth + 1)?);
+                items.push(tape_value(nodes, at, depth + 1, hole)?);
             }
             Value::Array(items)
         }
@@ -88,12 +166,18 @@ fn tape_value(nodes: &[simd_json::Node<'_>], at: &mut usize, depth: usize) -> Op
                 if k == 0 && key == RAW_VALUE_TOKEN {
                     return None;
                 }
-                let value = tape_value(nodes, at, depth + 1)?;
+                let value = tape_value(nodes, at, depth + 1, hole)?;
                 map.insert(key.to_owned(), value);
             }
             Value::Object(map)
         }
     })
+}
+
+/// The `Value` of the JSON at `nodes[*at]` of a tape [`with_tape`] passed (so it nests no
+/// deeper than [`MAX_DEPTH`]), as [`parse_record`] builds it.
+pub(crate) fn tape_value_at(nodes: &[simd_json::Node<'_>], at: &mut usize) -> Option<Value> {
+    tape_value(nodes, at, 0, usize::MAX)
 }
 
 /// Per-thread parse buffers, reused from record to record: memory is bound by the largest

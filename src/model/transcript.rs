@@ -1,7 +1,7 @@
 //! A conversation as the input adapters understand it, before any rule is applied.
 //!
-//! Strings are moved out of the parsed JSON, never copied; everything an input shape can say
-//! about a message has a field here, and what has no field is listed in `ignored_fields`.
+//! Strings are copied out of the parsed JSON once, then moved; everything an input shape can
+//! say about a message has a field here, and what has no field is listed in `ignored_fields`.
 
 /// One input conversation: its messages in order and what the record says about itself.
 #[derive(Debug, Clone, Default)]

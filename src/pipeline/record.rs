@@ -13,6 +13,7 @@ use crate::audit::Decision;
 use crate::convert::render::renderer;
 use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
+use crate::input::chat::{extract_fast, FastRead};
 use crate::input::format::{FormatReader, InputRecord, ReadContext};
 use crate::input::{extract, parse_record, InputError};
 use crate::model::responses::{output_path, Format};
@@ -443,9 +444,20 @@ fn read(record: &RawRecord, rules: &RuleSet, batch: &BatchIndex) -> Result<Trans
         let reason = InputError::Truncated.to_string();
         return Err((QuarantineClass::Truncated, reason));
     }
-    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let (mut value, repairs) =
-        parse_record(&record.bytes, repair).map_err(|e| (input_class(&e), e.to_string()))?;
+    // The common record is read straight from the parser's tape (no repairs, no join);
+    // any other, and every refusal, from its `Value` below.
+    let fast = batch
+        .is_empty()
+        .then(|| extract_fast(&record.bytes, &rules.input))
+        .flatten();
+    let (mut value, repairs) = match fast {
+        Some(FastRead::Read(transcript)) => return Ok(transcript),
+        Some(FastRead::Parsed(value)) => (value, 0),
+        None => {
+            let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
+            parse_record(&record.bytes, repair).map_err(|e| (input_class(&e), e.to_string()))?
+        }
+    };
     batch.join(&mut value);
     let mut transcript =
         extract(value, &rules.input).map_err(|e| (input_class(&e), e.to_string()))?;

@@ -66,6 +66,37 @@ impl PathExpr {
         &self.text
     }
 
+    /// The node at this path in any JSON tree, if every step exists: `key` looks up an
+    /// object's key, `index` an array's element (a negative index counts from the end; see
+    /// [`PathExpr::get`], which is this walk on a `Value`).
+    pub(crate) fn walk<N>(
+        &self,
+        root: N,
+        key: impl Fn(N, &str) -> Option<N>,
+        index: impl Fn(N, i64) -> Option<N>,
+    ) -> Option<N> {
+        let mut current = root;
+        for step in &self.steps {
+            current = match step {
+                Step::Key(k) => key(current, k)?,
+                Step::Index(i) => index(current, *i)?,
+            };
+        }
+        Some(current)
+    }
+
+    /// True when one path is a prefix of the other, so that the value at one may hold, or be
+    /// part of, the value at the other. Two indexes count as the same step (`[0]` and `[-1]`
+    /// are one element of a list of one); a key and an index never are (an object has no
+    /// index, a list no key).
+    pub(crate) fn overlaps(&self, other: &PathExpr) -> bool {
+        self.steps.iter().zip(&other.steps).all(|pair| match pair {
+            (Step::Key(a), Step::Key(b)) => a == b,
+            (Step::Index(_), Step::Index(_)) => true,
+            _ => false,
+        })
+    }
+
     /// The value at this path, if every step exists.
     pub fn get<'v>(&self, value: &'v Value) -> Option<&'v Value> {
         let mut current = value;
@@ -98,7 +129,7 @@ impl PathExpr {
     }
 }
 
-fn resolve(index: i64, len: usize) -> Option<usize> {
+pub(crate) fn resolve(index: i64, len: usize) -> Option<usize> {
     if index >= 0 {
         usize::try_from(index).ok()
     } else {

@@ -1,0 +1,315 @@
+//! One way to read a JSON tree, whether it is a parsed `Value` or simd-json's tape.
+//!
+//! The chat reader reads a message through [`Tree`], so the same code reads it from a
+//! `serde_json::Value` (its strings moved out) and from a [`TapeNode`] (a node of the tape
+//! simd-json parsed the record into, its strings copied out once). Reading the tape skips the
+//! `Value` tree: a `String` for every key, a B-tree node for every object, and dropping them
+//! all again, which was a third of reading a small chat record.
+//!
+//! Both sides answer as a `Value` built from the same tape would: an object's later duplicate
+//! key wins, its keys are listed in byte order once each, and a float too large for `f64` is
+//! `null` (simd-json's serde path makes it so).
+
+use serde_json::{Map, Value};
+use simd_json::{Node, StaticNode};
+
+use super::parse::span;
+
+/// A JSON value to read from, taken apart as it is read.
+pub(crate) trait Tree: Sized {
+    /// An object of this tree.
+    type Object: Object<Node = Self>;
+
+    /// What the value is, its parts moved or copied out.
+    fn into_json(self) -> Json<Self>;
+
+    /// The string, or the value back when it is not one.
+    fn into_string(self) -> Result<String, Self>;
+
+    /// The value as JSON text, as serde_json writes a `Value` (keys in byte order).
+    fn to_json(&self) -> String;
+
+    fn is_null(&self) -> bool;
+    fn is_list(&self) -> bool;
+}
+
+/// An object of a [`Tree`], its values taken out by key.
+pub(crate) trait Object {
+    type Node;
+
+    /// The value of `key`, taken out (`None` when the key is absent).
+    fn take(&mut self, key: &str) -> Option<Self::Node>;
+
+    /// The value of `key`, when it is a string.
+    fn str_of(&self, key: &str) -> Option<&str>;
+
+    fn contains(&self, key: &str) -> bool;
+
+    /// The keys, other than `known`, whose value is not `null`: in byte order, once each.
+    fn other_keys(&self, known: &[&str]) -> Vec<String>;
+}
+
+/// A [`Tree`] value taken apart.
+pub(crate) enum Json<N: Tree> {
+    Null,
+    Bool,
+    Number,
+    String(String),
+    List(Vec<N>),
+    Object(N::Object),
+}
+
+impl<N: Tree> Json<N> {
+    /// The JSON type, as messages about a wrong type name it.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Json::Null => "null",
+            Json::Bool => "boolean",
+            Json::Number => "number",
+            Json::String(_) => "string",
+            Json::List(_) => "list",
+            Json::Object(_) => "object",
+        }
+    }
+}
+
+impl Tree for Value {
+    type Object = Map<String, Value>;
+
+    fn into_json(self) -> Json<Value> {
+        match self {
+            Value::Null => Json::Null,
+            Value::Bool(_) => Json::Bool,
+            Value::Number(_) => Json::Number,
+            Value::String(s) => Json::String(s),
+            Value::Array(items) => Json::List(items),
+            Value::Object(map) => Json::Object(map),
+        }
+    }
+
+    fn into_string(self) -> Result<String, Value> {
+        match self {
+            Value::String(s) => Ok(s),
+            other => Err(other),
+        }
+    }
+
+    fn to_json(&self) -> String {
+        self.to_string()
+    }
+
+    fn is_null(&self) -> bool {
+        Value::is_null(self)
+    }
+
+    fn is_list(&self) -> bool {
+        self.is_array()
+    }
+}
+
+impl Object for Map<String, Value> {
+    type Node = Value;
+
+    /// Moved out, `null` left in its place (which [`Object::other_keys`] then leaves out).
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.get_mut(key).map(std::mem::take)
+    }
+
+    fn str_of(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.contains_key(key)
+    }
+
+    fn other_keys(&self, known: &[&str]) -> Vec<String> {
+        self.iter()
+            .filter(|(k, v)| !known.contains(&k.as_str()) && !v.is_null())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+}
+
+/// A value in a simd-json tape: the tape and the value's node.
+#[derive(Clone, Copy)]
+pub(crate) struct TapeNode<'t> {
+    nodes: &'t [Node<'t>],
+    at: usize,
+}
+
+impl<'t> TapeNode<'t> {
+    pub(crate) fn new(nodes: &'t [Node<'t>], at: usize) -> TapeNode<'t> {
+        TapeNode { nodes, at }
+    }
+
+    pub(crate) fn at(&self) -> usize {
+        self.at
+    }
+
+    pub(crate) fn is_string(&self) -> bool {
+        matches!(self.node(), Some(Node::String(_)))
+    }
+
+    fn node(&self) -> Option<Node<'t>> {
+        self.nodes.get(self.at).copied()
+    }
+
+    /// The value at `key` of this object (the last one, as a `Value` keeps it).
+    pub(crate) fn get(self, key: &str) -> Option<TapeNode<'t>> {
+        self.object()?.find(key)
+    }
+
+    /// Element `index` of this array (a negative index counts from the end).
+    pub(crate) fn index(self, index: i64) -> Option<TapeNode<'t>> {
+        let Some(Node::Array { len, .. }) = self.node() else {
+            return None;
+        };
+        let index = crate::rules::path::resolve(index, len)?;
+        self.items().nth(index)
+    }
+
+    fn object(self) -> Option<TapeObject<'t>> {
+        match self.node()? {
+            Node::Object { len, .. } => Some(TapeObject {
+                nodes: self.nodes,
+                at: self.at,
+                len,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The elements of this array (none if it is not one).
+    fn items(self) -> impl Iterator<Item = TapeNode<'t>> {
+        let len = match self.node() {
+            Some(Node::Array { len, .. }) => len,
+            _ => 0,
+        };
+        let nodes = self.nodes;
+        let mut at = self.at + 1;
+        (0..len).map(move |_| {
+            let item = TapeNode { nodes, at };
+            at += span(nodes, at);
+            item
+        })
+    }
+}
+
+impl<'t> Tree for TapeNode<'t> {
+    type Object = TapeObject<'t>;
+
+    fn into_json(self) -> Json<TapeNode<'t>> {
+        match self.node() {
+            None | Some(Node::Static(StaticNode::Null)) => Json::Null,
+            Some(Node::Static(StaticNode::Bool(_))) => Json::Bool,
+            Some(Node::Static(StaticNode::F64(f))) if !f.is_finite() => Json::Null,
+            Some(Node::Static(_)) => Json::Number,
+            Some(Node::String(s)) => Json::String(s.to_owned()),
+            Some(Node::Array { .. }) => Json::List(self.items().collect()),
+            Some(Node::Object { len, .. }) => Json::Object(TapeObject {
+                nodes: self.nodes,
+                at: self.at,
+                len,
+            }),
+        }
+    }
+
+    fn into_string(self) -> Result<String, TapeNode<'t>> {
+        match self.node() {
+            Some(Node::String(s)) => Ok(s.to_owned()),
+            _ => Err(self),
+        }
+    }
+
+    /// Built as a `Value` first, so that it is the text the `Value` path writes.
+    fn to_json(&self) -> String {
+        let mut at = self.at;
+        super::parse::tape_value_at(self.nodes, &mut at)
+            .unwrap_or(Value::Null)
+            .to_string()
+    }
+
+    fn is_null(&self) -> bool {
+        match self.node() {
+            None | Some(Node::Static(StaticNode::Null)) => true,
+            Some(Node::Static(StaticNode::F64(f))) => !f.is_finite(),
+            _ => false,
+        }
+    }
+
+    fn is_list(&self) -> bool {
+        matches!(self.node(), Some(Node::Array { .. }))
+    }
+}
+
+/// An object in a simd-json tape. Taking a value leaves the tape as it is: a key read twice
+/// reads the same value (the chat reader reads each key once).
+pub(crate) struct TapeObject<'t> {
+    nodes: &'t [Node<'t>],
+    at: usize,
+    len: usize,
+}
+
+impl<'t> TapeObject<'t> {
+    /// Each key with its value, in the record's order.
+    fn entries(&self) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
+        let nodes = self.nodes;
+        let mut at = self.at + 1;
+        (0..self.len).map_while(move |_| {
+            let Some(Node::String(key)) = nodes.get(at).copied() else {
+                return None;
+            };
+            let value = TapeNode { nodes, at: at + 1 };
+            at += 1 + span(nodes, at + 1);
+            Some((key, value))
+        })
+    }
+
+    fn find(&self, key: &str) -> Option<TapeNode<'t>> {
+        self.entries()
+            .filter(|(k, _)| *k == key)
+            .last()
+            .map(|(_, v)| v)
+    }
+}
+
+impl<'t> Object for TapeObject<'t> {
+    type Node = TapeNode<'t>;
+
+    fn take(&mut self, key: &str) -> Option<TapeNode<'t>> {
+        self.find(key)
+    }
+
+    fn str_of(&self, key: &str) -> Option<&str> {
+        match self.find(key)?.node()? {
+            Node::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.entries().any(|(k, _)| k == key)
+    }
+
+    fn other_keys(&self, known: &[&str]) -> Vec<String> {
+        let mut others: Vec<(&str, bool)> = self
+            .entries()
+            .filter(|(k, _)| !known.contains(k))
+            .map(|(k, v)| (k, v.is_null()))
+            .collect();
+        if others.is_empty() {
+            return Vec::new();
+        }
+        // A stable sort keeps duplicates in record order: the last of each is the one kept.
+        others.sort_by(|a, b| a.0.cmp(b.0));
+        let mut keys = Vec::new();
+        for (i, (key, null)) in others.iter().enumerate() {
+            let last = others.get(i + 1).is_none_or(|next| next.0 != *key);
+            if last && !null {
+                keys.push((*key).to_string());
+            }
+        }
+        keys
+    }
+}

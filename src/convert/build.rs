@@ -5,7 +5,6 @@
 //! decisions written so far (here). [`super::user`] and [`super::assistant`] convert the two
 //! sides of a turn.
 
-use std::collections::HashSet;
 
 use super::context::Context;
 use super::tools::CallLedger;
@@ -64,15 +63,18 @@ pub fn build(
     // `first_in_block`: no earlier message of the same role in the same block went to an
     // instruction slot. A context block or an empty system message before the real system
     // prompt must not rob it of being the base instructions.
-    let mut seen_in_block: HashSet<(bool, String)> = HashSet::new();
+    // A list, not a set: a conversation has a few roles, and a role is copied only when it
+    // lands in a slot for the first time.
+    let mut seen_in_block: Vec<(bool, String)> = Vec::new();
     for message in messages.iter_mut() {
         let leading = message.index < leading_end;
-        let key = (leading, message.role.clone());
-        let first_in_block = !seen_in_block.contains(&key);
+        let first_in_block = !seen_in_block
+            .iter()
+            .any(|(l, role)| *l == leading && *role == message.role);
         b.landed_in_instructions = false;
         b.message(message, leading, first_in_block)?;
-        if b.landed_in_instructions {
-            seen_in_block.insert(key);
+        if b.landed_in_instructions && first_in_block {
+            seen_in_block.push((leading, message.role.clone()));
         }
     }
     b.flush_context();

@@ -49,13 +49,14 @@ impl CallLedger {
             let first = (!self.pending.is_empty()).then_some(0);
             targets.push(by_name.or(first));
         } else {
-            let mut taken: HashSet<usize> = HashSet::new();
+            // A list: a message names a few ids.
+            let mut taken: Vec<usize> = Vec::new();
             for id in &m.tool_call_ids {
                 let found = self.pending.iter().enumerate().position(|(i, c)| {
                     c.original.as_deref() == Some(id.as_str()) && !taken.contains(&i)
                 });
                 if let Some(i) = found {
-                    taken.insert(i);
+                    taken.push(i);
                 }
                 targets.push(found);
             }
@@ -67,11 +68,14 @@ impl CallLedger {
             .filter_map(|(k, t)| t.map(|i| (i, k)))
             .collect();
         order.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
-        let mut removed: HashMap<usize, PendingCall> = HashMap::new();
+        let mut removed: Vec<Option<PendingCall>> = targets.iter().map(|_| None).collect();
         for (i, k) in order {
-            removed.insert(k, self.pending.remove(i));
+            let call = self.pending.remove(i);
+            if let Some(slot) = removed.get_mut(k) {
+                *slot = Some(call);
+            }
         }
-        (0..targets.len()).map(|k| removed.remove(&k)).collect()
+        removed
     }
 }
 

@@ -5,7 +5,6 @@
 //! decisions written so far (here). [`super::user`] and [`super::assistant`] convert the two
 //! sides of a turn.
 
-
 use super::context::Context;
 use super::tools::CallLedger;
 use super::{ConvertError, ItemKind, OutItem, OutPayload};

@@ -171,11 +171,7 @@ impl<'t> TapeNode<'t> {
 
     fn object(self) -> Option<TapeObject<'t>> {
         match self.node()? {
-            Node::Object { len, .. } => Some(TapeObject {
-                nodes: self.nodes,
-                at: self.at,
-                len,
-            }),
+            Node::Object { len, .. } => Some(TapeObject::new(self.nodes, self.at, len)),
             _ => None,
         }
     }
@@ -207,11 +203,9 @@ impl<'t> Tree for TapeNode<'t> {
             Some(Node::Static(_)) => Json::Number,
             Some(Node::String(s)) => Json::String(s.to_owned()),
             Some(Node::Array { .. }) => Json::List(self.items().collect()),
-            Some(Node::Object { len, .. }) => Json::Object(TapeObject {
-                nodes: self.nodes,
-                at: self.at,
-                len,
-            }),
+            Some(Node::Object { len, .. }) => {
+                Json::Object(TapeObject::new(self.nodes, self.at, len))
+            }
         }
     }
 
@@ -249,9 +243,32 @@ pub(crate) struct TapeObject<'t> {
     nodes: &'t [Node<'t>],
     at: usize,
     len: usize,
+    /// A bit for each of its keys ([`key_bit`]): most keys the reader asks for are absent (a
+    /// message has a few of the eleven it reads), and a clear bit says so without a walk.
+    keys: u64,
+}
+
+/// A key's bit in [`TapeObject::keys`], from its length and its first and last bytes (the
+/// eleven keys of a message each have their own).
+fn key_bit(key: &str) -> u64 {
+    let bytes = key.as_bytes();
+    let (first, last) = (bytes.first().copied(), bytes.last().copied());
+    let sum = key.len() + usize::from(first.unwrap_or(0)) + usize::from(last.unwrap_or(0));
+    1 << (sum % 64)
 }
 
 impl<'t> TapeObject<'t> {
+    fn new(nodes: &'t [Node<'t>], at: usize, len: usize) -> TapeObject<'t> {
+        let mut object = TapeObject {
+            nodes,
+            at,
+            len,
+            keys: 0,
+        };
+        object.keys = object.entries().fold(0, |keys, (k, _)| keys | key_bit(k));
+        object
+    }
+
     /// Each key with its value, in the record's order.
     fn entries(&self) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
         let nodes = self.nodes;
@@ -267,6 +284,9 @@ impl<'t> TapeObject<'t> {
     }
 
     fn find(&self, key: &str) -> Option<TapeNode<'t>> {
+        if self.keys & key_bit(key) == 0 {
+            return None;
+        }
         self.entries()
             .filter(|(k, _)| *k == key)
             .last()
@@ -289,7 +309,7 @@ impl<'t> Object for TapeObject<'t> {
     }
 
     fn contains(&self, key: &str) -> bool {
-        self.entries().any(|(k, _)| k == key)
+        self.keys & key_bit(key) != 0 && self.entries().any(|(k, _)| k == key)
     }
 
     fn other_keys(&self, known: &[&str]) -> Vec<String> {

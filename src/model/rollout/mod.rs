@@ -59,6 +59,8 @@ pub struct GitInfo {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BaseInstructions {
+    /// A system prompt: often the longest text of a small record.
+    #[serde(serialize_with = "crate::model::json::text")]
     pub text: String,
 }
 

@@ -48,7 +48,8 @@ pub fn build(
         rules,
         source,
         model: transcript.meta.model.as_deref(),
-        items: Vec::new(),
+        // About an item a message: sized once, not grown message by message.
+        items: Vec::with_capacity(transcript.messages.len()),
         decisions: Vec::new(),
         context: Context::default(),
         calls: CallLedger::default(),

@@ -116,7 +116,11 @@ impl Builder<'_> {
         m: &mut Message,
         side: Side,
     ) -> Result<Vec<ContentItem>, ConvertError> {
-        let mut items = Vec::new();
+        let mut items = Vec::with_capacity(match &m.content {
+            Content::Missing | Content::Null => 0,
+            Content::Text(_) => 1,
+            Content::Parts(parts) => parts.len(),
+        });
         match &mut m.content {
             Content::Missing | Content::Null => {}
             Content::Text(t) => items.push(text_item(side, std::mem::take(t))),

@@ -33,7 +33,12 @@ impl Marker {
 
     /// Codex's test: the trimmed text starts with `start` and ends with `end`, ignoring case.
     pub fn wraps(&self, text: &str) -> bool {
-        let trimmed = text.trim();
+        self.wraps_trimmed(text.trim())
+    }
+
+    /// [`Marker::wraps`] of a text already trimmed: for a text tried against every marker,
+    /// trimmed once.
+    pub fn wraps_trimmed(&self, trimmed: &str) -> bool {
         starts_with_ignore_case(trimmed, &self.start_lower)
             && ends_with_ignore_case(trimmed, &self.end_lower)
     }

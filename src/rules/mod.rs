@@ -225,7 +225,8 @@ impl RuleSet {
 
     /// The registered marker that wraps `text`, if any.
     pub fn marker_wrapping(&self, text: &str) -> Option<&Marker> {
-        self.markers.iter().find(|m| m.wraps(text))
+        let trimmed = text.trim();
+        self.markers.iter().find(|m| m.wraps_trimmed(trimmed))
     }
 
     pub fn marker(&self, kind: &str) -> Option<&Marker> {

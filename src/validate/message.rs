@@ -98,7 +98,8 @@ fn check_user(walk: &Walk, n: usize, m: &MessageView, out: &mut Findings) -> Rol
     let (mut with_text, mut fragments) = (0, 0);
     for text in texts {
         with_text += 1;
-        if walk.markers.iter().any(|marker| marker.wraps(text)) {
+        let trimmed = text.trim();
+        if walk.markers.iter().any(|marker| marker.wraps_trimmed(trimmed)) {
             fragments += 1;
         }
     }

@@ -4,6 +4,7 @@
 //! serialised in place, never cloned.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde::Serialize;
 
@@ -130,11 +131,11 @@ pub fn write(
             }
             OutPayload::Item(response) => {
                 line_head(out, &mut clock, TAG_RESPONSE_ITEM);
-                write_item(out, response)?;
+                let text = write_item(out, response)?;
                 out.extend_from_slice(b"}\n");
                 if let Some(event) = event_for(item.kind, response) {
                     line_head(out, &mut clock, TAG_EVENT_MSG);
-                    write_event(out, &event);
+                    write_event(out, &event, text);
                     out.extend_from_slice(b"}\n");
                 }
             }
@@ -184,8 +185,14 @@ fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
     out.extend_from_slice(b"\",\"payload\":");
 }
 
-/// A response item as serde_json writes it; a message and its text parts by hand.
-fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::Error> {
+/// A response item as serde_json writes it; a message and its text parts by hand. Returns
+/// where in `out` the message's one text part was written, escaped, when it has exactly one:
+/// its event's message is that text, and copies those bytes instead of escaping it again.
+fn write_item(
+    out: &mut Vec<u8>,
+    item: &ResponseItem,
+) -> Result<Option<Range<usize>>, serde_json::Error> {
+    let mut text = None;
     match item {
         ResponseItem::Message {
             role,
@@ -195,7 +202,7 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
             out.extend_from_slice(b"{\"type\":\"message\",\"role\":");
             escape_into(out, role);
             out.extend_from_slice(b",\"content\":");
-            write_parts(out, content)?;
+            text = write_parts(out, content)?;
             write_phase(out, *phase);
         }
         ResponseItem::FunctionCall {
@@ -231,10 +238,12 @@ fn write_item(out: &mut Vec<u8>, item: &ResponseItem) -> Result<(), serde_json::
             out.extend_from_slice(b",\"output\":");
             write_output(out, output)?;
         }
-        ResponseItem::Reasoning { .. } => return serde_json::to_writer(&mut *out, item),
+        ResponseItem::Reasoning { .. } => {
+            return serde_json::to_writer(&mut *out, item).map(|_| None)
+        }
     }
     out.push(b'}');
-    Ok(())
+    Ok(text)
 }
 
 const NAME: &[u8] = br#""name""#;
@@ -260,12 +269,18 @@ fn write_output(out: &mut Vec<u8>, output: &ToolOutput) -> Result<(), serde_json
             escape_into(out, text);
             Ok(())
         }
-        ToolOutput::Items(parts) => write_parts(out, parts),
+        ToolOutput::Items(parts) => write_parts(out, parts).map(|_| ()),
     }
 }
 
-/// Content items; text parts by hand.
-fn write_parts(out: &mut Vec<u8>, parts: &[ContentItem]) -> Result<(), serde_json::Error> {
+/// Content items; text parts by hand. Returns where the text was written (escaped, quotes
+/// included) when exactly one part is text.
+fn write_parts(
+    out: &mut Vec<u8>,
+    parts: &[ContentItem],
+) -> Result<Option<Range<usize>>, serde_json::Error> {
+    let mut texts = 0;
+    let mut text_at = None;
     out.push(b'[');
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -281,22 +296,30 @@ fn write_parts(out: &mut Vec<u8>, parts: &[ContentItem]) -> Result<(), serde_jso
                 out.extend_from_slice(b"{\"type\":");
                 escape_into(out, kind);
                 out.extend_from_slice(b",\"text\":");
+                let start = out.len();
                 escape_into(out, text);
+                texts += 1;
+                text_at = Some(start..out.len());
                 out.push(b'}');
             }
             None => serde_json::to_writer(&mut *out, part)?,
         }
     }
     out.push(b']');
-    Ok(())
+    Ok(text_at.filter(|_| texts == 1))
 }
 
-/// A `user_message` or `agent_message` event as serde_json writes it.
-fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>) {
+/// A `user_message` or `agent_message` event as serde_json writes it. `written` is where its
+/// message was already written escaped (the item's one text part), to be copied.
+fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>, written: Option<Range<usize>>) {
+    let message_into = |out: &mut Vec<u8>, message: &str| match written.clone() {
+        Some(range) => out.extend_from_within(range),
+        None => escape_into(out, message),
+    };
     match event {
         EventMsg::UserMessage { message, images } => {
             out.extend_from_slice(b"{\"type\":\"user_message\",\"message\":");
-            escape_into(out, message);
+            message_into(out, message);
             if !images.is_empty() {
                 out.extend_from_slice(b",\"images\":[");
                 for (i, image) in images.iter().enumerate() {
@@ -310,7 +333,7 @@ fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>) {
         }
         EventMsg::AgentMessage { message, phase } => {
             out.extend_from_slice(b"{\"type\":\"agent_message\",\"message\":");
-            escape_into(out, message);
+            message_into(out, message);
             write_phase(out, *phase);
         }
     }
@@ -447,6 +470,21 @@ mod tests {
                 content: Vec::new(),
                 phase: phases[(i + 1) % 3],
             });
+            // One text part: its event copies the escaped text from the item's line.
+            items.push(ResponseItem::Message {
+                role: ["user", "assistant"][i % 2],
+                content: vec![
+                    ContentItem::InputImage {
+                        image_url: Some(format!("data:image/png;base64,{text}")),
+                        file_id: None,
+                        detail: None,
+                    },
+                    ContentItem::OutputText {
+                        text: text.to_string(),
+                    },
+                ],
+                phase: phases[(i + 2) % 3],
+            });
             items.push(ResponseItem::FunctionCallOutput {
                 call_id: text.to_string(),
                 output: ToolOutput::Text(text.to_string()),
@@ -528,11 +566,24 @@ mod tests {
             bytes
         }
         let mut clock = Clock::new(1_700_000_000_999);
+        let mut copies = 0;
         for item in &items {
             let mut ours = Vec::new();
             line_head(&mut ours, &mut clock, TAG_RESPONSE_ITEM);
-            write_item(&mut ours, item).unwrap();
+            let text = write_item(&mut ours, item).unwrap();
             ours.extend_from_slice(b"}\n");
+            // An event written from the item's escaped text is the event escaped anew.
+            for kind in [ItemKind::RealUser, ItemKind::Assistant] {
+                let Some(event) = event_for(kind, item) else {
+                    continue;
+                };
+                let mut copied = ours.clone();
+                write_event(&mut copied, &event, text.clone());
+                let mut escaped = ours.clone();
+                write_event(&mut escaped, &event, None);
+                assert_eq!(copied, escaped);
+                copies += usize::from(text.is_some());
+            }
             let expected = serde_line(TAG_RESPONSE_ITEM, &clock.text.clone(), item);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
@@ -542,7 +593,7 @@ mod tests {
         for event in &events {
             let mut ours = Vec::new();
             line_head(&mut ours, &mut clock, TAG_EVENT_MSG);
-            write_event(&mut ours, event);
+            write_event(&mut ours, event, None);
             ours.extend_from_slice(b"}\n");
             let expected = serde_line(TAG_EVENT_MSG, &clock.text.clone(), event);
             assert_eq!(
@@ -550,6 +601,11 @@ mod tests {
                 String::from_utf8(expected).unwrap()
             );
         }
+        assert_eq!(
+            copies,
+            2 * texts.len(),
+            "each one-text message's events copy its text"
+        );
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize
     let text = match simdutf8::basic::from_utf8(bytes) {
         Ok(t) => t,
         Err(_) => {
-            let at = std::str::from_utf8(bytes).err().map_or(0, |e| e.valid_up_to());
+            let at = std::str::from_utf8(bytes)
+                .err()
+                .map_or(0, |e| e.valid_up_to());
             let line = memchr::memchr_iter(b'\n', &bytes[..at]).count() + 1;
             out.violation(
                 Invariant::LineFormat,

@@ -99,7 +99,11 @@ fn check_user(walk: &Walk, n: usize, m: &MessageView, out: &mut Findings) -> Rol
     for text in texts {
         with_text += 1;
         let trimmed = text.trim();
-        if walk.markers.iter().any(|marker| marker.wraps_trimmed(trimmed)) {
+        if walk
+            .markers
+            .iter()
+            .any(|marker| marker.wraps_trimmed(trimmed))
+        {
             fragments += 1;
         }
     }

@@ -295,7 +295,7 @@ impl<'h> Collector<'h> {
                             counts.converted += 1;
                             let stats = &mut self.stats[*file];
                             stats.converted += 1;
-                            stats.output_bytes += done.bytes.len() as u64;
+                            stats.output_bytes += done.output_len;
                             stats.repairs += done
                                 .decisions
                                 .iter()
@@ -353,7 +353,7 @@ impl<'h> Collector<'h> {
                             counts.converted += records;
                             let stats = &mut self.stats[file];
                             stats.converted += records;
-                            stats.output_bytes += done.bytes.len() as u64;
+                            stats.output_bytes += done.output_len;
                             stats.repairs += done
                                 .decisions
                                 .iter()
@@ -451,7 +451,7 @@ impl<'h> Collector<'h> {
                 .push(crate::output::session_index::IndexEntry {
                     id: done.id.clone(),
                     thread_name: title.clone(),
-                    updated_at: rollout_start(&done.bytes),
+                    updated_at: done.started_at.clone().unwrap_or_default(),
                 });
         }
         if let Some(placed) = &done.placed {
@@ -488,7 +488,7 @@ impl<'h> Collector<'h> {
                 bump(&mut summary.messages_by_shape, path, 1);
             }
         }
-        summary.output_bytes += done.bytes.len() as u64;
+        summary.output_bytes += done.output_len;
         for field in &done.ignored {
             bump(&mut summary.ignored_fields, field, 1);
         }
@@ -649,17 +649,6 @@ fn write_line<T: Serialize>(
 }
 
 /// The `timestamp` of a rollout's first line (its session start).
-fn rollout_start(bytes: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct First {
-        timestamp: String,
-    }
-    let line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
-    serde_json::from_slice::<First>(line)
-        .map(|f| f.timestamp)
-        .unwrap_or_default()
-}
-
 fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {
     OutputError::Write {
         path: home.run_file(name).display().to_string(),

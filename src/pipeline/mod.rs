@@ -623,14 +623,12 @@ fn convert_batch(
                 let format = context.options.format;
                 process_record_as(record, key, *ordinal, context.rules, context.index, format)
             };
-            // Responses bodies are appended to their file by the ordered collector.
-            let place = !context.options.dry_run && context.options.format == Format::Codex;
-            if let (Outcome::Converted(done), true) = (&mut outcome, place) {
-                let placed =
-                    context
-                        .guard
-                        .place(context.home, &done.relative, &done.bytes, &done.digest)?;
-                done.placed = Some(placed);
+            // Responses bodies are appended to their file by the ordered collector; a Codex
+            // rollout is placed here, and its bytes freed here.
+            if let (Outcome::Converted(done), Format::Codex) =
+                (&mut outcome, context.options.format)
+            {
+                place(done, context)?;
             }
             Ok(Some(outcome))
         })
@@ -669,22 +667,32 @@ fn convert_source(
         options.format,
         options.sample,
     );
-    if !options.dry_run && options.format == Format::Codex {
+    if options.format == Format::Codex {
         for result in &mut results {
             if let record::SourceResult::Conversation {
                 outcome: Outcome::Converted(done),
                 ..
             } = result
             {
-                let placed =
-                    context
-                        .guard
-                        .place(context.home, &done.relative, &done.bytes, &done.digest)?;
-                done.placed = Some(placed);
+                place(done, context)?;
             }
         }
     }
     Ok(Outcome::Source(results))
+}
+
+/// Writes a Codex rollout into the home (not in a dry run), then frees its bytes on this
+/// worker's thread.
+fn place(done: &mut record::Converted, context: &BatchContext<'_>) -> Result<(), OutputError> {
+    if !context.options.dry_run {
+        let placed =
+            context
+                .guard
+                .place(context.home, &done.relative, &done.bytes, &done.digest)?;
+        done.placed = Some(placed);
+    }
+    done.release_bytes();
+    Ok(())
 }
 
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that

@@ -69,9 +69,18 @@ pub struct Converted {
     #[serde(skip)]
     pub ignored: Vec<String>,
     /// The rollout's bytes and its path relative to the home (for a Responses body, its line
-    /// and the path of its input file's output file).
+    /// and the path of its input file's output file). A Codex rollout's are released by the
+    /// worker once placed ([`Converted::release_bytes`]): the collector needs only their
+    /// length and first timestamp, kept below.
     #[serde(skip)]
     pub bytes: Vec<u8>,
+    /// The length of `bytes`, as written.
+    #[serde(skip)]
+    pub output_len: u64,
+    /// The session meta's timestamp, for a conversation with a title (the session index's
+    /// `updated_at`).
+    #[serde(skip)]
+    pub started_at: Option<String>,
     #[serde(skip)]
     pub relative: PathBuf,
     /// What writing it did (`None` in a dry run).
@@ -113,6 +122,27 @@ impl Links {
             source_version: meta.source_version.clone(),
         }
     }
+}
+
+impl Converted {
+    /// Frees the rollout's bytes where they were made. Allocated by the worker and freed by
+    /// the collector, each rollout went back to the worker's allocator through its
+    /// cross-thread free list, and the worker's next rollout landed in cold memory.
+    pub fn release_bytes(&mut self) {
+        self.bytes = Vec::new();
+    }
+}
+
+/// The timestamp of a rollout's first line (its session meta), empty if it has none.
+fn rollout_start(bytes: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct First {
+        timestamp: String,
+    }
+    let line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    serde_json::from_slice::<First>(line)
+        .map(|f| f.timestamp)
+        .unwrap_or_default()
 }
 
 fn is_one(n: &u64) -> bool {
@@ -233,6 +263,8 @@ pub fn finish(
         events,
         account,
         ignored,
+        output_len: bytes.len() as u64,
+        started_at: links.title.as_ref().map(|_| rollout_start(&bytes)),
         bytes,
         relative,
         placed: None,
@@ -540,6 +572,8 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         items: Vec::new(),
         events: (0, 0),
         ignored: Vec::new(),
+        output_len: bytes.len() as u64,
+        started_at: None,
         bytes,
         relative,
         placed: None,

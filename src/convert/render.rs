@@ -109,7 +109,9 @@ pub fn write(
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
     let mut clock = Clock::new(started_ms);
-    write_line(out, &mut clock, TAG_SESSION_META, meta)?;
+    line_head(out, &mut clock, TAG_SESSION_META);
+    write_session_meta(out, meta);
+    out.extend_from_slice(b"}\n");
     for item in items {
         if let Some(at) = item.origin.and_then(|i| times.get(i).copied().flatten()) {
             clock.advance_to(at);
@@ -168,10 +170,11 @@ fn write_line<P: Serialize>(
     Ok(())
 }
 
-// The lines of nearly every rollout (messages, their events) are written by hand below, the
-// same bytes serde_json writes for [`Line`], [`ResponseItem`] and [`EventMsg`] (the unit tests
-// compare the two on every shape): serde_json escaped each of their constant keys byte by
-// byte, ~8 % of a conversion of small records. Anything else goes through serde_json.
+// The lines of nearly every rollout (the session meta, messages, their events) are written by
+// hand below, the same bytes serde_json writes for [`Line`], [`SessionMeta`], [`ResponseItem`]
+// and [`EventMsg`] (the unit tests compare the two on every shape): serde_json escaped each of
+// their constant keys byte by byte, ~8 % of a conversion of small records. Anything else goes
+// through serde_json.
 
 /// `{"timestamp":"…","type":"TAG","payload":` of the next line; the caller writes the payload
 /// and `}\n`.
@@ -183,6 +186,48 @@ fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
     out.extend_from_slice(b"\",\"type\":\"");
     out.extend_from_slice(tag.as_bytes());
     out.extend_from_slice(b"\",\"payload\":");
+}
+
+/// The session meta as serde_json writes [`SessionMeta`]: its fields in order, an absent
+/// optional one left out.
+fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
+    let fields: [(&[u8], &str); 5] = [
+        (br#"{"id":"#, &meta.id),
+        (br#","timestamp":"#, &meta.timestamp),
+        (br#","cwd":"#, &meta.cwd),
+        (br#","originator":"#, &meta.originator),
+        (br#","cli_version":"#, &meta.cli_version),
+    ];
+    let optional: [(&[u8], Option<&str>, &[u8]); 4] = [
+        (br#","source":"#, meta.source.as_deref(), b""),
+        (
+            br#","model_provider":"#,
+            meta.model_provider.as_deref(),
+            b"",
+        ),
+        (
+            br#","base_instructions":{"text":"#,
+            meta.base_instructions.as_ref().map(|b| b.text.as_str()),
+            b"}",
+        ),
+        (
+            br#","git":{"branch":"#,
+            meta.git.as_ref().map(|g| g.branch.as_str()),
+            b"}",
+        ),
+    ];
+    for (key, value) in fields {
+        out.extend_from_slice(key);
+        escape_into(out, value);
+    }
+    for (key, value, close) in optional {
+        if let Some(value) = value {
+            out.extend_from_slice(key);
+            escape_into(out, value);
+            out.extend_from_slice(close);
+        }
+    }
+    out.push(b'}');
 }
 
 /// A response item as serde_json writes it; a message and its text parts by hand. Returns
@@ -566,6 +611,33 @@ mod tests {
             bytes
         }
         let mut clock = Clock::new(1_700_000_000_999);
+        for (i, text) in texts.iter().enumerate() {
+            let some = |k: usize| (i + k).is_multiple_of(2);
+            let meta = SessionMeta {
+                id: format!("id{text}"),
+                timestamp: format_ms(i as i64),
+                cwd: text.to_string(),
+                originator: text.repeat(2),
+                cli_version: "0.169.0".into(),
+                source: some(0).then(|| text.to_string()),
+                model_provider: some(1).then(|| "openai".to_string()),
+                base_instructions: some(0).then(|| BaseInstructions {
+                    text: text.repeat(3),
+                }),
+                git: some(1).then(|| GitInfo {
+                    branch: text.to_string(),
+                }),
+            };
+            let mut ours = Vec::new();
+            line_head(&mut ours, &mut clock, TAG_SESSION_META);
+            write_session_meta(&mut ours, &meta);
+            ours.extend_from_slice(b"}\n");
+            let expected = serde_line(TAG_SESSION_META, &clock.text.clone(), &meta);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(expected).unwrap()
+            );
+        }
         let mut copies = 0;
         for item in &items {
             let mut ours = Vec::new();

@@ -236,7 +236,7 @@ pub fn from_value(line: &Value) -> Option<LineView<'static>> {
 }
 
 /// A line as the fast way reads it.
-#[derive(serde::Deserialize)]
+#[derive(Default, serde::Deserialize)]
 struct RawLine<'a> {
     #[serde(default, borrow)]
     timestamp: Option<Text<'a>>,

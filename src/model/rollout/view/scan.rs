@@ -38,13 +38,7 @@ pub(super) fn line(raw: &str) -> Option<RawLine<'_>> {
         plain: no_controls(raw.as_bytes()),
     };
     s.ws();
-    let mut line = RawLine {
-        timestamp: None,
-        tag: None,
-        payload: None,
-    };
-    let mut seen = Seen::default();
-    s.object(|s, key| {
+    let line = s.record(|s, line: &mut RawLine<'_>, seen, key| {
         match key {
             "timestamp" => line.timestamp = seen.field(0, || s.opt_text())?,
             "type" => line.tag = seen.field(1, || s.opt_text())?,
@@ -149,6 +143,19 @@ impl<'a> Scanner<'a> {
             s.ws();
             member(s, &key)
         })
+    }
+
+    /// An object read into a `T`: `member` reads each key's value into it (or skips it),
+    /// with the object's [`Seen`] to refuse a field given twice.
+    #[inline(always)]
+    fn record<T: Default>(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &mut T, &mut Seen, &str) -> Option<()>,
+    ) -> Option<T> {
+        let mut read = T::default();
+        let mut seen = Seen::default();
+        self.object(|s, key| member(s, &mut read, &mut seen, key))?;
+        Some(read)
     }
 
     /// The elements of an array, each left to `element`.
@@ -350,9 +357,7 @@ impl<'a> Scanner<'a> {
 
     /// A payload object: every field the views read, of every payload type, in one pass.
     fn fields(&mut self) -> Option<Fields<'a>> {
-        let mut f = Fields::default();
-        let mut seen = Seen::default();
-        self.object(|s, key| {
+        self.record(|s, f: &mut Fields<'a>, seen, key| {
             match key {
                 "type" => f.kind = seen.field(0, || s.opt_text())?,
                 "role" => f.role = seen.field(1, || s.opt_text())?,
@@ -375,31 +380,25 @@ impl<'a> Scanner<'a> {
                 _ => s.skip(PAYLOAD_DEPTH)?,
             }
             Some(())
-        })?;
-        Some(f)
+        })
     }
 
     fn base_instructions(&mut self) -> Option<RawBaseInstructions<'a>> {
-        let mut text = None;
-        let mut seen = Seen::default();
-        self.object(|s, key| {
+        self.record(|s, b: &mut RawBaseInstructions<'a>, seen, key| {
             if key == "text" {
-                text = seen.field(0, || s.opt_text())?;
+                b.text = seen.field(0, || s.opt_text())?;
                 Some(())
             } else {
                 s.skip(3)
             }
-        })?;
-        Some(RawBaseInstructions { text })
+        })
     }
 
     /// `content`: an array of objects (a part that is anything else is the slow way's).
     fn parts(&mut self) -> Option<Vec<Obj<PartView<'a>>>> {
         let mut parts = Vec::new();
         self.array(|s| {
-            let mut part = PartView::default();
-            let mut seen = Seen::default();
-            s.object(|s, key| {
+            let part = s.record(|s, part: &mut PartView<'a>, seen, key| {
                 match key {
                     "type" => part.kind = seen.field(0, || s.opt_text())?,
                     "text" => part.text = seen.field(1, || s.opt_text())?,

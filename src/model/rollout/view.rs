@@ -204,7 +204,7 @@ impl ResponseItemView<'_> {
 /// The fast way: `None` when the line is not valid JSON or has a shape only the slow way reads.
 /// Read by hand ([`scan`]), with the acceptance of the serde reader below.
 pub fn fast(raw: &str) -> Option<LineView<'_>> {
-    scan::line(raw).map(RawLine::into_view)
+    scan::line(raw)
 }
 
 /// The fast way as serde derives it from the field types: what [`scan`] replaced, and the

@@ -77,29 +77,24 @@ impl Conversation {
     /// `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, relative to the home.
     /// The rollout file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        // Rendered into this thread's reused buffer, then copied out at its exact size: a
-        // fresh Vec grown by doubling for each record cost its reallocations' memmoves and
-        // the kernel's zeroing of new pages.
-        RENDER.with(|buffer| {
-            let mut out = buffer.borrow_mut();
+        // Rendered into this thread's reused buffer, taken out and handed over whole: a fresh
+        // Vec grown by doubling for each record cost its reallocations' memmoves and the
+        // kernel's zeroing of new pages, and a copy at the exact size cost a memmove of every
+        // rollout. [`recycle`] gives the buffer back once the rollout is placed.
+        let mut out = RENDER.with(|buffer| std::mem::take(&mut *buffer.borrow_mut()));
+        out.clear();
+        // Serialising our own types to a Vec cannot fail: every map key is a string.
+        let written = render::write(
+            &self.meta,
+            &self.items,
+            self.started_ms,
+            &self.times,
+            &mut out,
+        );
+        if written.is_err() {
             out.clear();
-            // Serialising our own types to a Vec cannot fail: every map key is a string.
-            let written = render::write(
-                &self.meta,
-                &self.items,
-                self.started_ms,
-                &self.times,
-                &mut out,
-            );
-            if written.is_err() {
-                out.clear();
-            }
-            let bytes = out.to_vec();
-            if out.capacity() > RENDER_KEEP {
-                *out = Vec::new();
-            }
-            bytes
-        })
+        }
+        out
     }
 
     /// The text accounting of this conversation against the `bytes_in` of its transcript
@@ -127,6 +122,20 @@ thread_local! {
 
 /// A render buffer grown past this for one huge rollout is freed after it.
 const RENDER_KEEP: usize = 16 << 20;
+
+/// Gives a rollout's bytes ([`Conversation::to_bytes`]) back to this thread as its render
+/// buffer, for the next rollout; by the thread that rendered them, once they are placed.
+pub fn recycle(bytes: Vec<u8>) {
+    if bytes.capacity() > RENDER_KEEP {
+        return;
+    }
+    RENDER.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        if bytes.capacity() > buffer.capacity() {
+            *buffer = bytes;
+        }
+    });
+}
 
 /// Converts one transcript.
 pub fn convert(

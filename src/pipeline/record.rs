@@ -125,11 +125,12 @@ impl Links {
 }
 
 impl Converted {
-    /// Frees the rollout's bytes where they were made. Allocated by the worker and freed by
-    /// the collector, each rollout went back to the worker's allocator through its
-    /// cross-thread free list, and the worker's next rollout landed in cold memory.
+    /// Frees the rollout's bytes where they were made: they become the worker's render
+    /// buffer again ([`crate::convert::recycle`]). Allocated by the worker and freed by the
+    /// collector, each rollout went back to the worker's allocator through its cross-thread
+    /// free list, and the worker's next rollout landed in cold memory.
     pub fn release_bytes(&mut self) {
-        self.bytes = Vec::new();
+        crate::convert::recycle(std::mem::take(&mut self.bytes));
     }
 }
 

@@ -34,13 +34,11 @@ pub const MAX_MS: i64 = 253_402_300_799_999;
 /// `format_rfc3339_millis`, written by hand (through `Display` it cost ~650 instructions, and
 /// a rollout formats three times and each path once).
 pub fn format_ms(ms: i64) -> String {
-    let mut text = String::with_capacity(24);
-    push_ms(&mut text, ms);
-    text
+    rfc3339(&ms_digits(ms)).to_string()
 }
 
-/// Appends [`format_ms`] of `ms` to `out`.
-fn push_ms(out: &mut String, ms: i64) {
+/// The bytes of [`format_ms`] of `ms`.
+fn ms_digits(ms: i64) -> [u8; 24] {
     let ms = ms.clamp(0, MAX_MS);
     let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     let (year, month, day) = civil_from_days(days);
@@ -50,19 +48,29 @@ fn push_ms(out: &mut String, ms: i64) {
         in_day / 1000 % 60,
         in_day % 1000,
     );
+    // Each field's digits into its place in the template, last digit first.
+    let mut text = *b"0000-00-00T00:00:00.000Z";
     let fields = [
-        (year, 4, '-'),
-        (month, 2, '-'),
-        (day, 2, 'T'),
-        (h, 2, ':'),
-        (m, 2, ':'),
-        (s, 2, '.'),
-        (milli, 3, 'Z'),
+        (0, 4, year),
+        (5, 2, month),
+        (8, 2, day),
+        (11, 2, h),
+        (14, 2, m),
+        (17, 2, s),
+        (20, 3, milli),
     ];
-    for (value, width, after) in fields {
-        push_digits(out, value, width);
-        out.push(after);
+    for (at, width, mut value) in fields {
+        for digit in text[at..at + width].iter_mut().rev() {
+            *digit = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
     }
+    text
+}
+
+/// [`ms_digits`] as text (ASCII: never empty).
+fn rfc3339(digits: &[u8; 24]) -> &str {
+    std::str::from_utf8(digits).unwrap_or_default()
 }
 
 /// The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's
@@ -85,15 +93,6 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
-/// `value` (non-negative, below 10^`width`) in `width` digits, zero-padded.
-fn push_digits(out: &mut String, value: i64, width: u32) {
-    let mut unit = 10_i64.pow(width - 1);
-    while unit > 0 {
-        out.push(char::from(b'0' + (value / unit % 10) as u8));
-        unit /= 10;
-    }
-}
-
 /// Seconds or milliseconds since the epoch, guessed by magnitude, to milliseconds.
 pub fn epoch_number_to_ms(n: f64) -> Option<i64> {
     if !n.is_finite() || n < 0.0 {
@@ -110,8 +109,8 @@ pub fn epoch_number_to_ms(n: f64) -> Option<i64> {
 /// Appends `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss` of `ms` to `out`: a rollout's
 /// UTC date folders and the time in its file name.
 pub fn push_rollout_stem(out: &mut String, ms: i64) {
-    let mut text = String::with_capacity(24);
-    push_ms(&mut text, ms);
+    let mut digits = ms_digits(ms);
+    let text = rfc3339(&digits);
     out.push_str("sessions/");
     out.push_str(&text[0..4]);
     out.push('/');
@@ -119,11 +118,10 @@ pub fn push_rollout_stem(out: &mut String, ms: i64) {
     out.push('/');
     out.push_str(&text[8..10]);
     out.push_str("/rollout-");
-    out.push_str(&text[0..10]);
-    out.push('T');
-    for c in text[11..19].chars() {
-        out.push(if c == ':' { '-' } else { c });
-    }
+    // The file name's time has `-` for `:`.
+    digits[13] = b'-';
+    digits[16] = b'-';
+    out.push_str(&rfc3339(&digits)[0..19]);
 }
 
 /// The current time is never used for output; only for run timing.

@@ -6,7 +6,7 @@
 //! `policy.missing_output` when the turn ends without it. An output with no call is
 //! `policy.orphan_output`.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::build::Builder;
 use super::parts::Side;
@@ -31,9 +31,9 @@ struct PendingCall {
 pub(super) struct CallLedger {
     pending: Vec<PendingCall>,
     /// How often each input id was used for a call.
-    uses: HashMap<String, usize>,
+    uses: FxHashMap<String, usize>,
     /// Every call id written.
-    ids: HashSet<String>,
+    ids: FxHashSet<String>,
 }
 
 impl CallLedger {

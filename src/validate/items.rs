@@ -5,7 +5,7 @@
 //! line or a `task_started` event, and from there on what Codex wrote is taken as Codex's (see
 //! [`Walk::codex_turn`]).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::message::{self, Role};
 use super::{Findings, Invariant, WarningKind};
@@ -23,7 +23,7 @@ pub(super) struct Walk<'l> {
     /// `task_started` event): what follows was written by Codex, not by a migration.
     pub codex_turn: bool,
     /// Each call id, with its call's line and whether it has had its output.
-    calls: HashMap<&'l str, (usize, bool)>,
+    calls: FxHashMap<&'l str, (usize, bool)>,
     /// The open run of reasoning items: its first line, its last line, its length.
     reasoning: Option<(usize, usize, usize)>,
     /// The contextual user message on the line before, if any.
@@ -42,7 +42,7 @@ impl<'l> Walk<'l> {
             markers,
             base,
             codex_turn: false,
-            calls: HashMap::new(),
+            calls: FxHashMap::default(),
             reasoning: None,
             last_contextual: None,
             users: Vec::new(),

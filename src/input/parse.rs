@@ -21,20 +21,12 @@ pub const MAX_DEPTH: usize = 128;
 /// repair, a parse error, deep nesting) takes the careful path below, whose results are the
 /// same as before.
 pub fn parse_record(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputError> {
-    let parsed = SCRATCH.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        let Scratch { input, buffers } = &mut *scratch;
-        input.clear();
-        input.extend_from_slice(bytes);
-        let repairs = repair_lone_surrogates(input);
+    let parsed = with_scratch(bytes, |repairs, nodes| {
         if repairs > 0 && !repair {
             return Some(Err(InputError::InvalidUnicode(repairs)));
         }
-        let value = simd_json::to_tape_with_buffers(input, buffers)
-            .ok()
-            .and_then(|tape| tape_value(&tape.0, &mut 0, 0, usize::MAX));
-        scratch.trim();
-        value.map(|value| Ok((value, repairs)))
+        let value = tape_value(nodes?, &mut 0, 0, usize::MAX)?;
+        Some(Ok((value, repairs)))
     });
     match parsed {
         Some(result) => result,
@@ -52,20 +44,9 @@ pub(crate) fn with_tape<R>(
     bytes: &[u8],
     read: impl FnOnce(&[simd_json::Node<'_>]) -> Option<R>,
 ) -> Option<R> {
-    SCRATCH.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        let Scratch { input, buffers } = &mut *scratch;
-        input.clear();
-        input.extend_from_slice(bytes);
-        if repair_lone_surrogates(input) > 0 {
-            return None;
-        }
-        let result = simd_json::to_tape_with_buffers(input, buffers)
-            .ok()
-            .filter(|tape| tape_is_plain(&tape.0))
-            .and_then(|tape| read(&tape.0));
-        scratch.trim();
-        result
+    with_scratch(bytes, |repairs, nodes| {
+        let nodes = nodes.filter(|nodes| repairs == 0 && tape_is_plain(nodes))?;
+        read(nodes)
     })
 }
 
@@ -185,6 +166,9 @@ pub(crate) fn tape_value_at(nodes: &[simd_json::Node<'_>], at: &mut usize) -> Op
 struct Scratch {
     input: Vec<u8>,
     buffers: simd_json::Buffers,
+    /// The tape's nodes, kept empty between records (a tape allocated per record, then grown,
+    /// cost its allocation and its reallocations' copies).
+    tape: simd_json::tape::Tape<'static>,
 }
 
 impl Scratch {
@@ -192,7 +176,8 @@ impl Scratch {
     const KEEP: usize = 16 << 20;
 
     fn trim(&mut self) {
-        if self.input.capacity() > Self::KEEP {
+        let tape_bytes = self.tape.0.capacity() * std::mem::size_of::<simd_json::Node<'_>>();
+        if self.input.capacity() > Self::KEEP || tape_bytes > Self::KEEP {
             *self = Scratch::default();
         }
     }
@@ -203,8 +188,34 @@ impl Default for Scratch {
         Scratch {
             input: Vec::new(),
             buffers: simd_json::Buffers::new(64 << 10),
+            tape: simd_json::tape::Tape(Vec::new()),
         }
     }
+}
+
+/// Runs `read` on the number of lone surrogates repaired in a copy of `bytes` and the
+/// simd-json tape of that copy (`None` when it is not JSON), in this thread's scratch.
+fn with_scratch<R>(
+    bytes: &[u8],
+    read: impl FnOnce(usize, Option<&[simd_json::Node<'_>]>) -> R,
+) -> R {
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let Scratch {
+            input,
+            buffers,
+            tape,
+        } = &mut *scratch;
+        input.clear();
+        input.extend_from_slice(bytes);
+        let repairs = repair_lone_surrogates(input);
+        let mut filled = std::mem::replace(tape, simd_json::tape::Tape(Vec::new())).reset();
+        let parsed = simd_json::fill_tape(input, buffers, &mut filled).is_ok();
+        let result = read(repairs, parsed.then_some(filled.0.as_slice()));
+        *tape = filled.reset();
+        scratch.trim();
+        result
+    })
 }
 
 thread_local! {

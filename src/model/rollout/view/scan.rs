@@ -215,10 +215,28 @@ impl<'a> Scanner<'a> {
     /// A string value at the cursor (after its opening quote is checked), validated as
     /// serde_json validates a string it reads: no control character, only JSON's escapes, four
     /// hex digits after `\u`, surrogates in pairs.
+    ///
+    /// Most strings (keys, tags, roles) end within their first 8 bytes: that case is read
+    /// inline, the rest by [`Scanner::string_rest`].
+    #[inline(always)]
     fn string(&mut self) -> Option<RawString<'a>> {
         self.eat(b'"')?;
-        let bytes = self.bytes();
         let start = self.at;
+        if let Some(k) = word_at(self.bytes(), start).and_then(flagged) {
+            if self.bytes().get(start + k) == Some(&b'"') {
+                self.at = start + k + 1;
+                return Some(RawString {
+                    inner: self.text.get(start..start + k)?,
+                    escaped: false,
+                });
+            }
+        }
+        self.string_rest(start)
+    }
+
+    /// [`Scanner::string`] from its first byte at `start`, any length, escapes checked.
+    fn string_rest(&mut self, start: usize) -> Option<RawString<'a>> {
+        let bytes = self.bytes();
         let mut escaped = false;
         loop {
             let at = special(bytes, self.at, self.plain)?;

@@ -391,20 +391,32 @@ fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
         });
 }
 
+/// Inlined, so that an absent key (most of the keys a message is asked for) costs the tape
+/// object's key-bit test of a constant, and no call.
+#[inline(always)]
 fn take_string<M: Object>(map: &mut M, key: &str) -> Result<Option<String>, String>
 where
     M::Node: Tree,
 {
-    match map.take(key).map(Tree::into_json) {
-        None | Some(Json::Null) => Ok(None),
-        Some(Json::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!("`{key}` is a {}, not a string", other.kind())),
+    match map.take(key) {
+        None => Ok(None),
+        Some(value) => string_at(value, key),
+    }
+}
+
+/// The string `value` of `key`, `None` for `null`.
+fn string_at<N: Tree>(value: N, key: &str) -> Result<Option<String>, String> {
+    match value.into_json() {
+        Json::Null => Ok(None),
+        Json::String(s) => Ok(Some(s)),
+        other => Err(format!("`{key}` is a {}, not a string", other.kind())),
     }
 }
 
 /// An optional string field where another type is not worth refusing the message for: the
 /// field is left out and recorded in `dropped` (with `at`, its path in the message), so the
 /// converter can audit the drop instead of it vanishing.
+#[inline(always)]
 fn take_string_or_drop<M: Object>(
     map: &mut M,
     key: &str,
@@ -414,10 +426,20 @@ fn take_string_or_drop<M: Object>(
 where
     M::Node: Tree,
 {
-    match map.take(key).map(Tree::into_json) {
-        None | Some(Json::Null) => None,
-        Some(Json::String(s)) => Some(s),
-        Some(other) => {
+    let value = map.take(key)?;
+    string_or_drop(value, key, at, dropped)
+}
+
+fn string_or_drop<N: Tree>(
+    value: N,
+    key: &str,
+    at: &dyn std::fmt::Display,
+    dropped: &mut Vec<DroppedField>,
+) -> Option<String> {
+    match value.into_json() {
+        Json::Null => None,
+        Json::String(s) => Some(s),
+        other => {
             dropped.push(DroppedField {
                 path: format!("{at}{key}"),
                 found: other.kind(),

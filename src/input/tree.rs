@@ -250,6 +250,7 @@ pub(crate) struct TapeObject<'t> {
 
 /// A key's bit in [`TapeObject::keys`], from its length and its first and last bytes (the
 /// eleven keys of a message each have their own).
+#[inline(always)]
 fn key_bit(key: &str) -> u64 {
     let bytes = key.as_bytes();
     let (first, last) = (bytes.first().copied(), bytes.last().copied());
@@ -283,10 +284,16 @@ impl<'t> TapeObject<'t> {
         })
     }
 
+    /// Inlined: for a key the caller names, the bit test folds to a constant mask.
+    #[inline(always)]
     fn find(&self, key: &str) -> Option<TapeNode<'t>> {
         if self.keys & key_bit(key) == 0 {
             return None;
         }
+        self.find_walk(key)
+    }
+
+    fn find_walk(&self, key: &str) -> Option<TapeNode<'t>> {
         self.entries()
             .filter(|(k, _)| *k == key)
             .last()
@@ -297,6 +304,7 @@ impl<'t> TapeObject<'t> {
 impl<'t> Object for TapeObject<'t> {
     type Node = TapeNode<'t>;
 
+    #[inline(always)]
     fn take(&mut self, key: &str) -> Option<TapeNode<'t>> {
         self.find(key)
     }

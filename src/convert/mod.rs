@@ -105,7 +105,7 @@ impl Conversation {
         crate::audit::accounting::account(bytes_in, base, &self.items, &self.decisions)
     }
 
-    pub fn relative_path(&self) -> std::path::PathBuf {
+    pub fn relative_path(&self) -> String {
         // One string, written in place (four `join`s each grew and copied the path, then a
         // `format!` of the date's parts cost ~3,400 instructions a record); the same path.
         let mut path = String::with_capacity(64 + self.meta.id.len());
@@ -113,7 +113,7 @@ impl Conversation {
         path.push('-');
         path.push_str(&self.meta.id);
         path.push_str(".jsonl");
-        std::path::PathBuf::from(path)
+        path
     }
 }
 

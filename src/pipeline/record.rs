@@ -241,7 +241,9 @@ pub fn finish(
     };
     let items = conversation.items.iter().map(item_kind).collect();
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();
-    let (relative, events) = match format {
+    // The path as text, then as a path (`Path::display` read it back through a lossy UTF-8
+    // pass, ~1,800 instructions a record).
+    let (path, events) = match format {
         Format::Codex => (
             conversation.relative_path(),
             (
@@ -250,15 +252,21 @@ pub fn finish(
             ),
         ),
         // One file per input file, written by the collector; no UI events in a body.
-        Format::Responses(options) => (output_path(source_key, options.compress), (0, 0)),
+        Format::Responses(options) => (
+            output_path(source_key, options.compress)
+                .display()
+                .to_string(),
+            (0, 0),
+        ),
     };
+    let relative = PathBuf::from(&path);
     Ok(Box::new(Converted {
         schema_version: SCHEMA_VERSION,
         source: location.path.to_string(),
         line: location.line,
         id: conversation.meta.id.clone(),
         digest: digest(&bytes),
-        path: relative.display().to_string(),
+        path,
         decisions: conversation.decisions,
         items,
         events,

@@ -265,7 +265,11 @@ impl Builder<'_> {
         self.flush_contextual();
     }
 
+    /// Called before every message that is not context: most often there is none to flush.
     pub(super) fn flush_developer(&mut self) {
+        if self.context.developer.is_empty() {
+            return;
+        }
         let sections = std::mem::take(&mut self.context.developer);
         let origin = sections.first().map(|s| s.origin);
         // One developer message, one input_text per section (never concatenated). Items from
@@ -275,6 +279,9 @@ impl Builder<'_> {
     }
 
     fn flush_contextual(&mut self) {
+        if self.context.contextual.is_empty() {
+            return;
+        }
         let fragments = std::mem::take(&mut self.context.contextual);
         let origin = fragments.first().map(|f| f.1);
         let texts = fragments.into_iter().map(|(text, _)| text).collect();

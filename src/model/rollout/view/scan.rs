@@ -216,20 +216,27 @@ impl<'a> Scanner<'a> {
     /// serde_json validates a string it reads: no control character, only JSON's escapes, four
     /// hex digits after `\u`, surrogates in pairs.
     ///
-    /// Most strings (keys, tags, roles) end within their first 8 bytes: that case is read
-    /// inline, the rest by [`Scanner::string_rest`].
+    /// Most strings (keys, tags, roles, item types) end within their first 16 bytes: that
+    /// case is read inline, the rest by [`Scanner::string_rest`].
     #[inline(always)]
     fn string(&mut self) -> Option<RawString<'a>> {
         self.eat(b'"')?;
         let start = self.at;
-        if let Some(k) = word_at(self.bytes(), start).and_then(flagged) {
-            if self.bytes().get(start + k) == Some(&b'"') {
-                self.at = start + k + 1;
-                return Some(RawString {
-                    inner: self.text.get(start..start + k)?,
-                    escaped: false,
-                });
-            }
+        let bytes = self.bytes();
+        // The first special byte within the first two words, if any.
+        let first = match word_at(bytes, start).map(json::escape_mask) {
+            Some(0) => word_at(bytes, start + 8)
+                .and_then(flagged)
+                .map(|k| start + 8 + k),
+            Some(mask) => Some(start + (mask.trailing_zeros() / 8) as usize),
+            None => None,
+        };
+        if let Some(end) = first.filter(|&end| bytes.get(end) == Some(&b'"')) {
+            self.at = end + 1;
+            return Some(RawString {
+                inner: self.text.get(start..end)?,
+                escaped: false,
+            });
         }
         self.string_rest(start)
     }

@@ -40,26 +40,36 @@ impl CallLedger {
     /// Takes the pending calls that `tool_call_ids` (or, without ids, the message's role and
     /// name) designate, in the order of the ids; `None` where no pending call matches.
     fn take_targets(&mut self, m: &Message) -> Vec<Option<PendingCall>> {
-        let mut targets: Vec<Option<usize>> = Vec::new();
-        if m.tool_call_ids.is_empty() {
-            let by_name = match (&m.name, m.role == "function") {
-                (Some(name), true) => self.pending.iter().position(|c| &c.name == name),
-                _ => None,
-            };
-            let first = (!self.pending.is_empty()).then_some(0);
-            targets.push(by_name.or(first));
-        } else {
-            // A list: a message names a few ids.
-            let mut taken: Vec<usize> = Vec::new();
-            for id in &m.tool_call_ids {
-                let found = self.pending.iter().enumerate().position(|(i, c)| {
-                    c.original.as_deref() == Some(id.as_str()) && !taken.contains(&i)
-                });
-                if let Some(i) = found {
-                    taken.push(i);
-                }
-                targets.push(found);
+        // The common case, one target: no lists of indices to build and sort.
+        match m.tool_call_ids.as_slice() {
+            [] => {
+                let by_name = match (&m.name, m.role == "function") {
+                    (Some(name), true) => self.pending.iter().position(|c| &c.name == name),
+                    _ => None,
+                };
+                let first = (!self.pending.is_empty()).then_some(0);
+                return vec![by_name.or(first).map(|i| self.pending.remove(i))];
             }
+            [id] => {
+                let found = self
+                    .pending
+                    .iter()
+                    .position(|c| c.original.as_deref() == Some(id.as_str()));
+                return vec![found.map(|i| self.pending.remove(i))];
+            }
+            _ => {}
+        }
+        // A list: a message names a few ids.
+        let mut targets: Vec<Option<usize>> = Vec::new();
+        let mut taken: Vec<usize> = Vec::new();
+        for id in &m.tool_call_ids {
+            let found = self.pending.iter().enumerate().position(|(i, c)| {
+                c.original.as_deref() == Some(id.as_str()) && !taken.contains(&i)
+            });
+            if let Some(i) = found {
+                taken.push(i);
+            }
+            targets.push(found);
         }
         // Remove matched calls from pending (highest index first), keeping the ids' order.
         let mut order: Vec<(usize, usize)> = targets

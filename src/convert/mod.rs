@@ -125,7 +125,8 @@ thread_local! {
 const RENDER_KEEP: usize = 16 << 20;
 
 /// Gives a rollout's bytes ([`Conversation::to_bytes`]) back to this thread as its render
-/// buffer, for the next rollout; by the thread that rendered them, once they are placed.
+/// buffer, for the next rollout; by the thread that rendered them, once they are placed (or
+/// copied, for the conversations of a source, which are placed together).
 pub fn recycle(bytes: Vec<u8>) {
     if bytes.capacity() > RENDER_KEEP {
         return;

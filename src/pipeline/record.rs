@@ -431,6 +431,13 @@ pub fn process_source(
         ) {
             Ok(mut done) => {
                 done.records = records;
+                // A source's conversations are all converted before any is placed: each
+                // rollout keeps a copy at its exact size, and the render buffer goes back for
+                // the next conversation.
+                if format == Format::Codex {
+                    let exact = done.bytes.to_vec();
+                    crate::convert::recycle(std::mem::replace(&mut done.bytes, exact));
+                }
                 Outcome::Converted(done)
             }
             Err((class, reason)) => {

@@ -124,11 +124,16 @@ thread_local! {
 /// A render buffer grown past this for one huge rollout is freed after it.
 const RENDER_KEEP: usize = 16 << 20;
 
+/// Whether [`recycle`] keeps these bytes as a render buffer.
+pub fn recyclable(bytes: &Vec<u8>) -> bool {
+    bytes.capacity() <= RENDER_KEEP
+}
+
 /// Gives a rollout's bytes ([`Conversation::to_bytes`]) back to this thread as its render
 /// buffer, for the next rollout; by the thread that rendered them, once they are placed (or
 /// copied, for the conversations of a source, which are placed together).
 pub fn recycle(bytes: Vec<u8>) {
-    if bytes.capacity() > RENDER_KEEP {
+    if !recyclable(&bytes) {
         return;
     }
     RENDER.with(|buffer| {

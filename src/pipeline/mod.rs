@@ -1,8 +1,10 @@
 //! The convert pipeline, in three parts: the [`reader`] (one thread: discover order, decompress,
 //! split into bounded batches; each file's source format detected at its first record, and a
 //! format whose conversations span records handed its whole file as one piece of work) → [`record`] (the workers, in parallel: parse, convert,
-//! validate, then write each rollout) → the [`collect`]or (in input order: quarantine lines,
-//! conversation lines, counters, `summary.json`).
+//! validate) → the writers (a pool of `--jobs` threads driven from the collector's thread:
+//! each batch's Codex rollouts written while the workers convert the next batch) → the
+//! [`collect`]or (in input order: quarantine lines, conversation lines, counters,
+//! `summary.json`).
 //!
 //! Records travel in bounded batches, so memory stays flat in the archive's size; results are
 //! collected in input order, so every output (rollouts, quarantine, summary) is deterministic
@@ -306,6 +308,24 @@ pub fn run(
             message: e.to_string(),
         })?;
 
+    // Codex rollouts are written by their own pool, on the collector's thread, while the
+    // converting pool works on the next batch: a rollout's file is mostly the kernel's work
+    // (creating it, copying its bytes into the page cache, the rename), which on one thread
+    // would stand in line with the conversion.
+    let writers = match (options.format, options.dry_run) {
+        (Format::Codex, false) => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("rollover-write-{i}"))
+                .build()
+                .map_err(|e| PipelineError::Pool {
+                    threads,
+                    message: e.to_string(),
+                })?,
+        ),
+        _ => None,
+    };
+
     let stop = Arc::new(AtomicBool::new(false));
     let reader = reader::spawn(reader::Plan {
         files: Arc::clone(&files),
@@ -318,15 +338,19 @@ pub fn run(
         max_record_bytes: options.max_record_bytes,
     });
     // The ordered collector runs on its own thread, fed in batch order through a channel of
-    // one: it records batch n while the workers convert batch n+1 (on the main thread, it
-    // was ~5-15 % of a run spent with every worker idle).
+    // one: it places batch n's rollouts and records the batch while the workers convert
+    // batch n+1 (on the main thread, it was ~5-15 % of a run spent with every worker idle).
     let (to_collector, collected) = sync_channel::<(Vec<Work>, Vec<Option<Outcome>>, u64)>(1);
     let mut failure: Option<PipelineError> = None;
     let collected = std::thread::scope(|scope| {
         let manifest = &mut manifest;
+        let (home, guard) = (&home, &guard);
         let collecting = scope.spawn(move || {
             let mut collector = collector;
-            for (batch, outcomes, disk_read) in collected.iter() {
+            for (batch, mut outcomes, disk_read) in collected.iter() {
+                if let Some(writers) = &writers {
+                    writers.install(|| place_batch(&mut outcomes, home, guard))?;
+                }
                 collector.batch(&batch, outcomes, progress, disk_read, manifest)?;
             }
             Ok::<_, OutputError>(collector)
@@ -340,8 +364,6 @@ pub fn run(
                     files: &files,
                     rules,
                     index: &batch_index,
-                    home: &home,
-                    guard: &guard,
                     options,
                 };
                 pool.install(|| convert_batch(&batch, &context))
@@ -593,8 +615,6 @@ struct BatchContext<'a> {
     files: &'a [SourceFile],
     rules: &'a RuleSet,
     index: &'a BatchIndex,
-    home: &'a Home,
-    guard: &'a Guard,
     options: &'a Options,
 }
 
@@ -624,11 +644,16 @@ fn convert_batch(
                 process_record_as(record, key, *ordinal, context.rules, context.index, format)
             };
             // Responses bodies are appended to their file by the ordered collector; a Codex
-            // rollout is placed here, and its bytes freed here.
+            // rollout is placed by the writers ([`place_batch`]), its bytes freed here in a
+            // dry run.
             if let (Outcome::Converted(done), Format::Codex) =
                 (&mut outcome, context.options.format)
             {
-                place(done, context)?;
+                if context.options.dry_run {
+                    done.release_bytes();
+                } else {
+                    done.keep_exact();
+                }
             }
             Ok(Some(outcome))
         })
@@ -667,32 +692,51 @@ fn convert_source(
         options.format,
         options.sample,
     );
-    if options.format == Format::Codex {
-        for result in &mut results {
-            if let record::SourceResult::Conversation {
-                outcome: Outcome::Converted(done),
-                ..
-            } = result
-            {
-                place(done, context)?;
-            }
-        }
+    // The conversations' rollouts are copies at their exact size: in a dry run they are
+    // freed here; written, by the writers.
+    if options.format == Format::Codex && options.dry_run {
+        converted_mut(&mut results).for_each(|done| done.bytes = Vec::new());
     }
     Ok(Outcome::Source(results))
 }
 
-/// Writes a Codex rollout into the home (not in a dry run), then frees its bytes on this
-/// worker's thread.
-fn place(done: &mut record::Converted, context: &BatchContext<'_>) -> Result<(), OutputError> {
-    if !context.options.dry_run {
-        let placed =
-            context
-                .guard
-                .place(context.home, &done.relative, &done.bytes, &done.digest)?;
-        done.placed = Some(placed);
-    }
-    done.release_bytes();
-    Ok(())
+/// The converted conversations of a source's results.
+fn converted_mut(
+    results: &mut [record::SourceResult],
+) -> impl Iterator<Item = &mut record::Converted> {
+    results.iter_mut().filter_map(|result| match result {
+        record::SourceResult::Conversation {
+            outcome: Outcome::Converted(done),
+            ..
+        } => Some(&mut **done),
+        record::SourceResult::Conversation {
+            outcome: Outcome::Quarantined(_) | Outcome::NotSampled | Outcome::Source(_),
+            ..
+        }
+        | record::SourceResult::Refused(_)
+        | record::SourceResult::Dropped { .. } => None,
+    })
+}
+
+/// Writes the Codex rollouts of a converted batch into the home, in parallel on the current
+/// pool (the writers), and frees their bytes.
+fn place_batch(
+    outcomes: &mut [Option<Outcome>],
+    home: &Home,
+    guard: &Guard,
+) -> Result<(), OutputError> {
+    let place = |done: &mut record::Converted| -> Result<(), OutputError> {
+        done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+        done.bytes = Vec::new();
+        Ok(())
+    };
+    outcomes
+        .par_iter_mut()
+        .try_for_each(|outcome| match outcome {
+            Some(Outcome::Converted(done)) => place(done),
+            Some(Outcome::Source(results)) => converted_mut(results).try_for_each(place),
+            Some(Outcome::Quarantined(_) | Outcome::NotSampled) | None => Ok(()),
+        })
 }
 
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that

@@ -132,6 +132,18 @@ impl Converted {
     pub fn release_bytes(&mut self) {
         crate::convert::recycle(std::mem::take(&mut self.bytes));
     }
+
+    /// Keeps a copy of the rollout's bytes at their exact size and gives the render buffer
+    /// back to this thread, for rollouts that outlive the next render: a source's
+    /// conversations, placed together, and every rollout of a batch, placed by the writers
+    /// while this worker converts the next batch. A buffer too large to be kept is handed
+    /// over as it is (no second copy of a huge rollout).
+    pub fn keep_exact(&mut self) {
+        if crate::convert::recyclable(&self.bytes) {
+            let exact = self.bytes.to_vec();
+            crate::convert::recycle(std::mem::replace(&mut self.bytes, exact));
+        }
+    }
 }
 
 /// The timestamp of a rollout's first line (its session meta), empty if it has none.
@@ -435,8 +447,7 @@ pub fn process_source(
                 // rollout keeps a copy at its exact size, and the render buffer goes back for
                 // the next conversation.
                 if format == Format::Codex {
-                    let exact = done.bytes.to_vec();
-                    crate::convert::recycle(std::mem::replace(&mut done.bytes, exact));
+                    done.keep_exact();
                 }
                 Outcome::Converted(done)
             }

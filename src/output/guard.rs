@@ -56,6 +56,13 @@ impl Guard {
         bytes: &[u8],
         new_digest: &str,
     ) -> Result<Placed, OutputError> {
+        // A path rollover has not written before is most likely free: written under its name
+        // only if it is ([`Home::write_new`]), with no look-up first. A file there after all
+        // (or a file system without unnamed files) goes the way of every known path.
+        let known = !self.written.is_empty() && self.written.contains_key(&key(relative));
+        if !known && home.write_new(relative, bytes)? {
+            return Ok(Placed::Written);
+        }
         self.place_with(home, relative, new_digest, || {
             home.write_atomic(relative, bytes).map(|_| ())
         })
@@ -126,4 +133,55 @@ pub fn key(relative: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy())
         .collect::<Vec<_>>()
         .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A path the manifest does not know is written without a look-up first: it must still
+    /// never replace a file that is there (a lost manifest, a session made by hand).
+    #[test]
+    fn a_path_the_manifest_does_not_know_is_written_new_and_never_clobbers() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let home = Home::new(root.path());
+        let guard = Guard::new(HashMap::new(), false);
+        let relative = Path::new("sessions/2025/01/02/rollout-a.jsonl");
+        let bytes = b"{\"new\":1}\n";
+        let placed = guard.place(&home, relative, bytes, &digest(bytes));
+        assert_eq!(placed.expect("placed"), Placed::Written);
+        let target = root.path().join(relative);
+        assert_eq!(fs::read(&target).expect("read"), bytes);
+        let mode = fs::metadata(&target).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+
+        let placed = guard.place(&home, relative, bytes, &digest(bytes));
+        assert_eq!(placed.expect("placed"), Placed::Unchanged);
+
+        let edited = b"{\"edited by a person\":1}\n";
+        fs::write(&target, edited).expect("edit");
+        let placed = guard.place(&home, relative, bytes, &digest(bytes));
+        assert_eq!(placed.expect("placed"), Placed::Kept);
+        assert_eq!(fs::read(&target).expect("read"), edited);
+        // Nothing but the session in its folder: no temporary file left.
+        let names: Vec<_> = fs::read_dir(target.parent().expect("dir"))
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("rollout-a.jsonl")]);
+    }
+
+    #[test]
+    fn write_new_leaves_a_file_that_is_there_alone() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let home = Home::new(root.path());
+        let relative = Path::new("a/b.jsonl");
+        assert!(home.write_new(relative, b"one\n").expect("first"));
+        assert!(!home.write_new(relative, b"two\n").expect("second"));
+        assert_eq!(
+            fs::read(root.path().join(relative)).expect("read"),
+            b"one\n"
+        );
+    }
 }

@@ -7,8 +7,10 @@
 //! Everything is created private (files 0600, folders 0700: transcripts are personal data),
 //! whatever the umask. Files appear under their final name only complete: each is written to a
 //! hidden temporary name in the same folder (so the rename is atomic on any filesystem,
-//! shared ones included) and renamed. `--durable` adds an fsync of the file before the rename
-//! and of the folder after it, so a power loss cannot leave a renamed but empty file.
+//! shared ones included) and renamed; a new rollout, on Linux, to an unnamed file of its
+//! folder that `linkat` names once complete, only if no file has that name
+//! ([`Home::write_new`]). `--durable` adds an fsync of the file before the rename (or link)
+//! and of the folder after it, so a power loss cannot leave a named but empty file.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -254,6 +256,66 @@ impl Home {
             return Err(err);
         }
         Ok(target)
+    }
+
+    /// Writes `bytes` at `relative` only if no file is there: false when one is, or when this
+    /// file system has no unnamed files (the caller then looks and uses
+    /// [`Home::write_atomic`]). The bytes go into an unnamed file of the folder (`O_TMPFILE`),
+    /// named once complete by `linkat`, which never replaces a file: a rollout costs one
+    /// directory entry, where a named temporary file cost one made, one removed and the
+    /// rename's, and a killed run leaves no temporary file behind.
+    pub fn write_new(&self, relative: &Path, bytes: &[u8]) -> Result<bool, OutputError> {
+        let target = self.root.join(relative);
+        let dir = target.parent().unwrap_or(&self.root);
+        self.write_unnamed(dir, &target, bytes)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn write_unnamed(&self, dir: &Path, target: &Path, bytes: &[u8]) -> Result<bool, OutputError> {
+        use rustix::fs::{linkat, openat, AtFlags, Mode, OFlags, CWD};
+        use rustix::io::Errno;
+        use std::os::fd::AsRawFd;
+
+        let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
+        let open = || openat(CWD, dir, flags, Mode::from_raw_mode(0o600));
+        let opened = match open() {
+            Err(Errno::NOENT) => {
+                private_dir_all(dir)?;
+                open()
+            }
+            other => other,
+        };
+        // No unnamed files here (EOPNOTSUPP, or EISDIR from kernels before 3.11), or any
+        // other refusal: the named way says what is wrong, if anything is.
+        let Ok(fd) = opened else {
+            return Ok(false);
+        };
+        let mut file = File::from(fd);
+        if !umask_keeps_private() {
+            file.set_permissions(fs::Permissions::from_mode(0o600))
+                .map_err(|e| write_error(target, e))?;
+        }
+        file.write_all(bytes).map_err(|e| write_error(target, e))?;
+        if self.durable {
+            file.sync_all().map_err(|e| write_error(target, e))?;
+        }
+        // Through /proc: linking the descriptor itself (AT_EMPTY_PATH) needs a capability.
+        let unnamed = format!("/proc/self/fd/{}", file.as_raw_fd());
+        // EEXIST: a file is there; anything else (no /proc): the named way.
+        if linkat(CWD, unnamed.as_str(), CWD, target, AtFlags::SYMLINK_FOLLOW).is_err() {
+            return Ok(false);
+        }
+        if self.durable {
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| write_error(dir, e))?;
+        }
+        Ok(true)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn write_unnamed(&self, _: &Path, _: &Path, _: &[u8]) -> Result<bool, OutputError> {
+        Ok(false)
     }
 
     /// Writes one of rollover's state files (`rollover/NAME`) atomically.

@@ -444,17 +444,28 @@ fn sigint_stops_cleanly_with_complete_reports_exit_130_and_the_rerun_resumes() {
 
 #[test]
 fn files_are_0600_and_folders_0700_whatever_the_umask() {
-    let wd = Workdir::new("modes");
-    archive(&wd, 2, 2);
-    let out = Command::new("sh")
-        .current_dir(wd.root())
-        .arg("-c")
-        .arg(format!("umask 022; exec {BIN} convert archive --out home"))
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(0));
+    // 022 keeps 0600 and 0700 whole; 0277 takes the owner's write and execute bits away,
+    // which would leave folders 0500 and files 0400 unless each is set outright.
+    for umask in ["022", "0277"] {
+        let wd = Workdir::new(&format!("modes_{umask}"));
+        archive(&wd, 2, 2);
+        let out = Command::new("sh")
+            .current_dir(wd.root())
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec {BIN} convert archive --out home"
+            ))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "umask {umask}: {out:?}");
+        assert_private_tree(&wd.path("home"));
+    }
+}
+
+/// Every folder under `home` is 0700 and every file 0600.
+fn assert_private_tree(home: &Path) {
     let mut checked = 0;
-    let mut stack = vec![wd.path("home")];
+    let mut stack = vec![home.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let mode = fs::metadata(&dir).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "{}", dir.display());

@@ -58,13 +58,32 @@ pub(crate) fn write_error(path: &Path, source: std::io::Error) -> OutputError {
     }
 }
 
-/// Creates `dir` and its missing parents, 0700.
+/// Creates `dir` and its missing parents, 0700 whatever the umask.
 pub(crate) fn private_dir_all(dir: &Path) -> Result<(), OutputError> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| write_error(dir, e))
+    if umask_keeps(0o700) {
+        return DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| write_error(dir, e));
+    }
+    // A umask that takes owner bits away (0277) would leave each new folder 0500, and a
+    // person other than root could not write into it: each missing folder, from the top, is
+    // made and then set to 0700 before anything goes into it.
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .collect();
+    for folder in missing.into_iter().rev() {
+        match DirBuilder::new().mode(0o700).create(folder) {
+            Ok(()) => fs::set_permissions(folder, fs::Permissions::from_mode(0o700))
+                .map_err(|e| write_error(folder, e))?,
+            // Made meanwhile by another writer, which sets its mode.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(write_error(folder, e)),
+        }
+    }
+    Ok(())
 }
 
 /// Creates the temporary file `temp` in `dir`, 0600. It is created new, so the mode it is
@@ -101,16 +120,22 @@ fn private_temp_file(dir: &Path, temp: &Path) -> Result<File, OutputError> {
     }
 }
 
-/// Whether this process's umask leaves 0600 whole (takes neither owner bit away), read once
-/// from `/proc/self/status`; false when it cannot be read, so every file is `fchmod`ed.
+/// Whether this process's umask leaves 0600 whole (takes neither owner bit away): then a file
+/// created 0600 needs no `fchmod`.
 fn umask_keeps_private() -> bool {
-    static KEEPS: OnceLock<bool> = OnceLock::new();
-    *KEEPS.get_or_init(|| {
+    umask_keeps(0o600)
+}
+
+/// Whether this process's umask takes none of `mode`'s bits away, read once from
+/// `/proc/self/status`; false when it cannot be read, so every mode is set outright.
+fn umask_keeps(mode: u32) -> bool {
+    static UMASK: OnceLock<Option<u32>> = OnceLock::new();
+    let umask = UMASK.get_or_init(|| {
         fs::read_to_string("/proc/self/status")
             .ok()
             .and_then(|status| umask_in_status(&status))
-            .is_some_and(|umask| umask & 0o600 == 0)
-    })
+    });
+    umask.is_some_and(|umask| umask & mode == 0)
 }
 
 /// The `Umask:` of a `/proc/PID/status` text (Linux 4.7 and later).

@@ -35,14 +35,27 @@ chmod 755 "$work"
 started_munged=""
 cleanup() {
   local status=$?
+  local pids=()
   for pidfile in "$work/slurmd.pid" "$work/slurmctld.pid"; do
     if [ -s "$pidfile" ]; then
-      kill "$(cat "$pidfile")" 2>/dev/null || true
+      pids+=("$(cat "$pidfile")")
+      kill "${pids[-1]}" 2>/dev/null || true
     fi
   done
   if [ -n "$started_munged" ]; then
     kill "$started_munged" 2>/dev/null || true
   fi
+  # slurmctld saves its state into $work/state as it stops: removing the folder while it
+  # still writes there failed the run once ("Directory not empty"). Wait (10 s at most)
+  # for the daemons to be gone first.
+  for _ in $(seq 100); do
+    local alive=0
+    for pid in "${pids[@]}"; do
+      kill -0 "$pid" 2>/dev/null && alive=1
+    done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
   if [ "$status" -ne 0 ]; then
     for log in slurmctld.log slurmd.log; do
       if [ -f "$work/$log" ]; then
@@ -54,7 +67,8 @@ cleanup() {
   if [ -n "${ROLLOVER_SLURM_KEEP:-}" ]; then
     say "kept $work"
   else
-    rm -rf "$work"
+    # A daemon still writing past the wait is no reason to fail a run that passed.
+    rm -rf "$work" 2>/dev/null || { sleep 1; rm -rf "$work" || say "could not remove $work"; }
   fi
   exit "$status"
 }

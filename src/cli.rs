@@ -192,7 +192,8 @@ pub struct ConvertArgs {
     /// Follow symlinks when walking a folder (a symlink loop is reported and skipped).
     #[arg(long)]
     pub follow: bool,
-    /// Threads that convert, 1 to 1024 (default: one per core); as many write the rollouts.
+    /// Threads that convert, 1 to 1024 (default: one per core); as many write the rollouts,
+    /// and up to half as many decompress input files ahead of the reader.
     #[arg(short = 'j', long, value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// Run every stage and write the report, but no rollout.

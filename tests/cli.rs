@@ -259,6 +259,25 @@ fn an_output_home_inside_the_input_folder_is_not_read_back() {
     assert_eq!(second.summary()["records"], 1);
 }
 
+/// Runs `args` (writing into `home`) with the failpoint armed: the run fails with exit 2,
+/// names `stage` and the failpoint, and writes no summary.
+fn fails_at(wd: &Workdir, args: &[&str], home: &str, failpoint: &str, stage: &str) {
+    let out = wd
+        .command(args)
+        .env("ROLLOVER_FAILPOINT", failpoint)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run rollover");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{failpoint}: {stderr}");
+    let expected = format!("rollover: converting into {home}: the {stage} stage failed unexpectedly (failpoint `{failpoint}` reached (ROLLOVER_FAILPOINT)); the run stopped and its report is incomplete");
+    assert!(stderr.contains(&expected), "{failpoint}: {stderr}");
+    assert!(
+        !wd.path(&format!("{home}/rollover/summary.json")).exists(),
+        "{failpoint}: a summary was written"
+    );
+}
+
 /// Issue 7, finding 4: a panic in the reader thread was swallowed (`let _ = reader.join()`),
 /// and the run ended early with exit 0 and a summary that looked complete.
 #[test]
@@ -269,20 +288,42 @@ fn a_panicking_reader_fails_the_run_with_exit_2_naming_the_stage() {
         &[json!({"messages": [{"role": "user", "content": "hi"}]})],
     );
     for stage in ["reader", "convert"] {
-        let mut cmd = wd.command(&["convert", "in.jsonl", "--out", "home"]);
-        let out = cmd
-            .env("ROLLOVER_FAILPOINT", stage)
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .expect("run rollover");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stage}: {stderr}");
-        let expected = format!("rollover: converting into home: the {stage} stage failed unexpectedly (failpoint `{stage}` reached (ROLLOVER_FAILPOINT)); the run stopped and its report is incomplete");
-        assert!(stderr.contains(&expected), "{stage}: {stderr}");
-        assert!(
-            !wd.path("home/rollover/summary.json").exists(),
-            "{stage}: a summary was written"
+        fails_at(
+            &wd,
+            &["convert", "in.jsonl", "--out", "home"],
+            "home",
+            stage,
+            stage,
         );
+    }
+}
+
+/// Several files are read ahead by threads of their own: a panic in one fails the run like a
+/// panic in the reader (not a file recorded as converted when it was read in part), and a
+/// reader's panic stops them instead of leaving the run waiting on them.
+#[test]
+fn a_panic_reading_several_files_fails_the_run_with_exit_2() {
+    let wd = Workdir::new("prefetch_panic");
+    for i in 0..6 {
+        let records: Vec<_> = (0..300)
+            .map(|n| json!({"messages": [{"role": "user", "content": format!("{i} {n}")}]}))
+            .collect();
+        wd.create_jsonl(&format!("archive/f{i}.jsonl"), &records);
+    }
+    for failpoint in ["reader", "prefetch"] {
+        let home = format!("home-{failpoint}");
+        let args = ["convert", "archive", "--out", &home, "-j", "2"];
+        fails_at(&wd, &args, &home, failpoint, "reader");
+        // A file is recorded as done in the manifest's journal (or the manifest at a clean
+        // end); none was read whole before the panic.
+        for record in ["manifest", "manifest.journal"] {
+            let text = std::fs::read_to_string(wd.path(&format!("{home}/rollover/{record}")))
+                .unwrap_or_default();
+            assert!(
+                !text.contains("f0.jsonl"),
+                "{failpoint}: a file read in part was recorded as converted in {record}: {text}"
+            );
+        }
     }
 }
 

@@ -3,10 +3,17 @@
 //! file from its start (so every record keeps its ordinal) and sends only the records, blank
 //! lines and damage of the ranges its shard owns, each run of them after a [`Work::Segment`]
 //! marker; an uncompressed file is read no further than the shard's last range.
+//!
+//! When there are several files to read, up to `--jobs` of them are decompressed and split at
+//! once by [`Prefetch`] threads, each into its own bounded channel, and the reader takes them
+//! in order: one zstd stream decompresses on one thread only, and on agent transcripts that
+//! thread needs 65 % of a worker's time, so a single reader would feed no more than ~1.5
+//! workers on a machine with more cores. What the reader sends is the same either way.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::input::batch::BatchIndex;
@@ -19,6 +26,12 @@ const BATCH_RECORDS: usize = 512;
 const BATCH_BYTES: usize = 4 << 20;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
+/// A prefetched file is handed over in chunks of this many bytes of records (or events)...
+const CHUNK_BYTES: usize = 1 << 20;
+const CHUNK_EVENTS: usize = 256;
+/// ...of which this many wait in its channel: what a prefetch thread holds besides its
+/// decoder.
+const CHUNKS_AHEAD: usize = 2;
 
 /// One event of the input, in order.
 pub enum Work {
@@ -70,6 +83,8 @@ pub struct Plan {
     pub from: Option<SourceFormat>,
     /// A longer record is sent as oversized, never loaded whole (`--max-record-bytes`).
     pub max_record_bytes: u64,
+    /// At most this many files are decompressed at once (`--jobs`).
+    pub readers: usize,
 }
 
 /// Starts the reader thread over the plan's files. Files whose batch results were read ahead
@@ -84,11 +99,86 @@ pub fn spawn(plan: Plan) -> Reader {
         stop,
         from,
         max_record_bytes,
+        readers,
     } = plan;
     let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
     let disk_read = Arc::new(AtomicU64::new(0));
     let disk = Arc::clone(&disk_read);
     let handle = std::thread::spawn(move || {
+        // Files read whole from disk go to the prefetch threads when there are several; a
+        // file replayed from the batch index or cut into a shard's ranges is read here.
+        let ahead: Vec<usize> = (0..files.len())
+            .filter(|&i| !skip.get(i).copied().unwrap_or(false))
+            .filter(|i| !index.leftovers.contains_key(i))
+            .filter(|&i| !portions.get(i).is_some_and(|p| p.ranges))
+            .collect();
+        let threads = if ahead.len() > 1 {
+            readers.clamp(1, ahead.len())
+        } else {
+            0
+        };
+        let prefetch = Prefetch::new(ahead, threads);
+        std::thread::scope(|scope| {
+            // A thread the system will not start leaves its files to the others (and to the
+            // reader itself, when none starts).
+            let threads: Vec<_> = (0..threads)
+                .map_while(|i| {
+                    std::thread::Builder::new()
+                        .name(format!("rollover-read-{i}"))
+                        .spawn_scoped(scope, || prefetch.run(&files, &stop, max_record_bytes))
+                        .ok()
+                })
+                .collect();
+            prefetch.started(threads.len());
+            {
+                // Whatever the reader leaves unread, even by a panic, its prefetch threads
+                // stop reading, so that they can be joined.
+                let _close = Closing(&prefetch);
+                read(
+                    &files,
+                    &skip,
+                    &index,
+                    &portions,
+                    shard,
+                    &stop,
+                    from,
+                    max_record_bytes,
+                    &prefetch,
+                    &sender,
+                    &disk,
+                );
+            }
+            // A prefetch thread's panic is the reader's, with its own message.
+            for thread in threads {
+                if let Err(panic) = thread.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        });
+    });
+    Reader {
+        handle,
+        batches,
+        disk_read,
+    }
+}
+
+/// The reader's loop: every file in order, its events into batches.
+#[allow(clippy::too_many_arguments)]
+fn read(
+    files: &[SourceFile],
+    skip: &[bool],
+    index: &BatchIndex,
+    portions: &[Portion],
+    shard: Option<ShardPlan>,
+    stop: &AtomicBool,
+    from: Option<SourceFormat>,
+    max_record_bytes: u64,
+    prefetch: &Prefetch,
+    sender: &SyncSender<Vec<Work>>,
+    disk: &AtomicU64,
+) {
+    {
         let mut batch = Vec::with_capacity(BATCH_RECORDS);
         let mut batch_bytes = 0;
         let mut disk_before = 0u64;
@@ -100,8 +190,17 @@ pub fn spawn(plan: Plan) -> Reader {
             let mut ordinal = 0u64;
             let in_file = Arc::new(AtomicU64::new(0));
             let mut stopped = false;
-            let (events, compression) =
-                events(&index, file_index, file, &in_file, max_record_bytes);
+            // A prefetched file is whole only once its last chunk came; until then it counts as
+            // stopped (as a file the reader reads itself is until its last event).
+            let complete = Arc::new(AtomicBool::new(true));
+            let (events, compression) = match prefetch.take(file_index) {
+                Some(chunks) => {
+                    complete.store(false, Ordering::Relaxed);
+                    // Its compression matters only to a shard's ranges, never read ahead.
+                    (prefetched(chunks, &in_file, &complete), Compression::None)
+                }
+                None => events(index, file_index, file, &in_file, max_record_bytes),
+            };
             let mut ranges = portions
                 .get(file_index)
                 .filter(|p| p.ranges)
@@ -177,7 +276,7 @@ pub fn spawn(plan: Plan) -> Reader {
                     batch_bytes = 0;
                 }
             }
-            if stopped {
+            if stopped || !complete.load(Ordering::Relaxed) {
                 break;
             }
             if let (Some(format), false) = (format, whole.is_empty()) {
@@ -195,12 +294,195 @@ pub fn spawn(plan: Plan) -> Reader {
             // The receiver is gone only when the run stopped early; nothing left to do then.
             let _ = sender.send(batch);
         }
-    });
-    Reader {
-        handle,
-        batches,
-        disk_read,
     }
+}
+
+/// A chunk of one file's events, the bytes of the file on disk read when it was cut, and
+/// whether it is the file's last.
+type Chunk = (Vec<RecordEvent>, u64, bool);
+
+/// Files decompressed and split ahead of the reader, in its order, by a few threads: each
+/// thread takes the next file not yet taken and sends its events in chunks into a channel of
+/// its own, bounded, which the reader drains when it comes to that file. The threads take
+/// files in order, at most one each past the file the reader is on, and the reader reads
+/// them in order: the file the reader waits for is always being read, so none waits on
+/// another forever, and what is held ahead is bounded by the thread count, whatever the
+/// files' number or size.
+struct Prefetch {
+    /// The files to read ahead, in the reader's order.
+    files: Vec<usize>,
+    /// The next of `files` to take.
+    next: AtomicUsize,
+    /// Each taken file's channel, until the reader takes it.
+    state: Mutex<Shelf>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct Shelf {
+    channels: HashMap<usize, Receiver<Chunk>>,
+    /// How many of the files the reader has taken: a thread may take the file at position
+    /// `p` of [`Prefetch::files`] once `p < taken + threads`.
+    taken: usize,
+    /// The threads reading ahead.
+    threads: usize,
+    /// Threads that are done (no file left, or a stop).
+    finished: usize,
+    /// The reader is done: channels are no longer kept.
+    closed: bool,
+}
+
+impl Prefetch {
+    fn new(files: Vec<usize>, threads: usize) -> Prefetch {
+        Prefetch {
+            files: if threads == 0 { Vec::new() } else { files },
+            next: AtomicUsize::new(0),
+            state: Mutex::new(Shelf {
+                threads,
+                ..Shelf::default()
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    /// How many of the threads asked for did start.
+    fn started(&self, threads: usize) {
+        self.shelf().threads = threads;
+        self.ready.notify_all();
+    }
+
+    fn shelf(&self) -> std::sync::MutexGuard<'_, Shelf> {
+        // A thread panicking while holding the lock leaves nothing half-written in a `Shelf`.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(
+        &self,
+        shelf: std::sync::MutexGuard<'a, Shelf>,
+    ) -> std::sync::MutexGuard<'a, Shelf> {
+        self.ready.wait(shelf).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One prefetch thread: files in turn until none is left, the run stops or the reader is
+    /// done. A file is read to its end unless the reader drops it: a stop is the reader's to
+    /// see, between two events, as when it reads a file itself.
+    fn run(&self, files: &[SourceFile], stop: &AtomicBool, max_record_bytes: u64) {
+        // Counted as finished however it ends, a panic too: the reader never waits for a file
+        // no thread will bring.
+        let _finished = Finished(self);
+        loop {
+            let position = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(&file_index) = self.files.get(position) else {
+                break;
+            };
+            let (to_reader, from_thread) = sync_channel::<Chunk>(CHUNKS_AHEAD);
+            {
+                let mut shelf = self.shelf();
+                while position >= shelf.taken + shelf.threads && !shelf.closed {
+                    shelf = self.wait(shelf);
+                }
+                if shelf.closed || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                shelf.channels.insert(file_index, from_thread);
+            }
+            self.ready.notify_all();
+            let reader = records(&files[file_index]).max_record_bytes(max_record_bytes);
+            let counter = reader.disk_counter();
+            let mut chunk = Vec::new();
+            let mut bytes = 0;
+            let mut dropped = false;
+            for event in reader {
+                if let RecordEvent::Record(record) = &event {
+                    bytes += record.bytes.len();
+                }
+                chunk.push(event);
+                if bytes >= CHUNK_BYTES || chunk.len() >= CHUNK_EVENTS {
+                    super::failpoint("prefetch");
+                    let read = counter.load(Ordering::Relaxed);
+                    if to_reader
+                        .send((std::mem::take(&mut chunk), read, false))
+                        .is_err()
+                    {
+                        dropped = true;
+                        break;
+                    }
+                    bytes = 0;
+                }
+            }
+            if !dropped {
+                super::failpoint("prefetch");
+                let _ = to_reader.send((chunk, counter.load(Ordering::Relaxed), true));
+            }
+        }
+    }
+
+    /// The chunks of `file_index`, once a thread has taken it; `None` when the file is not
+    /// read ahead (the reader reads it itself) or the run stopped before it was taken.
+    fn take(&self, file_index: usize) -> Option<Receiver<Chunk>> {
+        self.files.binary_search(&file_index).ok()?;
+        let mut shelf = self.shelf();
+        let channel = loop {
+            if let Some(channel) = shelf.channels.remove(&file_index) {
+                break Some(channel);
+            }
+            if shelf.finished == shelf.threads {
+                break None;
+            }
+            shelf = self.wait(shelf);
+        };
+        shelf.taken += 1;
+        drop(shelf);
+        self.ready.notify_all();
+        channel
+    }
+
+    /// The reader is done: drop the channels it did not take, so their threads stop, and
+    /// wake the threads waiting for their turn.
+    fn close(&self) {
+        let mut shelf = self.shelf();
+        shelf.closed = true;
+        shelf.channels.clear();
+        drop(shelf);
+        self.ready.notify_all();
+    }
+}
+
+/// Counts a prefetch thread as finished when it ends, or unwinds.
+struct Finished<'a>(&'a Prefetch);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.shelf().finished += 1;
+        self.0.ready.notify_all();
+    }
+}
+
+/// Closes the [`Prefetch`] when the reader is done, or unwinds.
+struct Closing<'a>(&'a Prefetch);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// A prefetched file's events, as [`events`] gives a file read here; `complete` is set when
+/// its last chunk arrives. A channel that ends without it lost its thread mid-file.
+fn prefetched<'a>(
+    chunks: Receiver<Chunk>,
+    in_file: &Arc<AtomicU64>,
+    complete: &Arc<AtomicBool>,
+) -> Events<'a> {
+    let in_file = Arc::clone(in_file);
+    let complete = Arc::clone(complete);
+    Box::new(chunks.into_iter().flat_map(move |(events, read, last)| {
+        in_file.store(read, Ordering::Relaxed);
+        if last {
+            complete.store(true, Ordering::Relaxed);
+        }
+        events.into_iter().map(|e| (e, None))
+    }))
 }
 
 /// Which events of a split file the shard keeps.
@@ -308,5 +590,172 @@ fn clone_event(event: &RecordEvent) -> RecordEvent {
         RecordEvent::Record(r) => RecordEvent::Record(r.clone()),
         RecordEvent::Blank => RecordEvent::Blank,
         RecordEvent::Damage(d) => RecordEvent::Damage(d.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::Duration;
+
+    /// The records of file `i`: some files empty, some crossing several chunks.
+    fn lines(i: usize) -> usize {
+        (i * 37) % 700
+    }
+
+    /// `count` files of Chat Completions records, file `i` holding `lines(i)` records, each
+    /// naming its file and line.
+    fn archive(dir: &std::path::Path, count: usize) -> Vec<SourceFile> {
+        (0..count)
+            .map(|i| {
+                let path = dir.join(format!("f{i:03}.jsonl"));
+                let mut out = std::fs::File::create(&path).expect("create");
+                for line in 0..lines(i) {
+                    writeln!(
+                        out,
+                        r#"{{"messages":[{{"role":"user","content":"{i} {line}"}}]}}"#
+                    )
+                    .expect("write");
+                }
+                let size = std::fs::metadata(&path).expect("stat").len();
+                SourceFile {
+                    display: Arc::from(path.display().to_string()),
+                    key: format!("f{i:03}.jsonl"),
+                    path,
+                    size,
+                    mtime_ns: 0,
+                }
+            })
+            .collect()
+    }
+
+    fn plan(files: &[SourceFile], skip: Vec<bool>, readers: usize) -> Plan {
+        Plan {
+            files: Arc::new(files.to_vec()),
+            skip,
+            index: Arc::new(BatchIndex::default()),
+            portions: (0..files.len())
+                .map(|index| Portion {
+                    index,
+                    ranges: false,
+                    counted: true,
+                })
+                .collect(),
+            shard: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            from: None,
+            max_record_bytes: 1 << 30,
+            readers,
+        }
+    }
+
+    /// What the reader sent, as text: one entry per record (file, ordinal, bytes) and per
+    /// file's end, in order; and the batches' sizes.
+    fn sent(reader: Reader) -> (Vec<String>, Vec<usize>) {
+        let mut events = Vec::new();
+        let mut sizes = Vec::new();
+        for batch in reader.batches.iter() {
+            sizes.push(batch.len());
+            for work in batch {
+                match work {
+                    Work::Record(record, file, ordinal) => events.push(format!(
+                        "{file} {ordinal} {}",
+                        String::from_utf8_lossy(&record.bytes)
+                    )),
+                    Work::FileEnd(file) => events.push(format!("end {file}")),
+                    Work::Segment(file, range) => events.push(format!("segment {file} {range}")),
+                    Work::Blank => events.push("blank".into()),
+                    Work::Damage(damage) => events.push(format!("damage {}", damage.message)),
+                    Work::Source(_) => events.push("source".into()),
+                }
+            }
+        }
+        reader.handle.join().expect("the reader ends");
+        (events, sizes)
+    }
+
+    #[test]
+    fn files_read_ahead_arrive_whole_in_order_and_in_the_same_batches() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = archive(dir.path(), 40);
+        let mut skip = vec![false; files.len()];
+        skip[3] = true;
+        skip[17] = true;
+        // One file alone is read by the reader itself, with no thread ahead of it.
+        let (alone, _) = sent(spawn(plan(&files[5..6], vec![false], 4)));
+        assert_eq!(alone.len(), lines(5) + 2, "{alone:?}");
+        let (one, one_sizes) = sent(spawn(plan(&files, skip.clone(), 1)));
+        for readers in [2, 3, 8, 64] {
+            let (many, sizes) = sent(spawn(plan(&files, skip.clone(), readers)));
+            assert_eq!(many, one, "{readers} threads ahead");
+            assert_eq!(sizes, one_sizes, "{readers} threads ahead");
+        }
+        // Every record of every file not skipped, in order, each file ended once.
+        let mut expected = Vec::new();
+        for (i, _) in files.iter().enumerate().filter(|(i, _)| !skip[*i]) {
+            expected.push(format!("segment {i} 0"));
+            for line in 0..lines(i) {
+                expected.push(format!(
+                    r#"{i} {line} {{"messages":[{{"role":"user","content":"{i} {line}"}}]}}"#
+                ));
+            }
+            expected.push(format!("end {i}"));
+        }
+        assert_eq!(one, expected);
+    }
+
+    #[test]
+    fn a_reader_that_stops_early_leaves_no_thread_reading_ahead() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = archive(dir.path(), 40);
+        let reader = spawn(plan(&files, vec![false; files.len()], 4));
+        let first = reader.batches.recv().expect("a first batch");
+        assert!(!first.is_empty());
+        // The run ends: nobody takes the reader's batches any more.
+        drop(reader.batches);
+        let (done, joined) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(reader.handle.join().is_ok()));
+        assert_eq!(
+            joined.recv_timeout(Duration::from_secs(60)),
+            Ok(true),
+            "the reader and its threads did not end"
+        );
+    }
+
+    #[test]
+    fn threads_read_no_further_ahead_than_one_file_each() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = archive(dir.path(), 12);
+        let order: Vec<usize> = (0..files.len()).collect();
+        let prefetch = Prefetch::new(order.clone(), 2);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| prefetch.run(&files, &stop, 1 << 30));
+            }
+            // Nothing is taken yet: the two threads hold the first two files, and wait.
+            std::thread::sleep(Duration::from_millis(300));
+            {
+                let shelf = prefetch.shelf();
+                let mut held: Vec<usize> = shelf.channels.keys().copied().collect();
+                held.sort();
+                assert_eq!(held, vec![0, 1]);
+            }
+            // Taken in order, every file comes whole (its last chunk says so).
+            for &file in &order {
+                let chunks = prefetch.take(file).expect("read ahead");
+                let mut records = 0;
+                let mut last = false;
+                for (events, _, end) in chunks {
+                    records += events.len();
+                    last = end;
+                }
+                assert_eq!(records, lines(file), "file {file}");
+                assert!(last, "file {file} came without its last chunk");
+                assert!(prefetch.shelf().channels.len() <= 2);
+            }
+            prefetch.close();
+        });
     }
 }

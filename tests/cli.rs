@@ -304,9 +304,11 @@ fn a_panicking_reader_fails_the_run_with_exit_2_naming_the_stage() {
 #[test]
 fn a_panic_reading_several_files_fails_the_run_with_exit_2() {
     let wd = Workdir::new("prefetch_panic");
+    // Files of ~100 KB: a smaller file is read by the reader itself.
+    let text = "x".repeat(300);
     for i in 0..6 {
         let records: Vec<_> = (0..300)
-            .map(|n| json!({"messages": [{"role": "user", "content": format!("{i} {n}")}]}))
+            .map(|n| json!({"messages": [{"role": "user", "content": format!("{i} {n} {text}")}]}))
             .collect();
         wd.create_jsonl(&format!("archive/f{i}.jsonl"), &records);
     }

@@ -354,6 +354,17 @@ fn a_second_run_on_the_same_output_exits_3_and_a_stale_lock_is_taken_over() {
     );
 }
 
+/// Runs rollover with `args` (a shell's words) in the work folder, after `setup` (a shell
+/// command: a ulimit, a umask) in the same shell.
+fn in_shell(wd: &Workdir, setup: &str, args: &str) -> std::process::Output {
+    Command::new("sh")
+        .current_dir(wd.root())
+        .arg("-c")
+        .arg(format!("{setup}; exec {BIN} {args}"))
+        .output()
+        .unwrap_or_else(|e| panic!("run sh -c '{setup}; exec rollover {args}': {e}"))
+}
+
 #[test]
 fn a_write_failure_names_the_path_once_exits_2_and_records_nothing_as_done() {
     let wd = Workdir::new("write_failure");
@@ -363,14 +374,7 @@ fn a_write_failure_names_the_path_once_exits_2_and_records_nothing_as_done() {
         "archive/big.jsonl",
         &[json!({"messages": [{"role": "user", "content": long}]})],
     );
-    let out = Command::new("sh")
-        .current_dir(wd.root())
-        .arg("-c")
-        .arg(format!(
-            "ulimit -f 8; exec {BIN} convert archive --out home"
-        ))
-        .output()
-        .expect("run under ulimit");
+    let out = in_shell(&wd, "ulimit -f 8", "convert archive --out home");
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -449,14 +453,7 @@ fn files_are_0600_and_folders_0700_whatever_the_umask() {
     for umask in ["022", "0277"] {
         let wd = Workdir::new(&format!("modes_{umask}"));
         archive(&wd, 2, 2);
-        let out = Command::new("sh")
-            .current_dir(wd.root())
-            .arg("-c")
-            .arg(format!(
-                "umask {umask}; exec {BIN} convert archive --out home"
-            ))
-            .output()
-            .expect("run");
+        let out = in_shell(&wd, &format!("umask {umask}"), "convert archive --out home");
         assert_eq!(out.status.code(), Some(0), "umask {umask}: {out:?}");
         assert_private_tree(&wd.path("home"));
     }

@@ -4,11 +4,12 @@
 //! lines and damage of the ranges its shard owns, each run of them after a [`Work::Segment`]
 //! marker; an uncompressed file is read no further than the shard's last range.
 //!
-//! When there are several files to read, up to `--jobs` of them are decompressed and split at
-//! once by [`Prefetch`] threads, each into its own bounded channel, and the reader takes them
-//! in order: one zstd stream decompresses on one thread only, and on agent transcripts that
-//! thread needs 65 % of a worker's time, so a single reader would feed no more than ~1.5
-//! workers on a machine with more cores. What the reader sends is the same either way.
+//! When there are several files to read (of 64 KiB or more), up to half of `--jobs` of them
+//! are decompressed and split at once by [`Prefetch`] threads, each into its own bounded
+//! channel, and the reader takes them in order: one zstd stream decompresses on one thread
+//! only, and on agent transcripts that thread needs 65 % of a worker's time, so a single
+//! reader would feed no more than ~1.5 workers on a machine with more cores. What the reader
+//! sends is the same either way.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -87,24 +88,13 @@ pub struct Plan {
     pub from: Option<SourceFormat>,
     /// A longer record is sent as oversized, never loaded whole (`--max-record-bytes`).
     pub max_record_bytes: u64,
-    /// At most this many files are decompressed at once (`--jobs`).
+    /// At most this many files are decompressed at once (half of `--jobs`, rounded up).
     pub readers: usize,
 }
 
 /// Starts the reader thread over the plan's files. Files whose batch results were read ahead
 /// are replayed from `index.leftovers` (what is not a result line).
 pub fn spawn(plan: Plan) -> Reader {
-    let Plan {
-        files,
-        skip,
-        index,
-        portions,
-        shard,
-        stop,
-        from,
-        max_record_bytes,
-        readers,
-    } = plan;
     let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
     let disk_read = Arc::new(AtomicU64::new(0));
     let disk = Arc::clone(&disk_read);
@@ -112,14 +102,14 @@ pub fn spawn(plan: Plan) -> Reader {
         // Files read whole from disk go to the prefetch threads when there are several; a
         // small file, a file replayed from the batch index or cut into a shard's ranges is
         // read here.
-        let ahead: Vec<usize> = (0..files.len())
-            .filter(|&i| files[i].size >= AHEAD_MIN_BYTES)
-            .filter(|&i| !skip.get(i).copied().unwrap_or(false))
-            .filter(|i| !index.leftovers.contains_key(i))
-            .filter(|&i| !portions.get(i).is_some_and(|p| p.ranges))
+        let ahead: Vec<usize> = (0..plan.files.len())
+            .filter(|&i| plan.files[i].size >= AHEAD_MIN_BYTES)
+            .filter(|&i| !plan.skip.get(i).copied().unwrap_or(false))
+            .filter(|i| !plan.index.leftovers.contains_key(i))
+            .filter(|&i| !plan.portions.get(i).is_some_and(|p| p.ranges))
             .collect();
         let threads = if ahead.len() > 1 {
-            readers.clamp(1, ahead.len())
+            plan.readers.clamp(1, ahead.len())
         } else {
             0
         };
@@ -131,7 +121,7 @@ pub fn spawn(plan: Plan) -> Reader {
                 .map_while(|i| {
                     std::thread::Builder::new()
                         .name(format!("rollover-read-{i}"))
-                        .spawn_scoped(scope, || prefetch.run(&files, &stop, max_record_bytes))
+                        .spawn_scoped(scope, || prefetch.run(&plan))
                         .ok()
                 })
                 .collect();
@@ -140,19 +130,7 @@ pub fn spawn(plan: Plan) -> Reader {
                 // Whatever the reader leaves unread, even by a panic, its prefetch threads
                 // stop reading, so that they can be joined.
                 let _close = Closing(&prefetch);
-                read(
-                    &files,
-                    &skip,
-                    &index,
-                    &portions,
-                    shard,
-                    &stop,
-                    from,
-                    max_record_bytes,
-                    &prefetch,
-                    &sender,
-                    &disk,
-                );
+                read(&plan, &prefetch, &sender, &disk);
             }
             // A prefetch thread's panic is the reader's, with its own message.
             for thread in threads {
@@ -170,136 +148,133 @@ pub fn spawn(plan: Plan) -> Reader {
 }
 
 /// The reader's loop: every file in order, its events into batches.
-#[allow(clippy::too_many_arguments)]
-fn read(
-    files: &[SourceFile],
-    skip: &[bool],
-    index: &BatchIndex,
-    portions: &[Portion],
-    shard: Option<ShardPlan>,
-    stop: &AtomicBool,
-    from: Option<SourceFormat>,
-    max_record_bytes: u64,
-    prefetch: &Prefetch,
-    sender: &SyncSender<Vec<Work>>,
-    disk: &AtomicU64,
-) {
-    {
-        let mut batch = Vec::with_capacity(BATCH_RECORDS);
-        let mut batch_bytes = 0;
-        let mut disk_before = 0u64;
-        for (file_index, file) in files.iter().enumerate() {
-            if skip.get(file_index).copied().unwrap_or(false) {
-                disk_before += file.size;
-                continue;
+fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: &AtomicU64) {
+    let Plan {
+        files,
+        skip,
+        index,
+        portions,
+        shard,
+        stop,
+        from,
+        max_record_bytes,
+        readers: _,
+    } = plan;
+    let (shard, from, max_record_bytes) = (*shard, *from, *max_record_bytes);
+    let mut batch = Vec::with_capacity(BATCH_RECORDS);
+    let mut batch_bytes = 0;
+    let mut disk_before = 0u64;
+    for (file_index, file) in files.iter().enumerate() {
+        if skip.get(file_index).copied().unwrap_or(false) {
+            disk_before += file.size;
+            continue;
+        }
+        let mut ordinal = 0u64;
+        let in_file = Arc::new(AtomicU64::new(0));
+        let mut stopped = false;
+        // A prefetched file is whole only once its last chunk came; until then it counts as
+        // stopped (as a file the reader reads itself is until its last event).
+        let complete = Arc::new(AtomicBool::new(true));
+        let (events, compression) = match prefetch.take(file_index) {
+            Some(chunks) => {
+                complete.store(false, Ordering::Relaxed);
+                // Its compression matters only to a shard's ranges, never read ahead.
+                (prefetched(chunks, &in_file, &complete), Compression::None)
             }
-            let mut ordinal = 0u64;
-            let in_file = Arc::new(AtomicU64::new(0));
-            let mut stopped = false;
-            // A prefetched file is whole only once its last chunk came; until then it counts as
-            // stopped (as a file the reader reads itself is until its last event).
-            let complete = Arc::new(AtomicBool::new(true));
-            let (events, compression) = match prefetch.take(file_index) {
-                Some(chunks) => {
-                    complete.store(false, Ordering::Relaxed);
-                    // Its compression matters only to a shard's ranges, never read ahead.
-                    (prefetched(chunks, &in_file, &complete), Compression::None)
-                }
-                None => events(index, file_index, file, &in_file, max_record_bytes),
-            };
-            let mut ranges = portions
-                .get(file_index)
-                .filter(|p| p.ranges)
-                .zip(shard)
-                .map(|(_, plan)| Ranges::new(plan, file, compression));
-            if ranges.is_none() {
-                batch.push(Work::Segment(file_index, 0));
-            }
-            // Decided at the file's first record; a whole-file format collects it here.
-            let mut format = from;
-            let mut whole: Vec<(RawRecord, u64)> = Vec::new();
-            for (event, given) in events {
-                super::failpoint("reader");
-                if stop.load(Ordering::Relaxed) {
-                    stopped = true;
-                    break;
-                }
-                if let (None, RecordEvent::Record(record)) = (format, &event) {
-                    format = Some(detect(record));
-                }
-                // A format whose conversations span the file is never cut into ranges: the
-                // shard of its range 0 reads it whole, the others leave it.
-                let spans_file = format
-                    .and_then(format::reader)
-                    .is_some_and(|r| r.granularity() == Granularity::File);
-                if let (Some(cut), true) = (&ranges, spans_file) {
-                    if !cut.plan.owns_range(&cut.key, 0) {
-                        break;
-                    }
-                    if cut.open != Some(0) {
-                        batch.push(Work::Segment(file_index, 0));
-                    }
-                    ranges = None;
-                }
-                if let Some(ranges) = ranges.as_mut() {
-                    match ranges.take(&event) {
-                        Take::Skip => {
-                            if let RecordEvent::Record(_) = event {
-                                ordinal += 1;
-                            }
-                            continue;
-                        }
-                        Take::Past => break,
-                        Take::Enter(range) => batch.push(Work::Segment(file_index, range)),
-                        Take::Keep => {}
-                    }
-                }
-                match event {
-                    RecordEvent::Record(record) => {
-                        batch_bytes += record.bytes.len();
-                        let ordinal_here = given.unwrap_or(ordinal);
-                        let format = format.unwrap_or(SourceFormat::Chat);
-                        match format::reader(format).map(|r| r.granularity()) {
-                            None => batch.push(Work::Record(record, file_index, ordinal_here)),
-                            Some(Granularity::Record) => batch.push(Work::Source(SourceWork {
-                                records: vec![(record, ordinal_here)],
-                                file: file_index,
-                                format,
-                            })),
-                            Some(Granularity::File) => whole.push((record, ordinal_here)),
-                        }
-                        ordinal += 1;
-                    }
-                    RecordEvent::Blank => batch.push(Work::Blank),
-                    RecordEvent::Damage(damage) => batch.push(Work::Damage(damage)),
-                }
-                if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
-                    let read = in_file.load(Ordering::Relaxed).min(file.size);
-                    disk.store(disk_before + read, Ordering::Relaxed);
-                    if sender.send(std::mem::take(&mut batch)).is_err() {
-                        return;
-                    }
-                    batch_bytes = 0;
-                }
-            }
-            if stopped || !complete.load(Ordering::Relaxed) {
+            None => events(index, file_index, file, &in_file, max_record_bytes),
+        };
+        let mut ranges = portions
+            .get(file_index)
+            .filter(|p| p.ranges)
+            .zip(shard)
+            .map(|(_, plan)| Ranges::new(plan, file, compression));
+        if ranges.is_none() {
+            batch.push(Work::Segment(file_index, 0));
+        }
+        // Decided at the file's first record; a whole-file format collects it here.
+        let mut format = from;
+        let mut whole: Vec<(RawRecord, u64)> = Vec::new();
+        for (event, given) in events {
+            super::failpoint("reader");
+            if stop.load(Ordering::Relaxed) {
+                stopped = true;
                 break;
             }
-            if let (Some(format), false) = (format, whole.is_empty()) {
-                batch.push(Work::Source(SourceWork {
-                    records: whole,
-                    file: file_index,
-                    format,
-                }));
+            if let (None, RecordEvent::Record(record)) = (format, &event) {
+                format = Some(detect(record));
             }
-            batch.push(Work::FileEnd(file_index));
-            disk_before += file.size;
+            // A format whose conversations span the file is never cut into ranges: the
+            // shard of its range 0 reads it whole, the others leave it.
+            let spans_file = format
+                .and_then(format::reader)
+                .is_some_and(|r| r.granularity() == Granularity::File);
+            if let (Some(cut), true) = (&ranges, spans_file) {
+                if !cut.plan.owns_range(&cut.key, 0) {
+                    break;
+                }
+                if cut.open != Some(0) {
+                    batch.push(Work::Segment(file_index, 0));
+                }
+                ranges = None;
+            }
+            if let Some(ranges) = ranges.as_mut() {
+                match ranges.take(&event) {
+                    Take::Skip => {
+                        if let RecordEvent::Record(_) = event {
+                            ordinal += 1;
+                        }
+                        continue;
+                    }
+                    Take::Past => break,
+                    Take::Enter(range) => batch.push(Work::Segment(file_index, range)),
+                    Take::Keep => {}
+                }
+            }
+            match event {
+                RecordEvent::Record(record) => {
+                    batch_bytes += record.bytes.len();
+                    let ordinal_here = given.unwrap_or(ordinal);
+                    let format = format.unwrap_or(SourceFormat::Chat);
+                    match format::reader(format).map(|r| r.granularity()) {
+                        None => batch.push(Work::Record(record, file_index, ordinal_here)),
+                        Some(Granularity::Record) => batch.push(Work::Source(SourceWork {
+                            records: vec![(record, ordinal_here)],
+                            file: file_index,
+                            format,
+                        })),
+                        Some(Granularity::File) => whole.push((record, ordinal_here)),
+                    }
+                    ordinal += 1;
+                }
+                RecordEvent::Blank => batch.push(Work::Blank),
+                RecordEvent::Damage(damage) => batch.push(Work::Damage(damage)),
+            }
+            if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
+                let read = in_file.load(Ordering::Relaxed).min(file.size);
+                disk.store(disk_before + read, Ordering::Relaxed);
+                if sender.send(std::mem::take(&mut batch)).is_err() {
+                    return;
+                }
+                batch_bytes = 0;
+            }
         }
-        disk.store(disk_before, Ordering::Relaxed);
-        if !batch.is_empty() {
-            // The receiver is gone only when the run stopped early; nothing left to do then.
-            let _ = sender.send(batch);
+        if stopped || !complete.load(Ordering::Relaxed) {
+            break;
         }
+        if let (Some(format), false) = (format, whole.is_empty()) {
+            batch.push(Work::Source(SourceWork {
+                records: whole,
+                file: file_index,
+                format,
+            }));
+        }
+        batch.push(Work::FileEnd(file_index));
+        disk_before += file.size;
+    }
+    disk.store(disk_before, Ordering::Relaxed);
+    if !batch.is_empty() {
+        // The receiver is gone only when the run stopped early; nothing left to do then.
+        let _ = sender.send(batch);
     }
 }
 
@@ -372,7 +347,8 @@ impl Prefetch {
     /// One prefetch thread: files in turn until none is left, the run stops or the reader is
     /// done. A file is read to its end unless the reader drops it: a stop is the reader's to
     /// see, between two events, as when it reads a file itself.
-    fn run(&self, files: &[SourceFile], stop: &AtomicBool, max_record_bytes: u64) {
+    fn run(&self, plan: &Plan) {
+        let (files, stop) = (&plan.files, &plan.stop);
         // Counted as finished however it ends, a panic too: the reader never waits for a file
         // no thread will bring.
         let _finished = Finished(self);
@@ -393,7 +369,7 @@ impl Prefetch {
                 shelf.channels.insert(file_index, from_thread);
             }
             self.ready.notify_all();
-            let reader = records(&files[file_index]).max_record_bytes(max_record_bytes);
+            let reader = records(&files[file_index]).max_record_bytes(plan.max_record_bytes);
             let counter = reader.disk_counter();
             let mut chunk = Vec::new();
             let mut bytes = 0;
@@ -741,10 +717,10 @@ mod tests {
         let files = archive(dir.path(), 12);
         let order: Vec<usize> = (0..files.len()).collect();
         let prefetch = Prefetch::new(order.clone(), 2);
-        let stop = AtomicBool::new(false);
+        let plan = plan(&files, vec![false; files.len()], 2);
         std::thread::scope(|scope| {
             for _ in 0..2 {
-                scope.spawn(|| prefetch.run(&files, &stop, 1 << 30));
+                scope.spawn(|| prefetch.run(&plan));
             }
             // Nothing is taken yet: the two threads hold the first two files, and wait.
             std::thread::sleep(Duration::from_millis(300));

@@ -78,6 +78,11 @@ pub enum Command {
     /// Work with run reports.
     #[command(after_help = EXIT_CODES_HELP)]
     Report(ReportArgs),
+    /// Show a home's state: its input files, sessions (left and kept pending), last runs.
+    ///
+    /// Reads `OUT/rollover/` only (never the lock): safe beside a running conversion.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Status(StatusArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     #[command(after_help = EXIT_CODES_HELP)]
     Completions(CompletionsArgs),
@@ -104,6 +109,18 @@ pub struct ExplainArgs {
     #[arg(long = "messages-at", value_name = "PATH")]
     pub messages_at: Vec<String>,
     /// Print the same as JSON, for machines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The output folder of `convert` (a Codex home).
+    pub out: PathBuf,
+    /// How many of the last runs to show.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub runs: usize,
+    /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -207,6 +224,11 @@ pub struct ConvertArgs {
     /// after copying each to OUT/rollover/replaced/.
     #[arg(long)]
     pub force: bool,
+    /// Remove the sessions whose records are gone from the inputs (a record cut from a file,
+    /// a file no longer in the walk), as `rclone sync` does; never one that Codex changed since.
+    /// Without it a run only adds and updates (copy semantics).
+    #[arg(long)]
+    pub prune: bool,
     /// fsync every file and folder written, so a power loss cannot lose what the manifest
     /// records as done (slower: see README "Scheduled jobs").
     #[arg(long)]

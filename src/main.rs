@@ -36,6 +36,7 @@ fn main() {
             ReportCommand::Merge(merge) => commands::merge::run(&merge, &ui),
         },
         Command::Validate(args) => commands::validate::run(&args, &ui),
+        Command::Status(args) => commands::status::run(&args, &ui),
         Command::Rules(args) => match args.command {
             RulesCommand::Check(check) => commands::rules::check(&check, &ui),
             RulesCommand::Policies(policies) => commands::rules::policies(&policies),

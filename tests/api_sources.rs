@@ -651,8 +651,10 @@ fn damaged_records_never_crash_the_api_and_dataset_readers() {
                                 rollover::audit::accounting::transcript_bytes(&c.transcript);
                             let key = RecordKey {
                                 source: "damaged",
-                                ordinal: k as u64,
-                                salt: 0,
+                                record: rollover::model::identity::RecordId {
+                                    digest: 0,
+                                    occurrence: k as u32,
+                                },
                             };
                             if let Ok(conversation) = convert(c.transcript, &rules, &key) {
                                 let account = conversation.account(bytes_in);

@@ -77,8 +77,8 @@ fn stdin_plain_is_keyed_by_stdin_name() {
     let home = home(&wd, "home", run);
     assert_eq!(home.rollouts().len(), 2);
     assert_eq!(home.conversations()[0]["source"], "stdin");
-    // The key is the name, not the temporary copy: the same bytes under the same name give
-    // the same ids, and another --stdin-name gives other ids.
+    // The key is the name, not the temporary copy; the ids are the conversations': the same
+    // bytes give the same ids under any --stdin-name.
     let run = run_with_stdin(
         &wd,
         &["convert", "-", "--out", "again", "--stdin-name", "stdin"],
@@ -102,12 +102,15 @@ fn stdin_plain_is_keyed_by_stdin_name() {
     run.expect_code(0);
     let named = self::home(&wd, "named", run);
     assert_eq!(named.conversations()[0]["source"], "day1.jsonl");
-    assert_ne!(
+    assert_eq!(
         named.conversations()[0]["id"],
         home.conversations()[0]["id"]
     );
     let manifest = String::from_utf8(wd.read("named/rollover/manifest")).unwrap();
-    assert!(manifest.contains(r#""key":"day1.jsonl""#), "{manifest}");
+    assert!(
+        manifest.contains(r#""key":"stdin:day1.jsonl","name":"day1.jsonl""#),
+        "{manifest}"
+    );
 }
 
 #[test]
@@ -381,16 +384,14 @@ fn an_unreadable_folder_is_reported_and_the_run_goes_on() {
 }
 
 #[test]
-fn the_same_content_from_another_root_is_warned_about() {
+fn the_same_files_from_another_root_are_the_same_files_and_sessions() {
     let wd = Workdir::new("two_roots");
     wd.create("samples/a.jsonl", jsonl(&[record("a")]));
     wd.create("samples/b.jsonl", jsonl(&[record("b")]));
     let first = wd.convert("samples", "H", &[], 0);
-    assert!(first.summary()["same_content"]
-        .as_array()
-        .unwrap()
-        .is_empty());
-    // `cd samples && convert . --out ../H`: keys `a.jsonl`, not `samples/a.jsonl`.
+    assert_eq!(first.rollouts().len(), 2);
+    // `cd samples && convert . --out ../H`: other keys (`./a.jsonl`), the same files (the
+    // manifest knows them by their absolute path), so nothing to do and no duplicate.
     let mut cmd = wd.command(&["convert", ".", "--out", "../H"]);
     cmd.current_dir(wd.path("samples"));
     let run = Run {
@@ -398,28 +399,16 @@ fn the_same_content_from_another_root_is_warned_about() {
         output: cmd.output().unwrap(),
     };
     run.expect_code(0);
-    assert_lines(
-        &run.stderr(),
-        &[
-            "rollover: ./a.jsonl has the same content as samples/a.jsonl, which this home already holds under other session ids: its sessions are duplicates (convert from the same folder as before to update them instead)",
-            "rollover: ./b.jsonl has the same content as samples/b.jsonl, which this home already holds under other session ids: its sessions are duplicates (convert from the same folder as before to update them instead)",
-        ],
-    );
     let home = home(&wd, "H", run);
-    assert_eq!(
-        home.summary()["same_content"],
-        json!([
-            {"file": "./a.jsonl", "converted_as": "samples/a.jsonl"},
-            {"file": "./b.jsonl", "converted_as": "samples/b.jsonl"}
-        ])
-    );
-    // From the first root again: every file unchanged, no warning.
-    let again = wd.convert("samples", "H", &[], 0);
-    assert!(again.summary()["same_content"]
-        .as_array()
-        .unwrap()
-        .is_empty());
-    assert!(!again.run.stderr().contains("same content"));
+    assert_eq!(home.summary()["files_unchanged"], 2);
+    assert_eq!(home.rollouts().len(), 2);
+    // A copy of the folder elsewhere: new files, the same conversations, the same sessions.
+    wd.create("copy/a.jsonl", jsonl(&[record("a")]));
+    wd.create("copy/b.jsonl", jsonl(&[record("b")]));
+    let copy = wd.convert("copy", "H", &[], 0);
+    assert_eq!(copy.summary()["rollouts_unchanged"], 2);
+    assert_eq!(copy.summary()["sessions_new"], 0);
+    assert_eq!(copy.rollouts().len(), 2);
 }
 
 #[test]

@@ -526,3 +526,33 @@ fn a_ten_percent_sample_estimates_the_conversation_count_within_five_percent() {
     );
     assert_eq!(refused.status.code(), Some(2));
 }
+
+#[test]
+fn explain_names_the_session_that_convert_writes() {
+    let root = samples().join("..");
+    let home = tempfile::tempdir().expect("temp");
+    let out = run(
+        &root,
+        &[
+            "convert",
+            "samples",
+            "--out",
+            home.path().to_str().expect("utf-8"),
+            "-q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let lines = std::fs::read_to_string(home.path().join("rollover/latest/conversations.jsonl"))
+        .expect("conversations");
+    let written: Value = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("line"))
+        .find(|c| c["source"] == "samples/chat-completions.jsonl.zst" && c["line"] == 3)
+        .expect("the record's line");
+    let explained = run(
+        &root,
+        &["explain", "samples/chat-completions.jsonl.zst:3", "--json"],
+    );
+    let v: Value = serde_json::from_slice(&explained.stdout).expect("JSON");
+    assert_eq!(v["session_id"], written["id"]);
+}

@@ -2,6 +2,10 @@
 //! private. Each test runs the real binary.
 
 mod common;
+#[path = "scheduled/identity.rs"]
+mod identity;
+#[path = "scheduled/sequences.rs"]
+mod sequences;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -241,24 +245,34 @@ fn a_rerun_with_nothing_changed_converts_nothing_and_changes_only_what_changed()
     );
     assert_eq!(count_rollouts(&home.join("sessions")), 17);
 
-    // Truncating a file removes the rollouts of the records that are gone.
+    // Truncating a file removes no session (copy semantics): those of the records that are
+    // gone are left, remembered by the manifest; `--prune` would remove them.
     let part = wd.path("archive/part-01.jsonl");
     let text = fs::read_to_string(&part).expect("read part");
     let kept: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
     fs::write(&part, kept).expect("truncate part");
     let s = wd.convert("archive", "home", &[], 0).summary();
     assert_eq!(s["records"], 2);
-    assert_eq!(s["rollouts_removed"], 3);
+    assert_eq!(s["rollouts_removed"], 0);
+    assert_eq!(s["sessions_left"], 3);
     assert_eq!(s["rollouts_unchanged"], 2);
-    assert_eq!(count_rollouts(&home.join("sessions")), 14);
+    assert_eq!(count_rollouts(&home.join("sessions")), 17);
     let manifest = fs::read_to_string(home.join("rollover/manifest")).expect("manifest");
-    let entry: Value = manifest
+    let lines: Vec<Value> = manifest
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("manifest line"))
-        .find(|e| e["key"] == "archive/part-01.jsonl")
+        .collect();
+    assert_eq!(lines[0], json!({"manifest": 2}));
+    let entry = lines
+        .iter()
+        .find(|e| e["name"] == "archive/part-01.jsonl")
         .expect("entry for part-01");
     assert_eq!(entry["records"], 2);
     assert_eq!(entry["rollouts"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        lines.iter().filter(|l| l.get("orphan").is_some()).count(),
+        3
+    );
 }
 
 #[test]
@@ -295,21 +309,38 @@ fn a_session_resumed_in_codex_is_never_clobbered_and_force_keeps_a_copy() {
     // A plain re-run: the input is unchanged, nothing is touched.
     wd.convert("archive", "home", &[], 0);
     assert_eq!(fs::read(resumed).expect("read"), resumed_bytes);
-    // --full converts again, but keeps the changed session and lists it.
+    // --full converts again; the source has nothing new for the resumed session: it is left
+    // as Codex wrote it, and not reported as kept.
     let full = wd.convert("archive", "home", &["--full"], 0);
     assert_eq!(fs::read(resumed).expect("read"), resumed_bytes);
-    assert_eq!(full.summary()["sessions_kept"], json!([relative]));
-    assert_eq!(full.summary()["rollouts_unchanged"], 2);
-    assert!(full
-        .run
-        .stdout()
-        .contains("kept         1 session changed since written, not replaced"));
+    assert_eq!(full.summary()["sessions_kept"], json!([]));
+    assert_eq!(full.summary()["rollouts_unchanged"], 3);
+    // Another working folder gives every session newer content: the resumed one is kept,
+    // listed and pending (exit 1), the others updated.
+    let newer = wd.convert("archive", "home", &["--cwd", "/srv/elsewhere"], 1);
+    assert_eq!(fs::read(resumed).expect("read"), resumed_bytes);
+    assert_eq!(newer.summary()["sessions_kept"], json!([relative]));
+    assert_eq!(newer.summary()["sessions_updated"], 2);
+    assert!(
+        newer
+            .run
+            .stdout()
+            .contains("kept         1 session changed in Codex since written, while the"),
+        "{}",
+        newer.run
+    );
     // --force replaces it, after copying it aside.
-    let forced = wd.convert("archive", "home", &["--full", "--force"], 0);
-    assert_eq!(fs::read(resumed).expect("read"), original);
+    let forced = wd.convert(
+        "archive",
+        "home",
+        &["--cwd", "/srv/elsewhere", "--force"],
+        0,
+    );
+    assert_ne!(fs::read(resumed).expect("read"), resumed_bytes);
     assert_eq!(forced.summary()["sessions_replaced"], json!([relative]));
     let copy = home.join("rollover/replaced").join(&relative);
     assert_eq!(fs::read(copy).expect("the replaced copy"), resumed_bytes);
+    let _ = original;
 }
 
 #[test]

@@ -34,8 +34,10 @@ fn payloads(conversation: &Conversation) -> Vec<Value> {
 fn converted(transcript: Transcript) -> Conversation {
     let key = RecordKey {
         source: "test.json",
-        ordinal: 0,
-        salt: 0,
+        record: rollover::model::identity::RecordId {
+            digest: 0,
+            occurrence: 0,
+        },
     };
     convert(transcript, &rules(), &key).expect("converts")
 }
@@ -329,8 +331,10 @@ pub fn convert_file(reader: &dyn FormatReader, path: &Path) -> (FileRead, Vec<Co
         let bytes_in = rollover::audit::accounting::transcript_bytes(&c.transcript);
         let key = RecordKey {
             source: "corpus",
-            ordinal: k as u64,
-            salt: 0,
+            record: rollover::model::identity::RecordId {
+                digest: 0,
+                occurrence: k as u32,
+            },
         };
         let conversation = convert(c.transcript, &rules, &key)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -446,8 +450,10 @@ fn claude_items(read: FileRead, rules: &RuleSet) -> Vec<Vec<Value>> {
         .map(|(k, c)| {
             let key = RecordKey {
                 source: "session.jsonl",
-                ordinal: k as u64,
-                salt: 0,
+                record: rollover::model::identity::RecordId {
+                    digest: 0,
+                    occurrence: k as u32,
+                },
             };
             let conversation = convert(c.transcript, rules, &key).expect("converts");
             let bytes = conversation.to_bytes();
@@ -1061,8 +1067,10 @@ fn damaged_lines_never_crash_the_readers() {
                 .sum();
             let key = RecordKey {
                 source: "m",
-                ordinal: k as u64,
-                salt: 0,
+                record: rollover::model::identity::RecordId {
+                    digest: 0,
+                    occurrence: k as u32,
+                },
             };
             if let Ok(conversation) = convert(c.transcript, &rules, &key) {
                 let account = rollover::audit::accounting::account(

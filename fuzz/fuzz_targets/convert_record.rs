@@ -58,10 +58,11 @@ fuzz_target!(|data: &[u8]| {
         bytes: data.to_vec(),
         truncated: false,
         oversized: None,
+        id: rollover::model::identity::RecordId::of(data),
     };
     let batch = BatchIndex::default();
     for rules in rules {
-        let outcome = process_record(&record, "fuzz/input.jsonl", 7, rules, &batch);
+        let outcome = process_record(&record, "fuzz/input.jsonl", rules, &batch);
         match &outcome {
             Outcome::Quarantined(entry) => match entry.class {
                 QuarantineClass::Invariant(Invariant::Accounting) => {
@@ -75,7 +76,7 @@ fuzz_target!(|data: &[u8]| {
             Outcome::Converted(done) => {
                 assert!(!done.bytes.is_empty(), "a conversation renders to no bytes");
                 if *strict >= 1 {
-                    let again = process_record(&record, "fuzz/input.jsonl", 7, rules, &batch);
+                    let again = process_record(&record, "fuzz/input.jsonl", rules, &batch);
                     let Outcome::Converted(second) = again else {
                         panic!("conversion is not deterministic: converted, then quarantined");
                     };

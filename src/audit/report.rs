@@ -103,12 +103,85 @@ struct ReportData<'a> {
     report_text: bool,
     excerpts: &'a [Excerpt],
     estimate: Option<Estimate>,
+    /// What the run did to the home's sessions (a dry run: would do), counts of zero left out.
+    home: Vec<Row>,
+    /// Sessions to name, by what happened to them: at most [`LISTED`] each.
+    listed: Vec<Listed>,
+}
+
+/// Sessions a report names one by one, beyond its counts.
+const LISTED: usize = 50;
+
+#[derive(Debug, Serialize)]
+struct Listed {
+    what: &'static str,
+    paths: Vec<String>,
+    /// How many more `summary.json` lists.
+    more: usize,
+}
+
+fn listed(what: &'static str, paths: Vec<String>) -> Listed {
+    let more = paths.len().saturating_sub(LISTED);
+    Listed {
+        what,
+        paths: paths.into_iter().take(LISTED).collect(),
+        more,
+    }
+}
+
+/// The sessions' counts, in the order a reader asks about them.
+fn home_rows(summary: &Summary) -> Vec<Row> {
+    let rows = [
+        ("new", summary.sessions_new),
+        (
+            "updated (new content for a session written before)",
+            summary.sessions_updated,
+        ),
+        ("unchanged", summary.rollouts_unchanged),
+        (
+            "kept pending (changed in Codex; the source has newer data)",
+            summary.sessions_kept.len() as u64,
+        ),
+        (
+            "replaced (--force; a copy kept)",
+            summary.sessions_replaced.len() as u64,
+        ),
+        (
+            "withheld (archived or deleted by the user)",
+            summary.sessions_withheld.len() as u64,
+        ),
+        (
+            "duplicate (the same conversation read twice)",
+            summary.sessions_duplicate,
+        ),
+        (
+            "left (their record is gone; --prune removes them)",
+            summary.sessions_left,
+        ),
+        ("pruned", summary.sessions_pruned.len() as u64),
+        (
+            "not pruned (changed in Codex)",
+            summary.sessions_not_pruned.len() as u64,
+        ),
+    ];
+    rows.into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(label, count)| Row {
+            label: label.to_string(),
+            count,
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
 struct Row2 {
     name: String,
     digest: String,
+}
+
+/// The verdict both reports open with (`ready`, `ready with repairs`, `blocked`).
+pub fn verdict(summary: &Summary, options: &ReportOptions) -> &'static str {
+    data(summary, &[], options).verdict
 }
 
 /// The two reports: (Markdown, HTML).
@@ -153,6 +226,15 @@ fn data<'a>(
             summary.damaged_files.len()
         ));
     }
+    if !summary.sessions_kept.is_empty() {
+        reasons.push(format!(
+            "{} kept pending: changed in Codex since written while the source has newer data (`--force` replaces, keeping a copy)",
+            match summary.sessions_kept.len() {
+                1 => "1 session".to_string(),
+                n => format!("{n} sessions"),
+            }
+        ));
+    }
     let mut changes: Vec<Change> = summary
         .decisions
         .iter()
@@ -186,7 +268,24 @@ fn data<'a>(
             seconds: reading + options.convert_seconds / rate,
         }
     });
+    let withheld = summary
+        .sessions_withheld
+        .iter()
+        .map(|w| format!("{} ({})", w.path, w.reason))
+        .collect();
+    let listed = [
+        listed("kept pending", summary.sessions_kept.clone()),
+        listed("replaced", summary.sessions_replaced.clone()),
+        listed("withheld", withheld),
+        listed("pruned", summary.sessions_pruned.clone()),
+        listed("not pruned", summary.sessions_not_pruned.clone()),
+    ]
+    .into_iter()
+    .filter(|l| !l.paths.is_empty())
+    .collect();
     ReportData {
+        home: home_rows(summary),
+        listed,
         summary,
         verdict,
         verdict_reasons: reasons,

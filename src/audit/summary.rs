@@ -22,12 +22,30 @@ pub struct UnreadableReport {
     pub message: String,
 }
 
-/// An input file whose content the home already holds, converted from another key (another
-/// root): its sessions are duplicates under other ids.
+/// A session rollover wrote once that the user archived or deleted since: not written again.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SameContent {
-    pub file: String,
-    pub converted_as: String,
+pub struct WithheldReport {
+    pub path: String,
+    /// `archived` (found in `archived_sessions/`) or `deleted`.
+    pub reason: String,
+}
+
+/// The fingerprints of a run (hex digests).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Fingerprints {
+    pub rules: String,
+    pub options: String,
+}
+
+/// Files read again because what converts them changed since the run that converted them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SettingsChange {
+    /// `rules`, `options`, or `rules and options`.
+    pub what: String,
+    /// The latest run whose report is still there that converted these files' under the
+    /// settings they had (0 when none is: its run folder was removed).
+    pub since_run: u32,
+    pub files: u64,
 }
 
 /// One shard of a sharded run (`convert --shard K/N`): which, where the index came from, and
@@ -111,14 +129,47 @@ pub struct Summary {
     pub files_done: u64,
     /// Rollouts already holding exactly the bytes this run would write.
     pub rollouts_unchanged: u64,
-    /// Rollouts removed because their record is gone from a changed input file.
+    /// Rollouts removed by `--prune` (the length of `sessions_pruned`).
     pub rollouts_removed: u64,
-    /// Sessions changed on disk since rollover wrote them (resumed in Codex, or edited): kept
-    /// as they are, not overwritten or removed. Relative paths.
+    /// Sessions changed on disk since rollover wrote them (resumed in Codex, or edited), whose
+    /// source has newer data: kept as they are and pending (the next run says so again;
+    /// `--force` replaces them). Relative paths.
     pub sessions_kept: Vec<String>,
     /// Sessions changed on disk and replaced anyway (`--force`); each was first copied to
     /// `rollover/replaced/<path>`.
     pub sessions_replaced: Vec<String>,
+    /// Sessions written where nothing was.
+    pub sessions_new: u64,
+    /// Sessions rollover wrote before, written again with new content (their source changed,
+    /// or the rules or options did).
+    pub sessions_updated: u64,
+    /// Sessions rollover wrote once that the user archived or deleted since: not written again
+    /// (`--force` writes them).
+    pub sessions_withheld: Vec<WithheldReport>,
+    /// Conversations read more than once in this run (one file under two names, ...): each
+    /// session placed once, by the first in input order.
+    pub sessions_duplicate: u64,
+    /// Sessions whose record is gone from its source: kept as written (copy semantics;
+    /// `--prune` removes them).
+    pub sessions_left: u64,
+    /// Sessions `--prune` removed. Relative paths.
+    pub sessions_pruned: Vec<String>,
+    /// Sessions `--prune` did not remove because Codex changed them since.
+    pub sessions_not_pruned: Vec<String>,
+    /// `--prune` was given.
+    pub prune: bool,
+    /// Files read again because the rules or the options changed since the run that
+    /// converted them.
+    pub settings_changed: Vec<SettingsChange>,
+    /// Files read again because sessions of theirs were kept pending.
+    pub files_pending: u64,
+    /// The reports' verdict (`ready`, `ready with repairs`, `blocked`, ...).
+    #[serde(default)]
+    pub verdict: String,
+    /// The fingerprints of the rules and of the output options of this run (what the manifest
+    /// records with each file it converts).
+    #[serde(default)]
+    pub fingerprint: Fingerprints,
     /// Temporary files a killed run had left, removed at the start of this one.
     pub temporary_files_removed: u64,
     /// Every decision, by action, then by the rule behind it.
@@ -142,8 +193,6 @@ pub struct Summary {
     pub symlink_loops: Vec<String>,
     /// Files and folders that could not be read; the run went on without them.
     pub unreadable: Vec<UnreadableReport>,
-    /// Input files converted this run whose content the home already holds under another key.
-    pub same_content: Vec<SameContent>,
     /// Records whose messages were found by shape (no `messages_at` path held them), by path.
     pub messages_by_shape: BTreeMap<String, u64>,
     /// Input files read, by source format (`chat`, `claude-code`, ...).
@@ -218,6 +267,11 @@ impl Summary {
             (&mut self.files_done, other.files_done),
             (&mut self.rollouts_unchanged, other.rollouts_unchanged),
             (&mut self.rollouts_removed, other.rollouts_removed),
+            (&mut self.sessions_new, other.sessions_new),
+            (&mut self.sessions_updated, other.sessions_updated),
+            (&mut self.sessions_duplicate, other.sessions_duplicate),
+            (&mut self.sessions_left, other.sessions_left),
+            (&mut self.files_pending, other.files_pending),
             (
                 &mut self.temporary_files_removed,
                 other.temporary_files_removed,
@@ -246,12 +300,30 @@ impl Summary {
                 bump(total, key, *n);
             }
         }
+        self.sessions_withheld
+            .extend(other.sessions_withheld.iter().cloned());
+        self.sessions_pruned
+            .extend(other.sessions_pruned.iter().cloned());
+        self.sessions_not_pruned
+            .extend(other.sessions_not_pruned.iter().cloned());
+        self.settings_changed
+            .extend(other.settings_changed.iter().cloned());
+        self.prune |= other.prune;
         for (action, by_rule) in &other.decisions {
             let total = self.decisions.entry(action.clone()).or_default();
             for (rule, n) in by_rule {
                 bump(total, rule, *n);
             }
         }
+    }
+}
+
+/// `1 file`, `2 files` (digits grouped by the terminal's own formatter elsewhere).
+pub fn files_phrase(n: u64) -> String {
+    if n == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{n} files")
     }
 }
 

@@ -70,6 +70,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
     }
     let stop = Arc::new(AtomicUsize::new(0));
     handle_signals(&stop)?;
+    let fingerprint = fingerprint(args, &rules);
     let options = Options {
         inputs: args.inputs.clone(),
         out: args.out.clone(),
@@ -93,6 +94,8 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         shard,
         split_bytes: args.split_bytes,
         max_record_bytes: args.max_record_bytes,
+        prune: args.prune,
+        fingerprint,
     };
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
@@ -124,6 +127,46 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         print_summary(&summary, args, ui);
     }
     Ok(exit)
+}
+
+/// What makes this run's output what it is, beside its inputs: the resolved rule set (each
+/// rule file's name and digest, the target Codex release) and every option that changes
+/// output. The manifest records both with each file; a file recorded under others is
+/// converted again.
+fn fingerprint(args: &ConvertArgs, rules: &RuleSet) -> pipeline::Fingerprint {
+    let digest = |value: serde_json::Value| {
+        format!(
+            "{:032x}",
+            xxhash_rust::xxh3::xxh3_128(value.to_string().as_bytes())
+        )
+    };
+    let rules_value = json!({
+        "names": rules.names,
+        "digests": rules.digests,
+        "codex_version": rules.codex_version,
+    });
+    let wire = match args.wire {
+        WireArg::Normal => "normal",
+        WireArg::Lite => "lite",
+    };
+    let options_value = json!({
+        "format": match args.format {
+            OutputFormat::Codex => "codex",
+            OutputFormat::Responses => "responses",
+        },
+        "wire": wire,
+        "batch_envelope": args.batch_envelope,
+        "compress": args.compress,
+        "cwd": args.cwd.as_ref().map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
+        "messages_at": args.messages_at,
+        "from": args.from,
+        "guess": rules.input.guess,
+        "max_record_bytes": args.max_record_bytes,
+    });
+    pipeline::Fingerprint {
+        rules: digest(rules_value),
+        options: digest(options_value),
+    }
 }
 
 /// The shard of this run: `--shard`, or the job engine's index (see [`resolve`]).
@@ -192,7 +235,9 @@ fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
         quarantine_finding
             || !summary.damaged_files.is_empty()
             || !summary.unreadable.is_empty()
-            || !summary.symlink_loops.is_empty(),
+            || !summary.symlink_loops.is_empty()
+            // Newer source data held back: someone must decide (--force, or leave it).
+            || !summary.sessions_kept.is_empty(),
     )
 }
 
@@ -510,15 +555,6 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
             .collect(),
         );
     }
-    if !s.same_content.is_empty() {
-        out.text(
-            "duplicates",
-            format!(
-                "{} already converted into this home under other ids (listed in summary.json)",
-                plural(s.same_content.len() as u64, "file", "files")
-            ),
-        );
-    }
     for d in &s.damaged_files {
         out.text(
             "damaged",
@@ -584,6 +620,34 @@ fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
     );
 }
 
+/// What the run did to sessions (a dry run: would do), each count with its meaning; counts of
+/// zero left out.
+fn session_counts(s: &Summary) -> Vec<String> {
+    let counts = [
+        (s.sessions_new, "new"),
+        (s.sessions_updated, "updated"),
+        (s.rollouts_unchanged, "unchanged"),
+        (s.sessions_kept.len() as u64, "kept pending"),
+        (s.sessions_replaced.len() as u64, "replaced"),
+        (s.sessions_withheld.len() as u64, "withheld"),
+        (s.sessions_duplicate, "duplicate"),
+        (
+            s.sessions_left,
+            "left (their record is gone; --prune removes them)",
+        ),
+        (s.sessions_pruned.len() as u64, "pruned"),
+        (
+            s.sessions_not_pruned.len() as u64,
+            "not pruned (changed in Codex)",
+        ),
+    ];
+    counts
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", group(n)))
+        .collect()
+}
+
 /// The home's state: incremental counts, kept and replaced sessions, where the reports are.
 fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui) {
     let state = match &s.shard {
@@ -596,14 +660,18 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
         }
         None => args.out.join("rollover"),
     };
-    if s.files_unchanged > 0 || s.rollouts_removed > 0 || s.rollouts_unchanged > 0 {
+    let sessions = session_counts(s);
+    if !sessions.is_empty() {
+        // A dry run's counts are the plan: what a run would do.
+        let label = if s.dry_run { "plan" } else { "sessions" };
+        out.text(label, sessions.join(", "));
+    }
+    if s.files_unchanged > 0 {
         out.text(
             "incremental",
             format!(
-                "{} unchanged (skipped), {} already current, {} removed (their record is gone)",
-                plural(s.files_unchanged, "file", "files"),
-                plural(s.rollouts_unchanged, "rollout", "rollouts"),
-                group(s.rollouts_removed)
+                "{} unchanged since the manifest recorded them (not read)",
+                plural(s.files_unchanged, "file", "files")
             ),
         );
     }
@@ -611,9 +679,18 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
         out.text(
             "kept",
             ui.warn(&format!(
-                "{} changed since written, not replaced (--force replaces; listed in summary.json)",
+                "{} changed in Codex since written, while the source has newer data: kept and pending (--force replaces; listed in the report)",
                 plural(s.sessions_kept.len() as u64, "session", "sessions")
             )),
+        );
+    }
+    if !s.sessions_withheld.is_empty() {
+        out.text(
+            "withheld",
+            format!(
+                "{} archived or deleted since written: not written again (--force writes them)",
+                plural(s.sessions_withheld.len() as u64, "session", "sessions")
+            ),
         );
     }
     if !s.sessions_replaced.is_empty() {

@@ -15,6 +15,7 @@ use crate::commands::convert::load_rules;
 use crate::commands::Exit;
 use crate::convert::{convert, ItemKind, OutItem, OutPayload, RecordKey};
 use crate::input::{extract, parse_record};
+use crate::model::identity::Occurrences;
 use crate::model::rollout::{ResponseItem, ToolOutput};
 use crate::model::transcript::{Content, Message};
 use crate::source::{discover, records, RawRecord, RecordEvent, WalkOptions};
@@ -33,7 +34,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
     let Some(file) = found.files.first() else {
         bail!("{} holds no record file", path.display());
     };
-    let (record, ordinal) = find_record(file, line)?;
+    let record = find_record(file, line)?;
     let (value, repairs) = parse_record(&record.bytes, true)
         .map_err(|e| anyhow::anyhow!("{}: {e}", record.location))?;
     let mut transcript =
@@ -42,8 +43,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
     let inputs: Vec<InputMessage> = transcript.messages.iter().map(InputMessage::of).collect();
     let key = RecordKey {
         source: &file.key,
-        ordinal,
-        salt: 0,
+        record: record.id,
     };
     let conversation = convert(transcript, &rules, &key)
         .map_err(|e| anyhow::anyhow!("{}: quarantined: {e}", record.location))?;
@@ -89,16 +89,17 @@ fn split_line(text: &str) -> (PathBuf, Option<u64>) {
     (PathBuf::from(text), None)
 }
 
-/// The record starting on `line` (or the first), and its ordinal in the file.
-fn find_record(file: &crate::source::SourceFile, line: Option<u64>) -> Result<(RawRecord, u64)> {
-    let mut ordinal = 0;
+/// The record starting on `line` (or the first), with its identity in the file (counted as
+/// the reader of `convert` counts it, so the session id is the one convert writes).
+fn find_record(file: &crate::source::SourceFile, line: Option<u64>) -> Result<RawRecord> {
+    let mut occurrences = Occurrences::default();
     for event in records(file) {
         match event {
-            RecordEvent::Record(record) => {
+            RecordEvent::Record(mut record) => {
+                record.id = occurrences.next(&record.bytes);
                 if line.is_none_or(|l| record.location.line == l) {
-                    return Ok((record, ordinal));
+                    return Ok(record);
                 }
-                ordinal += 1;
             }
             RecordEvent::Blank => {}
             RecordEvent::Damage(damage) => bail!("{}: {}", damage.location, damage.message),

@@ -237,6 +237,10 @@ fn check_same(runs: &[ShardRun]) -> Result<()> {
             ),
             ("Codex version", a.codex_version != b.codex_version),
             (
+                "output options (--cwd, --wire, --messages-at, ...)",
+                a.fingerprint.options != b.fingerprint.options,
+            ),
+            (
                 "rollover version",
                 ra.rollover_version != rb.rollover_version,
             ),
@@ -289,6 +293,7 @@ fn merge(runs: &[ShardRun]) -> Merged {
         rules: first.summary.rules.clone(),
         rule_digests: first.summary.rule_digests.clone(),
         codex_version: first.summary.codex_version.clone(),
+        fingerprint: first.summary.fingerprint.clone(),
         schema_version: first.summary.schema_version,
         dry_run: first.summary.dry_run,
         sample_rate: first.summary.sample_rate,
@@ -329,18 +334,6 @@ fn merge(runs: &[ShardRun]) -> Merged {
             total.output_bytes += file.stats.output_bytes;
         }
     }
-    let mut same_content: Vec<(usize, usize, _)> = Vec::new();
-    for (n, run) in runs.iter().enumerate() {
-        for same in &run.summary.same_content {
-            let place = places
-                .get(same.file.as_str())
-                .copied()
-                .unwrap_or(usize::MAX);
-            same_content.push((place, n, same.clone()));
-        }
-    }
-    same_content.sort_by_key(|(place, n, _)| (*place, *n));
-    summary.same_content = same_content.into_iter().map(|(_, _, s)| s).collect();
 
     // Each shard's segments, with where their entries start in its lists; then all of them
     // in the walk's order (a file, or a range of a split file, is one shard's).
@@ -468,6 +461,7 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
     let mut timing = serde_json::to_vec_pretty(&Timing::of(&summary, seconds))?;
     timing.push(b'\n');
     home.write_run_file_atomic("timing.json", &timing)?;
+    summary.verdict = report::verdict(&summary, &options).to_string();
     let (markdown, html) =
         report::render(&summary, &files, &options).context("rendering the merged report")?;
     home.write_run_file_atomic("report.md", markdown.as_bytes())?;

@@ -15,6 +15,7 @@ pub mod explain;
 pub mod merge;
 pub mod report;
 pub mod rules;
+pub mod status;
 pub mod ui;
 pub mod validate;
 

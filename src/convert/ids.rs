@@ -1,18 +1,17 @@
 //! Deterministic ids: the session UUID (a v7 UUID whose time is the session start and whose
-//! random bits are a hash of the record's identity) and synthesised call ids.
+//! random bits are a hash of the conversation's identity) and synthesised call ids.
 
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::RecordKey;
-
-/// The session id of a record: same source key, record number and time give the same id.
-pub fn session_id(key: &RecordKey<'_>, started_ms: i64) -> String {
+/// The session id of a conversation: a v7 UUID whose time is the session start and whose
+/// random bits are the SHA-256 of the conversation's identity
+/// ([`crate::model::identity::conversation_identity`]): the same conversation and time give
+/// the same id, from any file, at any position.
+pub fn session_id(identity: &str, started_ms: i64) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(key.source.as_bytes());
-    hasher.update(b"\n");
-    hasher.update(key.ordinal.to_le_bytes());
-    hasher.update(key.salt.to_le_bytes());
+    hasher.update(b"rollover session\n");
+    hasher.update(identity.as_bytes());
     let digest = hasher.finalize();
     let mut random = [0u8; 10];
     random.copy_from_slice(&digest[..10]);
@@ -44,19 +43,9 @@ mod tests {
 
     #[test]
     fn session_ids_are_deterministic_and_distinct() {
-        let a = RecordKey {
-            source: "a.jsonl",
-            ordinal: 0,
-            salt: 0,
-        };
-        let b = RecordKey {
-            source: "a.jsonl",
-            ordinal: 1,
-            salt: 0,
-        };
-        let id = session_id(&a, 1_700_000_000_000);
-        assert_eq!(id, session_id(&a, 1_700_000_000_000));
-        assert_ne!(id, session_id(&b, 1_700_000_000_000));
+        let id = session_id("record:00", 1_700_000_000_000);
+        assert_eq!(id, session_id("record:00", 1_700_000_000_000));
+        assert_ne!(id, session_id("record:00#2", 1_700_000_000_000));
         assert!(is_uuid(&id));
         assert!(id.starts_with("018bcfe5-6800-7"), "{id}");
     }

@@ -1,7 +1,8 @@
 //! Convert: a [`Transcript`] and the rules to a [`Conversation`] of Responses items.
 //!
-//! In: the transcript of one record, the resolved rules, and the record's identity (source key
-//! and record number). Out: the session meta, the rollout lines in order, the decisions taken
+//! In: the transcript of one record, the resolved rules, and the record's identity (its
+//! digest and occurrence in its file; the source's own id where it has one, see
+//! [`crate::model::identity`]). Out: the session meta, the rollout lines in order, the decisions taken
 //! (each with its rule id) and the text accounting. Fails with a [`ConvertError`] when a rule
 //! says quarantine; the caller quarantines the record unchanged.
 //!
@@ -29,6 +30,7 @@ use thiserror::Error;
 
 use crate::audit::Decision;
 pub use crate::model::conversation::{ItemKind, OutItem, OutPayload};
+use crate::model::identity::{conversation_identity, RecordId};
 use crate::model::rollout::SessionMeta;
 use crate::model::transcript::Transcript;
 use crate::rules::{Builtin, PolicyId, RuleRef, RuleSet};
@@ -42,15 +44,15 @@ pub struct ConvertError {
     pub message: Option<usize>,
 }
 
-/// The identity of a record: where it is and what it says of its time.
+/// The identity of a record: where it is (for rules that match on the source file) and what
+/// it is (its digest and occurrence in its file, [`RecordId`]).
 #[derive(Debug, Clone)]
 pub struct RecordKey<'a> {
-    /// Stable key of the source file (relative path).
+    /// Stable key of the source file (relative path): rules may match on it; ids never
+    /// depend on it.
     pub source: &'a str,
-    /// Record number within the file (0-based).
-    pub ordinal: u64,
-    /// A suffix making the key unique when two records would collide (normally empty).
-    pub salt: u32,
+    /// The conversation's first record.
+    pub record: RecordId,
 }
 
 /// A converted conversation, ready to validate and write.
@@ -154,7 +156,13 @@ pub fn convert(
         .meta
         .created_ms
         .unwrap_or(rules.session.timestamp_ms);
-    let id = ids::session_id(key, started_ms);
+    let identity = conversation_identity(
+        transcript.meta.format,
+        transcript.meta.source_id.as_deref(),
+        transcript.meta.parent_source_id.is_some(),
+        &key.record,
+    );
+    let id = ids::session_id(&identity, started_ms);
     let tools = std::mem::take(&mut transcript.tools);
     let model = transcript.meta.model.clone();
     let built = build::build(&mut transcript, rules, key.source)?;

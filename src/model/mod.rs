@@ -7,8 +7,11 @@
 //! - [`time`]: the wire format's timestamps (RFC 3339, milliseconds, `Z`), read and written;
 //!   the one piece of logic here, because both sides of the wire need the same format.
 //! - [`location`]: where a record came from (file, line, byte offset), carried by every error.
+//! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
+//!   and occurrence), from which its session id is made.
 
 pub mod conversation;
+pub mod identity;
 pub mod json;
 pub mod location;
 pub mod responses;

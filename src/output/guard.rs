@@ -1,8 +1,21 @@
-//! Never clobber a user's session. Codex appends a user's new turns to the rollout it resumed,
-//! and a person may edit one; converting again must not cut them back. Each rollout is placed
-//! knowing the digest the manifest recorded when rollover wrote it: a file whose bytes still
-//! have that digest (or already are the new bytes) is ours to replace; any other is kept,
-//! counted and listed, unless `--force`, which first copies it to `rollover/replaced/`.
+//! Never clobber, lose or bring back a user's session. Codex appends a user's new turns to the
+//! rollout it resumed, a person may edit one, archive it (Codex moves it to
+//! `archived_sessions/`) or delete it; converting again must not cut it back nor write it
+//! again. Each rollout is placed knowing the digest the manifest recorded when rollover wrote
+//! it:
+//!
+//! - a path rollover never wrote is written, unless a file is there (then it is kept);
+//! - a file whose bytes still have the recorded digest is ours: replaced (updated) when the new
+//!   bytes differ, left alone when they do not;
+//! - a file changed since (Codex appended to it) is left alone when the source has nothing new
+//!   for it (the new bytes are those recorded), and otherwise kept and pending: the next run
+//!   says so again, `--force` replaces it after copying it to `rollover/replaced/`;
+//! - a file rollover wrote that is gone from its path was archived (found in
+//!   `archived_sessions/`) or deleted by the user: it is withheld, not written again, unless
+//!   `--force`.
+//!
+//! A dry run ([`Guard::planning`]) takes the same decisions and writes nothing: its placements
+//! are the plan of a run.
 
 use std::collections::HashMap;
 use std::fs;
@@ -12,17 +25,47 @@ use super::home::{write_error, Home};
 use super::manifest::digest;
 use super::OutputError;
 
-/// What happened to one rollout path.
+/// Where Codex moves the sessions a user archives, beside `sessions/`.
+pub const ARCHIVED_DIR: &str = "archived_sessions";
+
+/// What happened (or, in a dry run, would happen) to one rollout path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placed {
-    /// Written (new, or replacing what rollover wrote there before).
+    /// Written where nothing was.
     Written,
-    /// The same bytes were already there.
+    /// Replacing what rollover wrote there before (the same session, new content).
+    Updated,
+    /// The same bytes were already there, or Codex changed the file and the source has nothing
+    /// newer for it.
     Unchanged,
-    /// Changed on disk since rollover wrote it: kept as it is.
+    /// Changed on disk since rollover wrote it, while the source has newer data: kept as it is,
+    /// and pending.
     Kept,
     /// Changed on disk, replaced (`--force`) after a copy was kept at `copy`.
     Replaced { copy: PathBuf },
+    /// Written by rollover once, then archived or deleted by the user: not written again.
+    Withheld(Withheld),
+    /// The same session as one placed earlier in this run (the same conversation read twice):
+    /// not placed again.
+    Duplicate,
+}
+
+/// Why a session rollover wrote once is not written again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Withheld {
+    /// Found in `archived_sessions/`.
+    Archived,
+    /// Gone from the home.
+    Deleted,
+}
+
+impl Withheld {
+    pub fn name(self) -> &'static str {
+        match self {
+            Withheld::Archived => "archived",
+            Withheld::Deleted => "deleted",
+        }
+    }
 }
 
 /// What happened to a rollout whose record is gone from its input file.
@@ -40,15 +83,35 @@ pub struct Guard {
     /// Rollout path (relative to the home) → digest written, from the manifest.
     written: HashMap<String, String>,
     force: bool,
+    /// Decide only: write, copy and remove nothing (a dry run's plan).
+    dry: bool,
 }
 
 impl Guard {
     pub fn new(written: HashMap<String, String>, force: bool) -> Guard {
-        Guard { written, force }
+        Guard {
+            written,
+            force,
+            dry: false,
+        }
+    }
+
+    /// A guard that plans: the same decisions as [`Guard::new`]'s, nothing written.
+    pub fn planning(written: HashMap<String, String>, force: bool) -> Guard {
+        Guard {
+            written,
+            force,
+            dry: true,
+        }
+    }
+
+    /// The digest the manifest recorded for the session at this path.
+    pub fn recorded(&self, relative: &str) -> Option<&str> {
+        self.written.get(relative).map(String::as_str)
     }
 
     /// Puts `bytes` (whose digest is `new_digest`) at `relative`, unless that would clobber a
-    /// changed session.
+    /// changed session or bring back one the user archived or deleted.
     pub fn place(
         &self,
         home: &Home,
@@ -60,7 +123,7 @@ impl Guard {
         // only if it is ([`Home::write_new`]), with no look-up first. A file there after all
         // (or a file system without unnamed files) goes the way of every known path.
         let known = !self.written.is_empty() && self.written.contains_key(&key(relative));
-        if !known && home.write_new(relative, bytes)? {
+        if !known && !self.dry && home.write_new(relative, bytes)? {
             return Ok(Placed::Written);
         }
         self.place_with(home, relative, new_digest, || {
@@ -69,7 +132,8 @@ impl Guard {
     }
 
     /// [`Guard::place`] with the writing left to `put` (which must put the new bytes at
-    /// `relative` atomically); `put` is not called when the file is kept or unchanged.
+    /// `relative` atomically); `put` is not called when the file is kept or unchanged, nor in
+    /// a dry run.
     pub fn place_with(
         &self,
         home: &Home,
@@ -78,10 +142,16 @@ impl Guard {
         put: impl FnOnce() -> Result<(), OutputError>,
     ) -> Result<Placed, OutputError> {
         let target = home.root.join(relative);
+        let recorded = self.written.get(&key(relative));
         let on_disk = match fs::read(&target) {
             Ok(existing) => digest(&existing),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                put()?;
+                if let (Some(_), false) = (recorded, self.force) {
+                    return Ok(Placed::Withheld(withheld(home, relative)));
+                }
+                if !self.dry {
+                    put()?;
+                }
                 return Ok(Placed::Written);
             }
             Err(e) => return Err(write_error(&target, e)),
@@ -89,20 +159,31 @@ impl Guard {
         if on_disk == new_digest {
             return Ok(Placed::Unchanged);
         }
-        let ours = self.written.get(&key(relative)) == Some(&on_disk);
-        if ours {
-            put()?;
-            return Ok(Placed::Written);
+        if recorded == Some(&on_disk) {
+            if !self.dry {
+                put()?;
+            }
+            return Ok(Placed::Updated);
+        }
+        // Changed since rollover wrote it, and the source says nothing new: Codex's turns stay.
+        if recorded.map(String::as_str) == Some(new_digest) {
+            return Ok(Placed::Unchanged);
         }
         if !self.force {
             return Ok(Placed::Kept);
+        }
+        if self.dry {
+            return Ok(Placed::Replaced {
+                copy: home.replaced_path(relative),
+            });
         }
         let copy = home.keep_replaced(relative)?;
         put()?;
         Ok(Placed::Replaced { copy })
     }
 
-    /// Removes the rollout at `relative`, recorded with `recorded` digest, whose record is gone.
+    /// Removes the rollout at `relative`, recorded with `recorded` digest, whose record is gone
+    /// (`--prune`). One that Codex changed since is kept, even with `--force`.
     pub fn remove(
         &self,
         home: &Home,
@@ -115,14 +196,30 @@ impl Guard {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Removal::Missing),
             Err(e) => return Err(write_error(&target, e)),
         };
-        if on_disk != recorded && !self.force {
+        if on_disk != recorded {
             return Ok(Removal::Kept);
         }
-        if on_disk != recorded {
-            home.keep_replaced(Path::new(relative))?;
+        if !self.dry {
+            fs::remove_file(&target).map_err(|e| write_error(&target, e))?;
         }
-        fs::remove_file(&target).map_err(|e| write_error(&target, e))?;
         Ok(Removal::Removed)
+    }
+}
+
+/// Why a session the manifest knows is not at its path: Codex moved it to
+/// `archived_sessions/` (by its file name, as Codex does, or under its dated folders), or the
+/// user deleted it.
+fn withheld(home: &Home, relative: &Path) -> Withheld {
+    let archive = home.root.join(ARCHIVED_DIR);
+    let by_name = relative.file_name().map(|name| archive.join(name));
+    let dated = relative
+        .strip_prefix(crate::model::rollout::SESSIONS_DIR)
+        .ok()
+        .map(|rest| archive.join(rest));
+    if by_name.into_iter().chain(dated).any(|p| p.is_file()) {
+        Withheld::Archived
+    } else {
+        Withheld::Deleted
     }
 }
 

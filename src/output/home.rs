@@ -29,6 +29,9 @@ pub const STATE_DIR: &str = "rollover";
 pub const RUNS_DIR: &str = "runs";
 /// A symlink to the last run's folder.
 pub const LATEST: &str = "latest";
+/// A symlink to the last dry run's folder, in a home that holds a real run (whose `latest`
+/// a dry run leaves alone).
+pub const LATEST_PLAN: &str = "latest-plan";
 /// Where `--force` keeps a copy of each session it replaced.
 pub const REPLACED_DIR: &str = "replaced";
 /// Marks a temporary file: `.rollout-….jsonl.tmp<pid>` (`.tmp0002-of-0004.<pid>` for a shard).
@@ -242,12 +245,17 @@ impl Home {
 
     /// Points `rollover/latest` at this run's folder (a relative symlink, replaced atomically).
     pub fn mark_latest(&self) -> Result<(), OutputError> {
+        self.mark_link(LATEST)
+    }
+
+    /// Points `rollover/<link>` at this run's folder (a relative symlink, replaced atomically).
+    pub fn mark_link(&self, link: &str) -> Result<(), OutputError> {
         let Some(name) = self.run_dir.file_name() else {
             return Ok(());
         };
         let target = Path::new(RUNS_DIR).join(name);
-        let link = self.state_file(LATEST);
-        let temp = self.state_file(&self.temp_name(LATEST));
+        let temp = self.state_file(&self.temp_name(link));
+        let link = self.state_file(link);
         let _ = fs::remove_file(&temp);
         std::os::unix::fs::symlink(&target, &temp).map_err(|e| write_error(&temp, e))?;
         fs::rename(&temp, &link).map_err(|e| write_error(&link, e))
@@ -396,9 +404,14 @@ impl Home {
         Ok(removed)
     }
 
+    /// Where [`Home::keep_replaced`] copies the session at `relative`.
+    pub fn replaced_path(&self, relative: &Path) -> PathBuf {
+        self.state_dir().join(REPLACED_DIR).join(relative)
+    }
+
     /// Copies a session about to be replaced (`--force`) to `rollover/replaced/<relative>`.
     pub fn keep_replaced(&self, relative: &Path) -> Result<PathBuf, OutputError> {
-        let copy = self.state_dir().join(REPLACED_DIR).join(relative);
+        let copy = self.replaced_path(relative);
         if let Some(dir) = copy.parent() {
             private_dir_all(dir)?;
         }

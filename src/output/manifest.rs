@@ -1,14 +1,25 @@
 //! The manifest: the cumulative state of a Codex home that rollover writes into, so scheduled
-//! runs are incremental and never clobber a session a user resumed since.
+//! runs are incremental and never lose, clobber or silently replace a session.
 //!
-//! `OUT/rollover/manifest` holds one JSON line per input file, sorted by key: its size, mtime
-//! and content digest, how many records it held, and every rollout it produced with the digest
-//! of the bytes written. While a run goes, each input file that is completely on disk (every
-//! rollout under its final name) is appended to `manifest.journal`; a clean end folds the
-//! journal into the manifest (written atomically) and removes it. A journal found at start is
-//! the trace of a killed run: its complete lines count, a cut last line does not. Each shard
-//! of a sharded run keeps its own manifest in its state folder, of the files (or ranges) it
-//! converted, so one shard re-runs incrementally without the others.
+//! `OUT/rollover/manifest` starts with a header line (`{"manifest":2}`: the scheme of session
+//! ids, [`crate::model::identity`]), then holds one JSON line per input file, sorted by its
+//! key (the file's absolute path, or `stdin:NAME` for a stream): its size, mtime and content
+//! digest, how many records it held, the fingerprints of the rules and of the options that
+//! converted it (each run's `summary.json` has its own, so a change names the run), every rollout it produced with the digest of the bytes
+//! written, and the sessions kept pending (changed by Codex since, while the source has newer
+//! data). Then one line per orphan: a session whose record is gone from its file, or whose
+//! file is gone, kept (copy semantics) and remembered, so that it is never written again
+//! without `--force` and `--prune` can find it.
+//!
+//! While a run goes, each input file that is completely on disk (every rollout under its final
+//! name) is appended to `manifest.journal`, with the orphans and prunings it caused; a clean
+//! end folds the journal into the manifest (written atomically) and removes it. A journal
+//! found at start is the trace of a killed run: its complete lines count, a cut last line does
+//! not. Each shard of a sharded run keeps its own manifest in its state folder, of the files
+//! (or ranges) it converted, so one shard re-runs incrementally without the others.
+//!
+//! A manifest without the header was written by the scheme before (ids from paths and
+//! positions): loading it is refused ([`OutputError::OldManifest`]) with what to do.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
@@ -22,20 +33,34 @@ use super::OutputError;
 
 pub const MANIFEST: &str = "manifest";
 pub const JOURNAL: &str = "manifest.journal";
+/// The scheme of session ids the manifest's sessions were written with.
+pub const SCHEME: u32 = 2;
 
 /// An input file as converted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
+    /// The file's origin: its absolute path (lossless: bytes that are not UTF-8 escaped as
+    /// `\xNN`), or `stdin:NAME` for standard input and other streams.
     pub key: String,
+    /// The file as the reports name it.
+    pub name: String,
     pub size: u64,
     /// Modification time, nanoseconds since the Unix epoch.
     pub mtime_ns: u64,
     /// xxh3-128 of the file's bytes on disk, hex.
     pub digest: String,
     pub records: u64,
+    /// Fingerprint of the resolved rule set that converted it.
+    pub rules: String,
+    /// Fingerprint of the options that change output (`--cwd`, `--format`, ...).
+    pub options: String,
     /// For `--format codex`, the rollouts; for `--format responses`, the one output file.
     pub rollouts: Vec<RolloutEntry>,
-    /// The output format, when not Codex rollouts (absent for them, as before).
+    /// Rollouts kept because Codex changed them since, while this file holds newer data for
+    /// them: the next run reads the file again and says so; `--force` replaces them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
+    /// The output format, when not Codex rollouts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
 }
@@ -47,17 +72,58 @@ pub struct RolloutEntry {
     pub digest: String,
 }
 
+/// A session whose record is gone from its source: kept as written, and remembered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Orphan {
+    pub orphan: RolloutEntry,
+    /// The key of the file it was read from.
+    pub from: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    manifest: u32,
+}
+
+/// A session removed by `--prune` (a journal line).
+#[derive(Debug, Serialize, Deserialize)]
+struct Pruned {
+    pruned: String,
+}
+
+/// A file's entry dropped from the manifest by `--prune` once its sessions are gone.
+#[derive(Debug, Serialize, Deserialize)]
+struct Forgotten {
+    forgotten: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Header(Header),
+    Orphan(Orphan),
+    Pruned(Pruned),
+    Forgotten(Forgotten),
+    File(Box<FileEntry>),
+}
+
 /// The manifest of a home, as loaded.
 #[derive(Debug, Default)]
 pub struct Manifest {
     pub files: BTreeMap<String, FileEntry>,
+    /// Sessions whose record is gone, by path.
+    pub orphans: BTreeMap<String, Orphan>,
     /// A journal was found: the last run was killed before it finished.
     pub recovered: bool,
     journal: Option<File>,
+    /// Session path → the keys of the files that list it (kept with `files`), so that asking
+    /// who else holds a session costs a look-up, not a scan of the manifest.
+    listers: HashMap<String, Vec<String>>,
 }
 
 impl Manifest {
-    /// Reads the manifest and any journal a killed run left.
+    /// Reads the manifest and any journal a killed run left. A manifest of the scheme
+    /// before is refused.
     pub fn load(home: &Home) -> Result<Manifest, OutputError> {
         let mut manifest = Manifest::default();
         for name in [MANIFEST, JOURNAL] {
@@ -68,54 +134,183 @@ impl Manifest {
                 Err(e) => return Err(write_error(&path, e)),
             };
             manifest.recovered |= name == JOURNAL;
+            let mut first = true;
             for line in BufReader::new(file).split(b'\n') {
                 let line = line.map_err(|e| write_error(&path, e))?;
+                if line.is_empty() {
+                    continue;
+                }
                 // A line cut by a kill does not parse: that file was not recorded as done.
-                if let Ok(entry) = serde_json::from_slice::<FileEntry>(&line) {
-                    manifest.files.insert(entry.key.clone(), entry);
+                let parsed = serde_json::from_slice::<Line>(&line).ok();
+                let current = matches!(&parsed, Some(Line::Header(h)) if h.manifest == SCHEME);
+                if first && name == MANIFEST && !current {
+                    return Err(OutputError::OldManifest {
+                        path: home.root.display().to_string(),
+                        state: home.state_dir().display().to_string(),
+                    });
+                }
+                first = false;
+                match parsed {
+                    Some(Line::Header(_)) | None => {}
+                    Some(Line::Orphan(orphan)) => {
+                        manifest.orphans.insert(orphan.orphan.path.clone(), orphan);
+                    }
+                    Some(Line::Pruned(pruned)) => {
+                        manifest.orphans.remove(&pruned.pruned);
+                    }
+                    Some(Line::Forgotten(forgotten)) => {
+                        manifest.unlist(&forgotten.forgotten);
+                        manifest.files.remove(&forgotten.forgotten);
+                    }
+                    Some(Line::File(entry)) => manifest.insert(*entry),
                 }
             }
         }
         Ok(manifest)
     }
 
-    /// Every rollout the manifest knows, by path, with the digest written.
+    fn insert(&mut self, entry: FileEntry) {
+        self.unlist(&entry.key);
+        for rollout in &entry.rollouts {
+            self.orphans.remove(&rollout.path);
+            self.listers
+                .entry(rollout.path.clone())
+                .or_default()
+                .push(entry.key.clone());
+        }
+        self.files.insert(entry.key.clone(), entry);
+    }
+
+    /// Takes the sessions of the file `key` out of [`Manifest::listers`].
+    fn unlist(&mut self, key: &str) {
+        let Some(previous) = self.files.get(key) else {
+            return;
+        };
+        for rollout in &previous.rollouts {
+            if let Some(keys) = self.listers.get_mut(&rollout.path) {
+                keys.retain(|k| k != key);
+                if keys.is_empty() {
+                    self.listers.remove(&rollout.path);
+                }
+            }
+        }
+    }
+
+    /// Every session the manifest knows (of files and orphans), by path, with the digest
+    /// written.
     pub fn rollout_digests(&self) -> HashMap<String, String> {
         self.files
             .values()
             .flat_map(|f| f.rollouts.iter())
+            .chain(self.orphans.values().map(|o| &o.orphan))
             .map(|r| (r.path.clone(), r.digest.clone()))
             .collect()
     }
 
-    /// Records a file as done: appended to the journal at once (so a kill after this point
-    /// keeps it), and kept for the manifest written at the end.
-    pub fn record(&mut self, home: &Home, entry: FileEntry) -> Result<(), OutputError> {
+    /// The number of sessions the manifest knows.
+    pub fn sessions(&self) -> usize {
+        let mut paths: std::collections::HashSet<&str> = self
+            .files
+            .values()
+            .flat_map(|f| f.rollouts.iter().map(|r| r.path.as_str()))
+            .collect();
+        paths.extend(self.orphans.keys().map(String::as_str));
+        paths.len()
+    }
+
+    /// Whether a file of `walked` other than `except` still lists the session at `path`.
+    pub fn listed_elsewhere(
+        &self,
+        path: &str,
+        except: &str,
+        walked: &std::collections::HashSet<String>,
+    ) -> bool {
+        self.listers
+            .get(path)
+            .is_some_and(|keys| keys.iter().any(|k| k != except && walked.contains(k)))
+    }
+
+    fn append<T: Serialize>(&mut self, home: &Home, line: &T) -> Result<(), OutputError> {
         let path = home.state_file(JOURNAL);
         if self.journal.is_none() {
             let file = private_file(OpenOptions::new().create(true).append(true), &path)?;
             self.journal = Some(file);
         }
         if let Some(journal) = self.journal.as_mut() {
-            let mut line = serde_json::to_vec(&entry).map_err(|e| write_error(&path, e.into()))?;
-            line.push(b'\n');
+            let mut bytes = serde_json::to_vec(line).map_err(|e| write_error(&path, e.into()))?;
+            bytes.push(b'\n');
             journal
-                .write_all(&line)
+                .write_all(&bytes)
                 .map_err(|e| write_error(&path, e))?;
             if home.durable {
                 journal.sync_data().map_err(|e| write_error(&path, e))?;
             }
         }
-        self.files.insert(entry.key.clone(), entry);
+        Ok(())
+    }
+
+    /// Records a file as done: appended to the journal at once (so a kill after this point
+    /// keeps it), and kept for the manifest written at the end.
+    pub fn record(&mut self, home: &Home, entry: FileEntry) -> Result<(), OutputError> {
+        self.append(home, &entry)?;
+        self.insert(entry);
+        Ok(())
+    }
+
+    /// Remembers a session whose record is gone from `from` (kept on disk as it is).
+    pub fn orphan(
+        &mut self,
+        home: &Home,
+        rollout: RolloutEntry,
+        from: &str,
+    ) -> Result<(), OutputError> {
+        let orphan = Orphan {
+            orphan: rollout,
+            from: from.to_string(),
+        };
+        self.append(home, &orphan)?;
+        self.orphans.insert(orphan.orphan.path.clone(), orphan);
+        Ok(())
+    }
+
+    /// Forgets a session `--prune` removed.
+    pub fn pruned(&mut self, home: &Home, path: &str) -> Result<(), OutputError> {
+        self.append(
+            home,
+            &Pruned {
+                pruned: path.to_string(),
+            },
+        )?;
+        self.orphans.remove(path);
+        Ok(())
+    }
+
+    /// Forgets a file `--prune` found gone from the inputs, once its sessions are handled.
+    pub fn forget(&mut self, home: &Home, key: &str) -> Result<(), OutputError> {
+        self.append(
+            home,
+            &Forgotten {
+                forgotten: key.to_string(),
+            },
+        )?;
+        self.unlist(key);
+        self.files.remove(key);
         Ok(())
     }
 
     /// Writes the whole manifest, sorted, atomically, and removes the journal.
     pub fn save(&mut self, home: &Home) -> Result<(), OutputError> {
+        let path = home.state_file(MANIFEST);
         let mut bytes = Vec::new();
+        let header = Header { manifest: SCHEME };
+        serde_json::to_writer(&mut bytes, &header).map_err(|e| write_error(&path, e.into()))?;
+        bytes.push(b'\n');
         for entry in self.files.values() {
-            serde_json::to_writer(&mut bytes, entry)
-                .map_err(|e| write_error(&home.state_file(MANIFEST), e.into()))?;
+            serde_json::to_writer(&mut bytes, entry).map_err(|e| write_error(&path, e.into()))?;
+            bytes.push(b'\n');
+        }
+        for orphan in self.orphans.values() {
+            serde_json::to_writer(&mut bytes, orphan).map_err(|e| write_error(&path, e.into()))?;
             bytes.push(b'\n');
         }
         home.write_state_atomic(MANIFEST, &bytes)?;

@@ -32,4 +32,6 @@ pub enum OutputError {
     },
     #[error("the output {path} is in use by another rollover run (pid {pid}); wait for it to end, or stop it")]
     Locked { path: String, pid: u32 },
+    #[error("{path} was written by an earlier rollover, whose session ids depended on file paths and record positions: converting into this home would write every conversation again under a new id. Convert into a new home (`rollover convert INPUT... --out NEW_HOME`), check it, then move the old one aside; or start over here by removing {state} together with the sessions it wrote")]
+    OldManifest { path: String, state: String },
 }

@@ -1,8 +1,9 @@
 //! The ordered collector: takes each batch's outcomes in input order and turns them into the
 //! run's counters and report lines (`quarantine.jsonl`, `conversations.jsonl`), so every
 //! output is deterministic whatever the thread count. When an input file's last batch is in,
-//! every rollout it produced is on disk: the collector removes the rollouts of records that
-//! are gone from it and records it in the manifest.
+//! every rollout it produced is on disk: the collector records it in the manifest, with the
+//! sessions whose records are gone from it kept as orphans (or removed, with `--prune`). In a
+//! dry run it records nothing: what it counts is the plan of a run.
 //!
 //! A shard's run also writes `shard.json` ([`ShardIndex`]): its files with their place in the
 //! walk and their counts, and the segments (file and byte range) its report lines came in, so
@@ -17,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use super::reader::Work;
 use super::record::{Converted, Outcome, SourceResult};
-use super::{format_name, FileCounts, Portion, Progress};
+use super::{format_name, FileCounts, Fingerprint, Portion, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
-use crate::audit::summary::{bump, DamageReport};
+use crate::audit::summary::{bump, DamageReport, WithheldReport};
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::model::responses::Format;
@@ -60,6 +61,11 @@ pub struct Collector<'h> {
     segments: Vec<(usize, u64, Marks)>,
     /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
     lines: (u64, u64),
+    /// What converts the files, recorded with each.
+    pub fingerprint: Fingerprint,
+    /// The origins of every file of the walk (every shard's): a session only a file gone from
+    /// the walk still lists is one whose record is gone.
+    pub walked: std::collections::HashSet<String>,
 }
 
 /// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
@@ -181,6 +187,8 @@ impl<'h> Collector<'h> {
             portions: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
+            fingerprint: Fingerprint::default(),
+            walked: std::collections::HashSet::new(),
         })
     }
 
@@ -392,18 +400,44 @@ impl<'h> Collector<'h> {
     fn file_entry(&mut self, file: usize) -> &mut FileEntry {
         let source = &self.files[file];
         let digest = &self.digests[file];
+        let fingerprint = &self.fingerprint;
         self.open.entry(file).or_insert_with(|| FileEntry {
-            key: source.key.clone(),
+            key: source.origin.clone(),
+            name: source.display.to_string(),
             size: source.size,
             mtime_ns: source.mtime_ns,
             digest: digest.clone(),
             records: 0,
+            rules: fingerprint.rules.clone(),
+            options: fingerprint.options.clone(),
             rollouts: Vec::new(),
+            pending: Vec::new(),
             format: match self.format {
                 Format::Codex => None,
                 Format::Responses(_) => Some(format_name(self.format).to_string()),
             },
         })
+    }
+
+    /// Counts what placing a session at `path` did (or, in a dry run, would do); a session
+    /// kept pending is recorded with its file.
+    fn count_placed(&mut self, file: usize, path: &str, placed: &Placed) {
+        let summary = &mut self.summary;
+        match placed {
+            Placed::Written => summary.sessions_new += 1,
+            Placed::Updated => summary.sessions_updated += 1,
+            Placed::Unchanged => summary.rollouts_unchanged += 1,
+            Placed::Kept => {
+                summary.sessions_kept.push(path.to_string());
+                self.file_entry(file).pending.push(path.to_string());
+            }
+            Placed::Replaced { .. } => summary.sessions_replaced.push(path.to_string()),
+            Placed::Withheld(why) => summary.sessions_withheld.push(WithheldReport {
+                path: path.to_string(),
+                reason: why.name().to_string(),
+            }),
+            Placed::Duplicate => summary.sessions_duplicate += 1,
+        }
     }
 
     fn quarantined(&mut self, entry: &QuarantineEntry) -> Result<(), OutputError> {
@@ -455,15 +489,24 @@ impl<'h> Collector<'h> {
                 });
         }
         if let Some(placed) = &done.placed {
-            match placed {
-                Placed::Written => {}
-                Placed::Unchanged => self.summary.rollouts_unchanged += 1,
-                Placed::Kept => self.summary.sessions_kept.push(done.path.clone()),
-                Placed::Replaced { .. } => self.summary.sessions_replaced.push(done.path.clone()),
-            }
+            self.count_placed(file, &done.path, placed);
+            // What the manifest holds for the session is what is on disk: a kept (pending) or
+            // withheld session keeps the digest written before.
+            let digest = match placed {
+                Placed::Kept | Placed::Withheld(_) => self
+                    .guard
+                    .recorded(&done.path)
+                    .unwrap_or(&done.digest)
+                    .to_string(),
+                Placed::Written
+                | Placed::Updated
+                | Placed::Unchanged
+                | Placed::Replaced { .. }
+                | Placed::Duplicate => done.digest.clone(),
+            };
             self.file_entry(file).rollouts.push(RolloutEntry {
                 path: done.path.clone(),
-                digest: done.digest.clone(),
+                digest,
             });
         }
         let summary = &mut self.summary;
@@ -521,18 +564,14 @@ impl<'h> Collector<'h> {
         )
     }
 
-    /// Every rollout of `file` is on disk: remove those of records that are gone since the
-    /// manifest last recorded it, then record it. A dry run records nothing.
+    /// Every rollout of `file` is on disk: record it, with the sessions of records that are gone
+    /// since the manifest last recorded it kept as orphans (removed with `--prune`). A dry run
+    /// records nothing and counts what a run would do.
     fn file_done(&mut self, file: usize, manifest: &mut Manifest) -> Result<(), OutputError> {
         if let Some(body) = self.bodies.remove(&file) {
             let path = key(body.relative());
             let (placed, digest) = body.finish(self.home, self.guard)?;
-            match placed {
-                Placed::Written => {}
-                Placed::Unchanged => self.summary.rollouts_unchanged += 1,
-                Placed::Kept => self.summary.sessions_kept.push(path.clone()),
-                Placed::Replaced { .. } => self.summary.sessions_replaced.push(path.clone()),
-            }
+            self.count_placed(file, &path, &placed);
             self.file_entry(file)
                 .rollouts
                 .push(RolloutEntry { path, digest });
@@ -542,30 +581,104 @@ impl<'h> Collector<'h> {
         if self.counted(file) {
             self.summary.files_done += 1;
         }
-        if self.summary.dry_run {
-            return Ok(());
-        }
         // A record of a split file that left this shard's ranges (a file edited before it,
-        // not appended to) may be in another shard's now, under the same path: removing its
-        // session could remove the other shard's. Only the sessions of whole files are removed.
+        // not appended to) may be in another shard's now, under the same path: only the
+        // sessions of whole files become orphans here.
         let split = self.portions.get(file).is_some_and(|p| p.ranges);
         let previous = manifest.files.get(&entry.key).filter(|_| !split);
-        if let Some(previous) = previous {
-            let now: std::collections::HashSet<&str> =
-                entry.rollouts.iter().map(|r| r.path.as_str()).collect();
-            for gone in previous
-                .rollouts
-                .iter()
-                .filter(|r| !now.contains(r.path.as_str()))
-            {
-                match self.guard.remove(self.home, &gone.path, &gone.digest)? {
-                    Removal::Removed => self.summary.rollouts_removed += 1,
-                    Removal::Kept => self.summary.sessions_kept.push(gone.path.clone()),
-                    Removal::Missing => {}
+        let gone: Vec<RolloutEntry> = match previous {
+            Some(previous) => {
+                let now: std::collections::HashSet<&str> =
+                    entry.rollouts.iter().map(|r| r.path.as_str()).collect();
+                previous
+                    .rollouts
+                    .iter()
+                    .filter(|r| !now.contains(r.path.as_str()))
+                    .filter(|r| !manifest.listed_elsewhere(&r.path, &entry.key, &self.walked))
+                    .cloned()
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        for rollout in gone {
+            if self.summary.prune {
+                self.prune(manifest, &rollout)?;
+            } else {
+                self.summary.sessions_left += 1;
+                if !self.summary.dry_run {
+                    manifest.orphan(self.home, rollout, &entry.key)?;
                 }
             }
         }
+        if self.summary.dry_run {
+            return Ok(());
+        }
         manifest.record(self.home, entry)
+    }
+
+    /// `--prune`: removes a session whose record is gone, unless Codex changed it since.
+    fn prune(
+        &mut self,
+        manifest: &mut Manifest,
+        rollout: &RolloutEntry,
+    ) -> Result<(), OutputError> {
+        match self
+            .guard
+            .remove(self.home, &rollout.path, &rollout.digest)?
+        {
+            Removal::Removed | Removal::Missing => {
+                self.summary.sessions_pruned.push(rollout.path.clone());
+                self.summary.rollouts_removed = self.summary.sessions_pruned.len() as u64;
+                if !self.summary.dry_run {
+                    manifest.pruned(self.home, &rollout.path)?;
+                }
+            }
+            Removal::Kept => {
+                self.summary.sessions_not_pruned.push(rollout.path.clone());
+                if !self.summary.dry_run {
+                    let from = manifest
+                        .orphans
+                        .get(&rollout.path)
+                        .map_or_else(String::new, |o| o.from.clone());
+                    manifest.orphan(self.home, rollout.clone(), &from)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `--prune`, once every file is done: removes the sessions of files gone from the walk
+    /// and the orphans of earlier runs (unless Codex changed them), and forgets those files.
+    pub fn prune_gone(&mut self, manifest: &mut Manifest) -> Result<(), OutputError> {
+        let walked = &self.walked;
+        let gone_files: Vec<String> = manifest
+            .files
+            .keys()
+            .filter(|key| !walked.contains(*key))
+            .cloned()
+            .collect();
+        let mut sessions: Vec<RolloutEntry> = Vec::new();
+        for key in &gone_files {
+            if let Some(entry) = manifest.files.get(key) {
+                for rollout in &entry.rollouts {
+                    if !manifest.listed_elsewhere(&rollout.path, key, walked) {
+                        sessions.push(rollout.clone());
+                    }
+                }
+            }
+        }
+        sessions.extend(manifest.orphans.values().map(|o| o.orphan.clone()));
+        sessions.sort_by(|a, b| a.path.cmp(&b.path));
+        sessions.dedup_by(|a, b| a.path == b.path);
+        for key in &gone_files {
+            if !self.summary.dry_run {
+                manifest.forget(self.home, key)?;
+            }
+        }
+        for rollout in sessions {
+            self.prune(manifest, &rollout)?;
+        }
+        Ok(())
     }
 
     /// Batch results: joined to a request, or quarantined (no request claimed them). Results
@@ -614,6 +727,7 @@ impl<'h> Collector<'h> {
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical
         // for the same input.
         self.summary.seconds = seconds;
+        self.summary.verdict = report::verdict(&self.summary, &self.report).to_string();
         let mut timing = serde_json::to_vec_pretty(&Timing::of(&self.summary, seconds))
             .map_err(|e| write_error(home, "timing.json", e.into()))?;
         timing.push(b'\n');

@@ -31,7 +31,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::audit::summary::{SameContent, ShardReport, UnreadableReport};
+use crate::audit::summary::{SettingsChange, ShardReport, UnreadableReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
@@ -110,6 +110,20 @@ pub struct Options {
     pub split_bytes: u64,
     /// A longer record is quarantined unread (`--max-record-bytes`).
     pub max_record_bytes: u64,
+    /// Remove the sessions whose records are gone from the inputs (`--prune`).
+    pub prune: bool,
+    /// What makes this run's output what it is, beside the inputs: a file the manifest
+    /// recorded under another fingerprint is converted again.
+    pub fingerprint: Fingerprint,
+}
+
+/// The fingerprints of what converts the inputs: the resolved rule set, and every option that
+/// changes output (`--cwd`, `--format`, `--wire`, `--messages-at`, ...). Each is a digest
+/// (hex); the manifest records both for every file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub rules: String,
+    pub options: String,
 }
 
 /// What part of one input file a run reads.
@@ -192,6 +206,8 @@ pub fn run(
     }
     let mut manifest = Manifest::load(&home)?;
     check_format(&home, &manifest, options.format)?;
+    // A home with no session yet: a dry run's report is its `latest`, as a run's would be.
+    let fresh = manifest.files.is_empty() && manifest.orphans.is_empty();
     let (run_number, killed_run) = home.start_run()?;
     let temporary_files_removed = if manifest.recovered || killed_run {
         home.remove_temporary_files()?
@@ -200,6 +216,8 @@ pub fn run(
     };
     let mut files = discovery.files;
     dedupe_keys(&mut files);
+    // Every file of the walk, whatever the shard: `--prune` forgets only files gone from it.
+    let walked: HashSet<String> = files.iter().map(|f| f.origin.clone()).collect();
     let mut portions = select(&mut files, shard.as_ref());
     let mut unreadable: Vec<UnreadableReport> = skipped
         .unreadable
@@ -209,12 +227,17 @@ pub fn run(
             message: u.message.clone(),
         })
         .collect();
+    // A dry run (and `audit`) reads every input: its report is the plan of the whole run.
+    let full = options.full || options.dry_run;
+    let mut planned = Planned::default();
     let (mut skip, digests) = plan(
         &mut files,
         &mut portions,
         &mut manifest,
-        options.full,
+        full,
+        &options.fingerprint,
         &mut unreadable,
+        &mut planned,
     );
     for entry in unreadable.iter().skip(skipped.unreadable.len()) {
         progress.note(&format!(
@@ -222,11 +245,22 @@ pub fn run(
             entry.path, entry.message
         ));
     }
-    let same_content = same_content(&files, &skip, &digests, &manifest);
-    for same in &same_content {
+    let settings_changed = planned.changes(&home);
+    for change in &settings_changed {
+        let since = match change.since_run {
+            0 => "an earlier run".to_string(),
+            n => format!("run {n:04}"),
+        };
         progress.note(&format!(
-            "{} has the same content as {}, which this home already holds under other session ids: its sessions are duplicates (convert from the same folder as before to update them instead)",
-            same.file, same.converted_as
+            "{} changed since {since}: {} converted again",
+            change.what,
+            crate::audit::summary::files_phrase(change.files),
+        ));
+    }
+    if planned.pending > 0 {
+        progress.note(&format!(
+            "{} with sessions kept pending (changed in Codex since, while the source has newer data): read again; --force replaces those sessions",
+            crate::audit::summary::files_phrase(planned.pending),
         ));
     }
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
@@ -244,7 +278,11 @@ pub fn run(
         skip.iter_mut().for_each(|s| *s = false);
     }
     let files = Arc::new(files);
-    let guard = Guard::new(manifest.rollout_digests(), options.force);
+    let guard = if options.dry_run {
+        Guard::planning(manifest.rollout_digests(), options.force)
+    } else {
+        Guard::new(manifest.rollout_digests(), options.force)
+    };
     let bytes_on_disk = files
         .iter()
         .zip(&skip)
@@ -274,7 +312,13 @@ pub fn run(
         skipped_codex_homes: skipped.codex_homes.clone(),
         symlink_loops: skipped.loops.clone(),
         unreadable,
-        same_content,
+        settings_changed,
+        files_pending: planned.pending,
+        fingerprint: crate::audit::summary::Fingerprints {
+            rules: options.fingerprint.rules.clone(),
+            options: options.fingerprint.options.clone(),
+        },
+        prune: options.prune,
         shard: options.shard.as_ref().map(|source| ShardReport {
             index: source.shard.index,
             count: source.shard.count,
@@ -291,6 +335,8 @@ pub fn run(
     };
     let mut collector = Collector::new(&home, summary, &files, digests, &guard, options.format)?;
     collector.portions = portions.clone();
+    collector.fingerprint = options.fingerprint.clone();
+    collector.walked = walked;
     collector.report.max_quarantine_rate = options.max_quarantine_rate;
     collector.report.report_text = options.report_text;
     let mut convert_seconds = 0.0;
@@ -312,8 +358,9 @@ pub fn run(
     // converting pool works on the next batch: a rollout's file is mostly the kernel's work
     // (creating it, copying its bytes into the page cache, the rename), which on one thread
     // would stand in line with the conversion.
-    let writers = match (options.format, options.dry_run) {
-        (Format::Codex, false) => Some(
+    // A dry run's writers only plan: they read what is on disk to decide what a run would do.
+    let writers = match options.format {
+        Format::Codex => Some(
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .thread_name(|i| format!("rollover-write-{i}"))
@@ -323,7 +370,7 @@ pub fn run(
                     message: e.to_string(),
                 })?,
         ),
-        _ => None,
+        Format::Responses(_) => None,
     };
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -351,8 +398,10 @@ pub fn run(
         let (home, guard) = (&home, &guard);
         let collecting = scope.spawn(move || {
             let mut collector = collector;
+            let mut claims = Claims::default();
             for (batch, mut outcomes, disk_read) in collected.iter() {
                 if let Some(writers) = &writers {
+                    claims.mark_duplicates(&mut outcomes);
                     writers.install(|| place_batch(&mut outcomes, home, guard))?;
                 }
                 collector.batch(&batch, outcomes, progress, disk_read, manifest)?;
@@ -411,14 +460,22 @@ pub fn run(
     let signal = options.stop.load(Ordering::Relaxed);
     if signal == 0 {
         collector.batch_results(&batch_index, &skip)?;
+        if options.prune {
+            collector.prune_gone(&mut manifest)?;
+        }
     }
     collector.summary.interrupted = signal_name(signal);
     collector.report.convert_seconds = convert_seconds;
     let summary = collector.finish(started.elapsed().as_secs_f64())?;
     if !options.dry_run {
         manifest.save(&home)?;
+        home.mark_latest()?;
+    } else if fresh {
+        home.mark_latest()?;
+    } else {
+        // A plan leaves `latest` on the last real run.
+        home.mark_link(crate::output::home::LATEST_PLAN)?;
     }
-    home.mark_latest()?;
     drop(lock);
     // The temporary copies of streams are removed only now: the reader is done with them.
     drop(discovery.spools);
@@ -458,17 +515,86 @@ fn select(files: &mut Vec<SourceFile>, shard: Option<&ShardPlan>) -> Vec<Portion
     portions
 }
 
+/// What the plan found beside changed files: files read again because their rules or options
+/// changed, or because sessions of theirs are pending.
+#[derive(Debug, Default)]
+struct Planned {
+    /// (what changed, the rules and options fingerprints the file was converted with), per file.
+    changed: Vec<(&'static str, Fingerprint)>,
+    pending: u64,
+}
+
+impl Planned {
+    /// The changes, one line per kind, each naming the last run (with its report still in
+    /// `runs/`) that converted under the settings it changed from.
+    fn changes(&self, home: &Home) -> Vec<SettingsChange> {
+        let runs = finished_runs(home);
+        let since = |old: &Fingerprint| {
+            runs.iter()
+                .rev()
+                .find(|(_, s)| {
+                    !s.dry_run
+                        && s.fingerprint.rules == old.rules
+                        && s.fingerprint.options == old.options
+                })
+                .map_or(0, |(n, _)| *n)
+        };
+        let mut out: Vec<SettingsChange> = Vec::new();
+        for what in ["rules", "options", "rules and options"] {
+            let olds: Vec<&Fingerprint> = self
+                .changed
+                .iter()
+                .filter(|(w, _)| *w == what)
+                .map(|(_, old)| old)
+                .collect();
+            if olds.is_empty() {
+                continue;
+            }
+            let since_run = olds.iter().map(|old| since(old)).max().unwrap_or(0);
+            out.push(SettingsChange {
+                what: what.to_string(),
+                since_run,
+                files: olds.len() as u64,
+            });
+        }
+        out
+    }
+}
+
+/// The finished runs of a home (those with a `summary.json`), oldest first, with their
+/// summaries.
+fn finished_runs(home: &Home) -> Vec<(u32, Summary)> {
+    let runs = home.state_dir().join(crate::output::home::RUNS_DIR);
+    let mut out: Vec<(u32, Summary)> = std::fs::read_dir(&runs)
+        .map(|entries| {
+            entries
+                .filter_map(|e| {
+                    let e = e.ok()?;
+                    let number: u32 = e.file_name().to_str()?.parse().ok()?;
+                    let text = std::fs::read(e.path().join("summary.json")).ok()?;
+                    Some((number, serde_json::from_slice(&text).ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by_key(|(n, _)| *n);
+    out
+}
+
 /// Which input files to read: a file whose size and mtime the manifest recorded is unchanged;
 /// one whose content digest it recorded is too (and its new mtime is kept, so the next run
-/// need not read it). Returns the files to skip and every file's digest. A file that cannot
-/// be read is taken out of `files` (and its portion out of `portions`) and added to
-/// `unreadable`: the run goes on without it.
+/// need not read it). An unchanged file is read all the same when the rules or options that
+/// converted it differ from this run's, or when sessions of it are pending. Returns the files
+/// to skip and every file's digest. A file that cannot be read is taken out of `files` (and
+/// its portion out of `portions`) and added to `unreadable`: the run goes on without it.
 fn plan(
     files: &mut Vec<SourceFile>,
     portions: &mut Vec<Portion>,
     manifest: &mut Manifest,
     full: bool,
+    fingerprint: &Fingerprint,
     unreadable: &mut Vec<UnreadableReport>,
+    planned: &mut Planned,
 ) -> (Vec<bool>, Vec<String>) {
     let mut skip = Vec::with_capacity(files.len());
     let mut digests = Vec::with_capacity(files.len());
@@ -477,8 +603,38 @@ fn plan(
     files.retain(|file| {
         // A split file is read by several shards: the one that counts it reports it.
         let mut lost = Vec::new();
-        let keep = plan_file(file, manifest, full, &mut lost, &mut skip, &mut digests);
-        if counted.next().unwrap_or(true) {
+        let counts = counted.next().unwrap_or(true);
+        if let Some(entry) = manifest.files.get(&file.origin) {
+            let what = match (
+                entry.rules != fingerprint.rules,
+                entry.options != fingerprint.options,
+            ) {
+                (true, true) => Some("rules and options"),
+                (true, false) => Some("rules"),
+                (false, true) => Some("options"),
+                (false, false) => None,
+            };
+            if let (Some(what), true) = (what, counts) {
+                let old = Fingerprint {
+                    rules: entry.rules.clone(),
+                    options: entry.options.clone(),
+                };
+                planned.changed.push((what, old));
+            }
+            if !entry.pending.is_empty() && counts {
+                planned.pending += 1;
+            }
+        }
+        let keep = plan_file(
+            file,
+            manifest,
+            full,
+            fingerprint,
+            &mut lost,
+            &mut skip,
+            &mut digests,
+        );
+        if counts {
             unreadable.append(&mut lost);
         }
         kept.push(keep);
@@ -494,14 +650,20 @@ fn plan_file(
     file: &SourceFile,
     manifest: &mut Manifest,
     full: bool,
+    fingerprint: &Fingerprint,
     unreadable: &mut Vec<UnreadableReport>,
     skip: &mut Vec<bool>,
     digests: &mut Vec<String>,
 ) -> bool {
-    let entry = manifest.files.get_mut(&file.key);
+    let entry = manifest.files.get_mut(&file.origin);
+    // Read again, whatever its content: converted by other rules or options, or pending.
+    let unsettled = entry.as_ref().is_some_and(|e| {
+        e.rules != fingerprint.rules || e.options != fingerprint.options || !e.pending.is_empty()
+    });
+    let read_anyway = full || unsettled;
     if let Some(entry) = &entry {
         if entry.size == file.size && entry.mtime_ns == file.mtime_ns {
-            skip.push(!full);
+            skip.push(!read_anyway);
             digests.push(entry.digest.clone());
             return true;
         }
@@ -524,39 +686,9 @@ fn plan_file(
         }
         Some(_) | None => false,
     };
-    skip.push(same && !full);
+    skip.push(same && !read_anyway);
     digests.push(digest);
     true
-}
-
-/// Files to convert whose content the manifest holds under a key not in this run: the same
-/// conversations converted before from another root (`convert samples`, then
-/// `cd samples && convert .`), whose sessions would be duplicates under other ids.
-fn same_content(
-    files: &[SourceFile],
-    skip: &[bool],
-    digests: &[String],
-    manifest: &Manifest,
-) -> Vec<SameContent> {
-    let keys: HashSet<&str> = files.iter().map(|f| f.key.as_str()).collect();
-    let mut by_digest: HashMap<&str, &str> = HashMap::new();
-    for entry in manifest.files.values() {
-        if !keys.contains(entry.key.as_str()) {
-            by_digest.entry(entry.digest.as_str()).or_insert(&entry.key);
-        }
-    }
-    files
-        .iter()
-        .zip(skip)
-        .zip(digests)
-        .filter(|((_, skipped), _)| !**skipped)
-        .filter_map(|((file, _), digest)| {
-            by_digest.get(digest.as_str()).map(|other| SameContent {
-                file: file.key.clone(),
-                converted_as: other.to_string(),
-            })
-        })
-        .collect()
 }
 
 /// What the inputs held, for the error of a run with nothing to read.
@@ -645,7 +777,7 @@ fn convert_batch(
                 record::round_trip(record, *ordinal)
             } else {
                 let format = context.options.format;
-                process_record_as(record, key, *ordinal, context.rules, context.index, format)
+                process_record_as(record, key, context.rules, context.index, format)
             };
             // Responses bodies are appended to their file by the ordered collector; a Codex
             // rollout is placed by the writers ([`place_batch`]), its bytes freed here in a
@@ -722,15 +854,54 @@ fn converted_mut(
     })
 }
 
+/// The sessions placed so far in this run, by a hash of their path, with the digest placed:
+/// a conversation read twice (one file under two names, a conversation in two exports) is
+/// placed once, by the first in input order, so that a run's output does not depend on which
+/// writer came first. Memory: ~40 bytes per session of the run.
+#[derive(Debug, Default)]
+struct Claims {
+    placed: HashMap<u128, String, rustc_hash::FxBuildHasher>,
+}
+
+impl Claims {
+    /// Marks, in input order, each conversation of the batch whose session an earlier one of
+    /// the run took: it is not placed, and records the digest of what is there.
+    fn mark_duplicates(&mut self, outcomes: &mut [Option<Outcome>]) {
+        let mut claim = |done: &mut record::Converted| {
+            let path = xxhash_rust::xxh3::xxh3_128(done.path.as_bytes());
+            match self.placed.get(&path) {
+                Some(digest) => {
+                    done.placed = Some(crate::output::Placed::Duplicate);
+                    done.digest = digest.clone();
+                    done.bytes = Vec::new();
+                }
+                None => {
+                    self.placed.insert(path, done.digest.clone());
+                }
+            }
+        };
+        for outcome in outcomes.iter_mut() {
+            match outcome {
+                Some(Outcome::Converted(done)) => claim(done),
+                Some(Outcome::Source(results)) => converted_mut(results).for_each(&mut claim),
+                Some(Outcome::Quarantined(_) | Outcome::NotSampled) | None => {}
+            }
+        }
+    }
+}
+
 /// Writes the Codex rollouts of a converted batch into the home, in parallel on the current
-/// pool (the writers), and frees their bytes.
+/// pool (the writers), and frees their bytes; in a dry run, only decides what a run would do.
+/// A duplicate ([`Claims`]) is left as marked.
 fn place_batch(
     outcomes: &mut [Option<Outcome>],
     home: &Home,
     guard: &Guard,
 ) -> Result<(), OutputError> {
     let place = |done: &mut record::Converted| -> Result<(), OutputError> {
-        done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+        if done.placed.is_none() {
+            done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+        }
         done.bytes = Vec::new();
         Ok(())
     };

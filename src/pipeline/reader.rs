@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 
 use crate::input::batch::BatchIndex;
 use crate::input::format::{self, Granularity, SourceFormat};
+use crate::model::identity::Occurrences;
 use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile};
 
 use super::Portion;
@@ -194,11 +195,17 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
         // Decided at the file's first record; a whole-file format collects it here.
         let mut format = from;
         let mut whole: Vec<(RawRecord, u64)> = Vec::new();
-        for (event, given) in events {
+        // Every record of the file is counted, those of ranges another shard owns too, so
+        // that each record's identity is the one an unsharded run gives it.
+        let mut occurrences = Occurrences::default();
+        for (mut event, given) in events {
             super::failpoint("reader");
             if stop.load(Ordering::Relaxed) {
                 stopped = true;
                 break;
+            }
+            if let RecordEvent::Record(record) = &mut event {
+                record.id = occurrences.next(&record.bytes);
             }
             if let (None, RecordEvent::Record(record)) = (format, &event) {
                 format = Some(detect(record));
@@ -606,6 +613,7 @@ mod tests {
                 SourceFile {
                     display: Arc::from(path.display().to_string()),
                     key: format!("f{i:03}.jsonl"),
+                    origin: path.display().to_string(),
                     path,
                     size,
                     mtime_ns: 0,

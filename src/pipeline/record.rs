@@ -16,6 +16,7 @@ use crate::input::batch::BatchIndex;
 use crate::input::chat::{extract_fast, FastRead};
 use crate::input::format::{FormatReader, InputRecord, ReadContext};
 use crate::input::{extract, parse_record, InputError};
+use crate::model::identity::RecordId;
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::Transcript;
@@ -166,16 +167,15 @@ fn is_chat(format: &&'static str) -> bool {
     format.is_empty() || *format == "chat"
 }
 
-/// Converts one record of the file keyed `source_key` (its `ordinal`-th record) into a Codex
-/// rollout.
+/// Converts one record of the file keyed `source_key` into a Codex rollout; its identity is
+/// `record.id` (set by the reader).
 pub fn process_record(
     record: &RawRecord,
     source_key: &str,
-    ordinal: u64,
     rules: &RuleSet,
     batch: &BatchIndex,
 ) -> Outcome {
-    process_record_as(record, source_key, ordinal, rules, batch, Format::Codex)
+    process_record_as(record, source_key, rules, batch, Format::Codex)
 }
 
 /// [`process_record`] for any output format: the same stages up to the conversation, then
@@ -183,7 +183,6 @@ pub fn process_record(
 pub fn process_record_as(
     record: &RawRecord,
     source_key: &str,
-    ordinal: u64,
     rules: &RuleSet,
     batch: &BatchIndex,
     format: Format,
@@ -197,19 +196,20 @@ pub fn process_record_as(
         Ok(transcript) => transcript,
         Err((class, reason)) => return quarantine(class, reason),
     };
-    match finish(transcript, location, source_key, ordinal, rules, format) {
+    match finish(transcript, location, source_key, record.id, rules, format) {
         Ok(done) => Outcome::Converted(done),
         Err((class, reason)) => quarantine(class, reason),
     }
 }
 
 /// A transcript, from any source format, through convert → render → validate → account:
-/// the converted conversation, or why it is refused. `location` is where its (first) record is.
+/// the converted conversation, or why it is refused. `location` is where its (first) record
+/// is, `record` that record's identity.
 pub fn finish(
     transcript: Transcript,
     location: &crate::model::Location,
     source_key: &str,
-    ordinal: u64,
+    record: RecordId,
     rules: &RuleSet,
     format: Format,
 ) -> Result<Box<Converted>, Refusal> {
@@ -222,8 +222,7 @@ pub fn finish(
     let links = Links::of(&transcript.meta);
     let key = RecordKey {
         source: source_key,
-        ordinal,
-        salt: 0,
+        record,
     };
     let mut conversation = match convert(transcript, rules, &key) {
         Ok(c) => c,
@@ -437,7 +436,7 @@ pub fn process_source(
             transcript,
             &record.location,
             source_key,
-            *ordinal,
+            record.id,
             rules,
             format,
         ) {
@@ -691,6 +690,7 @@ mod tests {
             bytes: bytes.to_vec(),
             truncated: false,
             oversized: None,
+            id: RecordId::of(bytes),
         }
     }
 
@@ -701,7 +701,7 @@ mod tests {
             {"role":"user","content":[{"type":"text","text":"see"},
                 {"type":"file","file":{"filename":"a.pdf","file_data":"JVBERi0="}}]},
             {"role":"assistant","content":"ok"}]}"#;
-        let outcome = process_record(&record(bytes), "t.jsonl", 0, &rules, &BatchIndex::default());
+        let outcome = process_record(&record(bytes), "t.jsonl", &rules, &BatchIndex::default());
         let Outcome::Converted(done) = outcome else {
             panic!("expected a conversion, got {outcome:?}");
         };
@@ -861,7 +861,7 @@ mod tests {
     fn a_rule_quarantine_names_its_class_stage_and_rule() {
         let rules = RuleSet::builtin().expect("built-in rules");
         let bytes = br#"{"messages":[{"role":"wizard","content":"x"}]}"#;
-        let outcome = process_record(&record(bytes), "t.jsonl", 0, &rules, &BatchIndex::default());
+        let outcome = process_record(&record(bytes), "t.jsonl", &rules, &BatchIndex::default());
         let Outcome::Quarantined(entry) = outcome else {
             panic!("expected a quarantine, got {outcome:?}");
         };

@@ -31,6 +31,10 @@ pub struct SourceFile {
     /// A stable key for deterministic ids: the path relative to the parent of the INPUT
     /// argument it was found under, with `/` separators (the `--stdin-name` for a stream).
     pub key: String,
+    /// Where the file is, losslessly, for the manifest: its absolute path with its folder's
+    /// symlinks resolved (bytes that are not UTF-8 escaped as `\\xNN`), or `stdin:NAME` for
+    /// standard input and other anonymous streams. Two files never share an origin.
+    pub origin: String,
     pub size: u64,
     /// Modification time, nanoseconds since the Unix epoch (0 when the system cannot tell).
     pub mtime_ns: u64,
@@ -149,7 +153,8 @@ pub fn discover(
     let mut found = Discovery::default();
     for input in inputs {
         if input.as_os_str() == STDIN {
-            spool(input, &options.stdin_name, &mut found);
+            let origin = format!("stdin:{}", options.stdin_name);
+            spool(input, &options.stdin_name, origin, &mut found);
             continue;
         }
         let meta = std::fs::metadata(input).map_err(|source| SourceError::MissingInput {
@@ -163,12 +168,14 @@ pub fn discover(
         }
         if !meta.is_dir() {
             // A FIFO, `/dev/stdin`, `<(...)`: a stream, read once into a temporary file.
-            let key = if is_anonymous_stream(input) {
-                options.stdin_name.clone()
+            let (key, origin) = if is_anonymous_stream(input) {
+                let name = options.stdin_name.clone();
+                let origin = format!("stdin:{name}");
+                (name, origin)
             } else {
-                key_of(input, base)
+                (key_of(input, base), origin_of(input))
             };
-            spool(input, &key, &mut found);
+            spool(input, &key, origin, &mut found);
             continue;
         }
         walk(input, base, skip.as_deref(), options, &mut found);
@@ -303,7 +310,7 @@ fn is_anonymous_stream(path: &Path) -> bool {
 
 /// Copies a stream (`-` is standard input) to a temporary file, read then like any file under
 /// the name `key`. A stream that fails is reported as unreadable.
-fn spool(input: &Path, key: &str, found: &mut Discovery) {
+fn spool(input: &Path, key: &str, origin: String, found: &mut Discovery) {
     let copied = (|| -> std::io::Result<(tempfile::TempPath, std::fs::Metadata)> {
         let mut temp = tempfile::Builder::new()
             .prefix("rollover-stdin-")
@@ -321,6 +328,7 @@ fn spool(input: &Path, key: &str, found: &mut Discovery) {
         Ok((temp, meta)) => {
             let mut file = source_file(temp.to_path_buf(), Path::new(""), &meta);
             file.key = key.to_string();
+            file.origin = origin;
             file.display = Arc::from(key);
             found.files.push(file);
             found.spools.push(temp);
@@ -341,10 +349,63 @@ fn key_of(path: &Path, base: &Path) -> String {
         .join("/")
 }
 
+/// The origin of the file at `path` ([`SourceFile::origin`]): its folder resolved once per
+/// folder (a walk asks for every file of a folder in turn).
+fn origin_of(path: &Path) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(PathBuf, PathBuf)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let parent = path.parent().unwrap_or_else(|| Path::new(""));
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let resolved = LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((asked, resolved)) = last.as_ref() {
+            if asked == parent {
+                return resolved.clone();
+            }
+        }
+        let resolved = std::fs::canonicalize(parent)
+            .or_else(|_| std::path::absolute(parent))
+            .unwrap_or_else(|_| parent.to_path_buf());
+        *last = Some((parent.to_path_buf(), resolved.clone()));
+        resolved
+    });
+    let full = match path.file_name() {
+        Some(name) => resolved.join(name),
+        None => resolved,
+    };
+    lossless(full.as_os_str())
+}
+
+/// A path as text without loss: UTF-8 as it is (a backslash doubled), any other byte `\xNN`.
+fn lossless(text: &OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::with_capacity(text.len());
+    for chunk in text.as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else {
+                out.push(c);
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
 fn source_file(path: PathBuf, base: &Path, meta: &std::fs::Metadata) -> SourceFile {
     SourceFile {
         display: Arc::from(path.display().to_string()),
         key: key_of(&path, base),
+        origin: origin_of(&path),
         path,
         size: meta.len(),
         mtime_ns: meta

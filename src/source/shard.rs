@@ -254,6 +254,7 @@ mod tests {
             path: key.into(),
             display: Arc::from(key),
             key: key.to_string(),
+            origin: format!("/{key}"),
             size,
             mtime_ns: 0,
         }

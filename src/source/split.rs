@@ -34,6 +34,9 @@ pub struct RawRecord {
     /// The record is longer than `--max-record-bytes` (its size in bytes): `bytes` hold only
     /// its first [`OVERSIZED_HEAD`] bytes, for the quarantine; the rest was never loaded.
     pub oversized: Option<u64>,
+    /// The record's identity in its file (digest and occurrence), set by the reader, which
+    /// sees a file's records in order.
+    pub id: crate::model::identity::RecordId,
 }
 
 /// The default of `--max-record-bytes`.
@@ -267,6 +270,7 @@ impl RecordReader {
             bytes: stripped[..stripped.len().min(OVERSIZED_HEAD)].to_vec(),
             truncated: false,
             oversized: Some(size),
+            id: Default::default(),
         })
     }
 
@@ -279,6 +283,7 @@ impl RecordReader {
                 bytes: stripped.to_vec(),
                 truncated: true,
                 oversized: None,
+                id: Default::default(),
             }));
         }
         let compressed_offset = match self.compression {
@@ -311,6 +316,7 @@ impl RecordReader {
             bytes,
             truncated: false,
             oversized: None,
+            id: Default::default(),
         })
     }
 
@@ -469,6 +475,7 @@ impl RecordReader {
                     bytes: trimmed.to_vec(),
                     truncated: true,
                     oversized: None,
+                    id: Default::default(),
                 }));
             }
             self.damage(Vec::new(), line, offset, message);
@@ -485,6 +492,7 @@ impl RecordReader {
                         bytes: doc[start..end].to_vec(),
                         truncated: false,
                         oversized: None,
+                        id: Default::default(),
                     }));
                 }
             }

@@ -13,6 +13,8 @@ use serde::Serialize;
 pub mod view;
 
 /// Line tags of a rollout file.
+/// The folder of a Codex home that holds the live sessions.
+pub const SESSIONS_DIR: &str = "sessions";
 pub const TAG_SESSION_META: &str = "session_meta";
 pub const TAG_RESPONSE_ITEM: &str = "response_item";
 pub const TAG_EVENT_MSG: &str = "event_msg";

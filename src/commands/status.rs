@@ -1,0 +1,232 @@
+//! `rollover status OUT`: what a home holds and what its last runs did, for whoever operates
+//! a scheduled job: the input files the manifest knows, its sessions (those whose record is
+//! gone, those kept pending because Codex changed them while their source has newer data),
+//! and the last runs with their verdicts. It reads `OUT/rollover/` only, never the lock, so it
+//! is safe beside a running conversion.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::audit::Summary;
+use crate::cli::StatusArgs;
+use crate::commands::ui::{group, plural, wrap_text, Ui};
+use crate::commands::Exit;
+use crate::output::home::{RUNS_DIR, STATE_DIR};
+use crate::output::manifest::JOURNAL;
+use crate::output::{Home, Manifest};
+
+/// The state of a home, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct Status {
+    out: String,
+    files: usize,
+    sessions: usize,
+    /// Sessions whose record is gone from its source (kept; `--prune` removes them).
+    sessions_left: usize,
+    /// Sessions kept pending, with the file whose newer data waits for them.
+    pending: Vec<Pending>,
+    /// A journal is there: a run is going on, or one was killed (the next run resumes it).
+    journal: bool,
+    runs: Vec<RunLine>,
+}
+
+#[derive(Debug, Serialize)]
+struct Pending {
+    session: String,
+    file: String,
+}
+
+/// One run, from its `summary.json`.
+#[derive(Debug, Serialize)]
+struct RunLine {
+    run: u32,
+    dry_run: bool,
+    verdict: String,
+    interrupted: Option<String>,
+    records: u64,
+    converted: u64,
+    quarantined: u64,
+    sessions_new: u64,
+    sessions_updated: u64,
+    sessions_kept: usize,
+    sessions_pruned: usize,
+}
+
+pub fn run(args: &StatusArgs, ui: &Ui) -> Result<Exit> {
+    let result = status(&args.out, args.runs);
+    let status = match result {
+        Ok(status) => status,
+        Err(err) => {
+            if args.json {
+                let out = serde_json::json!({
+                    "exit_code": Exit::Error.code(),
+                    "exit_reason": Exit::Error.reason(),
+                    "error": format!("{err:#}"),
+                });
+                println!("{out}");
+            }
+            return Err(err);
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&status)?);
+    } else if !ui.quiet {
+        print!("{}", text(&status, ui.width));
+    }
+    Ok(Exit::findings_if(!status.pending.is_empty()))
+}
+
+fn status(out: &Path, last: usize) -> Result<Status> {
+    let state = out.join(STATE_DIR);
+    if !state.is_dir() {
+        bail!(
+            "{} is not a home rollover wrote into (no {} folder): give the --out of a convert run",
+            out.display(),
+            state.display()
+        );
+    }
+    let home = Home::new(out);
+    let manifest = Manifest::load(&home)
+        .with_context(|| format!("reading the manifest of {}", out.display()))?;
+    let mut pending = Vec::new();
+    for entry in manifest.files.values() {
+        for session in &entry.pending {
+            pending.push(Pending {
+                session: session.clone(),
+                file: entry.name.clone(),
+            });
+        }
+    }
+    Ok(Status {
+        out: out.display().to_string(),
+        files: manifest.files.len(),
+        sessions: manifest.sessions(),
+        sessions_left: manifest.orphans.len(),
+        pending,
+        journal: home.state_file(JOURNAL).exists(),
+        runs: runs(&state.join(RUNS_DIR), last),
+    })
+}
+
+/// The last `last` finished runs, oldest first (a folder without `summary.json` is a run in
+/// progress or killed: left out).
+fn runs(dir: &Path, last: usize) -> Vec<RunLine> {
+    let mut folders: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| {
+                    let e = e.ok()?;
+                    let number = e.file_name().to_str()?.parse().ok()?;
+                    Some((number, e.path()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    folders.sort();
+    let start = folders.len().saturating_sub(last);
+    folders[start..]
+        .iter()
+        .filter_map(|(run, folder)| {
+            let text = std::fs::read_to_string(folder.join("summary.json")).ok()?;
+            let s: Summary = serde_json::from_str(&text).ok()?;
+            Some(RunLine {
+                run: *run,
+                dry_run: s.dry_run,
+                verdict: if s.interrupted.is_some() {
+                    "interrupted: incomplete".to_string()
+                } else {
+                    s.verdict.clone()
+                },
+                interrupted: s.interrupted.clone(),
+                records: s.records,
+                converted: s.converted,
+                quarantined: s.quarantined,
+                sessions_new: s.sessions_new,
+                sessions_updated: s.sessions_updated,
+                sessions_kept: s.sessions_kept.len(),
+                sessions_pruned: s.sessions_pruned.len(),
+            })
+        })
+        .collect()
+}
+
+fn text(s: &Status, width: usize) -> String {
+    let mut lines = vec![format!("rollover status {}", s.out)];
+    let mut add = |label: &str, text: String| {
+        lines.extend(wrap_text("  ", &format!("{label:<13}"), &text, width));
+    };
+    add(
+        "manifest",
+        format!(
+            "{}, {}{}",
+            plural(s.files as u64, "input file", "input files"),
+            plural(s.sessions as u64, "session", "sessions"),
+            if s.sessions_left > 0 {
+                format!(
+                    " ({} left: their record is gone; --prune removes them)",
+                    group(s.sessions_left as u64)
+                )
+            } else {
+                String::new()
+            }
+        ),
+    );
+    if !s.pending.is_empty() {
+        add(
+            "pending",
+            format!(
+                "{} kept: changed in Codex since written, while the source has newer data (--force replaces)",
+                plural(s.pending.len() as u64, "session", "sessions")
+            ),
+        );
+        for p in &s.pending {
+            add("", format!("{} (from {})", p.session, p.file));
+        }
+    }
+    if s.journal {
+        add(
+            "journal",
+            "a run is going on, or one was killed: the next run resumes it".to_string(),
+        );
+    }
+    if s.runs.is_empty() {
+        add("runs", "none finished yet".to_string());
+    }
+    for r in &s.runs {
+        let mut parts = vec![
+            format!("{} records", group(r.records)),
+            format!("{} converted", group(r.converted)),
+        ];
+        if r.quarantined > 0 {
+            parts.push(format!("{} quarantined", group(r.quarantined)));
+        }
+        for (n, what) in [
+            (r.sessions_new as usize, "new"),
+            (r.sessions_updated as usize, "updated"),
+            (r.sessions_kept, "kept pending"),
+            (r.sessions_pruned, "pruned"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{} {what}", group(n as u64)));
+            }
+        }
+        add(
+            &format!("run {:04}", r.run),
+            format!(
+                "{}{}: {}",
+                if r.verdict.is_empty() {
+                    "finished"
+                } else {
+                    r.verdict.as_str()
+                },
+                if r.dry_run { " (dry run)" } else { "" },
+                parts.join(", ")
+            ),
+        );
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}

@@ -1,0 +1,129 @@
+//! A conversation's identity: what makes it itself, whatever file or position it is read from.
+//!
+//! A session id is a function of this identity (and of the session's start time), never of a
+//! path or a record's position, so that the same conversation gets the same session from any
+//! folder, a new file with an old name gets new sessions, and an append shifts nothing:
+//!
+//! - a source that names its conversations with ids that are unique beyond one file (a Claude
+//!   Code `sessionId`, a ChatGPT conversation `id`) gives `FORMAT:ID`; a conversation the
+//!   source spawned from another under the same id (a Claude Code subagent's sidechain) adds
+//!   the digest of its first record;
+//! - any other record (a Chat Completions line, a Batch API request, whose `custom_id` is
+//!   unique only within its batch, the first line of a Responses or Anthropic chain, a
+//!   ShareGPT row) is identified by the xxh3-128 digest of its bytes, with the occurrence
+//!   number of identical records before it in the same file (`#2`, `#3`), so that duplicates
+//!   stay separate sessions and nothing merges silently.
+
+use std::collections::HashMap;
+
+/// A record's own identity: the digest of its bytes, and how many identical records came
+/// before it in its file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RecordId {
+    /// xxh3-128 of the record's bytes as split (an oversized record: of the bytes kept).
+    pub digest: u128,
+    /// Identical records before this one in the same file (0 for the first).
+    pub occurrence: u32,
+}
+
+impl RecordId {
+    /// The identity of a record read on its own, outside any file (tests, `explain` of a
+    /// record given alone): its first occurrence.
+    pub fn of(bytes: &[u8]) -> RecordId {
+        RecordId {
+            digest: xxhash_rust::xxh3::xxh3_128(bytes),
+            occurrence: 0,
+        }
+    }
+
+    /// `record:<digest>` for the first occurrence, `record:<digest>#n` for the n-th.
+    pub fn identity(&self) -> String {
+        let mut out = format!("record:{:032x}", self.digest);
+        if self.occurrence > 0 {
+            out.push_str(&format!("#{}", self.occurrence + 1));
+        }
+        out
+    }
+}
+
+/// Counts identical records within one file, in file order. Memory: one map entry (~24 bytes)
+/// per distinct record of the file being read, freed at the file's end.
+#[derive(Debug, Default)]
+pub struct Occurrences {
+    seen: HashMap<u128, u32, rustc_hash::FxBuildHasher>,
+}
+
+impl Occurrences {
+    /// The identity of the next record of the file, whose bytes are `bytes`.
+    pub fn next(&mut self, bytes: &[u8]) -> RecordId {
+        let digest = xxhash_rust::xxh3::xxh3_128(bytes);
+        let count = self.seen.entry(digest).or_insert(0);
+        let id = RecordId {
+            digest,
+            occurrence: *count,
+        };
+        *count += 1;
+        id
+    }
+}
+
+/// Source formats whose conversation ids are unique beyond one file, so they name a
+/// conversation wherever it is found.
+pub const GLOBAL_ID_FORMATS: [&str; 2] = ["claude-code", "chatgpt"];
+
+/// The identity of a conversation: its source's own id where the format has global ids,
+/// otherwise its first record's. `spawned` is true for a conversation spawned from another
+/// under the same source id (a subagent's sidechain).
+pub fn conversation_identity(
+    format: &str,
+    source_id: Option<&str>,
+    spawned: bool,
+    first: &RecordId,
+) -> String {
+    match source_id {
+        Some(id) if !id.is_empty() && GLOBAL_ID_FORMATS.contains(&format) => {
+            if spawned {
+                format!("{format}:{id}/{}", first.identity())
+            } else {
+                format!("{format}:{id}")
+            }
+        }
+        Some(_) | None => first.identity(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_records_get_their_occurrence_and_others_do_not() {
+        let mut seen = Occurrences::default();
+        let a = seen.next(b"{\"messages\":[]}");
+        let b = seen.next(b"{\"messages\":[1]}");
+        let a2 = seen.next(b"{\"messages\":[]}");
+        assert_eq!(a.occurrence, 0);
+        assert_eq!(b.occurrence, 0);
+        assert_eq!(a2.occurrence, 1);
+        assert_eq!(a.digest, a2.digest);
+        assert_ne!(a.identity(), a2.identity());
+        assert!(a2.identity().ends_with("#2"), "{}", a2.identity());
+        assert_eq!(a, RecordId::of(b"{\"messages\":[]}"));
+    }
+
+    #[test]
+    fn global_ids_name_the_conversation_and_others_fall_back_to_the_record() {
+        let first = RecordId::of(b"line");
+        let main = conversation_identity("claude-code", Some("s1"), false, &first);
+        assert_eq!(main, "claude-code:s1");
+        let side = conversation_identity("claude-code", Some("s1"), true, &first);
+        assert_ne!(side, main);
+        // A batch custom_id is unique only within its batch: the record names it.
+        let batch = conversation_identity("chat", Some("request-1"), false, &first);
+        assert_eq!(batch, first.identity());
+        assert_eq!(
+            conversation_identity("chatgpt", None, false, &first),
+            first.identity()
+        );
+    }
+}

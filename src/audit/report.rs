@@ -228,7 +228,7 @@ fn data<'a>(
     }
     if !summary.sessions_kept.is_empty() {
         reasons.push(format!(
-            "{} kept pending: changed in Codex since written while the source has newer data (`--force` replaces, keeping a copy)",
+            "{} kept pending: changed in Codex since written while the source has newer data (--force replaces it, keeping a copy)",
             match summary.sessions_kept.len() {
                 1 => "1 session".to_string(),
                 n => format!("{n} sessions"),

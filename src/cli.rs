@@ -141,6 +141,10 @@ pub struct ReportMergeArgs {
     /// Print the merged summary as JSON on stdout instead of the text summary.
     #[arg(long)]
     pub json: bool,
+    /// When another run holds the output's lock, wait up to this many seconds for it (as
+    /// `flock -w`) instead of exiting 3 at once; then exit 3 naming its pid.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_wait)]
+    pub wait: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -215,6 +219,11 @@ pub struct ConvertArgs {
     /// code and its reason) instead of the text summary.
     #[arg(long)]
     pub json: bool,
+    /// When another run holds the output's lock, wait up to this many seconds (e.g. 600, or
+    /// 0.5) for it to end, as `flock -w` does, instead of exiting 3 at once; when the time
+    /// runs out, exit 3 naming its pid and how long this run waited.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_wait)]
+    pub wait: Option<std::time::Duration>,
     /// Exit 1 only when more than this share of the records was quarantined (e.g. 0.01);
     /// without it, any quarantined record makes the exit code 1.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
@@ -395,6 +404,20 @@ fn parse_jobs(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The longest `--wait`: a day, far beyond any nightly job's slot, well inside `Duration`.
+const MAX_WAIT_SECONDS: f64 = 86_400.0;
+
+fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if (0.0..=MAX_WAIT_SECONDS).contains(&seconds) => {
+            Ok(std::time::Duration::from_secs_f64(seconds))
+        }
+        _ => Err(format!(
+            "`{text}` is not a number of seconds to wait for the lock (0 to {MAX_WAIT_SECONDS}, e.g. 600 or 0.5)"
+        )),
+    }
+}
+
 fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
@@ -426,5 +449,13 @@ mod tests {
         assert!(parse_size("0").is_err());
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("99999999999999G").is_err());
+        assert_eq!(
+            parse_wait("1.5"),
+            Ok(std::time::Duration::from_millis(1500))
+        );
+        assert_eq!(parse_wait("0"), Ok(std::time::Duration::ZERO));
+        assert!(parse_wait("-1").unwrap_err().contains("seconds"));
+        assert!(parse_wait("soon").is_err());
+        assert!(parse_wait("NaN").is_err());
     }
 }

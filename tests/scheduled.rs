@@ -354,6 +354,93 @@ fn a_second_run_on_the_same_output_exits_3_and_a_stale_lock_is_taken_over() {
     );
 }
 
+/// Takes `home`'s run lock in this process, as a running rollover holds it: an advisory lock
+/// on `home/rollover/lock`, with this process's pid inside.
+fn hold_lock(wd: &Workdir, home: &str) -> fs::File {
+    fs::create_dir_all(wd.path(&format!("{home}/rollover"))).expect("mkdir");
+    let lock_path = wd.path(&format!("{home}/rollover/lock"));
+    let held = fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&lock_path)
+        .expect("open lock");
+    held.try_lock().expect("take the lock");
+    fs::write(&lock_path, format!("{}\n", std::process::id())).expect("write pid");
+    held
+}
+
+/// Lets the lock go as a finished run does: the pid emptied first, then the lock released.
+fn release_lock(held: fs::File) {
+    held.set_len(0).expect("empty the lock file");
+    drop(held);
+}
+
+#[test]
+fn wait_waits_for_the_lock_then_gives_up_naming_the_holder_or_runs_once_it_is_free() {
+    let wd = Workdir::new("wait");
+    archive(&wd, 2, 3);
+    let held = hold_lock(&wd, "home");
+    let pid = std::process::id();
+    // The time runs out: exit 3, naming the holder and how long it waited; nothing written.
+    for command in ["convert", "audit"] {
+        let out = rollover(
+            wd.root(),
+            &[command, "archive", "--out", "home", "--wait", "1"],
+        );
+        assert_eq!(out.status.code(), Some(3), "{command}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "home is in use by another rollover run (pid {pid}): waiting up to 1 s for it (--wait)"
+            )),
+            "{command}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "the output home is still in use by another rollover run (pid {pid}) after waiting 1."
+            )) && stderr.contains(" s (--wait); wait longer, or stop that run"),
+            "{command}: {stderr}"
+        );
+        assert!(!wd.path("home/sessions").exists());
+        assert!(!wd.path("home/rollover/runs").exists());
+    }
+    // With --json, the scheduler reads why.
+    let out = rollover(
+        wd.root(),
+        &[
+            "convert", "archive", "--out", "home", "--wait", "0.2", "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(json["exit_reason"], "locked");
+
+    // A longer wait: the run starts once the holder lets the lock go.
+    let mut child = spawn(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--wait", "600"],
+    );
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    // Its note says it is waiting: then, and only then, the lock is let go.
+    let note = format!("in use by another rollover run (pid {pid}): waiting up to 600 s");
+    let mut first = String::new();
+    while !first.contains(&note) {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut stderr, &mut line).expect("read stderr");
+        assert!(read > 0, "the run ended without waiting: {first}");
+        first.push_str(&line);
+    }
+    release_lock(held);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "{first}{rest}");
+    assert!(!rest.contains("took over the lock"), "{rest}");
+    assert_eq!(count_rollouts(&wd.path("home/sessions")), 6);
+    assert_eq!(summary(&wd.path("home"))["run"], 1);
+}
+
 /// Runs rollover with `args` (a shell's words) in the work folder, after `setup` (a shell
 /// command: a ulimit, a umask) in the same shell.
 fn in_shell(wd: &Workdir, setup: &str, args: &str) -> std::process::Output {

@@ -64,7 +64,13 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
     check_same(&runs)?;
     let merged = merge(&runs);
     let home = Home::new(&args.out);
-    let lock = RunLock::acquire(&home)?;
+    let wait = args.wait.unwrap_or_default();
+    let stop = std::sync::atomic::AtomicUsize::new(0);
+    let lock = RunLock::acquire_within(&home, wait, &stop, |pid| {
+        if !ui.quiet {
+            eprintln!("rollover: {}", RunLock::waiting_note(&home, pid, wait));
+        }
+    })?;
     let summary = write(home, merged, &runs)?;
     drop(lock);
     let rate = summary.quarantined as f64 / summary.records.max(1) as f64;

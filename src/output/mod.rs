@@ -30,6 +30,13 @@ pub enum OutputError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the output {path} is in use by another rollover run (pid {pid}); wait for it to end, or stop it")]
+    #[error("the output {path} is in use by another rollover run (pid {pid}); wait for it to end, or stop it (--wait SECONDS waits for it)")]
     Locked { path: String, pid: u32 },
+    /// `--wait` ran out (or a signal ended the wait) with the lock still held.
+    #[error("the output {path} is still in use by another rollover run (pid {pid}) after waiting {waited} (--wait); wait longer, or stop that run")]
+    StillLocked {
+        path: String,
+        pid: u32,
+        waited: String,
+    },
 }

@@ -110,6 +110,8 @@ pub struct Options {
     pub split_bytes: u64,
     /// A longer record is quarantined unread (`--max-record-bytes`).
     pub max_record_bytes: u64,
+    /// How long to wait for another run's lock on the output (`--wait`; zero: not at all).
+    pub wait: std::time::Duration,
 }
 
 /// What part of one input file a run reads.
@@ -184,7 +186,9 @@ pub fn run(
         None => Home::new(&options.out),
     };
     home.durable = options.durable;
-    let lock = RunLock::acquire(&home)?;
+    let lock = RunLock::acquire_within(&home, options.wait, &options.stop, |pid| {
+        progress.note(&RunLock::waiting_note(&home, pid, options.wait));
+    })?;
     if let Some(pid) = lock.taken_over_from {
         progress.note(&format!(
             "took over the lock left by pid {pid}, which is no longer running"

@@ -224,6 +224,10 @@ pub struct ConvertArgs {
     /// runs out, exit 3 naming its pid and how long this run waited.
     #[arg(long, value_name = "SECONDS", value_parser = parse_wait)]
     pub wait: Option<std::time::Duration>,
+    /// After the run, remove the oldest run folders (OUT/rollover/runs/NNNN) so that at most N
+    /// remain; never this run's, nor the one OUT/rollover/latest points at. Default: keep all.
+    #[arg(long, value_name = "N", value_parser = parse_keep_runs)]
+    pub keep_runs: Option<usize>,
     /// Exit 1 only when more than this share of the records was quarantined (e.g. 0.01);
     /// without it, any quarantined record makes the exit code 1.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
@@ -404,6 +408,14 @@ fn parse_jobs(text: &str) -> Result<usize, String> {
     }
 }
 
+fn parse_keep_runs(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("keeping 0 run folders would remove this run's own reports: keep at least 1 (leave --keep-runs out to keep every run)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a number of run folders to keep (1 or more)")),
+    }
+}
+
 /// The longest `--wait`: a day, far beyond any nightly job's slot, well inside `Duration`.
 const MAX_WAIT_SECONDS: f64 = 86_400.0;
 
@@ -457,5 +469,8 @@ mod tests {
         assert!(parse_wait("-1").unwrap_err().contains("seconds"));
         assert!(parse_wait("soon").is_err());
         assert!(parse_wait("NaN").is_err());
+        assert_eq!(parse_keep_runs("3"), Ok(3));
+        assert!(parse_keep_runs("0").unwrap_err().contains("at least 1"));
+        assert!(parse_keep_runs("-2").is_err());
     }
 }

@@ -441,6 +441,85 @@ fn wait_waits_for_the_lock_then_gives_up_naming_the_holder_or_runs_once_it_is_fr
     assert_eq!(summary(&wd.path("home"))["run"], 1);
 }
 
+/// The names of the run folders under `home/rollover/runs`, sorted.
+fn run_folders(home: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(home.join("rollover/runs"))
+        .expect("read runs")
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn keep_runs_removes_the_oldest_run_folders_and_never_the_latest() {
+    let wd = Workdir::new("keep_runs");
+    archive(&wd, 1, 2);
+    let home = wd.path("home");
+    for _ in 0..4 {
+        let out = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+    assert_eq!(run_folders(&home), ["0001", "0002", "0003", "0004"]);
+    // Run 5 keeps itself and the one before it.
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "2"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0004", "0005"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("removed the 3 oldest run folders, keeping 2 (--keep-runs)"),
+        "{stderr}"
+    );
+    // Numbering goes on from the last run, whatever was removed; audit prunes too.
+    let out = rollover(
+        wd.root(),
+        &["audit", "archive", "--out", "home", "--keep-runs", "3"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0004", "0005", "0006"]);
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "1"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0007"]);
+    assert_eq!(
+        fs::read_link(home.join("rollover/latest")).expect("latest"),
+        Path::new("runs/0007")
+    );
+    assert_eq!(summary(&home)["run"], 7);
+    // Keeping more than there are removes nothing.
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "10"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0007", "0008"]);
+    // Keeping none would remove this run's own reports: a usage error, nothing run.
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "0"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--keep-runs <N>")
+            && stderr.contains(
+                "keeping 0 run folders would remove this run's own reports: keep at least 1"
+            ),
+        "{stderr}"
+    );
+    assert_eq!(run_folders(&home), ["0007", "0008"]);
+}
+
 /// Runs rollover with `args` (a shell's words) in the work folder, after `setup` (a shell
 /// command: a ulimit, a umask) in the same shell.
 fn in_shell(wd: &Workdir, setup: &str, args: &str) -> std::process::Output {

@@ -94,6 +94,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         split_bytes: args.split_bytes,
         max_record_bytes: args.max_record_bytes,
         wait: args.wait.unwrap_or_default(),
+        keep_runs: args.keep_runs,
     };
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");

@@ -112,6 +112,8 @@ pub struct Options {
     pub max_record_bytes: u64,
     /// How long to wait for another run's lock on the output (`--wait`; zero: not at all).
     pub wait: std::time::Duration,
+    /// Keep at most this many run folders, removing the oldest (`--keep-runs`).
+    pub keep_runs: Option<usize>,
 }
 
 /// What part of one input file a run reads.
@@ -423,6 +425,15 @@ pub fn run(
         manifest.save(&home)?;
     }
     home.mark_latest()?;
+    if let Some(keep) = options.keep_runs {
+        let removed = home.prune_runs(keep)?;
+        if !removed.is_empty() {
+            progress.note(&format!(
+                "removed the {} oldest run folders, keeping {keep} (--keep-runs)",
+                removed.len()
+            ));
+        }
+    }
     drop(lock);
     // The temporary copies of streams are removed only now: the reader is done with them.
     drop(discovery.spools);

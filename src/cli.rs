@@ -196,6 +196,17 @@ pub struct ConvertArgs {
     /// Follow symlinks when walking a folder (a symlink loop is reported and skipped).
     #[arg(long)]
     pub follow: bool,
+    /// When walking a folder, read only the files matching GLOB (repeatable: any of them),
+    /// matched against the path below the INPUT folder: `*.jsonl.zst` (a name without `/`
+    /// matches at any depth), `2024-*/**`; `*` stays within a name, `**` crosses folders.
+    /// Files named on the command line are always read.
+    #[arg(long = "glob", value_name = "GLOB")]
+    pub globs: Vec<String>,
+    /// When walking a folder, leave out the files matching GLOB and do not enter the folders
+    /// matching it (repeatable), matched as --glob: `*.bak.jsonl`, `tmp`, `/drafts`. Wins
+    /// over --glob.
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub excludes: Vec<String>,
     /// Threads that convert, 1 to 1024 (default: one per core); as many write the rollouts,
     /// and up to half as many decompress input files ahead of the reader.
     #[arg(short = 'j', long, value_parser = parse_jobs)]

@@ -259,6 +259,120 @@ fn an_output_home_inside_the_input_folder_is_not_read_back() {
     assert_eq!(second.summary()["records"], 1);
 }
 
+/// `archive/` for the walk's filters: 7 record files (`a.jsonl` with 2 records, the others
+/// 1 each), two of them `.bak.jsonl`, and a `.txt` file.
+fn filter_archive(wd: &Workdir) {
+    let record = |text: &str| json!({"messages": [{"role": "user", "content": text}]});
+    wd.create_jsonl("archive/a.jsonl", &[record("a1"), record("a2")]);
+    for name in [
+        "b.bak.jsonl",
+        "tmp/c.jsonl",
+        "tmp/d.jsonl",
+        "keep/e.jsonl",
+        "keep/sub/f.jsonl",
+        "keep/sub/g.bak.jsonl",
+    ] {
+        wd.create_jsonl(&format!("archive/{name}"), &[record(name)]);
+    }
+    wd.create("archive/notes.txt", "not a record file");
+}
+
+/// (files, records, rollouts, skipped_excluded, skipped_unmatched) of a run.
+fn filtered(home: &common::Home) -> (u64, u64, usize, u64, u64) {
+    let s = home.summary();
+    let n = |key: &str| s[key].as_u64().unwrap_or(0);
+    (
+        n("files"),
+        n("records"),
+        home.rollouts().len(),
+        n("skipped_excluded"),
+        n("skipped_unmatched"),
+    )
+}
+
+#[test]
+fn glob_and_exclude_filter_the_walk_by_the_path_below_the_input_folder() {
+    let wd = Workdir::new("walk_filters");
+    filter_archive(&wd);
+    // A bare name matches at any depth; an excluded folder is not entered (it counts once).
+    let home = wd.convert(
+        "archive",
+        "h1",
+        &["--exclude", "*.bak.jsonl", "--exclude", "tmp"],
+        0,
+    );
+    assert_eq!(filtered(&home), (3, 4, 4, 3, 0));
+    assert_eq!(
+        home.summary()["skipped_other_extensions"],
+        json!({".txt": 1})
+    );
+    let stdout = home.run.stdout();
+    assert!(
+        stdout.contains("skipped      1 other extension, 3 excluded\n"),
+        "{stdout}"
+    );
+    assert!(
+        home.run
+            .stderr()
+            .contains("skipped 3 files and folders matching --exclude"),
+        "{}",
+        home.run.stderr()
+    );
+    // --glob keeps only the files it matches: keep/e, keep/sub/f, keep/sub/g.bak.
+    let home = wd.convert("archive", "h2", &["--glob", "keep/**"], 0);
+    assert_eq!(filtered(&home), (3, 3, 3, 0, 4));
+    assert!(
+        home.run.stdout().contains("4 matching no --glob"),
+        "{}",
+        home.run.stdout()
+    );
+    // --exclude wins over --glob.
+    let both = ["--glob", "keep/**", "--exclude", "*.bak.jsonl"];
+    let home = wd.convert("archive", "h3", &both, 0);
+    assert_eq!(filtered(&home), (2, 2, 2, 2, 3));
+    // A leading `/` anchors a name at the input folder: a.jsonl and b.bak.jsonl only.
+    let home = wd.convert("archive", "h4", &["--glob", "/*.jsonl"], 0);
+    assert_eq!(filtered(&home), (2, 3, 3, 0, 5));
+    // The path matched starts below the INPUT folder, not at its parent as the key does:
+    // `archive/**` matches nothing, and nothing to do is an error that says why.
+    let run = wd.run(&["convert", "archive", "--out", "h5", "--glob", "archive/**"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("skipped 7 files matching no --glob"),
+        "{run}"
+    );
+    assert!(!wd.path("h5").exists(), "{run}");
+    // A file named on the command line is read whatever the filters say.
+    let home = wd.convert(
+        "archive/b.bak.jsonl",
+        "h6",
+        &["--exclude", "*.bak.jsonl"],
+        0,
+    );
+    assert_eq!(filtered(&home), (1, 1, 1, 0, 0));
+    // Without filters the summary has no such field (it stays as it was).
+    let home = wd.convert("archive", "h7", &[], 0);
+    assert_eq!(filtered(&home), (7, 8, 8, 0, 0));
+    assert!(home.summary().get("skipped_excluded").is_none());
+}
+
+#[test]
+fn a_bad_glob_is_a_usage_error_naming_the_pattern() {
+    let wd = Workdir::new("bad_glob");
+    filter_archive(&wd);
+    for (flag, pattern) in [("--exclude", "a[b"), ("--glob", "{x,y")] {
+        let run = wd.run(&["convert", "archive", "--out", "home", flag, pattern]);
+        run.expect_code(2);
+        let expected = format!("rollover: {flag} `{pattern}` is not a glob: ");
+        assert!(run.stderr().starts_with(&expected), "{run}");
+        assert!(
+            run.stderr().contains("write it like `*.bak.jsonl`"),
+            "{run}"
+        );
+        assert!(!wd.path("home").exists(), "{run}");
+    }
+}
+
 /// Runs `args` (writing into `home`) with the failpoint armed: the run fails with exit 2,
 /// names `stage` and the failpoint, and writes no summary.
 fn fails_at(wd: &Workdir, args: &[&str], home: &str, failpoint: &str, stage: &str) {

@@ -301,6 +301,8 @@ fn merge(runs: &[ShardRun]) -> Merged {
         skipped_other_extensions: first.summary.skipped_other_extensions.clone(),
         skipped_hidden: first.summary.skipped_hidden,
         skipped_symlinks: first.summary.skipped_symlinks,
+        skipped_excluded: first.summary.skipped_excluded,
+        skipped_unmatched: first.summary.skipped_unmatched,
         skipped_codex_homes: first.summary.skipped_codex_homes.clone(),
         symlink_loops: first.summary.symlink_loops.clone(),
         unreadable: first.summary.unreadable[..first

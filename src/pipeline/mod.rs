@@ -277,6 +277,8 @@ pub fn run(
         skipped_other_extensions: skipped.other_extensions.clone(),
         skipped_hidden: skipped.hidden,
         skipped_symlinks: skipped.symlinks,
+        skipped_excluded: skipped.excluded,
+        skipped_unmatched: skipped.unmatched,
         skipped_codex_homes: skipped.codex_homes.clone(),
         symlink_loops: skipped.loops.clone(),
         unreadable,

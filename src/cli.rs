@@ -187,8 +187,10 @@ pub struct ConvertArgs {
     /// `[session] cwd`. Codex's picker lists the sessions of the folder it runs in.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// The key of standard input (`-`) and other streams: session ids and reports use it.
-    #[arg(long, value_name = "NAME", default_value = "stdin")]
+    /// The key of standard input (`-`) and other streams: session ids and reports use it, and
+    /// --format responses writes OUT/responses/NAME. A relative path without `..` (e.g.
+    /// `imports/today.jsonl`): an absolute or climbing name, or an empty one, is refused.
+    #[arg(long, value_name = "NAME", default_value = "stdin", value_parser = parse_stdin_name)]
     pub stdin_name: String,
     /// Read hidden files and folders (names starting with `.`) when walking a folder.
     #[arg(long)]
@@ -427,6 +429,30 @@ fn parse_keep_runs(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--stdin-name`: a key like the walk's, a relative path that stays where it is, since the
+/// Responses output writes a file at it below OUT.
+fn parse_stdin_name(text: &str) -> Result<String, String> {
+    use std::path::{Component, Path};
+    let why = if text.trim().is_empty() {
+        Some("it is empty, and session ids and reports need a name")
+    } else if Path::new(text).is_absolute() {
+        Some("it is absolute, and it names a file written below --out")
+    } else if Path::new(text)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        Some("it has a `..` component, which would climb out of --out where it names a file")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(format!(
+            "`{text}` cannot be the stdin name: {why}; give a relative path such as `stdin` or `imports/today.jsonl`"
+        )),
+        None => Ok(text.to_string()),
+    }
+}
+
 /// The longest `--wait`: a day, far beyond any nightly job's slot, well inside `Duration`.
 const MAX_WAIT_SECONDS: f64 = 86_400.0;
 
@@ -483,5 +509,12 @@ mod tests {
         assert_eq!(parse_keep_runs("3"), Ok(3));
         assert!(parse_keep_runs("0").unwrap_err().contains("at least 1"));
         assert!(parse_keep_runs("-2").is_err());
+        assert_eq!(parse_stdin_name("a/b.jsonl"), Ok("a/b.jsonl".to_string()));
+        assert_eq!(parse_stdin_name("./x"), Ok("./x".to_string()));
+        assert!(parse_stdin_name("../x").unwrap_err().contains("`..`"));
+        assert!(parse_stdin_name("a/../../x").unwrap_err().contains("`..`"));
+        assert!(parse_stdin_name("/tmp/x").unwrap_err().contains("absolute"));
+        assert!(parse_stdin_name("").unwrap_err().contains("empty"));
+        assert!(parse_stdin_name("..x/y").is_ok());
     }
 }

@@ -373,6 +373,179 @@ fn a_bad_glob_is_a_usage_error_naming_the_pattern() {
     }
 }
 
+/// Every file and folder under `root` but the output folders `out*` (relative paths, sorted).
+fn entries_outside(root: &std::path::Path) -> Vec<String> {
+    let mut found: Vec<String> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|e| e.depth() != 1 || !e.file_name().to_string_lossy().starts_with("out"))
+        .map(|e| e.expect("walk"))
+        .map(|e| {
+            e.path()
+                .strip_prefix(root)
+                .expect("below")
+                .display()
+                .to_string()
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// What `--format responses` wrote into `out` besides rollover's own folder.
+fn written_outputs(out: &std::path::Path) -> Vec<String> {
+    let mut found: Vec<String> = walkdir::WalkDir::new(out)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != "rollover")
+        .map(|e| e.expect("walk"))
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            e.path()
+                .strip_prefix(out)
+                .expect("below")
+                .display()
+                .to_string()
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Runs rollover in `wd/data/sub` (so `..` is `data`), standard input from `stdin` when given.
+fn run_in_sub(wd: &Workdir, args: &[&str], stdin: Option<&str>) -> common::Run {
+    let mut cmd = wd.command(args);
+    cmd.current_dir(wd.path("data/sub"));
+    if let Some(file) = stdin {
+        cmd.stdin(std::fs::File::open(wd.path(file)).expect("open stdin file"));
+    }
+    let output = cmd.output().expect("run rollover");
+    common::Run {
+        command: format!("(cd data/sub && rollover {})", args.join(" ")),
+        output,
+    }
+}
+
+#[test]
+fn stdin_name_that_climbs_or_is_absolute_or_empty_is_refused_and_nothing_is_written() {
+    let wd = Workdir::new("stdin_name_confined");
+    let record = json!({"messages": [{"role": "user", "content": "hi"}]});
+    wd.create_jsonl("record.jsonl", std::slice::from_ref(&record));
+    wd.create_jsonl("data/sub/in.jsonl", &[record]);
+    std::fs::create_dir_all(wd.path("canary")).expect("canary");
+    let before = entries_outside(wd.root());
+    let absolute = wd.path("canary/abs.jsonl").display().to_string();
+    for (name, why) in [
+        ("../../x.jsonl", "it has a `..` component"),
+        ("a/../../x.jsonl", "it has a `..` component"),
+        (absolute.as_str(), "it is absolute"),
+        ("/tmp/abs.jsonl", "it is absolute"),
+        ("", "it is empty"),
+    ] {
+        let args = [
+            "convert",
+            "-",
+            "--out",
+            "../../out",
+            "--format",
+            "responses",
+            "--stdin-name",
+            name,
+        ];
+        let run = run_in_sub(&wd, &args, Some("record.jsonl"));
+        run.expect_code(2);
+        let expected = format!("`{name}` cannot be the stdin name: {why}");
+        assert!(run.stderr().contains(&expected), "{run}");
+        assert!(
+            run.stderr()
+                .contains("give a relative path such as `stdin`"),
+            "{run}"
+        );
+        assert_eq!(entries_outside(wd.root()), before, "{run}");
+        assert!(!wd.path("out").exists(), "{run}");
+    }
+    assert!(!std::path::Path::new("/tmp/abs.jsonl").exists());
+    // A relative name below the folder is a key like any other.
+    let args = [
+        "convert",
+        "-",
+        "--out",
+        "../../out",
+        "--format",
+        "responses",
+        "--stdin-name",
+        "imports/today.jsonl",
+    ];
+    run_in_sub(&wd, &args, Some("record.jsonl")).expect_code(0);
+    assert_eq!(
+        written_outputs(&wd.path("out")),
+        ["responses/imports/today.jsonl"]
+    );
+    assert_eq!(entries_outside(wd.root()), before);
+}
+
+#[test]
+fn keys_that_climb_with_dotdot_never_make_responses_write_outside_out() {
+    let wd = Workdir::new("dotdot_confined");
+    let record = |text: &str| json!({"messages": [{"role": "user", "content": text}]});
+    wd.create_jsonl("data/a.jsonl", &[record("a")]);
+    wd.create_jsonl("data/sub/b.jsonl", &[record("b")]);
+    std::fs::create_dir_all(wd.path("canary")).expect("canary");
+    let before = entries_outside(wd.root());
+    // `cd data/sub && convert ..`: keys `../a.jsonl` and `../sub/b.jsonl`, each `..` written
+    // as a name of its own below OUT/responses.
+    let args = [
+        "convert",
+        "..",
+        "--out",
+        "../../out",
+        "--format",
+        "responses",
+    ];
+    let run = run_in_sub(&wd, &args, None);
+    run.expect_code(0);
+    let expected = ["responses/%2E%2E/a.jsonl", "responses/%2E%2E/sub/b.jsonl"];
+    assert_eq!(written_outputs(&wd.path("out")), expected, "{run}");
+    assert_eq!(entries_outside(wd.root()), before, "{run}");
+    // The key, and so the session id, is unchanged: only the path is mapped.
+    let lines = common::read_jsonl(&wd.path("out/rollover/latest/conversations.jsonl"));
+    let paths: Vec<&str> = lines.iter().filter_map(|l| l["path"].as_str()).collect();
+    assert_eq!(paths, expected);
+    // A file named through `..` is keyed by its name.
+    let args = [
+        "convert",
+        "../a.jsonl",
+        "--out",
+        "../../out2",
+        "--format",
+        "responses",
+    ];
+    run_in_sub(&wd, &args, None).expect_code(0);
+    assert_eq!(written_outputs(&wd.path("out2")), ["responses/a.jsonl"]);
+
+    // A forced full re-run, over a body file changed since it was written: the copy it keeps
+    // and the file it writes are inside OUT too.
+    let changed = wd.path("out/responses/%2E%2E/a.jsonl");
+    std::fs::write(&changed, b"{\"edited\":true}\n").expect("edit");
+    let args = [
+        "convert",
+        "..",
+        "--out",
+        "../../out",
+        "--format",
+        "responses",
+        "--full",
+        "--force",
+    ];
+    let run = run_in_sub(&wd, &args, None);
+    run.expect_code(0);
+    assert_eq!(written_outputs(&wd.path("out")), expected, "{run}");
+    assert_eq!(
+        std::fs::read(wd.path("out/rollover/replaced/responses/%2E%2E/a.jsonl")).expect("copy"),
+        b"{\"edited\":true}\n"
+    );
+    assert_eq!(entries_outside(wd.root()), before, "{run}");
+    assert!(!wd.path("out2/a.jsonl").exists() && !wd.path("a.jsonl").exists());
+}
+
 /// Runs `args` (writing into `home`) with the failpoint armed: the run fails with exit 2,
 /// names `stage` and the failpoint, and writes no summary.
 fn fails_at(wd: &Workdir, args: &[&str], home: &str, failpoint: &str, stage: &str) {

@@ -605,11 +605,44 @@ fn sigint_stops_cleanly_with_complete_reports_exit_130_and_the_rerun_resumes() {
         s["converted"].as_u64().unwrap_or(0)
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("interrupted  by SIGINT"));
+    // Both reports open with the interrupted verdict, never "ready".
+    let (md, html) = reports(&home);
+    assert!(
+        md.contains("\n**Interrupted: incomplete.** Stopped by SIGINT before the end: "),
+        "{md}"
+    );
+    assert!(
+        html.contains(
+            "<p><span class=\"verdict interrupted\">Interrupted: incomplete</span> Stopped by SIGINT before the end: "
+        ),
+        "{html}"
+    );
+    for (name, report) in [("report.md", &md), ("report.html", &html)] {
+        assert!(!report.contains("Verdict: ready"), "{name}: {report}");
+        assert!(
+            report.contains("run the same command again to resume"),
+            "{name}"
+        );
+    }
 
     let again = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
     assert_eq!(again.status.code(), Some(0));
     assert_same_state(&expected, &home, "resumed after SIGINT");
     assert_eq!(summary(&home)["run"], 2);
+    // The run that finished the work is ready again.
+    let (md, html) = reports(&home);
+    assert!(md.contains("\n**Verdict: ready.**"), "{md}");
+    assert!(html.contains(">Verdict: ready</span>"), "{html}");
+    assert!(!md.contains("Interrupted") && !html.contains("Interrupted"));
+}
+
+/// The latest run's report.md and report.html.
+fn reports(home: &Path) -> (String, String) {
+    let read = |name: &str| {
+        fs::read_to_string(home.join("rollover/latest").join(name))
+            .unwrap_or_else(|e| panic!("read {name}: {e}"))
+    };
+    (read("report.md"), read("report.html"))
 }
 
 #[test]

@@ -254,7 +254,8 @@ pub struct ConvertArgs {
     #[arg(long)]
     pub report_text: bool,
     /// What to write: `codex` rollouts under OUT/sessions/, or `responses` API request bodies,
-    /// one JSONL file per input file under OUT/responses/ (one line per conversation). One OUT
+    /// one JSONL file per input file under OUT/responses/ (one line per conversation; always
+    /// below it: a `..` of the input's path is written as a folder named `%2E%2E`). One OUT
     /// holds one format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Codex)]
     pub format: OutputFormat,

@@ -950,6 +950,36 @@ fn every_command_help_lists_the_exit_codes() {
 }
 
 #[test]
+fn help_tells_the_scheduling_filtering_and_confinement_flags() {
+    let wd = Workdir::new("help_new_flags");
+    for command in ["convert", "audit"] {
+        let run = wd.run(&[command, "--help"]);
+        run.expect_code(0);
+        let out = run.stdout();
+        for expected in [
+            "--wait <SECONDS>",
+            "as `flock -w` does, instead of exiting 3 at once",
+            "--keep-runs <N>",
+            "never this run's, nor the one OUT/rollover/latest points at",
+            "--glob <GLOB>",
+            "matched against the path below the INPUT folder",
+            "--exclude <GLOB>",
+            "do not enter the folders matching it",
+            "an absolute or climbing name, or an empty one, is refused",
+            "written as a folder named `%2E%2E`",
+        ] {
+            assert!(
+                out.contains(expected),
+                "{command} --help: {expected}\n{out}"
+            );
+        }
+    }
+    let run = wd.run(&["report", "merge", "--help"]);
+    run.expect_code(0);
+    assert!(run.stdout().contains("--wait <SECONDS>"), "{run}");
+}
+
+#[test]
 fn completions_and_man_page_come_from_the_command_line_definition() {
     let wd = Workdir::new("completions_man");
     let bash = wd.run(&["completions", "bash"]);

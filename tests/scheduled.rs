@@ -485,6 +485,7 @@ fn keep_runs_removes_the_oldest_run_folders_and_never_the_latest() {
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(run_folders(&home), ["0004", "0005", "0006"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("removed"));
     let out = rollover(
         wd.root(),
         &["convert", "archive", "--out", "home", "--keep-runs", "1"],
@@ -503,6 +504,17 @@ fn keep_runs_removes_the_oldest_run_folders_and_never_the_latest() {
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(run_folders(&home), ["0007", "0008"]);
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "2"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0008", "0009"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("removed the oldest run folder, keeping 2 (--keep-runs)"),
+        "{stderr}"
+    );
     // Keeping none would remove this run's own reports: a usage error, nothing run.
     let out = rollover(
         wd.root(),
@@ -517,7 +529,7 @@ fn keep_runs_removes_the_oldest_run_folders_and_never_the_latest() {
             ),
         "{stderr}"
     );
-    assert_eq!(run_folders(&home), ["0007", "0008"]);
+    assert_eq!(run_folders(&home), ["0008", "0009"]);
 }
 
 /// Runs rollover with `args` (a shell's words) in the work folder, after `setup` (a shell

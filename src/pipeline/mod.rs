@@ -429,11 +429,14 @@ pub fn run(
     home.mark_latest()?;
     if let Some(keep) = options.keep_runs {
         let removed = home.prune_runs(keep)?;
-        if !removed.is_empty() {
-            progress.note(&format!(
-                "removed the {} oldest run folders, keeping {keep} (--keep-runs)",
-                removed.len()
-            ));
+        match removed.len() {
+            0 => {}
+            1 => progress.note(&format!(
+                "removed the oldest run folder, keeping {keep} (--keep-runs)"
+            )),
+            n => progress.note(&format!(
+                "removed the {n} oldest run folders, keeping {keep} (--keep-runs)"
+            )),
         }
     }
     drop(lock);

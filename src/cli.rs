@@ -158,6 +158,10 @@ pub struct ReportMergeArgs {
     /// Print the merged summary as JSON on stdout instead of the text summary.
     #[arg(long)]
     pub json: bool,
+    /// When another run holds the output's lock, wait up to this many seconds for it (as
+    /// `flock -w`) instead of exiting 3 at once; then exit 3 naming its pid.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_wait)]
+    pub wait: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -200,8 +204,10 @@ pub struct ConvertArgs {
     /// `[session] cwd`. Codex's picker lists the sessions of the folder it runs in.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// The key of standard input (`-`) and other streams: session ids and reports use it.
-    #[arg(long, value_name = "NAME", default_value = "stdin")]
+    /// The key of standard input (`-`) and other streams: session ids and reports use it, and
+    /// --format responses writes OUT/responses/NAME. A relative path without `..` (e.g.
+    /// `imports/today.jsonl`): an absolute or climbing name, or an empty one, is refused.
+    #[arg(long, value_name = "NAME", default_value = "stdin", value_parser = parse_stdin_name)]
     pub stdin_name: String,
     /// Read hidden files and folders (names starting with `.`) when walking a folder.
     #[arg(long)]
@@ -209,6 +215,17 @@ pub struct ConvertArgs {
     /// Follow symlinks when walking a folder (a symlink loop is reported and skipped).
     #[arg(long)]
     pub follow: bool,
+    /// When walking a folder, read only the files matching GLOB (repeatable: any of them),
+    /// matched against the path below the INPUT folder: `*.jsonl.zst` (a name without `/`
+    /// matches at any depth), `2024-*/**`; `*` stays within a name, `**` crosses folders.
+    /// Files named on the command line are always read.
+    #[arg(long = "glob", value_name = "GLOB")]
+    pub globs: Vec<String>,
+    /// When walking a folder, leave out the files matching GLOB and do not enter the folders
+    /// matching it (repeatable), matched as --glob: `*.bak.jsonl`, `tmp`, `/drafts`. Wins
+    /// over --glob.
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub excludes: Vec<String>,
     /// Threads that convert, 1 to 1024 (default: one per core); as many write the rollouts,
     /// and up to half as many decompress input files ahead of the reader.
     #[arg(short = 'j', long, value_parser = parse_jobs)]
@@ -237,6 +254,15 @@ pub struct ConvertArgs {
     /// code and its reason) instead of the text summary.
     #[arg(long)]
     pub json: bool,
+    /// When another run holds the output's lock, wait up to this many seconds (e.g. 600, or
+    /// 0.5) for it to end, as `flock -w` does, instead of exiting 3 at once; when the time
+    /// runs out, exit 3 naming its pid and how long this run waited.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_wait)]
+    pub wait: Option<std::time::Duration>,
+    /// After the run, remove the oldest run folders (OUT/rollover/runs/NNNN) so that at most N
+    /// remain; never this run's, nor the one OUT/rollover/latest points at. Default: keep all.
+    #[arg(long, value_name = "N", value_parser = parse_keep_runs)]
+    pub keep_runs: Option<usize>,
     /// Exit 1 only when more than this share of the records was quarantined (e.g. 0.01);
     /// without it, any quarantined record makes the exit code 1.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
@@ -250,7 +276,8 @@ pub struct ConvertArgs {
     #[arg(long)]
     pub report_text: bool,
     /// What to write: `codex` rollouts under OUT/sessions/, or `responses` API request bodies,
-    /// one JSONL file per input file under OUT/responses/ (one line per conversation). One OUT
+    /// one JSONL file per input file under OUT/responses/ (one line per conversation; always
+    /// below it: a `..` of the input's path is written as a folder named `%2E%2E`). One OUT
     /// holds one format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Codex)]
     pub format: OutputFormat,
@@ -417,6 +444,52 @@ fn parse_jobs(text: &str) -> Result<usize, String> {
     }
 }
 
+fn parse_keep_runs(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("keeping 0 run folders would remove this run's own reports: keep at least 1 (leave --keep-runs out to keep every run)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a number of run folders to keep (1 or more)")),
+    }
+}
+
+/// `--stdin-name`: a key like the walk's, a relative path that stays where it is, since the
+/// Responses output writes a file at it below OUT.
+fn parse_stdin_name(text: &str) -> Result<String, String> {
+    use std::path::{Component, Path};
+    let why = if text.trim().is_empty() {
+        Some("it is empty, and session ids and reports need a name")
+    } else if Path::new(text).is_absolute() {
+        Some("it is absolute, and it names a file written below --out")
+    } else if Path::new(text)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        Some("it has a `..` component, which would climb out of --out where it names a file")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(format!(
+            "`{text}` cannot be the stdin name: {why}; give a relative path such as `stdin` or `imports/today.jsonl`"
+        )),
+        None => Ok(text.to_string()),
+    }
+}
+
+/// The longest `--wait`: a day, far beyond any nightly job's slot, well inside `Duration`.
+const MAX_WAIT_SECONDS: f64 = 86_400.0;
+
+fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if (0.0..=MAX_WAIT_SECONDS).contains(&seconds) => {
+            Ok(std::time::Duration::from_secs_f64(seconds))
+        }
+        _ => Err(format!(
+            "`{text}` is not a number of seconds to wait for the lock (0 to {MAX_WAIT_SECONDS}, e.g. 600 or 0.5)"
+        )),
+    }
+}
+
 fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
@@ -448,5 +521,23 @@ mod tests {
         assert!(parse_size("0").is_err());
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("99999999999999G").is_err());
+        assert_eq!(
+            parse_wait("1.5"),
+            Ok(std::time::Duration::from_millis(1500))
+        );
+        assert_eq!(parse_wait("0"), Ok(std::time::Duration::ZERO));
+        assert!(parse_wait("-1").unwrap_err().contains("seconds"));
+        assert!(parse_wait("soon").is_err());
+        assert!(parse_wait("NaN").is_err());
+        assert_eq!(parse_keep_runs("3"), Ok(3));
+        assert!(parse_keep_runs("0").unwrap_err().contains("at least 1"));
+        assert!(parse_keep_runs("-2").is_err());
+        assert_eq!(parse_stdin_name("a/b.jsonl"), Ok("a/b.jsonl".to_string()));
+        assert_eq!(parse_stdin_name("./x"), Ok("./x".to_string()));
+        assert!(parse_stdin_name("../x").unwrap_err().contains("`..`"));
+        assert!(parse_stdin_name("a/../../x").unwrap_err().contains("`..`"));
+        assert!(parse_stdin_name("/tmp/x").unwrap_err().contains("absolute"));
+        assert!(parse_stdin_name("").unwrap_err().contains("empty"));
+        assert!(parse_stdin_name("..x/y").is_ok());
     }
 }

@@ -259,6 +259,293 @@ fn an_output_home_inside_the_input_folder_is_not_read_back() {
     assert_eq!(second.summary()["records"], 1);
 }
 
+/// `archive/` for the walk's filters: 7 record files (`a.jsonl` with 2 records, the others
+/// 1 each), two of them `.bak.jsonl`, and a `.txt` file.
+fn filter_archive(wd: &Workdir) {
+    let record = |text: &str| json!({"messages": [{"role": "user", "content": text}]});
+    wd.create_jsonl("archive/a.jsonl", &[record("a1"), record("a2")]);
+    for name in [
+        "b.bak.jsonl",
+        "tmp/c.jsonl",
+        "tmp/d.jsonl",
+        "keep/e.jsonl",
+        "keep/sub/f.jsonl",
+        "keep/sub/g.bak.jsonl",
+    ] {
+        wd.create_jsonl(&format!("archive/{name}"), &[record(name)]);
+    }
+    wd.create("archive/notes.txt", "not a record file");
+}
+
+/// (files, records, rollouts, skipped_excluded, skipped_unmatched) of a run.
+fn filtered(home: &common::Home) -> (u64, u64, usize, u64, u64) {
+    let s = home.summary();
+    let n = |key: &str| s[key].as_u64().unwrap_or(0);
+    (
+        n("files"),
+        n("records"),
+        home.rollouts().len(),
+        n("skipped_excluded"),
+        n("skipped_unmatched"),
+    )
+}
+
+#[test]
+fn glob_and_exclude_filter_the_walk_by_the_path_below_the_input_folder() {
+    let wd = Workdir::new("walk_filters");
+    filter_archive(&wd);
+    // A bare name matches at any depth; an excluded folder is not entered (it counts once).
+    let home = wd.convert(
+        "archive",
+        "h1",
+        &["--exclude", "*.bak.jsonl", "--exclude", "tmp"],
+        0,
+    );
+    assert_eq!(filtered(&home), (3, 4, 4, 3, 0));
+    assert_eq!(
+        home.summary()["skipped_other_extensions"],
+        json!({".txt": 1})
+    );
+    let stdout = home.run.stdout();
+    assert!(
+        stdout.contains("skipped      1 other extension, 3 excluded\n"),
+        "{stdout}"
+    );
+    assert!(
+        home.run
+            .stderr()
+            .contains("skipped 3 files and folders matching --exclude"),
+        "{}",
+        home.run.stderr()
+    );
+    // --glob keeps only the files it matches: keep/e, keep/sub/f, keep/sub/g.bak.
+    let home = wd.convert("archive", "h2", &["--glob", "keep/**"], 0);
+    assert_eq!(filtered(&home), (3, 3, 3, 0, 4));
+    assert!(
+        home.run.stdout().contains("4 matching no --glob"),
+        "{}",
+        home.run.stdout()
+    );
+    // --exclude wins over --glob.
+    let both = ["--glob", "keep/**", "--exclude", "*.bak.jsonl"];
+    let home = wd.convert("archive", "h3", &both, 0);
+    assert_eq!(filtered(&home), (2, 2, 2, 2, 3));
+    // A leading `/` anchors a name at the input folder: a.jsonl and b.bak.jsonl only.
+    let home = wd.convert("archive", "h4", &["--glob", "/*.jsonl"], 0);
+    assert_eq!(filtered(&home), (2, 3, 3, 0, 5));
+    // The path matched starts below the INPUT folder, not at its parent as the key does:
+    // `archive/**` matches nothing, and nothing to do is an error that says why.
+    let run = wd.run(&["convert", "archive", "--out", "h5", "--glob", "archive/**"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("skipped 7 files matching no --glob"),
+        "{run}"
+    );
+    assert!(!wd.path("h5").exists(), "{run}");
+    // A file named on the command line is read whatever the filters say.
+    let home = wd.convert(
+        "archive/b.bak.jsonl",
+        "h6",
+        &["--exclude", "*.bak.jsonl"],
+        0,
+    );
+    assert_eq!(filtered(&home), (1, 1, 1, 0, 0));
+    // Without filters the summary has no such field (it stays as it was).
+    let home = wd.convert("archive", "h7", &[], 0);
+    assert_eq!(filtered(&home), (7, 8, 8, 0, 0));
+    assert!(home.summary().get("skipped_excluded").is_none());
+}
+
+#[test]
+fn a_bad_glob_is_a_usage_error_naming_the_pattern() {
+    let wd = Workdir::new("bad_glob");
+    filter_archive(&wd);
+    for (flag, pattern) in [("--exclude", "a[b"), ("--glob", "{x,y")] {
+        let run = wd.run(&["convert", "archive", "--out", "home", flag, pattern]);
+        run.expect_code(2);
+        let expected = format!("rollover: {flag} `{pattern}` is not a glob: ");
+        assert!(run.stderr().starts_with(&expected), "{run}");
+        assert!(
+            run.stderr().contains("write it like `*.bak.jsonl`"),
+            "{run}"
+        );
+        assert!(!wd.path("home").exists(), "{run}");
+    }
+}
+
+/// Every file and folder under `root` but the output folders `out*` (relative paths, sorted).
+fn entries_outside(root: &std::path::Path) -> Vec<String> {
+    let mut found: Vec<String> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|e| e.depth() != 1 || !e.file_name().to_string_lossy().starts_with("out"))
+        .map(|e| e.expect("walk"))
+        .map(|e| {
+            e.path()
+                .strip_prefix(root)
+                .expect("below")
+                .display()
+                .to_string()
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// What `--format responses` wrote into `out` besides rollover's own folder.
+fn written_outputs(out: &std::path::Path) -> Vec<String> {
+    let mut found: Vec<String> = walkdir::WalkDir::new(out)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != "rollover")
+        .map(|e| e.expect("walk"))
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            e.path()
+                .strip_prefix(out)
+                .expect("below")
+                .display()
+                .to_string()
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Runs rollover in `wd/data/sub` (so `..` is `data`), standard input from `stdin` when given.
+fn run_in_sub(wd: &Workdir, args: &[&str], stdin: Option<&str>) -> common::Run {
+    let mut cmd = wd.command(args);
+    cmd.current_dir(wd.path("data/sub"));
+    if let Some(file) = stdin {
+        cmd.stdin(std::fs::File::open(wd.path(file)).expect("open stdin file"));
+    }
+    let output = cmd.output().expect("run rollover");
+    common::Run {
+        command: format!("(cd data/sub && rollover {})", args.join(" ")),
+        output,
+    }
+}
+
+#[test]
+fn stdin_name_that_climbs_or_is_absolute_or_empty_is_refused_and_nothing_is_written() {
+    let wd = Workdir::new("stdin_name_confined");
+    let record = json!({"messages": [{"role": "user", "content": "hi"}]});
+    wd.create_jsonl("record.jsonl", std::slice::from_ref(&record));
+    wd.create_jsonl("data/sub/in.jsonl", &[record]);
+    std::fs::create_dir_all(wd.path("canary")).expect("canary");
+    let before = entries_outside(wd.root());
+    let absolute = wd.path("canary/abs.jsonl").display().to_string();
+    for (name, why) in [
+        ("../../x.jsonl", "it has a `..` component"),
+        ("a/../../x.jsonl", "it has a `..` component"),
+        (absolute.as_str(), "it is absolute"),
+        ("/tmp/abs.jsonl", "it is absolute"),
+        ("", "it is empty"),
+    ] {
+        let args = [
+            "convert",
+            "-",
+            "--out",
+            "../../out",
+            "--format",
+            "responses",
+            "--stdin-name",
+            name,
+        ];
+        let run = run_in_sub(&wd, &args, Some("record.jsonl"));
+        run.expect_code(2);
+        let expected = format!("`{name}` cannot be the stdin name: {why}");
+        assert!(run.stderr().contains(&expected), "{run}");
+        assert!(
+            run.stderr()
+                .contains("give a relative path such as `stdin`"),
+            "{run}"
+        );
+        assert_eq!(entries_outside(wd.root()), before, "{run}");
+        assert!(!wd.path("out").exists(), "{run}");
+    }
+    assert!(!std::path::Path::new("/tmp/abs.jsonl").exists());
+    // A relative name below the folder is a key like any other.
+    let args = [
+        "convert",
+        "-",
+        "--out",
+        "../../out",
+        "--format",
+        "responses",
+        "--stdin-name",
+        "imports/today.jsonl",
+    ];
+    run_in_sub(&wd, &args, Some("record.jsonl")).expect_code(0);
+    assert_eq!(
+        written_outputs(&wd.path("out")),
+        ["responses/imports/today.jsonl"]
+    );
+    assert_eq!(entries_outside(wd.root()), before);
+}
+
+#[test]
+fn keys_that_climb_with_dotdot_never_make_responses_write_outside_out() {
+    let wd = Workdir::new("dotdot_confined");
+    let record = |text: &str| json!({"messages": [{"role": "user", "content": text}]});
+    wd.create_jsonl("data/a.jsonl", &[record("a")]);
+    wd.create_jsonl("data/sub/b.jsonl", &[record("b")]);
+    std::fs::create_dir_all(wd.path("canary")).expect("canary");
+    let before = entries_outside(wd.root());
+    // `cd data/sub && convert ..`: keys `../a.jsonl` and `../sub/b.jsonl`, each `..` written
+    // as a name of its own below OUT/responses.
+    let args = [
+        "convert",
+        "..",
+        "--out",
+        "../../out",
+        "--format",
+        "responses",
+    ];
+    let run = run_in_sub(&wd, &args, None);
+    run.expect_code(0);
+    let expected = ["responses/%2E%2E/a.jsonl", "responses/%2E%2E/sub/b.jsonl"];
+    assert_eq!(written_outputs(&wd.path("out")), expected, "{run}");
+    assert_eq!(entries_outside(wd.root()), before, "{run}");
+    // The key, and so the session id, is unchanged: only the path is mapped.
+    let lines = common::read_jsonl(&wd.path("out/rollover/latest/conversations.jsonl"));
+    let paths: Vec<&str> = lines.iter().filter_map(|l| l["path"].as_str()).collect();
+    assert_eq!(paths, expected);
+    // A file named through `..` is keyed by its name.
+    let args = [
+        "convert",
+        "../a.jsonl",
+        "--out",
+        "../../out2",
+        "--format",
+        "responses",
+    ];
+    run_in_sub(&wd, &args, None).expect_code(0);
+    assert_eq!(written_outputs(&wd.path("out2")), ["responses/a.jsonl"]);
+
+    // A forced full re-run, over a body file changed since it was written: the copy it keeps
+    // and the file it writes are inside OUT too.
+    let changed = wd.path("out/responses/%2E%2E/a.jsonl");
+    std::fs::write(&changed, b"{\"edited\":true}\n").expect("edit");
+    let args = [
+        "convert",
+        "..",
+        "--out",
+        "../../out",
+        "--format",
+        "responses",
+        "--full",
+        "--force",
+    ];
+    let run = run_in_sub(&wd, &args, None);
+    run.expect_code(0);
+    assert_eq!(written_outputs(&wd.path("out")), expected, "{run}");
+    assert_eq!(
+        std::fs::read(wd.path("out/rollover/replaced/responses/%2E%2E/a.jsonl")).expect("copy"),
+        b"{\"edited\":true}\n"
+    );
+    assert_eq!(entries_outside(wd.root()), before, "{run}");
+    assert!(!wd.path("out2/a.jsonl").exists() && !wd.path("a.jsonl").exists());
+}
+
 /// Runs `args` (writing into `home`) with the failpoint armed: the run fails with exit 2,
 /// names `stage` and the failpoint, and writes no summary.
 fn fails_at(wd: &Workdir, args: &[&str], home: &str, failpoint: &str, stage: &str) {
@@ -660,6 +947,36 @@ fn every_command_help_lists_the_exit_codes() {
             "{args:?}:\n{out}"
         );
     }
+}
+
+#[test]
+fn help_tells_the_scheduling_filtering_and_confinement_flags() {
+    let wd = Workdir::new("help_new_flags");
+    for command in ["convert", "audit"] {
+        let run = wd.run(&[command, "--help"]);
+        run.expect_code(0);
+        let out = run.stdout();
+        for expected in [
+            "--wait <SECONDS>",
+            "as `flock -w` does, instead of exiting 3 at once",
+            "--keep-runs <N>",
+            "never this run's, nor the one OUT/rollover/latest points at",
+            "--glob <GLOB>",
+            "matched against the path below the INPUT folder",
+            "--exclude <GLOB>",
+            "do not enter the folders matching it",
+            "an absolute or climbing name, or an empty one, is refused",
+            "written as a folder named `%2E%2E`",
+        ] {
+            assert!(
+                out.contains(expected),
+                "{command} --help: {expected}\n{out}"
+            );
+        }
+    }
+    let run = wd.run(&["report", "merge", "--help"]);
+    run.expect_code(0);
+    assert!(run.stdout().contains("--wait <SECONDS>"), "{run}");
 }
 
 #[test]

@@ -385,6 +385,184 @@ fn a_second_run_on_the_same_output_exits_3_and_a_stale_lock_is_taken_over() {
     );
 }
 
+/// Takes `home`'s run lock in this process, as a running rollover holds it: an advisory lock
+/// on `home/rollover/lock`, with this process's pid inside.
+fn hold_lock(wd: &Workdir, home: &str) -> fs::File {
+    fs::create_dir_all(wd.path(&format!("{home}/rollover"))).expect("mkdir");
+    let lock_path = wd.path(&format!("{home}/rollover/lock"));
+    let held = fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&lock_path)
+        .expect("open lock");
+    held.try_lock().expect("take the lock");
+    fs::write(&lock_path, format!("{}\n", std::process::id())).expect("write pid");
+    held
+}
+
+/// Lets the lock go as a finished run does: the pid emptied first, then the lock released.
+fn release_lock(held: fs::File) {
+    held.set_len(0).expect("empty the lock file");
+    drop(held);
+}
+
+#[test]
+fn wait_waits_for_the_lock_then_gives_up_naming_the_holder_or_runs_once_it_is_free() {
+    let wd = Workdir::new("wait");
+    archive(&wd, 2, 3);
+    let held = hold_lock(&wd, "home");
+    let pid = std::process::id();
+    // The time runs out: exit 3, naming the holder and how long it waited; nothing written.
+    for command in ["convert", "audit"] {
+        let out = rollover(
+            wd.root(),
+            &[command, "archive", "--out", "home", "--wait", "1"],
+        );
+        assert_eq!(out.status.code(), Some(3), "{command}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "home is in use by another rollover run (pid {pid}): waiting up to 1 s for it (--wait)"
+            )),
+            "{command}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "the output home is still in use by another rollover run (pid {pid}) after waiting 1."
+            )) && stderr.contains(" s (--wait); wait longer, or stop that run"),
+            "{command}: {stderr}"
+        );
+        assert!(!wd.path("home/sessions").exists());
+        assert!(!wd.path("home/rollover/runs").exists());
+    }
+    // With --json, the scheduler reads why.
+    let out = rollover(
+        wd.root(),
+        &[
+            "convert", "archive", "--out", "home", "--wait", "0.2", "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(json["exit_reason"], "locked");
+
+    // A longer wait: the run starts once the holder lets the lock go.
+    let mut child = spawn(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--wait", "600"],
+    );
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    // Its note says it is waiting: then, and only then, the lock is let go.
+    let note = format!("in use by another rollover run (pid {pid}): waiting up to 600 s");
+    let mut first = String::new();
+    while !first.contains(&note) {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut stderr, &mut line).expect("read stderr");
+        assert!(read > 0, "the run ended without waiting: {first}");
+        first.push_str(&line);
+    }
+    release_lock(held);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "{first}{rest}");
+    assert!(!rest.contains("took over the lock"), "{rest}");
+    assert_eq!(count_rollouts(&wd.path("home/sessions")), 6);
+    assert_eq!(summary(&wd.path("home"))["run"], 1);
+}
+
+/// The names of the run folders under `home/rollover/runs`, sorted.
+fn run_folders(home: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(home.join("rollover/runs"))
+        .expect("read runs")
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn keep_runs_removes_the_oldest_run_folders_and_never_the_latest() {
+    let wd = Workdir::new("keep_runs");
+    archive(&wd, 1, 2);
+    let home = wd.path("home");
+    for _ in 0..4 {
+        let out = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+    assert_eq!(run_folders(&home), ["0001", "0002", "0003", "0004"]);
+    // Run 5 keeps itself and the one before it.
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "2"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0004", "0005"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("removed the 3 oldest run folders, keeping 2 (--keep-runs)"),
+        "{stderr}"
+    );
+    // Numbering goes on from the last run, whatever was removed; audit prunes too.
+    let out = rollover(
+        wd.root(),
+        &["audit", "archive", "--out", "home", "--keep-runs", "3"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0004", "0005", "0006"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("removed"));
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "1"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0007"]);
+    assert_eq!(
+        fs::read_link(home.join("rollover/latest")).expect("latest"),
+        Path::new("runs/0007")
+    );
+    assert_eq!(summary(&home)["run"], 7);
+    // Keeping more than there are removes nothing.
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "10"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0007", "0008"]);
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "2"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(run_folders(&home), ["0008", "0009"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("removed the oldest run folder, keeping 2 (--keep-runs)"),
+        "{stderr}"
+    );
+    // Keeping none would remove this run's own reports: a usage error, nothing run.
+    let out = rollover(
+        wd.root(),
+        &["convert", "archive", "--out", "home", "--keep-runs", "0"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--keep-runs <N>")
+            && stderr.contains(
+                "keeping 0 run folders would remove this run's own reports: keep at least 1"
+            ),
+        "{stderr}"
+    );
+    assert_eq!(run_folders(&home), ["0008", "0009"]);
+}
+
 /// Runs rollover with `args` (a shell's words) in the work folder, after `setup` (a shell
 /// command: a ulimit, a umask) in the same shell.
 fn in_shell(wd: &Workdir, setup: &str, args: &str) -> std::process::Output {
@@ -470,11 +648,44 @@ fn sigint_stops_cleanly_with_complete_reports_exit_130_and_the_rerun_resumes() {
         s["converted"].as_u64().unwrap_or(0)
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("interrupted  by SIGINT"));
+    // Both reports open with the interrupted verdict, never "ready".
+    let (md, html) = reports(&home);
+    assert!(
+        md.contains("\n**Interrupted: incomplete.** Stopped by SIGINT before the end: "),
+        "{md}"
+    );
+    assert!(
+        html.contains(
+            "<p><span class=\"verdict interrupted\">Interrupted: incomplete</span> Stopped by SIGINT before the end: "
+        ),
+        "{html}"
+    );
+    for (name, report) in [("report.md", &md), ("report.html", &html)] {
+        assert!(!report.contains("Verdict: ready"), "{name}: {report}");
+        assert!(
+            report.contains("run the same command again to resume"),
+            "{name}"
+        );
+    }
 
     let again = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
     assert_eq!(again.status.code(), Some(0));
     assert_same_state(&expected, &home, "resumed after SIGINT");
     assert_eq!(summary(&home)["run"], 2);
+    // The run that finished the work is ready again.
+    let (md, html) = reports(&home);
+    assert!(md.contains("\n**Verdict: ready.**"), "{md}");
+    assert!(html.contains(">Verdict: ready</span>"), "{html}");
+    assert!(!md.contains("Interrupted") && !html.contains("Interrupted"));
+}
+
+/// The latest run's report.md and report.html.
+fn reports(home: &Path) -> (String, String) {
+    let read = |name: &str| {
+        fs::read_to_string(home.join("rollover/latest").join(name))
+            .unwrap_or_else(|e| panic!("read {name}: {e}"))
+    };
+    (read("report.md"), read("report.html"))
 }
 
 #[test]

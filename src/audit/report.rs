@@ -248,7 +248,11 @@ fn data<'a>(
         })
         .collect();
     changes.sort_by(|a, b| b.count.cmp(&a.count).then(a.action.cmp(&b.action)));
-    let verdict = if !reasons.is_empty() {
+    // A stopped run read only part of its input: nothing in it can be called ready, and the
+    // reasons it found so far are still listed.
+    let verdict = if summary.interrupted.is_some() {
+        "interrupted"
+    } else if !reasons.is_empty() {
         "blocked"
     } else if changes.is_empty() {
         "ready"
@@ -491,5 +495,30 @@ mod tests {
             ..ReportOptions::default()
         };
         assert_eq!(data(&summary, &[], &lenient).verdict, "ready with repairs");
+        summary.interrupted = Some("SIGINT".into());
+        assert_eq!(data(&summary, &[], &lenient).verdict, "interrupted");
+        assert_eq!(data(&summary, &[], &options).verdict, "interrupted");
+    }
+
+    #[test]
+    fn an_interrupted_run_says_so_at_the_top_of_both_reports() {
+        let summary = Summary {
+            records: 10,
+            converted: 10,
+            interrupted: Some("SIGTERM".into()),
+            ..Summary::default()
+        };
+        let (md, html) = render(&summary, &[], &ReportOptions::default()).unwrap();
+        let top = md.lines().find(|l| l.starts_with("**")).unwrap_or_default();
+        assert!(
+            top.starts_with("**Interrupted: incomplete.** Stopped by SIGTERM"),
+            "{md}"
+        );
+        assert!(!md.contains("Verdict: ready"), "{md}");
+        assert!(
+            html.contains(r#"<span class="verdict interrupted">Interrupted: incomplete</span>"#),
+            "{html}"
+        );
+        assert!(html.contains("Stopped by SIGTERM"), "{html}");
     }
 }

@@ -187,6 +187,12 @@ pub struct Summary {
     pub skipped_hidden: u64,
     /// Symlinks not followed (`--follow` follows them).
     pub skipped_symlinks: u64,
+    /// Files and folders matching `--exclude`, not read (a folder counts once).
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub skipped_excluded: u64,
+    /// Record files matching no `--glob`, not read.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub skipped_unmatched: u64,
     /// Codex homes found inside an input folder, not entered.
     pub skipped_codex_homes: Vec<String>,
     /// Symlinks leading back to a folder above them, not followed again.

@@ -18,7 +18,7 @@ use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, FileCounts, Options, Progress};
 use crate::rules::{PathExpr, RuleSet};
 use crate::source::shard::{resolve, Shard};
-use crate::source::{Damage, ShardSource, WalkOptions};
+use crate::source::{Damage, PathFilter, ShardSource, WalkOptions};
 
 /// How many rules "rules fired" names; the rest are counted ("+10 more").
 const RULES_SHOWN: usize = 8;
@@ -64,6 +64,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         ),
         None => None,
     };
+    let filter = PathFilter::new(&args.globs, &args.excludes)?;
     let shard = shard_of(args)?;
     if let (Some(source), false) = (&shard, ui.quiet) {
         eprintln!("rollover: {}", shard_line(source));
@@ -89,6 +90,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
             hidden: args.hidden,
             follow: args.follow,
             stdin_name: args.stdin_name.clone(),
+            filter,
         },
         format,
         shard,
@@ -96,6 +98,8 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         max_record_bytes: args.max_record_bytes,
         prune: args.prune,
         fingerprint,
+        wait: args.wait.unwrap_or_default(),
+        keep_runs: args.keep_runs,
     };
     if args.sample.is_some() && !args.dry_run {
         anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
@@ -511,6 +515,8 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
     let skips = other_extensions
         + s.skipped_hidden
         + s.skipped_symlinks
+        + s.skipped_excluded
+        + s.skipped_unmatched
         + s.skipped_codex_homes.len() as u64;
     if skips > 0 || !s.unreadable.is_empty() || !s.symlink_loops.is_empty() {
         out.list(
@@ -527,6 +533,14 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
                 (
                     s.skipped_symlinks,
                     format!("{} symlinks", group(s.skipped_symlinks)),
+                ),
+                (
+                    s.skipped_excluded,
+                    format!("{} excluded", group(s.skipped_excluded)),
+                ),
+                (
+                    s.skipped_unmatched,
+                    format!("{} matching no --glob", group(s.skipped_unmatched)),
                 ),
                 (
                     s.skipped_codex_homes.len() as u64,

@@ -28,6 +28,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         hidden: true,
         follow: true,
         stdin_name: "stdin".to_string(),
+        filter: Default::default(),
     };
     let found = discover(std::slice::from_ref(&path), None, &walk)
         .with_context(|| format!("explaining {}", args.record))?;

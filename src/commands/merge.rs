@@ -64,7 +64,13 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
     check_same(&runs)?;
     let merged = merge(&runs);
     let home = Home::new(&args.out);
-    let lock = RunLock::acquire(&home)?;
+    let wait = args.wait.unwrap_or_default();
+    let stop = std::sync::atomic::AtomicUsize::new(0);
+    let lock = RunLock::acquire_within(&home, wait, &stop, |pid| {
+        if !ui.quiet {
+            eprintln!("rollover: {}", RunLock::waiting_note(&home, pid, wait));
+        }
+    })?;
     let summary = write(home, merged, &runs)?;
     drop(lock);
     let rate = summary.quarantined as f64 / summary.records.max(1) as f64;
@@ -300,6 +306,8 @@ fn merge(runs: &[ShardRun]) -> Merged {
         skipped_other_extensions: first.summary.skipped_other_extensions.clone(),
         skipped_hidden: first.summary.skipped_hidden,
         skipped_symlinks: first.summary.skipped_symlinks,
+        skipped_excluded: first.summary.skipped_excluded,
+        skipped_unmatched: first.summary.skipped_unmatched,
         skipped_codex_homes: first.summary.skipped_codex_homes.clone(),
         symlink_loops: first.summary.symlink_loops.clone(),
         unreadable: first.summary.unreadable[..first

@@ -74,11 +74,15 @@ impl Exit {
     /// How a command that failed with `err` exits.
     pub fn for_error(err: &anyhow::Error) -> Exit {
         // `PipelineError::Output` is transparent: its OutputError is not a link of the chain.
+        let is_locked = |output: &OutputError| match output {
+            OutputError::Locked { .. } | OutputError::StillLocked { .. } => true,
+            OutputError::Write { .. } | OutputError::OldManifest { .. } => false,
+        };
         let locked = err.chain().any(|cause| {
-            matches!(cause.downcast_ref(), Some(OutputError::Locked { .. }))
+            cause.downcast_ref().is_some_and(is_locked)
                 || matches!(
                     cause.downcast_ref(),
-                    Some(PipelineError::Output(OutputError::Locked { .. }))
+                    Some(PipelineError::Output(output)) if is_locked(output)
                 )
         });
         if locked {

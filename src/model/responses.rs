@@ -113,10 +113,42 @@ pub struct BatchLine<'a> {
 /// Compression suffixes an input key may end in, stripped before `.jsonl` is added.
 const COMPRESSED: [&str; 3] = [".zst", ".zstd", ".gz"];
 
+/// What a `..` of a key becomes in its output path: a name of its own (`..` percent-encoded),
+/// so that `../a.jsonl` and `a.jsonl` stay two files, and neither leaves `responses/`.
+pub const PARENT_IN_PATH: &str = "%2E%2E";
+
 /// The output file of the input file keyed `key`: `responses/<key>` with its compression
 /// suffix removed and `.jsonl` added unless it ends so (`a/x.jsonl.zst` -> `a/x.jsonl`,
 /// `a/y.traj` -> `a/y.traj.jsonl`), then `.zst` when compressed.
+///
+/// Always below `responses/`: a key is a path relative to an INPUT argument's parent, which
+/// can climb (`../a.jsonl` for `cd sub && convert ..`) or start at the root (`convert /`), and
+/// the writer must never follow it out of the output folder. Such a key is mapped to normal
+/// components only: each `..` becomes [`PARENT_IN_PATH`], a root or `.` is dropped. A key
+/// made of names (and `.`) only keeps the path it always had.
 pub fn output_path(key: &str, compress: bool) -> std::path::PathBuf {
+    use std::path::{Component, Path, PathBuf};
+    let name = output_name(key, compress);
+    let relative = Path::new(&name);
+    let plain = relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    if plain {
+        return Path::new(RESPONSES_DIR).join(relative);
+    }
+    let mut path = PathBuf::from(RESPONSES_DIR);
+    for component in relative.components() {
+        match component {
+            Component::Normal(name) => path.push(name),
+            Component::ParentDir => path.push(PARENT_IN_PATH),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    path
+}
+
+/// The file name part of [`output_path`], as the key spells it.
+fn output_name(key: &str, compress: bool) -> String {
     let mut name = key;
     for suffix in COMPRESSED {
         if let Some(stem) = name.strip_suffix(suffix) {
@@ -131,5 +163,40 @@ pub fn output_path(key: &str, compress: bool) -> std::path::PathBuf {
     if compress {
         name.push_str(".zst");
     }
-    std::path::Path::new(RESPONSES_DIR).join(name)
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn output_paths_stay_below_responses_whatever_the_key() {
+        let path = |key: &str| output_path(key, false).display().to_string();
+        assert_eq!(path("a/x.jsonl.zst"), "responses/a/x.jsonl");
+        assert_eq!(path("a/y.traj"), "responses/a/y.traj.jsonl");
+        assert_eq!(
+            output_path("x.json", true),
+            Path::new("responses/x.json.jsonl.zst")
+        );
+        // `cd samples && convert .`: the path it always had.
+        assert_eq!(path("./evals.jsonl"), "responses/./evals.jsonl");
+        assert_eq!(path("../a.jsonl"), "responses/%2E%2E/a.jsonl");
+        assert_eq!(
+            path("../../b/../c.jsonl"),
+            "responses/%2E%2E/%2E%2E/b/%2E%2E/c.jsonl"
+        );
+        assert_eq!(path("//etc/x.jsonl"), "responses/etc/x.jsonl");
+        assert_eq!(path("/abs.jsonl"), "responses/abs.jsonl");
+        for key in ["../a.jsonl", "/abs.jsonl", "a/../../../x", "..", "./../x"] {
+            let out = output_path(key, false);
+            assert!(out.starts_with(RESPONSES_DIR), "{key}: {out:?}");
+            assert!(
+                out.components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_))),
+                "{key}: {out:?}"
+            );
+        }
+    }
 }

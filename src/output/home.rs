@@ -243,6 +243,38 @@ impl Home {
         Ok((next, killed))
     }
 
+    /// Removes the oldest run folders (`runs/NNNN`, by number) so that at most `keep` remain
+    /// (`--keep-runs`), never this run's nor the one `latest` points at (when those two are
+    /// more than `keep`, both stay). Returns the folders removed, oldest first.
+    pub fn prune_runs(&self, keep: usize) -> Result<Vec<PathBuf>, OutputError> {
+        let runs = self.state_dir().join(RUNS_DIR);
+        let number = |name: &std::ffi::OsStr| name.to_str()?.parse::<u32>().ok();
+        let mut numbers: Vec<u32> = fs::read_dir(&runs)
+            .map_err(|e| write_error(&runs, e))?
+            .filter_map(|entry| number(&entry.ok()?.file_name()))
+            .collect();
+        numbers.sort_unstable();
+        let current = self.run_dir.file_name().and_then(number);
+        let latest = fs::read_link(self.state_file(LATEST))
+            .ok()
+            .and_then(|target| target.file_name().and_then(number));
+        let mut excess = numbers.len().saturating_sub(keep);
+        let mut removed = Vec::new();
+        for n in numbers {
+            if excess == 0 {
+                break;
+            }
+            if Some(n) == current || Some(n) == latest {
+                continue;
+            }
+            let folder = runs.join(run_name(n));
+            fs::remove_dir_all(&folder).map_err(|e| write_error(&folder, e))?;
+            removed.push(folder);
+            excess -= 1;
+        }
+        Ok(removed)
+    }
+
     /// Points `rollover/latest` at this run's folder (a relative symlink, replaced atomically).
     pub fn mark_latest(&self) -> Result<(), OutputError> {
         self.mark_link(LATEST)
@@ -438,6 +470,32 @@ mod tests {
         assert_eq!(umask_in_status("Umask:\t0277\n"), Some(0o277));
         // Kernels before 4.7 have no such line: unknown, so every file gets its fchmod.
         assert_eq!(umask_in_status("Name:\trollover\n"), None);
+    }
+
+    #[test]
+    fn pruning_runs_keeps_the_current_run_and_the_one_latest_names() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let runs = root.path().join("rollover/runs");
+        for n in 1..=5 {
+            fs::create_dir_all(runs.join(run_name(n))).expect("mkdir");
+            fs::write(runs.join(run_name(n)).join("summary.json"), "{}").expect("summary");
+        }
+        std::os::unix::fs::symlink("runs/0002", root.path().join("rollover/latest"))
+            .expect("latest");
+        let mut home = Home::new(root.path());
+        assert_eq!(home.start_run().expect("start"), (6, false));
+        let removed = home.prune_runs(1).expect("prune");
+        let names = |paths: &[PathBuf]| -> Vec<String> {
+            let names = paths.iter().filter_map(|p| p.file_name());
+            names.map(|n| n.to_string_lossy().into_owned()).collect()
+        };
+        assert_eq!(names(&removed), ["0001", "0003", "0004", "0005"]);
+        let mut left: Vec<PathBuf> = fs::read_dir(&runs)
+            .expect("read runs")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        left.sort();
+        assert_eq!(names(&left), ["0002", "0006"]);
     }
 
     #[test]

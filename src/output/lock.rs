@@ -4,15 +4,25 @@
 //! simply taken over. Each shard of a sharded run locks its own state folder
 //! (`OUT/rollover/shards/KKKK-of-NNNN/lock`), so shards writing into one home never wait for
 //! each other, and a shard started twice is refused like a second run.
+//!
+//! A run refuses a held lock at once, or, with `--wait SECONDS`, waits for it as `flock -w`
+//! does: it tries again every [`POLL`] until the lock is free or the time is out (or a signal
+//! asks the run to stop), then names the holder it gave up on and how long it waited.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use super::home::{private_file, write_error, Home};
 use super::OutputError;
 
 pub const LOCK: &str = "lock";
+/// How often a waiting run tries the lock again. std has no timed `flock`, and a blocking one
+/// cut short by an alarm signal would race the run's own signal handlers: polling costs a
+/// system call every 50 ms, and the wait ends within that of the holder's end.
+pub const POLL: Duration = Duration::from_millis(50);
 
 /// The held lock; released when dropped (or when the process ends).
 #[derive(Debug)]
@@ -26,38 +36,84 @@ pub struct RunLock {
 impl RunLock {
     /// Takes the lock of `home`, or fails at once with [`OutputError::Locked`].
     pub fn acquire(home: &Home) -> Result<RunLock, OutputError> {
+        Self::acquire_within(home, Duration::ZERO, &AtomicUsize::new(0), |_| {})
+    }
+
+    /// Takes the lock of `home`, waiting up to `wait` for its holder to let it go. `waiting`
+    /// is called once, with the holder's pid, when the first try finds it held. A non-zero
+    /// `stop` (a signal) ends the wait early. Fails with [`OutputError::Locked`] when `wait`
+    /// is zero, and with [`OutputError::StillLocked`] (how long it waited) otherwise.
+    pub fn acquire_within(
+        home: &Home,
+        wait: Duration,
+        stop: &AtomicUsize,
+        waiting: impl FnOnce(u32),
+    ) -> Result<RunLock, OutputError> {
         home.create_state_dir()?;
         let path = home.state_file(LOCK);
         let mut file = private_file(
             OpenOptions::new().read(true).write(true).create(true),
             &path,
         )?;
-        let mut previous = String::new();
-        let _ = file.read_to_string(&mut previous);
-        let previous: Option<u32> = previous.trim().parse().ok();
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(OutputError::Locked {
-                    path: home.root.display().to_string(),
-                    pid: previous.unwrap_or(0),
-                })
+        let previous = holder(&mut file);
+        let started = Instant::now();
+        let mut waiting = Some(waiting);
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(write_error(&path, e)),
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(write_error(&path, e)),
+            let pid = holder(&mut file).or(previous).unwrap_or(0);
+            let path = home.root.display().to_string();
+            if wait.is_zero() {
+                return Err(OutputError::Locked { path, pid });
+            }
+            let waited = started.elapsed();
+            if waited >= wait || stop.load(Ordering::Relaxed) != 0 {
+                return Err(OutputError::StillLocked {
+                    path,
+                    pid,
+                    waited: format!("{:.1} s", waited.as_secs_f64()),
+                });
+            }
+            if let Some(waiting) = waiting.take() {
+                waiting(pid);
+            }
+            std::thread::sleep(POLL.min(wait - waited));
         }
+        // What the file holds now that the lock is ours: a holder that ended emptied it, so a
+        // pid here is one left by a process that died holding the lock.
+        let taken_over_from = holder(&mut file).filter(|pid| *pid != std::process::id());
         let write_pid = |file: &mut File| -> std::io::Result<()> {
             file.set_len(0)?;
             file.seek(SeekFrom::Start(0))?;
             writeln!(file, "{}", std::process::id())
         };
         write_pid(&mut file).map_err(|e| write_error(&path, e))?;
-        let taken_over_from = previous.filter(|pid| *pid != std::process::id());
         Ok(RunLock {
             file,
             path,
             taken_over_from,
         })
     }
+
+    /// What a run says once when `--wait` finds the output locked.
+    pub fn waiting_note(home: &Home, pid: u32, wait: Duration) -> String {
+        format!(
+            "{} is in use by another rollover run (pid {pid}): waiting up to {} s for it (--wait)",
+            home.root.display(),
+            wait.as_secs_f64()
+        )
+    }
+}
+
+/// The pid the lock file holds (its holder's, or the last holder's when it died), if any.
+fn holder(file: &mut File) -> Option<u32> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
 }
 
 impl Drop for RunLock {

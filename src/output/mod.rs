@@ -30,8 +30,15 @@ pub enum OutputError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the output {path} is in use by another rollover run (pid {pid}); wait for it to end, or stop it")]
+    #[error("the output {path} is in use by another rollover run (pid {pid}); wait for it to end, or stop it (--wait SECONDS waits for it)")]
     Locked { path: String, pid: u32 },
     #[error("{path} was written by an earlier rollover, whose session ids depended on file paths and record positions: converting into this home would write every conversation again under a new id. Convert into a new home (`rollover convert INPUT... --out NEW_HOME`), check it, then move the old one aside; or start over here by removing {state} together with the sessions it wrote")]
     OldManifest { path: String, state: String },
+    /// `--wait` ran out (or a signal ended the wait) with the lock still held.
+    #[error("the output {path} is still in use by another rollover run (pid {pid}) after waiting {waited} (--wait); wait longer, or stop that run")]
+    StillLocked {
+        path: String,
+        pid: u32,
+        waited: String,
+    },
 }

@@ -115,6 +115,10 @@ pub struct Options {
     /// What makes this run's output what it is, beside the inputs: a file the manifest
     /// recorded under another fingerprint is converted again.
     pub fingerprint: Fingerprint,
+    /// How long to wait for another run's lock on the output (`--wait`; zero: not at all).
+    pub wait: std::time::Duration,
+    /// Keep at most this many run folders, removing the oldest (`--keep-runs`).
+    pub keep_runs: Option<usize>,
 }
 
 /// The fingerprints of what converts the inputs: the resolved rule set, and every option that
@@ -198,7 +202,9 @@ pub fn run(
         None => Home::new(&options.out),
     };
     home.durable = options.durable;
-    let lock = RunLock::acquire(&home)?;
+    let lock = RunLock::acquire_within(&home, options.wait, &options.stop, |pid| {
+        progress.note(&RunLock::waiting_note(&home, pid, options.wait));
+    })?;
     if let Some(pid) = lock.taken_over_from {
         progress.note(&format!(
             "took over the lock left by pid {pid}, which is no longer running"
@@ -309,6 +315,8 @@ pub fn run(
         skipped_other_extensions: skipped.other_extensions.clone(),
         skipped_hidden: skipped.hidden,
         skipped_symlinks: skipped.symlinks,
+        skipped_excluded: skipped.excluded,
+        skipped_unmatched: skipped.unmatched,
         skipped_codex_homes: skipped.codex_homes.clone(),
         symlink_loops: skipped.loops.clone(),
         unreadable,
@@ -475,6 +483,18 @@ pub fn run(
     } else {
         // A plan leaves `latest` on the last real run.
         home.mark_link(crate::output::home::LATEST_PLAN)?;
+    }
+    if let Some(keep) = options.keep_runs {
+        let removed = home.prune_runs(keep)?;
+        match removed.len() {
+            0 => {}
+            1 => progress.note(&format!(
+                "removed the oldest run folder, keeping {keep} (--keep-runs)"
+            )),
+            n => progress.note(&format!(
+                "removed the {n} oldest run folders, keeping {keep} (--keep-runs)"
+            )),
+        }
     }
     drop(lock);
     // The temporary copies of streams are removed only now: the reader is done with them.

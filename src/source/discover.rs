@@ -1,7 +1,7 @@
 //! Walk the input paths and list the files to read, in a stable order, the way fd walks:
 //! hidden entries and symlinks are left out unless asked for, a symlink loop or an unreadable
-//! entry is reported and skipped (never fatal), and a Codex home found inside an input is not
-//! entered. Standard input (`-`) and other streams (FIFOs, `/dev/stdin`, `<(...)`) are copied
+//! entry is reported and skipped (never fatal), a Codex home found inside an input is not
+//! entered, and `--glob`/`--exclude` ([`PathFilter`]) leave out what they say. Standard input (`-`) and other streams (FIFOs, `/dev/stdin`, `<(...)`) are copied
 //! once to a temporary file, since a run reads each file more than once (digest, batch
 //! results, records).
 
@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use walkdir::WalkDir;
 
+use super::filter::{PathFilter, Verdict};
 use super::SourceError;
 
 /// Extensions (after any compression suffix) that hold records when found by walking a folder.
@@ -49,6 +50,8 @@ pub struct WalkOptions {
     pub follow: bool,
     /// The key (and display name) of standard input and other anonymous streams.
     pub stdin_name: String,
+    /// `--glob` and `--exclude`, matched against the path below the INPUT folder.
+    pub filter: PathFilter,
 }
 
 /// A path the walk could not read, and why.
@@ -67,6 +70,10 @@ pub struct Skipped {
     pub hidden: u64,
     /// Symlinks not followed.
     pub symlinks: u64,
+    /// Files and folders matching `--exclude` (a folder counts once).
+    pub excluded: u64,
+    /// Record files matching no `--glob`.
+    pub unmatched: u64,
     /// Codex homes inside an input, not entered.
     pub codex_homes: Vec<String>,
     /// Symlinks leading back to a folder above them (with `--follow`).
@@ -110,6 +117,20 @@ impl Skipped {
                 "skipped {} {} (--follow follows them)",
                 self.symlinks,
                 plural(self.symlinks, "symlink", "symlinks")
+            ));
+        }
+        if self.excluded > 0 {
+            notes.push(format!(
+                "skipped {} {} matching --exclude",
+                self.excluded,
+                plural(self.excluded, "file or folder", "files and folders")
+            ));
+        }
+        if self.unmatched > 0 {
+            notes.push(format!(
+                "skipped {} {} matching no --glob",
+                self.unmatched,
+                plural(self.unmatched, "file", "files")
             ));
         }
         for home in &self.codex_homes {
@@ -178,21 +199,54 @@ pub fn discover(
             spool(input, &key, origin, &mut found);
             continue;
         }
-        walk(input, base, skip.as_deref(), options, &mut found);
+        let walk_from = Walk {
+            root: input,
+            base,
+            output: skip.as_deref(),
+            options,
+        };
+        walk(&walk_from, input, &mut found);
     }
     Ok(found)
+}
+
+/// One INPUT folder's walk: what every folder below it is walked with.
+struct Walk<'a> {
+    /// The INPUT folder: `--glob` and `--exclude` match the paths below it.
+    root: &'a Path,
+    /// Its parent: the files' keys are relative to it.
+    base: &'a Path,
+    /// The output folder, never entered.
+    output: Option<&'a Path>,
+    options: &'a WalkOptions,
+}
+
+impl Walk<'_> {
+    /// What the filters say of `path` (below the INPUT folder, or followed there by a
+    /// symlink, whose own path below it is what is matched).
+    fn verdict(&self, path: &Path, is_dir: bool) -> Verdict {
+        let filter = &self.options.filter;
+        let relative = path.strip_prefix(self.root).unwrap_or(path);
+        if filter.is_empty() || relative.as_os_str().is_empty() {
+            Verdict::Keep
+        } else if is_dir {
+            filter.folder(relative)
+        } else {
+            filter.file(relative)
+        }
+    }
 }
 
 /// Walks one folder, sorted by name, adding its record files and counting what it leaves out.
 /// Symlinks are followed here rather than by walkdir, so a folder that cannot be read behind
 /// one is reported with its own path (walkdir's loop check fails on it without a path).
-fn walk(
-    input: &Path,
-    base: &Path,
-    output: Option<&Path>,
-    options: &WalkOptions,
-    found: &mut Discovery,
-) {
+fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
+    let Walk {
+        base,
+        output,
+        options,
+        ..
+    } = *walk_from;
     let mut entries = WalkDir::new(input).sort_by_file_name().into_iter();
     while let Some(entry) = entries.next() {
         let entry = match entry {
@@ -237,6 +291,8 @@ fn walk(
             let canonical = std::fs::canonicalize(path).ok();
             if output.is_some() && canonical.as_deref() == output {
                 found.skipped.output.push(path.display().to_string());
+            } else if walk_from.verdict(path, true) == Verdict::Excluded {
+                found.skipped.excluded += 1;
             } else if is_codex_home(path) {
                 found.skipped.codex_homes.push(path.display().to_string());
             } else if entry.path_is_symlink() && entry.depth() > 0 {
@@ -249,7 +305,7 @@ fn walk(
                             target.display()
                         ));
                     }
-                    _ => walk(path, base, output, options, found),
+                    _ => walk(walk_from, path, found),
                 }
                 continue;
             } else {
@@ -268,6 +324,17 @@ fn walk(
             );
             *found.skipped.other_extensions.entry(extension).or_insert(0) += 1;
             continue;
+        }
+        match walk_from.verdict(path, false) {
+            Verdict::Keep => {}
+            Verdict::Excluded => {
+                found.skipped.excluded += 1;
+                continue;
+            }
+            Verdict::Unmatched => {
+                found.skipped.unmatched += 1;
+                continue;
+            }
         }
         found
             .files

@@ -7,11 +7,13 @@
 //! Fails: on a missing input path (fatal); everything else is per file and reported, not fatal.
 
 pub mod discover;
+pub mod filter;
 pub mod open;
 pub mod shard;
 pub mod split;
 
 pub use discover::{discover, Discovery, Skipped, SourceFile, Unreadable, WalkOptions};
+pub use filter::{InvalidGlob, PathFilter};
 pub use open::{open, Compression};
 pub use shard::{Shard, ShardPlan, ShardSource, Share};
 pub use split::{records, Damage, RawRecord, RecordEvent};

@@ -521,10 +521,13 @@ fn keys_that_climb_with_dotdot_never_make_responses_write_outside_out() {
     run_in_sub(&wd, &args, None).expect_code(0);
     assert_eq!(written_outputs(&wd.path("out2")), ["responses/a.jsonl"]);
 
-    // A forced full re-run, over a body file changed since it was written: the copy it keeps
-    // and the file it writes are inside OUT too.
+    // A forced re-run, over a body file changed since it was written while its input has a
+    // record more (so newer data for it): the copy it keeps and the file it writes are
+    // inside OUT too.
     let changed = wd.path("out/responses/%2E%2E/a.jsonl");
     std::fs::write(&changed, b"{\"edited\":true}\n").expect("edit");
+    wd.create_jsonl("data/a.jsonl", &[record("a"), record("a, later")]);
+    let before = entries_outside(wd.root());
     let args = [
         "convert",
         "..",

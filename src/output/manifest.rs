@@ -218,6 +218,13 @@ impl Manifest {
         paths.len()
     }
 
+    /// Whether a file other than `origin` lists the output at `path` (walked or not).
+    pub fn listed_by_other(&self, path: &str, origin: &str) -> bool {
+        self.listers
+            .get(path)
+            .is_some_and(|keys| keys.iter().any(|k| k != origin))
+    }
+
     /// Whether a file of `walked` other than `except` still lists the session at `path`.
     pub fn listed_elsewhere(
         &self,

@@ -66,6 +66,9 @@ pub struct Collector<'h> {
     /// The origins of every file of the walk (every shard's): a session only a file gone from
     /// the walk still lists is one whose record is gone.
     pub walked: std::collections::HashSet<String>,
+    /// `--format responses`: the output file of each input file whose usual one another file
+    /// holds ([`super::body_paths`]).
+    pub body_paths: HashMap<usize, String>,
 }
 
 /// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
@@ -189,6 +192,7 @@ impl<'h> Collector<'h> {
             lines: (0, 0),
             fingerprint: Fingerprint::default(),
             walked: std::collections::HashSet::new(),
+            body_paths: HashMap::new(),
         })
     }
 
@@ -299,7 +303,7 @@ impl<'h> Collector<'h> {
                             self.stats[*file].quarantined += 1;
                             self.quarantined(&entry)?
                         }
-                        Some(Outcome::Converted(done)) => {
+                        Some(Outcome::Converted(mut done)) => {
                             counts.converted += 1;
                             let stats = &mut self.stats[*file];
                             stats.converted += 1;
@@ -309,7 +313,7 @@ impl<'h> Collector<'h> {
                                 .iter()
                                 .filter(|d| d.action.name() != "classified")
                                 .count() as u64;
-                            self.converted(*file, &done)?
+                            self.converted(*file, &mut done)?
                         }
                     }
                 }
@@ -357,7 +361,7 @@ impl<'h> Collector<'h> {
                     self.stats[file].records += records;
                     counts.records += records;
                     match outcome {
-                        Outcome::Converted(done) => {
+                        Outcome::Converted(mut done) => {
                             counts.converted += records;
                             let stats = &mut self.stats[file];
                             stats.converted += records;
@@ -368,7 +372,7 @@ impl<'h> Collector<'h> {
                                 .filter(|d| d.action.name() != "classified")
                                 .count() as u64;
                             self.summary.records_merged += records.saturating_sub(1);
-                            self.converted(file, &done)?
+                            self.converted(file, &mut done)?
                         }
                         Outcome::Quarantined(entry) => {
                             counts.quarantined += records;
@@ -466,7 +470,11 @@ impl<'h> Collector<'h> {
 
     /// A converted record: counted and reported; a Codex rollout was placed by its worker, a
     /// Responses body is appended here, in record order, to its input file's output file.
-    fn converted(&mut self, file: usize, done: &Converted) -> Result<(), OutputError> {
+    fn converted(&mut self, file: usize, done: &mut Converted) -> Result<(), OutputError> {
+        if let Some(path) = self.body_paths.get(&file) {
+            done.path.clone_from(path);
+            done.relative = std::path::PathBuf::from(path);
+        }
         if let (Format::Responses(options), false) = (self.format, self.summary.dry_run) {
             let body = match self.bodies.entry(file) {
                 Entry::Occupied(open) => open.into_mut(),
@@ -543,7 +551,7 @@ impl<'h> Collector<'h> {
         // A title is transcript text: the audit line says its length unless --report-text
         // (the title itself is the Codex thread name, in session_index.jsonl).
         if let (Some(title), false) = (&done.links.title, self.report.report_text) {
-            let mut line = serde_json::to_value(done)
+            let mut line = serde_json::to_value(&*done)
                 .map_err(|e| write_error(self.home, "conversations.jsonl", e.into()))?;
             if let Some(object) = line.as_object_mut() {
                 object.remove("title");

@@ -345,6 +345,9 @@ pub fn run(
     collector.portions = portions.clone();
     collector.fingerprint = options.fingerprint.clone();
     collector.walked = walked;
+    if let Format::Responses(responses) = options.format {
+        collector.body_paths = body_paths(&files, &manifest, responses.compress);
+    }
     collector.report.max_quarantine_rate = options.max_quarantine_rate;
     collector.report.report_text = options.report_text;
     let mut convert_seconds = 0.0;
@@ -579,6 +582,35 @@ impl Planned {
         }
         out
     }
+}
+
+/// `--format responses` writes one output file per input file, named after its key: two
+/// files whose names give the same output file (`x.jsonl` and `x.jsonl.zst`; a same-named
+/// export of another day, whose bodies the home holds) must not overwrite each other. The
+/// later gets a name of its own, `x.<8 hex of its origin>.jsonl`. Returns those names by file.
+fn body_paths(files: &[SourceFile], manifest: &Manifest, compress: bool) -> HashMap<usize, String> {
+    let mut used: HashSet<String> = HashSet::new();
+    let mut out = HashMap::new();
+    for (index, file) in files.iter().enumerate() {
+        let usual =
+            crate::output::guard::key(&crate::model::responses::output_path(&file.key, compress));
+        let taken = used.contains(&usual) || manifest.listed_by_other(&usual, &file.origin);
+        let path = if taken {
+            let tag = format!(
+                "{:08x}",
+                xxhash_rust::xxh3::xxh3_64(file.origin.as_bytes()) as u32
+            );
+            let suffix = if compress { ".jsonl.zst" } else { ".jsonl" };
+            let stem = usual.strip_suffix(suffix).unwrap_or(&usual);
+            let own = format!("{stem}.{tag}{suffix}");
+            out.insert(index, own.clone());
+            own
+        } else {
+            usual
+        };
+        used.insert(path);
+    }
+    out
 }
 
 /// The finished runs of a home (those with a `summary.json`), oldest first, with their

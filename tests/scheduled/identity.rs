@@ -536,3 +536,52 @@ fn a_responses_home_converts_again_when_the_wire_or_compression_changes() {
     );
     assert_eq!(n(&same.summary(), "files_unchanged"), 1);
 }
+
+#[test]
+fn same_named_exports_into_a_responses_home_keep_both_body_files() {
+    let wd = Workdir::new("responses-same-name");
+    wd.create_jsonl("days/d1/export.jsonl", &records("day one", 2));
+    wd.create_jsonl("days/d2/export.jsonl", &records("day two", 3));
+    wd.convert(
+        "days/d1/export.jsonl",
+        "home",
+        &["--format", "responses"],
+        0,
+    );
+    let first = fs::read(wd.path("home/responses/export.jsonl")).expect("day one's bodies");
+    let second = wd.convert(
+        "days/d2/export.jsonl",
+        "home",
+        &["--format", "responses"],
+        0,
+    );
+    // Day one's file is untouched; day two's has a name of its own.
+    assert_eq!(
+        fs::read(wd.path("home/responses/export.jsonl")).expect("day one's bodies"),
+        first
+    );
+    let path = second.conversations()[0]["path"]
+        .as_str()
+        .expect("path")
+        .to_string();
+    assert_ne!(path, "responses/export.jsonl");
+    let bodies = fs::read_to_string(wd.path("home").join(&path)).expect("day two's bodies");
+    assert_eq!(bodies.lines().count(), 3);
+    // x.jsonl and x.jsonl.zst in one run would share responses/x.jsonl: each has its own.
+    wd.create_jsonl("pair/x.jsonl", &records("plain", 1));
+    let packed = std::process::Command::new("zstd")
+        .args(["-q", "-o"])
+        .arg(wd.path("pair/x.jsonl.zst"))
+        .arg(wd.path("pair/x.jsonl"))
+        .status()
+        .expect("zstd (installed by .ci/run)");
+    assert!(packed.success());
+    wd.create_jsonl("pair/x.jsonl", &records("plain, other", 1));
+    let pair = wd.convert("pair", "pairs", &["--format", "responses"], 0);
+    let paths: BTreeSet<String> = pair
+        .conversations()
+        .iter()
+        .map(|c| c["path"].as_str().expect("path").to_string())
+        .collect();
+    assert_eq!(paths.len(), 2, "{paths:?}");
+}

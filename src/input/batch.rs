@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::parse::parse_record;
 use super::InputError;
 use crate::rules::InputRules;
-use crate::source::{records, RawRecord, RecordEvent, SourceFile};
+use crate::source::{records, Compression, RawRecord, RecordEvent, SourceFile};
 
 /// One result line held for its request.
 #[derive(Debug)]
@@ -54,6 +54,8 @@ pub struct BatchIndex {
     /// Events of results files that are not result lines (blank lines, bad lines, requests),
     /// with their record ordinal, to go through the normal pipeline.
     pub leftovers: HashMap<usize, Vec<(RecordEvent, u64)>>,
+    /// Each results file's compression, by the same index as `leftovers`.
+    compression: HashMap<usize, Compression>,
 }
 
 /// `Some(custom_id)` when `value` is a result line without messages of its own: an OpenAI
@@ -121,6 +123,7 @@ impl BatchIndex {
         let mut index = BatchIndex::default();
         for (file_index, file) in files.iter().enumerate() {
             let mut events = records(file);
+            let compression = events.compression();
             let mut head = Vec::new();
             let first = loop {
                 match events.next() {
@@ -174,6 +177,7 @@ impl BatchIndex {
                 ordinal += 1;
             }
             index.leftovers.insert(file_index, leftovers);
+            index.compression.insert(file_index, compression);
         }
         index
     }
@@ -202,6 +206,14 @@ impl BatchIndex {
 
     pub fn is_results_file(&self, file: usize) -> bool {
         self.leftovers.contains_key(&file)
+    }
+
+    /// The compression of the results file `file`, as scanned.
+    pub fn compression(&self, file: usize) -> Compression {
+        self.compression
+            .get(&file)
+            .copied()
+            .unwrap_or(Compression::None)
     }
 
     /// Every result held, in input order.

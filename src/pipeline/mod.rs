@@ -14,7 +14,9 @@
 //! A sharded run (`--shard K/N`) walks every input like any run, then keeps the files (and
 //! ranges of split files) its shard owns ([`crate::source::shard`]); it writes its rollouts
 //! into the shared home and its state and reports into the shard's own folder, with a
-//! `shard.json` that lets `report merge` rebuild the reports of one run.
+//! `shard.json` that lets `report merge` rebuild the reports of one run. Batch API results
+//! files are found among every file of the walk, so that a shard could join its requests
+//! with their results wherever those sit; a shard still refuses them.
 
 pub mod collect;
 pub mod reader;
@@ -36,6 +38,7 @@ use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
 use crate::model::responses::Format;
+use crate::model::Location;
 use crate::output::manifest::file_digest;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
@@ -200,6 +203,9 @@ pub fn run(
     };
     let mut files = discovery.files;
     dedupe_keys(&mut files);
+    // Batch API results join requests anywhere: every file of the walk is looked at for them,
+    // whatever share of it this run reads.
+    let walk = files.clone();
     let mut portions = select(&mut files, shard.as_ref());
     let mut unreadable: Vec<UnreadableReport> = skipped
         .unreadable
@@ -230,19 +236,33 @@ pub fn run(
         ));
     }
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let batch_index = Arc::new(BatchIndex::scan(&files, &rules.input, repair));
+    let mut batch_index = BatchIndex::scan(&walk, &rules.input, repair);
+    // Each file of the walk's index among this run's files, if it reads it.
+    let mut run_of = vec![None; walk.len()];
+    for (i, portion) in portions.iter().enumerate() {
+        run_of[portion.index] = Some(i);
+    }
     if shard.is_some() {
-        if let Some(i) = (0..files.len()).find(|i| batch_index.is_results_file(*i)) {
+        if let Some(&w) = batch_index.results_files().first() {
             return Err(PipelineError::ShardedBatchResults {
-                file: files[i].display.to_string(),
+                file: walk[w].display.to_string(),
             });
         }
     }
     // When a Batch API results file changed, every file is read: its requests may be anywhere.
-    let results_changed = (0..files.len()).any(|i| batch_index.is_results_file(i) && !skip[i]);
+    let mut results_changed = false;
+    for &w in batch_index.results_files() {
+        // A file the plan could not read is not converted.
+        results_changed |= run_of[w].is_some_and(|i| !skip[i]);
+    }
     if results_changed {
         skip.iter_mut().for_each(|s| *s = false);
     }
+    // The results of a file left out (unchanged) were counted when it was read.
+    batch_index.keep(&run_of, |w, location| {
+        run_of[w].is_some_and(|i| !skip[i]) && owns_result(shard.as_ref(), &walk[w], location)
+    });
+    let batch_index = Arc::new(batch_index);
     let files = Arc::new(files);
     let guard = Guard::new(manifest.rollout_digests(), options.force);
     let bytes_on_disk = files
@@ -410,7 +430,31 @@ pub fn run(
     };
     let signal = options.stop.load(Ordering::Relaxed);
     if signal == 0 {
-        collector.batch_results(&batch_index, &skip)?;
+        // The reader and the workers are done with the index: it is this thread's alone.
+        let index = Arc::try_unwrap(batch_index).map_err(|_| PipelineError::Panicked {
+            stage: "collect",
+            message: "the batch results were still shared after the conversion".to_string(),
+        })?;
+        // After every file's report lines, as in an unsharded run: one segment per results
+        // file (per range, split), at a place past the walk's files (a segment's file past
+        // the run's files is its place itself), so that `report merge` orders the shards'
+        // results as the walk does.
+        let disk_read = reader.disk_read.load(Ordering::Relaxed);
+        let groups = index.into_groups(|result| {
+            let file = &walk[result.walk_file];
+            let range = match &shard {
+                Some(plan) if plan.is_split(file) => {
+                    plan.range_of(result.record.location.byte_offset)
+                }
+                Some(_) | None => 0,
+            };
+            (result.walk_file, range)
+        });
+        for ((w, range), group) in groups {
+            let segment = [Work::Segment(walk.len() + w, range)];
+            collector.batch(&segment, vec![None], progress, disk_read, &mut manifest)?;
+            collector.batch_results(&group, &skip)?;
+        }
     }
     collector.summary.interrupted = signal_name(signal);
     collector.report.convert_seconds = convert_seconds;
@@ -423,6 +467,18 @@ pub fn run(
     // The temporary copies of streams are removed only now: the reader is done with them.
     drop(discovery.spools);
     Ok(summary)
+}
+
+/// Whether this run counts the Batch API result at `location` of `file`: every result in an
+/// unsharded run; in a shard, those of its own files, and of its own ranges of a split file.
+fn owns_result(shard: Option<&ShardPlan>, file: &SourceFile, location: &Location) -> bool {
+    match shard {
+        None => true,
+        Some(plan) if plan.is_split(file) => {
+            plan.owns_range(&file.key, plan.range_of(location.byte_offset))
+        }
+        Some(plan) => plan.file_owner(&file.key) == plan.shard.index,
+    }
 }
 
 /// The files this run reads, and what part of each: every file whole in an unsharded run;

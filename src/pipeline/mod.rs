@@ -40,6 +40,7 @@ use crate::input::SourceFormat;
 use crate::model::responses::Format;
 use crate::model::Location;
 use crate::output::manifest::file_digest;
+use crate::output::results_seen::ResultsSeen;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{
@@ -250,10 +251,22 @@ pub fn run(
         }
     }
     // When a Batch API results file changed, every file is read: its requests may be anywhere.
+    // A shard knows its own results files' changes from its manifest, the others' from what it
+    // saw of them last.
+    let mut seen = match shard {
+        Some(_) => Some(ResultsSeen::load(&home)?),
+        None => None,
+    };
     let mut results_changed = false;
     for &w in batch_index.results_files() {
-        // A file the plan could not read is not converted.
-        results_changed |= run_of[w].is_some_and(|i| !skip[i]);
+        let file = &walk[w];
+        let changed = match (run_of[w], seen.as_mut()) {
+            (Some(i), _) => !skip[i],
+            (None, Some(seen)) => seen.changed(&file.key, file.size, file.mtime_ns, &file.path),
+            // Unsharded, a file the plan could not read: it is not converted.
+            (None, None) => false,
+        };
+        results_changed |= changed;
     }
     if results_changed {
         skip.iter_mut().for_each(|s| *s = false);
@@ -461,6 +474,9 @@ pub fn run(
     let summary = collector.finish(started.elapsed().as_secs_f64())?;
     if !options.dry_run {
         manifest.save(&home)?;
+        if let Some(seen) = &seen {
+            seen.save(&home)?;
+        }
     }
     home.mark_latest()?;
     drop(lock);

@@ -13,7 +13,7 @@
 //! and [`BatchIndex::keep`] then says which results the run counts (those of its own files,
 //! or of its own ranges of a split file), and which results files it replays.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
@@ -71,6 +71,9 @@ pub struct BatchIndex {
     compression: HashMap<usize, Compression>,
     /// The places in the walk of the results files, in order.
     results_files: Vec<usize>,
+    /// The places in the walk of the files whose first record is a Batch request line
+    /// (`custom_id` without a result): where requests most likely are.
+    request_files: Vec<usize>,
 }
 
 /// `Some(custom_id)` when `value` is a result line without messages of its own: an OpenAI
@@ -148,10 +151,14 @@ impl BatchIndex {
                 }
             };
             let Some(first) = first else { continue };
-            let is_results = parse_record(&first.bytes, repair)
-                .ok()
-                .is_some_and(|(v, _)| result_id(&v, rules).is_some());
+            let first_value = parse_record(&first.bytes, repair).ok().map(|(v, _)| v);
+            let is_results = first_value
+                .as_ref()
+                .is_some_and(|v| result_id(v, rules).is_some());
             if !is_results {
+                if first_value.is_some_and(|v| v.get("custom_id").is_some_and(Value::is_string)) {
+                    index.request_files.push(file_index);
+                }
                 continue;
             }
             let mut leftovers: Vec<(RecordEvent, u64)> = head.into_iter().map(|e| (e, 0)).collect();
@@ -249,6 +256,19 @@ impl BatchIndex {
         }
     }
 
+    /// Marks the result `custom_id` claimed by a request the run does not read itself (another
+    /// shard converts it): true when it is one the run counts, not claimed before.
+    pub fn claim(&self, custom_id: &str) -> bool {
+        self.results
+            .get(custom_id)
+            .is_some_and(|r| !r.used.swap(true, Ordering::Relaxed) && r.own)
+    }
+
+    /// How many results the run counts that no request has claimed yet.
+    pub fn unclaimed(&self) -> usize {
+        self.results.values().filter(|r| r.own && !r.used()).count()
+    }
+
     /// Whether the run's file `file` is a results file (its leftovers are replayed).
     pub fn is_results_file(&self, file: usize) -> bool {
         self.leftovers.contains_key(&file)
@@ -265,6 +285,23 @@ impl BatchIndex {
     /// The places in the walk of every results file, in order.
     pub fn results_files(&self) -> &[usize] {
         &self.results_files
+    }
+
+    /// The places in the walk of the files that start with a Batch request line.
+    pub fn request_files(&self) -> &[usize] {
+        &self.request_files
+    }
+
+    /// The ordinals of the result lines held, by their file's place in the walk: what a
+    /// replay of a results file leaves out.
+    pub fn held(&self) -> HashMap<usize, HashSet<u64>> {
+        let mut held: HashMap<usize, HashSet<u64>> = HashMap::new();
+        for result in self.results.values() {
+            held.entry(result.walk_file)
+                .or_default()
+                .insert(result.ordinal);
+        }
+        held
     }
 
     /// Every result the run counts, in input order.

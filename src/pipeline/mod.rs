@@ -15,9 +15,11 @@
 //! ranges of split files) its shard owns ([`crate::source::shard`]); it writes its rollouts
 //! into the shared home and its state and reports into the shard's own folder, with a
 //! `shard.json` that lets `report merge` rebuild the reports of one run. Batch API results
-//! files are found among every file of the walk, so that a shard could join its requests
-//! with their results wherever those sit; a shard still refuses them.
+//! files are found among every file of the walk, so that a shard joins its requests with
+//! their results wherever those sit; it counts the results of its own results files, and
+//! looks in the other shards' files for the requests that claim them ([`claims`]).
 
+pub mod claims;
 pub mod collect;
 pub mod reader;
 pub mod record;
@@ -66,8 +68,6 @@ pub enum PipelineError {
         found: &'static str,
         asked: &'static str,
     },
-    #[error("{file} is a Batch API results file, whose results join requests anywhere in the archive: a sharded run cannot join them; convert the Batch API files in an unsharded run (into their own --out)")]
-    ShardedBatchResults { file: String },
     #[error("cannot start {threads} worker threads: {message}; pass a smaller --jobs")]
     Pool { threads: usize, message: String },
     /// A bug: a stage panicked. The run stops rather than write a summary that looks complete.
@@ -243,13 +243,11 @@ pub fn run(
     for (i, portion) in portions.iter().enumerate() {
         run_of[portion.index] = Some(i);
     }
-    if shard.is_some() {
-        if let Some(&w) = batch_index.results_files().first() {
-            return Err(PipelineError::ShardedBatchResults {
-                file: walk[w].display.to_string(),
-            });
-        }
-    }
+    // The files of the walk this run converts whole (not a split file's ranges).
+    let converted: Vec<bool> = run_of
+        .iter()
+        .map(|i| i.is_some_and(|i: usize| !portions[i].ranges))
+        .collect();
     // When a Batch API results file changed, every file is read: its requests may be anywhere.
     // A shard knows its own results files' changes from its manifest, the others' from what it
     // saw of them last.
@@ -448,6 +446,19 @@ pub fn run(
             stage: "collect",
             message: "the batch results were still shared after the conversion".to_string(),
         })?;
+        if shard.is_some() {
+            let unclaimed = index.unclaimed();
+            if unclaimed > 0 {
+                progress.note(&format!(
+                    "{unclaimed} Batch API results of this shard's files have no request in them: looking for their requests in the other shards' files"
+                ));
+            }
+            let walk = claims::Walk {
+                files: &walk,
+                converted: &converted,
+            };
+            pool.install(|| claims::claim_elsewhere(&index, &walk, rules, options));
+        }
         // After every file's report lines, as in an unsharded run: one segment per results
         // file (per range, split), at a place past the walk's files (a segment's file past
         // the run's files is its place itself), so that `report merge` orders the shards'

@@ -561,7 +561,7 @@ fn events<'a>(
 }
 
 /// The format of the file whose first record this is.
-fn detect(record: &RawRecord) -> SourceFormat {
+pub(super) fn detect(record: &RawRecord) -> SourceFormat {
     if format::readers().is_empty() {
         return SourceFormat::Chat;
     }

@@ -7,22 +7,32 @@
 //! `response` before it is converted, so the reply is appended like a same-line result. A result
 //! no request claims is quarantined at the end of the run. Memory grows with the results held,
 //! not with the requests.
+//!
+//! The results files are found among every file of the walk, whatever part of it the run
+//! reads: a shard (`--shard K/N`) joins its requests with results wherever their files sit,
+//! and [`BatchIndex::keep`] then says which results the run counts (those of its own files,
+//! or of its own ranges of a split file), and which results files it replays.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
 use super::parse::parse_record;
 use super::InputError;
+use crate::model::location::Location;
 use crate::rules::InputRules;
-use crate::source::{records, RawRecord, RecordEvent, SourceFile};
+use crate::source::{records, Compression, RawRecord, RecordEvent, SourceFile};
 
 /// One result line held for its request.
 #[derive(Debug)]
 pub struct BatchResult {
+    /// The result line (its bytes only when the run counts it: see [`BatchIndex::keep`]).
     pub record: RawRecord,
+    /// Its file: its index among the run's files, once [`BatchIndex::keep`] kept it.
     pub file: usize,
+    /// Its file's place in the walk.
+    pub walk_file: usize,
     pub ordinal: u64,
     /// The key the result is given to its request under: `response` (OpenAI) or `result`
     /// (Anthropic Message Batches).
@@ -30,6 +40,8 @@ pub struct BatchResult {
     record_id: String,
     response: Value,
     used: AtomicBool,
+    /// The run counts it: joined, or quarantined when no request claimed it.
+    own: bool,
 }
 
 impl BatchResult {
@@ -52,8 +64,16 @@ impl BatchResult {
 pub struct BatchIndex {
     results: HashMap<String, BatchResult>,
     /// Events of results files that are not result lines (blank lines, bad lines, requests),
-    /// with their record ordinal, to go through the normal pipeline.
+    /// with their record ordinal, to go through the normal pipeline, by the file's index
+    /// (its place in the walk until [`BatchIndex::keep`]; then among the run's files).
     pub leftovers: HashMap<usize, Vec<(RecordEvent, u64)>>,
+    /// Each results file's compression, by the same index as `leftovers`.
+    compression: HashMap<usize, Compression>,
+    /// The places in the walk of the results files, in order.
+    results_files: Vec<usize>,
+    /// The places in the walk of the files whose first record is a Batch request line
+    /// (`custom_id` without a result): where requests most likely are.
+    request_files: Vec<usize>,
 }
 
 /// `Some(custom_id)` when `value` is a result line without messages of its own: an OpenAI
@@ -121,6 +141,7 @@ impl BatchIndex {
         let mut index = BatchIndex::default();
         for (file_index, file) in files.iter().enumerate() {
             let mut events = records(file);
+            let compression = events.compression();
             let mut head = Vec::new();
             let first = loop {
                 match events.next() {
@@ -130,10 +151,14 @@ impl BatchIndex {
                 }
             };
             let Some(first) = first else { continue };
-            let is_results = parse_record(&first.bytes, repair)
-                .ok()
-                .is_some_and(|(v, _)| result_id(&v, rules).is_some());
+            let first_value = parse_record(&first.bytes, repair).ok().map(|(v, _)| v);
+            let is_results = first_value
+                .as_ref()
+                .is_some_and(|v| result_id(v, rules).is_some());
             if !is_results {
+                if first_value.is_some_and(|v| v.get("custom_id").is_some_and(Value::is_string)) {
+                    index.request_files.push(file_index);
+                }
                 continue;
             }
             let mut leftovers: Vec<(RecordEvent, u64)> = head.into_iter().map(|e| (e, 0)).collect();
@@ -161,11 +186,13 @@ impl BatchIndex {
                             BatchResult {
                                 record,
                                 file: file_index,
+                                walk_file: file_index,
                                 ordinal,
                                 key,
                                 record_id: id.clone(),
                                 response,
                                 used: AtomicBool::new(false),
+                                own: true,
                             },
                         );
                     }
@@ -174,17 +201,46 @@ impl BatchIndex {
                 ordinal += 1;
             }
             index.leftovers.insert(file_index, leftovers);
+            index.compression.insert(file_index, compression);
+            index.results_files.push(file_index);
         }
         index
     }
 
-    /// Gives a request line its result's `response` (OpenAI) or `result` (Anthropic), if one
-    /// was read and it has none.
+    /// Keeps what one run needs of a scan of the whole walk: every result (any request the
+    /// run reads may be joined with any of them), the leftovers of the results files the run
+    /// reads, under their index among the run's files (`run_of[place in the walk]`), and
+    /// which results the run counts (`own(place in the walk, location)`). The bytes of the
+    /// results it does not count are freed: only a result line quarantined needs them.
+    pub fn keep(&mut self, run_of: &[Option<usize>], own: impl Fn(usize, &Location) -> bool) {
+        let run = |walk: usize| run_of.get(walk).copied().flatten();
+        for result in self.results.values_mut() {
+            let file = run(result.walk_file);
+            result.own = file.is_some() && own(result.walk_file, &result.record.location);
+            match file {
+                Some(file) if result.own => result.file = file,
+                Some(_) | None => result.record.bytes = Vec::new(),
+            }
+        }
+        let leftovers = std::mem::take(&mut self.leftovers);
+        self.leftovers = leftovers
+            .into_iter()
+            .filter_map(|(walk, events)| Some((run(walk)?, events)))
+            .collect();
+        let compression = std::mem::take(&mut self.compression);
+        self.compression = compression
+            .into_iter()
+            .filter_map(|(walk, compression)| Some((run(walk)?, compression)))
+            .collect();
+    }
+
     /// True when no result is held: [`BatchIndex::join`] then changes nothing.
     pub fn is_empty(&self) -> bool {
         self.results.is_empty()
     }
 
+    /// Gives a request line its result's `response` (OpenAI) or `result` (Anthropic), if one
+    /// was read and it has none.
     pub fn join(&self, value: &mut Value) {
         let Some(id) = value.get("custom_id").and_then(Value::as_str) else {
             return;
@@ -200,14 +256,76 @@ impl BatchIndex {
         }
     }
 
+    /// Marks the result `custom_id` claimed by a request the run does not read itself (another
+    /// shard converts it): true when it is one the run counts, not claimed before.
+    pub fn claim(&self, custom_id: &str) -> bool {
+        self.results
+            .get(custom_id)
+            .is_some_and(|r| !r.used.swap(true, Ordering::Relaxed) && r.own)
+    }
+
+    /// How many results the run counts that no request has claimed yet.
+    pub fn unclaimed(&self) -> usize {
+        self.results.values().filter(|r| r.own && !r.used()).count()
+    }
+
+    /// Whether the run's file `file` is a results file (its leftovers are replayed).
     pub fn is_results_file(&self, file: usize) -> bool {
         self.leftovers.contains_key(&file)
     }
 
-    /// Every result held, in input order.
+    /// The compression of the run's results file `file`, as scanned.
+    pub fn compression(&self, file: usize) -> Compression {
+        self.compression
+            .get(&file)
+            .copied()
+            .unwrap_or(Compression::None)
+    }
+
+    /// The places in the walk of every results file, in order.
+    pub fn results_files(&self) -> &[usize] {
+        &self.results_files
+    }
+
+    /// The places in the walk of the files that start with a Batch request line.
+    pub fn request_files(&self) -> &[usize] {
+        &self.request_files
+    }
+
+    /// The ordinals of the result lines held, by their file's place in the walk: what a
+    /// replay of a results file leaves out.
+    pub fn held(&self) -> HashMap<usize, HashSet<u64>> {
+        let mut held: HashMap<usize, HashSet<u64>> = HashMap::new();
+        for result in self.results.values() {
+            held.entry(result.walk_file)
+                .or_default()
+                .insert(result.ordinal);
+        }
+        held
+    }
+
+    /// Every result the run counts, in input order.
     pub fn results(&self) -> Vec<&BatchResult> {
-        let mut all: Vec<&BatchResult> = self.results.values().collect();
+        let mut all: Vec<&BatchResult> = self.results.values().filter(|r| r.own).collect();
         all.sort_by_key(|r| (r.file, r.ordinal));
         all
+    }
+
+    /// The results the run counts, as one index per group (`group(result)`: its file's place
+    /// in the walk and a range of it), in input order: the collector counts them a group at a
+    /// time, each after a segment marker of its own, so that `report merge` puts the lines of
+    /// several shards' groups back in the order of an unsharded run.
+    pub fn into_groups(
+        self,
+        group: impl Fn(&BatchResult) -> (usize, u64),
+    ) -> Vec<((usize, u64), BatchIndex)> {
+        let mut groups: BTreeMap<(usize, u64), BatchIndex> = BTreeMap::new();
+        for (id, result) in self.results {
+            if result.own {
+                let index = groups.entry(group(&result)).or_default();
+                index.results.insert(id, result);
+            }
+        }
+        groups.into_iter().collect()
     }
 }

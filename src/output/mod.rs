@@ -11,6 +11,7 @@ pub mod home;
 pub mod lock;
 pub mod manifest;
 pub mod quarantine;
+pub mod results_seen;
 pub mod session_index;
 
 pub use guard::{Guard, Placed, Removal};

@@ -14,8 +14,12 @@
 //! A sharded run (`--shard K/N`) walks every input like any run, then keeps the files (and
 //! ranges of split files) its shard owns ([`crate::source::shard`]); it writes its rollouts
 //! into the shared home and its state and reports into the shard's own folder, with a
-//! `shard.json` that lets `report merge` rebuild the reports of one run.
+//! `shard.json` that lets `report merge` rebuild the reports of one run. Batch API results
+//! files are found among every file of the walk, so that a shard joins its requests with
+//! their results wherever those sit; it counts the results of its own results files, and
+//! looks in the other shards' files for the requests that claim them ([`claims`]).
 
+pub mod claims;
 pub mod collect;
 pub mod reader;
 pub mod record;
@@ -36,7 +40,9 @@ use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
 use crate::model::responses::Format;
+use crate::model::Location;
 use crate::output::manifest::file_digest;
+use crate::output::results_seen::ResultsSeen;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{
@@ -62,8 +68,6 @@ pub enum PipelineError {
         found: &'static str,
         asked: &'static str,
     },
-    #[error("{file} is a Batch API results file, whose results join requests anywhere in the archive: a sharded run cannot join them; convert the Batch API files in an unsharded run (into their own --out)")]
-    ShardedBatchResults { file: String },
     #[error("cannot start {threads} worker threads: {message}; pass a smaller --jobs")]
     Pool { threads: usize, message: String },
     /// A bug: a stage panicked. The run stops rather than write a summary that looks complete.
@@ -224,6 +228,9 @@ pub fn run(
     dedupe_keys(&mut files);
     // Every file of the walk, whatever the shard: `--prune` forgets only files gone from it.
     let walked: HashSet<String> = files.iter().map(|f| f.origin.clone()).collect();
+    // Batch API results join requests anywhere: every file of the walk is looked at for them,
+    // whatever share of it this run reads.
+    let walk = files.clone();
     let mut portions = select(&mut files, shard.as_ref());
     let mut unreadable: Vec<UnreadableReport> = skipped
         .unreadable
@@ -270,19 +277,43 @@ pub fn run(
         ));
     }
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let batch_index = Arc::new(BatchIndex::scan(&files, &rules.input, repair));
-    if shard.is_some() {
-        if let Some(i) = (0..files.len()).find(|i| batch_index.is_results_file(*i)) {
-            return Err(PipelineError::ShardedBatchResults {
-                file: files[i].display.to_string(),
-            });
-        }
+    let mut batch_index = BatchIndex::scan(&walk, &rules.input, repair);
+    // Each file of the walk's index among this run's files, if it reads it.
+    let mut run_of = vec![None; walk.len()];
+    for (i, portion) in portions.iter().enumerate() {
+        run_of[portion.index] = Some(i);
     }
+    // The files of the walk this run converts whole (not a split file's ranges).
+    let converted: Vec<bool> = run_of
+        .iter()
+        .map(|i| i.is_some_and(|i: usize| !portions[i].ranges))
+        .collect();
     // When a Batch API results file changed, every file is read: its requests may be anywhere.
-    let results_changed = (0..files.len()).any(|i| batch_index.is_results_file(i) && !skip[i]);
+    // A shard knows its own results files' changes from its manifest, the others' from what it
+    // saw of them last.
+    let mut seen = match shard {
+        Some(_) => Some(ResultsSeen::load(&home)?),
+        None => None,
+    };
+    let mut results_changed = false;
+    for &w in batch_index.results_files() {
+        let file = &walk[w];
+        let changed = match (run_of[w], seen.as_mut()) {
+            (Some(i), _) => !skip[i],
+            (None, Some(seen)) => seen.changed(&file.key, file.size, file.mtime_ns, &file.path),
+            // Unsharded, a file the plan could not read: it is not converted.
+            (None, None) => false,
+        };
+        results_changed |= changed;
+    }
     if results_changed {
         skip.iter_mut().for_each(|s| *s = false);
     }
+    // The results of a file left out (unchanged) were counted when it was read.
+    batch_index.keep(&run_of, |w, location| {
+        run_of[w].is_some_and(|i| !skip[i]) && owns_result(shard.as_ref(), &walk[w], location)
+    });
+    let batch_index = Arc::new(batch_index);
     let files = Arc::new(files);
     let guard = if options.dry_run {
         Guard::planning(manifest.rollout_digests(), options.force)
@@ -470,7 +501,44 @@ pub fn run(
     };
     let signal = options.stop.load(Ordering::Relaxed);
     if signal == 0 {
-        collector.batch_results(&batch_index, &skip)?;
+        // The reader and the workers are done with the index: it is this thread's alone.
+        let index = Arc::try_unwrap(batch_index).map_err(|_| PipelineError::Panicked {
+            stage: "collect",
+            message: "the batch results were still shared after the conversion".to_string(),
+        })?;
+        if shard.is_some() {
+            let unclaimed = index.unclaimed();
+            if unclaimed > 0 {
+                progress.note(&format!(
+                    "{unclaimed} Batch API results of this shard's files have no request in them: looking for their requests in the other shards' files"
+                ));
+            }
+            let walk = claims::Walk {
+                files: &walk,
+                converted: &converted,
+            };
+            pool.install(|| claims::claim_elsewhere(&index, &walk, rules, options));
+        }
+        // After every file's report lines, as in an unsharded run: one segment per results
+        // file (per range, split), at a place past the walk's files (a segment's file past
+        // the run's files is its place itself), so that `report merge` orders the shards'
+        // results as the walk does.
+        let disk_read = reader.disk_read.load(Ordering::Relaxed);
+        let groups = index.into_groups(|result| {
+            let file = &walk[result.walk_file];
+            let range = match &shard {
+                Some(plan) if plan.is_split(file) => {
+                    plan.range_of(result.record.location.byte_offset)
+                }
+                Some(_) | None => 0,
+            };
+            (result.walk_file, range)
+        });
+        for ((w, range), group) in groups {
+            let segment = [Work::Segment(walk.len() + w, range)];
+            collector.batch(&segment, vec![None], progress, disk_read, &mut manifest)?;
+            collector.batch_results(&group, &skip)?;
+        }
         if options.prune {
             collector.prune_gone(&mut manifest)?;
         }
@@ -480,6 +548,9 @@ pub fn run(
     let summary = collector.finish(started.elapsed().as_secs_f64())?;
     if !options.dry_run {
         manifest.save(&home)?;
+        if let Some(seen) = &seen {
+            seen.save(&home)?;
+        }
         home.mark_latest()?;
     } else if fresh {
         home.mark_latest()?;
@@ -503,6 +574,18 @@ pub fn run(
     // The temporary copies of streams are removed only now: the reader is done with them.
     drop(discovery.spools);
     Ok(summary)
+}
+
+/// Whether this run counts the Batch API result at `location` of `file`: every result in an
+/// unsharded run; in a shard, those of its own files, and of its own ranges of a split file.
+fn owns_result(shard: Option<&ShardPlan>, file: &SourceFile, location: &Location) -> bool {
+    match shard {
+        None => true,
+        Some(plan) if plan.is_split(file) => {
+            plan.owns_range(&file.key, plan.range_of(location.byte_offset))
+        }
+        Some(plan) => plan.file_owner(&file.key) == plan.shard.index,
+    }
 }
 
 /// The files this run reads, and what part of each: every file whole in an unsharded run;

@@ -547,9 +547,11 @@ fn events<'a>(
     max_record_bytes: u64,
 ) -> (Events<'a>, Compression) {
     match index.leftovers.get(&file_index) {
+        // The file's own compression: a shard's ranges of a split results file are found by
+        // offsets in the decompressed stream, which its size on disk does not bound.
         Some(left) => (
             Box::new(left.iter().map(|(e, o)| (clone_event(e), Some(*o)))),
-            Compression::None,
+            index.compression(file_index),
         ),
         None => {
             let reader = records(file).max_record_bytes(max_record_bytes);
@@ -566,7 +568,7 @@ fn events<'a>(
 }
 
 /// The format of the file whose first record this is.
-fn detect(record: &RawRecord) -> SourceFormat {
+pub(super) fn detect(record: &RawRecord) -> SourceFormat {
     if format::readers().is_empty() {
         return SourceFormat::Chat;
     }

@@ -258,14 +258,24 @@ pub fn run(
             entry.path, entry.message
         ));
     }
+    if !fresh {
+        progress.note(&plan_line(
+            &files, &portions, &skip, &digests, &manifest, full,
+        ));
+    }
     let settings_changed = planned.changes(&home);
     for change in &settings_changed {
         let since = match change.since_run {
             0 => "an earlier run".to_string(),
             n => format!("run {n:04}"),
         };
+        let verb = if options.dry_run {
+            "would be converted again"
+        } else {
+            "converted again"
+        };
         progress.note(&format!(
-            "{} changed since {since}: {} converted again",
+            "{} changed since {since}: {} {verb}",
             change.what,
             crate::audit::summary::files_phrase(change.files),
         ));
@@ -665,6 +675,53 @@ impl Planned {
         }
         out
     }
+}
+
+/// What the run will read, said before it reads: `plan: read 5 files (2 new, 1 changed, 2
+/// again: their rules, options or pending sessions); 40 unchanged`.
+fn plan_line(
+    files: &[SourceFile],
+    portions: &[Portion],
+    skip: &[bool],
+    digests: &[String],
+    manifest: &Manifest,
+    full: bool,
+) -> String {
+    let (mut new, mut changed, mut again, mut unchanged) = (0u64, 0u64, 0u64, 0u64);
+    for (i, file) in files.iter().enumerate() {
+        if !portions.get(i).is_none_or(|p| p.counted) {
+            continue;
+        }
+        match manifest.files.get(&file.origin) {
+            None => new += 1,
+            Some(_) if skip[i] => unchanged += 1,
+            Some(entry) if entry.digest != digests[i] => changed += 1,
+            Some(_) => again += 1,
+        }
+    }
+    let mut parts = Vec::new();
+    for (n, what) in [(new, "new"), (changed, "changed")] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    if again > 0 {
+        let why = if full {
+            "again: --full, or a dry run, reads every file"
+        } else {
+            "again: their rules, options or pending sessions"
+        };
+        parts.push(format!("{again} {why}"));
+    }
+    let read = new + changed + again;
+    let mut line = format!("plan: read {}", crate::audit::summary::files_phrase(read));
+    if !parts.is_empty() {
+        line.push_str(&format!(" ({})", parts.join(", ")));
+    }
+    if unchanged > 0 {
+        line.push_str(&format!("; {unchanged} unchanged"));
+    }
+    line
 }
 
 /// `--format responses` writes one output file per input file, named after its key: two

@@ -6,6 +6,8 @@ mod common;
 mod identity;
 #[path = "scheduled/sequences.rs"]
 mod sequences;
+#[path = "scheduled/state_files.rs"]
+mod state_files;
 
 use std::collections::BTreeMap;
 use std::fs;

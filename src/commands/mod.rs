@@ -76,7 +76,10 @@ impl Exit {
         // `PipelineError::Output` is transparent: its OutputError is not a link of the chain.
         let is_locked = |output: &OutputError| match output {
             OutputError::Locked { .. } | OutputError::StillLocked { .. } => true,
-            OutputError::Write { .. } | OutputError::OldManifest { .. } => false,
+            OutputError::Write { .. }
+            | OutputError::OldManifest { .. }
+            | OutputError::Symlink { .. }
+            | OutputError::RunsExhausted { .. } => false,
         };
         let locked = err.chain().any(|cause| {
             cause.downcast_ref().is_some_and(is_locked)

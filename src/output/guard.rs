@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::home::{write_error, Home};
+use super::home::{read_nofollow, write_error, Home};
 use super::manifest::digest;
 use super::OutputError;
 
@@ -143,9 +143,10 @@ impl Guard {
     ) -> Result<Placed, OutputError> {
         let target = home.root.join(relative);
         let recorded = self.written.get(&key(relative));
-        let on_disk = match fs::read(&target) {
-            Ok(existing) => digest(&existing),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // Never through a symlink at a session's name: an error that names it.
+        let on_disk = match read_nofollow(&target)? {
+            Some(existing) => digest(&existing),
+            None => {
                 if let (Some(_), false) = (recorded, self.force) {
                     return Ok(Placed::Withheld(withheld(home, relative)));
                 }
@@ -154,7 +155,6 @@ impl Guard {
                 }
                 return Ok(Placed::Written);
             }
-            Err(e) => return Err(write_error(&target, e)),
         };
         if on_disk == new_digest {
             return Ok(Placed::Unchanged);
@@ -191,10 +191,9 @@ impl Guard {
         recorded: &str,
     ) -> Result<Removal, OutputError> {
         let target = home.root.join(relative);
-        let on_disk = match fs::read(&target) {
-            Ok(existing) => digest(&existing),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Removal::Missing),
-            Err(e) => return Err(write_error(&target, e)),
+        let on_disk = match read_nofollow(&target)? {
+            Some(existing) => digest(&existing),
+            None => return Ok(Removal::Missing),
         };
         if on_disk != recorded {
             return Ok(Removal::Kept);

@@ -116,8 +116,11 @@ fn private_temp_file(dir: &Path, temp: &Path) -> Result<File, OutputError> {
                 .map_err(|e| write_error(temp, e))?;
             Ok(file)
         }
+        // A name of ours (it ends in this process's id) left by a killed run of the same
+        // pid, or planted: removed (a symlink itself, never its target), then made anew.
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            private_file(OpenOptions::new().write(true).truncate(true), temp)
+            fs::remove_file(temp).map_err(|e| write_error(temp, e))?;
+            create().map_err(|e| open_error(temp, e))
         }
         Err(e) => Err(write_error(temp, e)),
     }
@@ -150,16 +153,49 @@ fn umask_in_status(status: &str) -> Option<u32> {
 }
 
 /// Opens `path` with `options`, creating it 0600 whatever the umask.
+/// Opens a state or run file, 0600, never through a symlink (`O_NOFOLLOW`): one planted at
+/// its name is [`OutputError::Symlink`], and its target is left alone.
 pub(crate) fn private_file(options: &mut OpenOptions, path: &Path) -> Result<File, OutputError> {
     let file = options
         .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
-        .map_err(|e| write_error(path, e))?;
+        .map_err(|e| open_error(path, e))?;
     // The umask can only take bits away from 0600; a umask like 0277 would leave the owner
     // unable to write, so set the mode outright.
     file.set_permissions(fs::Permissions::from_mode(0o600))
         .map_err(|e| write_error(path, e))?;
     Ok(file)
+}
+
+/// The error of an open that failed: a symlink where `O_NOFOLLOW` was asked says so.
+pub(crate) fn open_error(path: &Path, e: std::io::Error) -> OutputError {
+    if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+        OutputError::Symlink {
+            path: path.display().to_string(),
+        }
+    } else {
+        write_error(path, e)
+    }
+}
+
+/// Reads a file of the home without following a symlink at its name: `Ok(None)` when there
+/// is no file, [`OutputError::Symlink`] when a symlink is there.
+pub(crate) fn read_nofollow(path: &Path) -> Result<Option<Vec<u8>>, OutputError> {
+    use std::io::Read;
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path);
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(open_error(path, e)),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| write_error(path, e))?;
+    Ok(Some(bytes))
 }
 
 impl Home {
@@ -228,7 +264,17 @@ impl Home {
             .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
             .collect();
         numbers.sort_unstable();
-        let mut next = numbers.last().map_or(1, |n| n + 1);
+        // Temporary names a kill left beside the state files (`.latest.tmp<pid>`).
+        self.remove_state_temporaries()?;
+        let mut next = match numbers.last() {
+            None => 1,
+            Some(&last) => last
+                .checked_add(1)
+                .ok_or_else(|| OutputError::RunsExhausted {
+                    path: runs.display().to_string(),
+                    last,
+                })?,
+        };
         let mut killed = false;
         if let Some(&last) = numbers.last() {
             let folder = runs.join(run_name(last));
@@ -273,6 +319,31 @@ impl Home {
             excess -= 1;
         }
         Ok(removed)
+    }
+
+    /// Removes this run's kind of temporary names directly in the state folder (a shard: only
+    /// its own): what a kill between a write and its rename leaves there.
+    fn remove_state_temporaries(&self) -> Result<(), OutputError> {
+        let Ok(entries) = fs::read_dir(&self.state) else {
+            return Ok(());
+        };
+        let mark = format!("{TEMP_MARK}{}", self.temp_tag);
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let ours = name.starts_with('.')
+                && name.contains(&mark)
+                && name.rsplit(TEMP_MARK).next().is_some_and(|tail| {
+                    tail.trim_start_matches(&self.temp_tag[..])
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == '.')
+                });
+            if ours && entry.file_type().is_ok_and(|t| !t.is_dir()) {
+                let path = entry.path();
+                fs::remove_file(&path).map_err(|e| write_error(&path, e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Points `rollover/latest` at this run's folder (a relative symlink, replaced atomically).
@@ -447,7 +518,13 @@ impl Home {
         if let Some(dir) = copy.parent() {
             private_dir_all(dir)?;
         }
-        let bytes = fs::read(self.root.join(relative)).map_err(|e| write_error(relative, e))?;
+        let source = self.root.join(relative);
+        let Some(bytes) = read_nofollow(&source)? else {
+            return Err(write_error(
+                &source,
+                std::io::Error::from(ErrorKind::NotFound),
+            ));
+        };
         let mut options = OpenOptions::new();
         let mut file = private_file(options.write(true).create(true).truncate(true), &copy)?;
         file.write_all(&bytes).map_err(|e| write_error(&copy, e))?;
@@ -462,6 +539,28 @@ fn run_name(number: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A symlink planted at the temporary name of a state file is replaced, never followed:
+    /// its target keeps its bytes, and the state file is written.
+    #[test]
+    fn a_symlink_planted_at_a_temporary_name_is_not_followed() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("outside");
+        let canary = outside.path().join("canary");
+        fs::write(&canary, b"keep me\n").expect("canary");
+        let home = Home::new(root.path());
+        home.create_state_dir().expect("state dir");
+        let temp = home.state_file(&home.temp_name("manifest"));
+        std::os::unix::fs::symlink(&canary, &temp).expect("plant");
+        home.write_state_atomic("manifest", b"new\n")
+            .expect("write");
+        assert_eq!(fs::read(&canary).expect("canary"), b"keep me\n");
+        assert_eq!(
+            fs::read(home.state_file("manifest")).expect("manifest"),
+            b"new\n"
+        );
+        assert!(!temp.exists() && fs::symlink_metadata(&temp).is_err());
+    }
 
     #[test]
     fn the_umask_is_read_from_a_status_text() {

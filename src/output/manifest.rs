@@ -28,8 +28,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::home::{private_file, write_error, Home};
+use super::home::{open_error, private_file, write_error, Home};
 use super::OutputError;
+use std::os::unix::fs::OpenOptionsExt;
 
 pub const MANIFEST: &str = "manifest";
 pub const JOURNAL: &str = "manifest.journal";
@@ -128,10 +129,14 @@ impl Manifest {
         let mut manifest = Manifest::default();
         for name in [MANIFEST, JOURNAL] {
             let path = home.state_file(name);
-            let file = match File::open(&path) {
+            let opened = OpenOptions::new()
+                .read(true)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                .open(&path);
+            let file = match opened {
                 Ok(file) => file,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(write_error(&path, e)),
+                Err(e) => return Err(open_error(&path, e)),
             };
             manifest.recovered |= name == JOURNAL;
             let mut first = true;

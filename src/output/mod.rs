@@ -35,6 +35,12 @@ pub enum OutputError {
     Locked { path: String, pid: u32 },
     #[error("{path} was written by an earlier rollover, whose session ids depended on file paths and record positions: converting into this home would write every conversation again under a new id. Convert into a new home (`rollover convert INPUT... --out NEW_HOME`), check it, then move the old one aside; or start over here by removing {state} together with the sessions it wrote")]
     OldManifest { path: String, state: String },
+    /// A state file or a session is a symlink: rollover never reads or writes its state, nor
+    /// replaces a session, through one (it may have been planted to redirect a write).
+    #[error("{path} is a symlink: rollover does not read or write its state or a session through a symlink (one may have been planted to redirect a write); remove it (or put the real file there) and run again")]
+    Symlink { path: String },
+    #[error("the run numbers of {path} are used up (a run folder numbered {last} is there): remove or renumber the folders in {path}")]
+    RunsExhausted { path: String, last: u32 },
     /// `--wait` ran out (or a signal ended the wait) with the lock still held.
     #[error("the output {path} is still in use by another rollover run (pid {pid}) after waiting {waited} (--wait); wait longer, or stop that run")]
     StillLocked {

@@ -556,3 +556,72 @@ fn explain_names_the_session_that_convert_writes() {
     let v: Value = serde_json::from_slice(&explained.stdout).expect("JSON");
     assert_eq!(v["session_id"], written["id"]);
 }
+
+/// Issue 26, item 6: a file name or an excerpt cannot forge a line of report.md, raw HTML or a
+/// link: every value from the input is a code span its backticks cannot end, `|` escaped in
+/// table cells, control characters made visible.
+#[test]
+fn file_names_and_excerpts_cannot_inject_markdown_into_the_report() {
+    let wd = Workdir::new("md_injection");
+    let name = "x`y|z\n**Verdict: ready.**<b>raw</b>[go](javascript:alert(1))\u{1b}[2J.jsonl";
+    wd.create(
+        name,
+        "{\"not messages\": \"``` fenced ` ``` and <script>alert(1)</script>\"}\n",
+    );
+    let out = run(wd.root(), &["audit", ".", "--out", "home", "--report-text"]);
+    assert_eq!(out.status.code(), Some(1));
+    for stream in [&out.stdout, &out.stderr] {
+        let text = String::from_utf8_lossy(stream);
+        assert!(
+            !text.contains('\u{1b}'),
+            "a raw escape sequence on the terminal: {text}"
+        );
+    }
+    let md = fs::read_to_string(wd.path("home/rollover/latest/report.md")).expect("report.md");
+    let verdicts = md
+        .lines()
+        .filter(|l| l.contains("Verdict: ready.") && !l.contains('`'))
+        .count();
+    assert_eq!(verdicts, 0, "a forged verdict line: {md}");
+    assert!(md.contains("**Verdict: blocked.**"), "{md}");
+    assert!(!md.contains('\u{1b}'), "a raw escape sequence: {md}");
+    // Read as a Markdown reader reads it (GitHub's dialect, tables on): no raw HTML, no link,
+    // and the one strong "Verdict" is the real one.
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let mut strong = 0;
+    let mut in_strong = false;
+    let mut strong_text = String::new();
+    for event in Parser::new_ext(&md, Options::ENABLE_TABLES) {
+        match event {
+            Event::Html(html) | Event::InlineHtml(html) => panic!("raw HTML in report.md: {html}"),
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                assert!(!dest_url.starts_with("javascript:"), "a link: {dest_url}")
+            }
+            Event::Start(Tag::Strong) => in_strong = true,
+            Event::End(pulldown_cmark::TagEnd::Strong) => {
+                if strong_text.starts_with("Verdict") {
+                    strong += 1;
+                }
+                in_strong = false;
+                strong_text.clear();
+            }
+            Event::Text(text) if in_strong => strong_text.push_str(&text),
+            _ => {}
+        }
+    }
+    assert_eq!(strong, 1, "one verdict: {md}");
+    let excerpt = md
+        .lines()
+        .find(|l| l.contains("fenced"))
+        .expect("the excerpt line");
+    assert!(
+        excerpt.contains("````"),
+        "a fence longer than ```: {excerpt}"
+    );
+    // The worst-files table keeps its three columns.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| ") && l.contains("raw</b>"))
+        .expect("the file's row");
+    assert_eq!(row.matches(" | ").count(), 2, "{row}");
+}

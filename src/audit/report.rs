@@ -179,6 +179,58 @@ struct Row2 {
     digest: String,
 }
 
+/// Text from the input (a file name, a reason, an excerpt) with its control characters made
+/// visible (`\n`, `\u{1b}`), so it stays on its line and sends nothing to a terminal.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Input text as a Markdown code span that nothing in it can end: a fence one backtick longer
+/// than its longest run of backticks, padded when it starts or ends with one. Outside a table
+/// (a cell also needs its `|` escaped: the `cell_code` filter).
+pub fn md_code(text: &str) -> String {
+    let text = visible(text);
+    if text.is_empty() {
+        return "(empty)".to_string();
+    }
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+/// Input text as plain Markdown text: every character Markdown or HTML gives a meaning
+/// escaped, control characters made visible.
+pub fn md_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in visible(text).chars() {
+        if "\\`*_{}[]<>()#+-.!|~&".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The verdict both reports open with (`ready`, `ready with repairs`, `blocked`).
 pub fn verdict(summary: &Summary, options: &ReportOptions) -> &'static str {
     data(summary, &[], options).verdict
@@ -192,6 +244,11 @@ pub fn render(
 ) -> Result<(String, String), ReportError> {
     let mut data = data(summary, files, options);
     let mut env = minijinja::Environment::new();
+    env.add_filter("code", |text: String| md_code(&text));
+    env.add_filter("cell_code", |text: String| {
+        md_code(&text).replace('|', "\\|")
+    });
+    env.add_filter("text", |text: String| md_text(&text));
     env.add_template("report.md", MARKDOWN)?;
     let markdown = env.get_template("report.md")?.render(&data)?;
     data.charts = charts(summary, files)?;

@@ -314,7 +314,10 @@ impl Reporter {
     }
 
     /// A line above the bar, or on stderr.
+    /// A line on stderr; control characters a file name or a reason brought (an escape
+    /// sequence, a newline) are shown as escapes, never sent to the terminal.
     fn line(&self, line: String) {
+        let line = crate::audit::report::visible(&line);
         match &self.bar {
             Some(bar) => bar.println(line),
             None => eprintln!("{line}"),
@@ -574,10 +577,10 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
             "damaged",
             format!(
                 "{}:{} (byte {}): {}",
-                d.file,
+                crate::audit::report::visible(&d.file),
                 d.line,
                 group(d.byte_offset),
-                ui.bad(&d.message)
+                ui.bad(&crate::audit::report::visible(&d.message))
             ),
         );
     }

@@ -519,3 +519,49 @@ fn a_record_over_max_record_bytes_is_quarantined_unread() {
     let home = wd.convert("big.jsonl", "home3", &[], 0);
     assert_eq!(home.rollouts().len(), 3);
 }
+
+/// Issue 26, item 7: the copy of standard input is an unnamed file, so a run killed with
+/// SIGKILL while it reads its input leaves nothing of the transcripts in `$TMPDIR`.
+#[test]
+fn a_killed_stdin_run_leaves_no_copy_of_the_transcripts_in_tmpdir() {
+    let wd = Workdir::new("stdin_spool");
+    std::fs::create_dir_all(wd.path("tmp")).expect("tmp");
+    let mut child = wd
+        .command(&["convert", "-", "--out", "home"])
+        .env("TMPDIR", wd.path("tmp"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(&jsonl(&[record("private"), record("more private")]))
+        .expect("feed");
+    stdin.flush().expect("flush");
+    // The spool is open (its descriptor names a file below TMPDIR) while the run waits for
+    // the rest of its input: kill it there.
+    let tmp = wd.path("tmp").canonicalize().expect("tmp");
+    let fds = std::path::PathBuf::from(format!("/proc/{}/fd", child.id()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let spooling = loop {
+        let open = std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(&tmp)));
+        if open || std::time::Instant::now() > deadline {
+            break open;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(spooling, "the run never opened its copy of standard input");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    drop(stdin);
+    let left: Vec<_> = std::fs::read_dir(wd.path("tmp"))
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}

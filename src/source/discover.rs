@@ -159,7 +159,17 @@ fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
 pub struct Discovery {
     pub files: Vec<SourceFile>,
     pub skipped: Skipped,
-    pub spools: Vec<tempfile::TempPath>,
+    /// The copies of streams, open until the run is done with them ([`Spool`]).
+    pub spools: Vec<Spool>,
+}
+
+/// The copy of a stream: an unnamed file (`O_TMPFILE`, or one unlinked at once), read through
+/// `/proc/self/fd/N`, so that nothing of it is left in `$TMPDIR` however the process ends; a
+/// named temporary file only where `/proc` is not there.
+#[derive(Debug)]
+pub enum Spool {
+    Unnamed(std::fs::File),
+    Named(tempfile::TempPath),
 }
 
 /// Lists every record file under `inputs`, sorted within each input; inputs keep their order.
@@ -378,27 +388,38 @@ fn is_anonymous_stream(path: &Path) -> bool {
 /// Copies a stream (`-` is standard input) to a temporary file, read then like any file under
 /// the name `key`. A stream that fails is reported as unreadable.
 fn spool(input: &Path, key: &str, origin: String, found: &mut Discovery) {
-    let copied = (|| -> std::io::Result<(tempfile::TempPath, std::fs::Metadata)> {
+    let copy = |out: &mut std::fs::File| -> std::io::Result<()> {
+        if input.as_os_str() == STDIN {
+            std::io::copy(&mut std::io::stdin().lock(), out)?;
+        } else {
+            std::io::copy(&mut std::fs::File::open(input)?, out)?;
+        }
+        out.flush()
+    };
+    let copied = (|| -> std::io::Result<(PathBuf, Spool)> {
+        if Path::new("/proc/self/fd").is_dir() {
+            use std::os::fd::AsRawFd;
+            let mut file = tempfile::tempfile()?;
+            copy(&mut file)?;
+            let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+            return Ok((path, Spool::Unnamed(file)));
+        }
         let mut temp = tempfile::Builder::new()
             .prefix("rollover-stdin-")
             .tempfile()?;
-        if input.as_os_str() == STDIN {
-            std::io::copy(&mut std::io::stdin().lock(), temp.as_file_mut())?;
-        } else {
-            std::io::copy(&mut std::fs::File::open(input)?, temp.as_file_mut())?;
-        }
-        temp.as_file_mut().flush()?;
-        let meta = temp.as_file().metadata()?;
-        Ok((temp.into_temp_path(), meta))
-    })();
+        copy(temp.as_file_mut())?;
+        let temp = temp.into_temp_path();
+        Ok((temp.to_path_buf(), Spool::Named(temp)))
+    })()
+    .and_then(|(path, spool)| Ok((std::fs::metadata(&path)?, path, spool)));
     match copied {
-        Ok((temp, meta)) => {
-            let mut file = source_file(temp.to_path_buf(), Path::new(""), &meta);
+        Ok((meta, path, spool)) => {
+            let mut file = source_file(path, Path::new(""), &meta);
             file.key = key.to_string();
             file.origin = origin;
             file.display = Arc::from(key);
             found.files.push(file);
-            found.spools.push(temp);
+            found.spools.push(spool);
         }
         Err(err) => found.skipped.unreadable.push(Unreadable {
             path: input.display().to_string(),

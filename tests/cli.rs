@@ -433,13 +433,8 @@ fn stdin_name_that_climbs_or_is_absolute_or_empty_is_refused_and_nothing_is_writ
     std::fs::create_dir_all(wd.path("canary")).expect("canary");
     let before = entries_outside(wd.root());
     let absolute = wd.path("canary/abs.jsonl").display().to_string();
-    for (name, why) in [
-        ("../../x.jsonl", "it has a `..` component"),
-        ("a/../../x.jsonl", "it has a `..` component"),
-        (absolute.as_str(), "it is absolute"),
-        ("/tmp/abs.jsonl", "it is absolute"),
-        ("", "it is empty"),
-    ] {
+    // `convert - --out ../../out --format responses --stdin-name NAME` from data/sub.
+    let stdin_named = |name: &str| {
         let args = [
             "convert",
             "-",
@@ -450,7 +445,16 @@ fn stdin_name_that_climbs_or_is_absolute_or_empty_is_refused_and_nothing_is_writ
             "--stdin-name",
             name,
         ];
-        let run = run_in_sub(&wd, &args, Some("record.jsonl"));
+        run_in_sub(&wd, &args, Some("record.jsonl"))
+    };
+    for (name, why) in [
+        ("../../x.jsonl", "it has a `..` component"),
+        ("a/../../x.jsonl", "it has a `..` component"),
+        (absolute.as_str(), "it is absolute"),
+        ("/tmp/abs.jsonl", "it is absolute"),
+        ("", "it is empty"),
+    ] {
+        let run = stdin_named(name);
         run.expect_code(2);
         let expected = format!("`{name}` cannot be the stdin name: {why}");
         assert!(run.stderr().contains(&expected), "{run}");
@@ -464,17 +468,7 @@ fn stdin_name_that_climbs_or_is_absolute_or_empty_is_refused_and_nothing_is_writ
     }
     assert!(!std::path::Path::new("/tmp/abs.jsonl").exists());
     // A relative name below the folder is a key like any other.
-    let args = [
-        "convert",
-        "-",
-        "--out",
-        "../../out",
-        "--format",
-        "responses",
-        "--stdin-name",
-        "imports/today.jsonl",
-    ];
-    run_in_sub(&wd, &args, Some("record.jsonl")).expect_code(0);
+    stdin_named("imports/today.jsonl").expect_code(0);
     assert_eq!(
         written_outputs(&wd.path("out")),
         ["responses/imports/today.jsonl"]
@@ -490,17 +484,15 @@ fn keys_that_climb_with_dotdot_never_make_responses_write_outside_out() {
     wd.create_jsonl("data/sub/b.jsonl", &[record("b")]);
     std::fs::create_dir_all(wd.path("canary")).expect("canary");
     let before = entries_outside(wd.root());
+    // `convert INPUT --out OUT --format responses EXTRA...` from data/sub.
+    let responses = |input: &str, out: &str, extra: &[&str]| {
+        let mut args = vec!["convert", input, "--out", out, "--format", "responses"];
+        args.extend_from_slice(extra);
+        run_in_sub(&wd, &args, None)
+    };
     // `cd data/sub && convert ..`: keys `../a.jsonl` and `../sub/b.jsonl`, each `..` written
     // as a name of its own below OUT/responses.
-    let args = [
-        "convert",
-        "..",
-        "--out",
-        "../../out",
-        "--format",
-        "responses",
-    ];
-    let run = run_in_sub(&wd, &args, None);
+    let run = responses("..", "../../out", &[]);
     run.expect_code(0);
     let expected = ["responses/%2E%2E/a.jsonl", "responses/%2E%2E/sub/b.jsonl"];
     assert_eq!(written_outputs(&wd.path("out")), expected, "{run}");
@@ -510,15 +502,7 @@ fn keys_that_climb_with_dotdot_never_make_responses_write_outside_out() {
     let paths: Vec<&str> = lines.iter().filter_map(|l| l["path"].as_str()).collect();
     assert_eq!(paths, expected);
     // A file named through `..` is keyed by its name.
-    let args = [
-        "convert",
-        "../a.jsonl",
-        "--out",
-        "../../out2",
-        "--format",
-        "responses",
-    ];
-    run_in_sub(&wd, &args, None).expect_code(0);
+    responses("../a.jsonl", "../../out2", &[]).expect_code(0);
     assert_eq!(written_outputs(&wd.path("out2")), ["responses/a.jsonl"]);
 
     // A forced re-run, over a body file changed since it was written while its input has a
@@ -528,17 +512,7 @@ fn keys_that_climb_with_dotdot_never_make_responses_write_outside_out() {
     std::fs::write(&changed, b"{\"edited\":true}\n").expect("edit");
     wd.create_jsonl("data/a.jsonl", &[record("a"), record("a, later")]);
     let before = entries_outside(wd.root());
-    let args = [
-        "convert",
-        "..",
-        "--out",
-        "../../out",
-        "--format",
-        "responses",
-        "--full",
-        "--force",
-    ];
-    let run = run_in_sub(&wd, &args, None);
+    let run = responses("..", "../../out", &["--full", "--force"]);
     run.expect_code(0);
     assert_eq!(written_outputs(&wd.path("out")), expected, "{run}");
     assert_eq!(

@@ -349,17 +349,9 @@ fn a_session_resumed_in_codex_is_never_clobbered_and_force_keeps_a_copy() {
 fn a_second_run_on_the_same_output_exits_3_and_a_stale_lock_is_taken_over() {
     let wd = Workdir::new("lock");
     archive(&wd, 1, 2);
-    fs::create_dir_all(wd.path("home/rollover")).expect("mkdir");
-    let lock_path = wd.path("home/rollover/lock");
     // Held by a live process (this test), with its pid inside.
-    let held = fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(&lock_path)
-        .expect("open lock");
-    held.try_lock().expect("take the lock");
-    fs::write(&lock_path, format!("{}\n", std::process::id())).expect("write pid");
+    let held = hold_lock(&wd, "home");
+    let lock_path = wd.path("home/rollover/lock");
     let out = rollover(wd.root(), &["convert", "archive", "--out", "home"]);
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -499,31 +491,27 @@ fn keep_runs_removes_the_oldest_run_folders_and_never_the_latest() {
         assert_eq!(out.status.code(), Some(0), "{out:?}");
     }
     assert_eq!(run_folders(&home), ["0001", "0002", "0003", "0004"]);
+    // One run with --keep-runs N: exit 0, and what it said on stderr.
+    let keep = |command: &str, n: &str| {
+        let out = rollover(
+            wd.root(),
+            &[command, "archive", "--out", "home", "--keep-runs", n],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
     // Run 5 keeps itself and the one before it.
-    let out = rollover(
-        wd.root(),
-        &["convert", "archive", "--out", "home", "--keep-runs", "2"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = keep("convert", "2");
     assert_eq!(run_folders(&home), ["0004", "0005"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("removed the 3 oldest run folders, keeping 2 (--keep-runs)"),
         "{stderr}"
     );
     // Numbering goes on from the last run, whatever was removed; audit prunes too.
-    let out = rollover(
-        wd.root(),
-        &["audit", "archive", "--out", "home", "--keep-runs", "3"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = keep("audit", "3");
     assert_eq!(run_folders(&home), ["0004", "0005", "0006"]);
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("removed"));
-    let out = rollover(
-        wd.root(),
-        &["convert", "archive", "--out", "home", "--keep-runs", "1"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!stderr.contains("removed"));
+    keep("convert", "1");
     assert_eq!(run_folders(&home), ["0007"]);
     assert_eq!(
         fs::read_link(home.join("rollover/latest")).expect("latest"),
@@ -531,19 +519,10 @@ fn keep_runs_removes_the_oldest_run_folders_and_never_the_latest() {
     );
     assert_eq!(summary(&home)["run"], 7);
     // Keeping more than there are removes nothing.
-    let out = rollover(
-        wd.root(),
-        &["convert", "archive", "--out", "home", "--keep-runs", "10"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    keep("convert", "10");
     assert_eq!(run_folders(&home), ["0007", "0008"]);
-    let out = rollover(
-        wd.root(),
-        &["convert", "archive", "--out", "home", "--keep-runs", "2"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = keep("convert", "2");
     assert_eq!(run_folders(&home), ["0008", "0009"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("removed the oldest run folder, keeping 2 (--keep-runs)"),
         "{stderr}"

@@ -126,23 +126,7 @@ fn archive(wd: &Workdir) {
 
 /// Every file under `dir`, by relative path.
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(folder) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let relative = path.strip_prefix(dir).expect("below").display().to_string();
-                files.insert(relative, fs::read(&path).expect("read"));
-            }
-        }
-    }
-    files
+    common::files_below(dir, dir)
 }
 
 fn json(path: &Path) -> Value {
@@ -247,6 +231,20 @@ fn merge(wd: &Workdir, home: &str) -> Output {
     rollover(wd.root(), &["report", "merge", home], &[])
 }
 
+/// Every one of `count` shards over `input` into `home`, then `report merge`, which exits 1
+/// (the archives hold quarantined records).
+fn shard_and_merge(wd: &Workdir, input: &str, home: &str, count: u32) {
+    let all: Vec<u32> = (0..count).collect();
+    run_shards_of(wd, input, home, count, &all);
+    let merged = merge(wd, home);
+    assert_eq!(
+        merged.status.code(),
+        Some(1),
+        "{}",
+        show(&["report", "merge"], &merged)
+    );
+}
+
 /// The union of N = 1, 3 and 7 shards, each run as its own process, equals one unsharded run.
 #[test]
 fn union_of_shards_equals_an_unsharded_run() {
@@ -267,37 +265,11 @@ fn union_of_shards_equals_an_unsharded_run() {
 
     for count in [1u32, 3, 7] {
         let home = format!("sharded-{count}");
-        let all: Vec<u32> = (0..count).collect();
-        run_shards(&wd, &home, count, &all);
-        let merged = merge(&wd, &home);
-        assert_eq!(
-            merged.status.code(),
-            Some(1),
-            "{}",
-            show(&["report", "merge"], &merged)
-        );
+        shard_and_merge(&wd, "archive", &home, count);
 
-        let sessions = tree(&wd.path(&format!("{home}/sessions")));
-        assert_eq!(
-            sessions.keys().collect::<Vec<_>>(),
-            expected_sessions.keys().collect::<Vec<_>>(),
-            "{count} shards: the same rollout paths"
-        );
-        for (path, bytes) in &expected_sessions {
-            assert!(sessions[path] == *bytes, "{count} shards: {path} differs");
-        }
-        let run = wd.path(&format!("{home}/rollover/latest"));
-        for name in ["conversations.jsonl", "quarantine.jsonl", "report.md"] {
-            let (got, want) = (fs::read(run.join(name)), fs::read(expected_run.join(name)));
-            assert!(
-                got.is_ok() && got.ok() == want.ok(),
-                "{count} shards: {name}"
-            );
-        }
-        let mut summary = json(&run.join("summary.json"));
-        assert_eq!(summary["merged_shards"], count);
-        summary.as_object_mut().map(|m| m.remove("merged_shards"));
-        assert_eq!(summary, expected_summary, "{count} shards: summary.json");
+        // The same rollouts, report lines and summary as the unsharded run.
+        assert_merged_equals(&wd, &home, "whole", count);
+        let summary = json(&wd.path(&format!("{home}/rollover/latest/summary.json")));
 
         // The numbers add up: in the merged run, and over the shards.
         assert_eq!(n(&summary, "records"), placed(&summary));
@@ -825,15 +797,7 @@ fn batch_files_in_different_shards_join_as_in_an_unsharded_run() {
 
     for count in BATCH_COUNTS {
         let home = format!("sharded-{count}");
-        let all: Vec<u32> = (0..count).collect();
-        run_shards_of(&wd, "batches", &home, count, &all);
-        let merged = merge(&wd, &home);
-        assert_eq!(
-            merged.status.code(),
-            Some(1),
-            "{}",
-            show(&["report", "merge"], &merged)
-        );
+        shard_and_merge(&wd, "batches", &home, count);
         assert_merged_equals(&wd, &home, "whole", count);
         // The results files' shards counted their results, joined to requests they did not read.
         for (requests, results, at_least) in [

@@ -235,6 +235,25 @@ impl Home {
     }
 }
 
+/// Every file below `dir` (symlinks not followed), by its path relative to `root`, with its
+/// bytes; nothing when `dir` is not there.
+pub fn files_below(root: &Path, dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let relative = e
+                .path()
+                .strip_prefix(root)
+                .expect("below root")
+                .to_string_lossy()
+                .into_owned();
+            (relative, fs::read(e.path()).expect("read file"))
+        })
+        .collect()
+}
+
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path:?}: {e}"));
     text.lines()

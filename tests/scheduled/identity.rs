@@ -27,41 +27,12 @@ fn records(tag: &str, n: usize) -> Vec<Value> {
         .collect()
 }
 
-/// The rollouts under `home/sessions`, relative paths.
+/// The rollouts under `home/sessions`, paths relative to the home.
 fn sessions(wd: &Workdir, home: &str) -> BTreeSet<String> {
     let root = wd.path(home);
-    let mut out = BTreeSet::new();
-    let sessions = root.join("sessions");
-    if !sessions.exists() {
-        return out;
-    }
-    for entry in walk(&sessions) {
-        out.insert(
-            entry
-                .strip_prefix(&root)
-                .expect("below home")
-                .to_string_lossy()
-                .into_owned(),
-        );
-    }
-    out
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).expect("read dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::common::files_below(&root, &root.join("sessions"))
+        .into_keys()
+        .collect()
 }
 
 fn n(summary: &Value, key: &str) -> u64 {

@@ -124,28 +124,9 @@ impl Inputs {
     }
 }
 
-/// Every rollout under `home/sessions`: relative path → bytes.
+/// Every rollout under `home/sessions`: path relative to the home → bytes.
 fn sessions(home: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![home.join("sessions")];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let relative = path.strip_prefix(home).expect("below");
-                out.insert(
-                    relative.to_string_lossy().into_owned(),
-                    fs::read(&path).expect("read"),
-                );
-            }
-        }
-    }
-    out
+    crate::common::files_below(home, &home.join("sessions"))
 }
 
 /// The sessions the manifest remembers whose record is gone: its orphans, and those only

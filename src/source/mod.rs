@@ -7,6 +7,7 @@
 //! Fails: on a missing input path (fatal); everything else is per file and reported, not fatal.
 
 pub mod discover;
+pub mod elements;
 pub mod filter;
 pub mod open;
 pub mod shard;

@@ -12,13 +12,12 @@
 //! the damage is yielded as `truncated`.
 
 use std::collections::VecDeque;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
 use super::discover::SourceFile;
+use super::elements::{Element, Elements, Framing};
 use super::open::{open, Compression};
 use crate::model::Location;
 
@@ -74,6 +73,8 @@ pub fn records(file: &SourceFile) -> RecordReader {
             line: 0,
             offset: 0,
             mode: Mode::Sniff,
+            leading_blanks: 0,
+            owed_blanks: 0,
             queue: VecDeque::new(),
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             spill: Vec::new(),
@@ -98,6 +99,8 @@ pub fn records(file: &SourceFile) -> RecordReader {
                 line: 0,
                 offset: 0,
                 mode: Mode::Done,
+                leading_blanks: 0,
+                owed_blanks: 0,
                 queue,
                 max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
                 spill: Vec::new(),
@@ -106,10 +109,11 @@ pub fn records(file: &SourceFile) -> RecordReader {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Sniff,
     Lines,
+    /// A document's elements (or values), read one at a time; where its first byte is.
+    Elements(Box<(Elements<Box<dyn BufRead + Send>>, Base)>),
     Done,
 }
 
@@ -122,6 +126,10 @@ pub struct RecordReader {
     line: u64,
     offset: u64,
     mode: Mode,
+    /// Blank lines before the first non-blank one, counted while the file is sniffed.
+    leading_blanks: u64,
+    /// Blank lines to report before anything queued.
+    owed_blanks: u64,
     queue: VecDeque<RecordEvent>,
     /// A longer record (or JSON document) is yielded as oversized, never buffered whole.
     max_record_bytes: u64,
@@ -320,17 +328,15 @@ impl RecordReader {
         })
     }
 
-    /// Decides between JSON Lines and one document on the first non-blank line.
+    /// Decides between JSON Lines and one document on the first non-blank line. Blank lines
+    /// before it are counted, never stored: whether they are reported depends on the decision
+    /// (a document's own white space is not), so they are owed until then.
     fn sniff(&mut self) {
-        let mut head: Vec<(Vec<u8>, u64, u64)> = Vec::new();
         loop {
             match self.read_line() {
                 ReadLine::Eof => {
                     self.mode = Mode::Done;
-                    for (bytes, line, offset) in head {
-                        let event = self.line_event(bytes, line, offset);
-                        self.queue.push_back(event);
-                    }
+                    self.owe_blanks();
                     return;
                 }
                 ReadLine::Error {
@@ -339,26 +345,20 @@ impl RecordReader {
                     offset,
                     message,
                 } => {
-                    for (bytes, line, offset) in std::mem::take(&mut head) {
-                        let event = self.line_event(bytes, line, offset);
-                        self.queue.push_back(event);
-                    }
+                    self.owe_blanks();
                     self.damage(partial, line, offset, message);
                     return;
                 }
                 ReadLine::Oversized {
-                    head: first,
+                    head,
                     size,
                     line,
                     offset,
                 } => {
                     // Too long to be read as the start of a document: JSON Lines.
                     self.mode = Mode::Lines;
-                    for (bytes, line, offset) in std::mem::take(&mut head) {
-                        let event = self.line_event(bytes, line, offset);
-                        self.queue.push_back(event);
-                    }
-                    let event = self.oversized(&first, size, line, offset);
+                    self.owe_blanks();
+                    let event = self.oversized(&head, size, line, offset);
                     self.queue.push_back(event);
                     return;
                 }
@@ -369,7 +369,7 @@ impl RecordReader {
                 } => {
                     let stripped = strip_line(&bytes, offset == 0);
                     if stripped.iter().all(u8::is_ascii_whitespace) {
-                        head.push((bytes, line, offset));
+                        self.leading_blanks += 1;
                         continue;
                     }
                     let complete = is_json_value(stripped);
@@ -382,15 +382,16 @@ impl RecordReader {
                     // into one truncated record.
                     let opens_document =
                         matches!(stripped.trim_ascii_start().first(), Some(b'{' | b'['));
-                    head.push((bytes, line, offset));
-                    if complete || !opens_document {
-                        self.mode = Mode::Lines;
-                        for (bytes, line, offset) in head {
-                            let event = self.line_event(bytes, line, offset);
-                            self.queue.push_back(event);
-                        }
+                    // A whole array of records on one line (a ChatGPT `conversations.json`
+                    // written without newlines) is a document too, read element by element.
+                    let one_line_array = complete && is_record_array(stripped);
+                    if one_line_array || (!complete && opens_document) {
+                        self.read_document(bytes, line, offset);
                     } else {
-                        self.read_document(head);
+                        self.mode = Mode::Lines;
+                        self.owe_blanks();
+                        let event = self.line_event(bytes, line, offset);
+                        self.queue.push_back(event);
                     }
                     return;
                 }
@@ -398,123 +399,195 @@ impl RecordReader {
         }
     }
 
-    /// Reads the rest of the file as one JSON document; falls back to lines if it is not one.
-    fn read_document(&mut self, head: Vec<(Vec<u8>, u64, u64)>) {
-        let mut lines = head;
-        let mut damage = None;
-        let mut size: u64 = lines.iter().map(|(b, _, _)| b.len() as u64).sum();
-        loop {
-            if size > self.max_record_bytes {
-                self.oversized_document(lines, size);
-                return;
-            }
-            match self.read_line() {
-                ReadLine::Line {
-                    bytes,
-                    line,
-                    offset,
-                } => {
-                    size += bytes.len() as u64;
-                    lines.push((bytes, line, offset));
+    /// The blank lines before the first record are reported (the file is not one document).
+    fn owe_blanks(&mut self) {
+        self.owed_blanks += std::mem::take(&mut self.leading_blanks);
+    }
+
+    /// Reads the rest of the file as one JSON document whose first line is `first` (at `line`,
+    /// byte `offset`), held in one buffer up to `--max-record-bytes`; falls back to lines if
+    /// it is not one. A longer array is read element by element from the stream.
+    fn read_document(&mut self, first: Vec<u8>, line: u64, offset: u64) {
+        let mut doc = first;
+        let mut error = None;
+        while let Some(reader) = self.reader.as_mut() {
+            let n = match reader.fill_buf() {
+                Ok(available) => {
+                    doc.extend_from_slice(available);
+                    available.len()
                 }
-                ReadLine::Oversized {
-                    head, size: more, ..
-                } => {
-                    size += more;
-                    lines.push((head, 0, 0));
-                }
-                ReadLine::Eof => break,
-                ReadLine::Error {
-                    partial,
-                    line,
-                    offset,
-                    message,
-                } => {
-                    damage = Some((partial, line, offset, message));
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    error = Some(err.to_string());
                     break;
                 }
+            };
+            if n == 0 {
+                break;
             }
-        }
-        let mut doc = Vec::with_capacity(lines.iter().map(|(b, _, _)| b.len()).sum());
-        for (bytes, _, offset) in &lines {
-            if *offset == 0 && bytes.starts_with(BOM) {
-                doc.extend_from_slice(&bytes[BOM.len()..]);
-            } else {
-                doc.extend_from_slice(bytes);
-            }
-        }
-        let bom = lines
-            .first()
-            .map(|(b, _, o)| *o == 0 && b.starts_with(BOM))
-            .unwrap_or(false);
-        let doc_start = if bom { BOM.len() as u64 } else { 0 };
-        let first_line = lines.first().map(|(_, l, _)| *l).unwrap_or(1);
-        if let Some((partial, line, offset, message)) = damage {
-            // A first line cut or corrupt at its end still starts with `{`. If other lines
-            // are complete JSON objects on their own, this is JSON Lines, not a document:
-            // read it as lines, so that the records before the damage are converted (as
-            // the undamaged fallback below does).
-            let lines_evidence = lines.iter().any(|(bytes, _, offset)| {
-                let stripped = strip_line(bytes, *offset == 0).trim_ascii();
-                stripped.first() == Some(&b'{') && is_json_value(stripped)
-            });
-            if lines_evidence {
-                for (bytes, line, offset) in lines {
-                    let event = self.line_event(bytes, line, offset);
-                    self.queue.push_back(event);
-                }
-                self.damage(partial, line, offset, message);
+            reader.consume(n);
+            if doc.len() as u64 > self.max_record_bytes.saturating_add(BOM.len() as u64) {
+                self.large_document(doc, line, offset);
                 return;
             }
-            // A document cut by damage is one truncated record: report it whole.
-            doc.extend_from_slice(&partial);
-            let trimmed = doc.trim_ascii();
-            if !trimmed.is_empty() {
-                self.queue.push_back(RecordEvent::Record(RawRecord {
-                    location: self.location(first_line, doc_start, None),
-                    bytes: trimmed.to_vec(),
-                    truncated: true,
-                    oversized: None,
-                    id: Default::default(),
-                }));
-            }
-            self.damage(Vec::new(), line, offset, message);
+        }
+        let bom = if offset == 0 && doc.starts_with(BOM) {
+            BOM.len()
+        } else {
+            0
+        };
+        let base = Base {
+            line,
+            offset: offset + bom as u64,
+        };
+        if let Some(message) = error {
+            self.damaged_document(doc, base, bom, message);
             return;
         }
-        self.mode = Mode::Done;
         self.reader = None;
-        match split_document(&doc) {
-            Some(spans) => {
-                for (start, end, element) in spans {
-                    let line = first_line + count_newlines(&doc[..start]);
-                    self.queue.push_back(RecordEvent::Record(RawRecord {
-                        location: self.location(line, doc_start + start as u64, element),
-                        bytes: doc[start..end].to_vec(),
-                        truncated: false,
-                        oversized: None,
-                        id: Default::default(),
-                    }));
-                }
+        let body = &doc[bom..];
+        let framing = if is_json_value(body) {
+            if is_record_array(body) {
+                Some(Framing::Array)
+            } else {
+                // One record: the whole value, without the white space around it.
+                let start = body.len() - body.trim_ascii_start().len();
+                let record = RawRecord {
+                    location: self.location(
+                        base.line + count_newlines(&body[..start]),
+                        base.offset + start as u64,
+                        None,
+                    ),
+                    bytes: body.trim_ascii().to_vec(),
+                    truncated: false,
+                    oversized: None,
+                    id: Default::default(),
+                };
+                self.queue.push_back(RecordEvent::Record(record));
+                self.mode = Mode::Done;
+                return;
             }
-            None => {
-                for (bytes, line, offset) in lines {
-                    let event = self.line_event(bytes, line, offset);
-                    self.queue.push_back(event);
-                }
+        } else if is_json_sequence(body) {
+            Some(Framing::Sequence)
+        } else {
+            None
+        };
+        match framing {
+            Some(framing) => {
+                let mut cursor = std::io::Cursor::new(doc);
+                cursor.set_position(bom as u64);
+                let elements = Elements::new(
+                    Box::new(cursor) as Box<dyn BufRead + Send>,
+                    framing,
+                    self.max_record_bytes,
+                );
+                self.mode = Mode::Elements(Box::new((elements, base)));
             }
+            // Not JSON as a whole: every line is reported on its own.
+            None => self.replay_lines(doc, line, offset, None),
         }
     }
 
-    /// A JSON document over the limit: one oversized record at its first line, the rest of
-    /// the file skipped unbuffered (a damage there still ends it with a [`Damage`]).
-    fn oversized_document(&mut self, lines: Vec<(Vec<u8>, u64, u64)>, mut size: u64) {
-        let first_line = lines.first().map(|(_, l, _)| *l).unwrap_or(1);
-        let mut head: Vec<u8> = Vec::with_capacity(OVERSIZED_HEAD);
-        for (bytes, _, _) in &lines {
-            let room = OVERSIZED_HEAD.saturating_sub(head.len()).min(bytes.len());
-            head.extend_from_slice(&bytes[..room]);
+    /// Reads `doc` (the file from byte `offset`, line `line` on) again as JSON Lines, then the
+    /// read error that ended it, if one did.
+    fn replay_lines(&mut self, doc: Vec<u8>, line: u64, offset: u64, error: Option<String>) {
+        self.owe_blanks();
+        self.reader = Some(Box::new(Replay {
+            bytes: std::io::Cursor::new(doc),
+            error,
+        }));
+        self.line = line - 1;
+        self.offset = offset;
+        self.mode = Mode::Lines;
+    }
+
+    /// A document cut by a read error. If lines before the damage are complete JSON objects on
+    /// their own, this is JSON Lines whose first line is cut or corrupt at its end: it is read
+    /// as lines, so that the records before the damage are converted. Otherwise the document
+    /// is one truncated record.
+    fn damaged_document(&mut self, mut doc: Vec<u8>, base: Base, bom: usize, message: String) {
+        let last_line = memchr::memrchr(b'\n', &doc).map_or(0, |at| at + 1);
+        let lines_evidence = doc[..last_line].split(|b| *b == b'\n').any(|line| {
+            let stripped = line.trim_ascii();
+            stripped.first() == Some(&b'{') && is_json_value(stripped)
+        });
+        if lines_evidence {
+            let offset = base.offset - bom as u64;
+            self.replay_lines(doc, base.line, offset, Some(message));
+            return;
         }
-        drop(lines);
+        let damage_line = base.line + count_newlines(&doc[..last_line]);
+        let damage_offset = base.offset - bom as u64 + last_line as u64;
+        let trimmed = doc[bom..].trim_ascii();
+        if !trimmed.is_empty() {
+            let bytes = trimmed.to_vec();
+            doc = Vec::new();
+            self.queue.push_back(RecordEvent::Record(RawRecord {
+                location: self.location(base.line, base.offset, None),
+                bytes,
+                truncated: true,
+                oversized: None,
+                id: Default::default(),
+            }));
+        }
+        drop(doc);
+        self.damage(Vec::new(), damage_line, damage_offset, message);
+    }
+
+    /// A JSON document over the limit. An array of records is read element by element from
+    /// the stream, each under the limit; anything else is one oversized record at its first
+    /// line, the rest of the file skipped unbuffered (a damage there still ends it with a
+    /// [`Damage`]).
+    fn large_document(&mut self, doc: Vec<u8>, line: u64, offset: u64) {
+        let bom = if offset == 0 && doc.starts_with(BOM) {
+            BOM.len()
+        } else {
+            0
+        };
+        let base = Base {
+            line,
+            offset: offset + bom as u64,
+        };
+        let head: Vec<u8> = doc[..doc.len().min(OVERSIZED_HEAD + bom)].to_vec();
+        let buffered = doc.len() as u64;
+        if doc[bom..].trim_ascii_start().first() == Some(&b'[') {
+            let Some(rest) = self.reader.take() else {
+                return;
+            };
+            let mut cursor = std::io::Cursor::new(doc);
+            cursor.set_position(bom as u64);
+            let stream: Box<dyn BufRead + Send> = Box::new(cursor.chain(rest));
+            let mut elements = Elements::new(stream, Framing::Array, self.max_record_bytes);
+            let first = elements.next();
+            let message_list =
+                matches!(&first, Some(Element::Value { bytes, .. }) if looks_like_message(bytes));
+            if !message_list {
+                if let Some(first) = first {
+                    self.element_event(first, base);
+                }
+                if !matches!(self.mode, Mode::Done) {
+                    self.mode = Mode::Elements(Box::new((elements, base)));
+                }
+                return;
+            }
+            // An array of chat messages is one record: over the limit as a whole.
+            let (rest, error) = elements.skip_rest();
+            let size = elements.offset() + bom as u64;
+            let _ = rest;
+            let event = self.oversized(&head, size, line, offset);
+            self.queue.push_back(event);
+            self.mode = Mode::Done;
+            if let Some(err) = error {
+                let at = base.offset + elements.offset();
+                self.damage(Vec::new(), line, at, err.to_string());
+            }
+            return;
+        }
+        // Count the rest line by line, as JSON Lines would, so a damage is placed on its line.
+        self.line = line - 1 + count_newlines(&doc);
+        self.offset = offset + buffered;
+        drop(doc);
+        let mut size = buffered;
         let limit = std::mem::replace(&mut self.max_record_bytes, 0);
         let mut damage = None;
         loop {
@@ -535,13 +608,94 @@ impl RecordReader {
             }
         }
         self.max_record_bytes = limit;
-        let event = self.oversized(&head, size, first_line, 0);
+        let event = self.oversized(&head, size, line, offset);
         self.queue.push_back(event);
         self.mode = Mode::Done;
         match damage {
             Some((line, offset, message)) => self.damage(Vec::new(), line, offset, message),
             None => self.reader = None,
         }
+    }
+
+    /// Queues the event of one element of a document whose first byte is at `base`.
+    fn element_event(&mut self, element: Element, base: Base) {
+        match element {
+            Element::Value {
+                bytes,
+                offset,
+                line,
+                index,
+            } => self.queue.push_back(RecordEvent::Record(RawRecord {
+                location: self.location(base.line + line, base.offset + offset, index),
+                bytes,
+                truncated: false,
+                oversized: None,
+                id: Default::default(),
+            })),
+            Element::Oversized {
+                head,
+                size,
+                offset,
+                line,
+                index,
+            } => self.queue.push_back(RecordEvent::Record(RawRecord {
+                location: self.location(base.line + line, base.offset + offset, index),
+                bytes: head,
+                truncated: false,
+                oversized: Some(size),
+                id: Default::default(),
+            })),
+            Element::Broken {
+                offset,
+                line,
+                message,
+                io: _,
+            } => {
+                self.reader = None;
+                self.damage(Vec::new(), base.line + line, base.offset + offset, message);
+            }
+        }
+    }
+}
+
+/// Where a document's first byte is in its file: the line (1-based) and byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Base {
+    line: u64,
+    offset: u64,
+}
+
+/// A document's bytes read again, then the read error that ended them the first time.
+struct Replay {
+    bytes: std::io::Cursor<Vec<u8>>,
+    error: Option<String>,
+}
+
+impl std::io::Read for Replay {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.bytes.read(buf)?;
+        if n == 0 {
+            if let Some(message) = self.error.take() {
+                return Err(std::io::Error::other(message));
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl BufRead for Replay {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        let at_end = self.bytes.position() >= self.bytes.get_ref().len() as u64;
+        if at_end {
+            if let Some(message) = self.error.take() {
+                return Err(std::io::Error::other(message));
+            }
+        }
+        self.bytes.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.bytes.consume(amount);
     }
 }
 
@@ -550,12 +704,26 @@ impl Iterator for RecordReader {
 
     fn next(&mut self) -> Option<RecordEvent> {
         loop {
+            if self.owed_blanks > 0 {
+                self.owed_blanks -= 1;
+                return Some(RecordEvent::Blank);
+            }
             if let Some(event) = self.queue.pop_front() {
                 return Some(event);
             }
-            match self.mode {
+            match &mut self.mode {
                 Mode::Done => return None,
                 Mode::Sniff => self.sniff(),
+                Mode::Elements(elements) => {
+                    let base = elements.1;
+                    match elements.0.next() {
+                        Some(element) => self.element_event(element, base),
+                        // A document read ahead whole ends the file; the stream it was read
+                        // from, if still here, goes on as lines.
+                        None if self.reader.is_some() => self.mode = Mode::Lines,
+                        None => self.mode = Mode::Done,
+                    }
+                }
                 Mode::Lines => match self.read_line() {
                     ReadLine::Eof => self.mode = Mode::Done,
                     ReadLine::Line {
@@ -605,95 +773,165 @@ fn count_newlines(bytes: &[u8]) -> u64 {
     memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
-/// Splits a whole JSON document into record spans `(start, end, element)`. Several documents
-/// one after another (`jq .` output) are one record each. `None` when the bytes are neither.
-fn split_document(doc: &[u8]) -> Option<Vec<(usize, usize, Option<usize>)>> {
-    let base = doc.as_ptr() as usize;
-    let whole: &RawValue = match serde_json::from_slice(doc) {
-        Ok(whole) => whole,
-        Err(_) => {
-            let values = serde_json::Deserializer::from_slice(doc)
-                .into_iter::<&RawValue>()
-                .collect::<Result<Vec<_>, _>>()
-                .ok()?;
-            if values.len() < 2 {
-                return None;
-            }
-            return Some(
-                values
-                    .iter()
-                    .map(|raw| {
-                        let start = raw.get().as_ptr() as usize - base;
-                        (start, start + raw.get().len(), None)
-                    })
-                    .collect(),
-            );
-        }
-    };
-    let span = |raw: &RawValue| {
-        let start = raw.get().as_ptr() as usize - base;
-        (start, start + raw.get().len())
-    };
-    if whole.get().starts_with('[') {
-        let elements: Vec<&RawValue> = serde_json::from_str(whole.get()).ok()?;
-        let is_message_list = elements
-            .first()
-            .map(|first| looks_like_message(first.get()))
-            .unwrap_or(false);
-        if !is_message_list && !elements.is_empty() {
-            return Some(
-                elements
-                    .iter()
-                    .enumerate()
-                    .map(|(i, raw)| {
-                        let (start, end) = span(raw);
-                        (start, end, Some(i))
-                    })
-                    .collect(),
-            );
-        }
-    }
-    let (start, end) = span(whole);
-    Some(vec![(start, end, None)])
-}
-
-/// A chat message object: has a string `role`.
-fn looks_like_message(json: &str) -> bool {
+/// A chat message object: has a `role`.
+fn looks_like_message(json: &[u8]) -> bool {
     #[derive(serde::Deserialize)]
     struct Probe {
         role: Option<serde::de::IgnoredAny>,
     }
-    serde_json::from_str::<Probe>(json)
+    serde_json::from_slice::<Probe>(json)
         .map(|p| p.role.is_some())
         .unwrap_or(false)
+}
+
+/// `value` (one complete JSON value) is a non-empty array whose first element is not a chat
+/// message: an array of records, one per element. An array of messages is one record.
+fn is_record_array(value: &[u8]) -> bool {
+    if value.trim_ascii_start().first() != Some(&b'[') {
+        return false;
+    }
+    match Elements::new(value, Framing::Array, u64::MAX).next() {
+        Some(Element::Value { bytes, .. }) => !looks_like_message(&bytes),
+        Some(Element::Oversized { .. } | Element::Broken { .. }) | None => false,
+    }
+}
+
+/// `bytes` are two or more complete JSON values one after another (`jq .` output).
+fn is_json_sequence(bytes: &[u8]) -> bool {
+    let mut count = 0usize;
+    for value in serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>() {
+        if value.is_err() {
+            return false;
+        }
+        count += 1;
+    }
+    count >= 2
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The events of a file holding `bytes`, in a compact form: `R line offset element bytes`,
+    /// `O line size`, `B`, `D line offset`.
+    fn events(bytes: &[u8], max: u64) -> Vec<String> {
+        let dir = std::env::temp_dir().join(format!(
+            "rollover-split-{}-{}",
+            std::process::id(),
+            xxhash_rust::xxh3::xxh3_64(bytes)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.json");
+        std::fs::write(&path, bytes).unwrap();
+        let file = SourceFile {
+            path: path.clone(),
+            display: Arc::from("f.json"),
+            key: "f.json".into(),
+            origin: "f.json".into(),
+            size: bytes.len() as u64,
+            mtime_ns: 0,
+        };
+        let out = records(&file)
+            .max_record_bytes(max)
+            .map(|event| match event {
+                RecordEvent::Record(r) if r.oversized.is_some() => {
+                    format!("O {} {}", r.location.line, r.oversized.unwrap_or(0))
+                }
+                RecordEvent::Record(r) => format!(
+                    "R {} {} {:?} {}{}",
+                    r.location.line,
+                    r.location.byte_offset,
+                    r.location.element,
+                    String::from_utf8_lossy(&r.bytes),
+                    if r.truncated { " (truncated)" } else { "" }
+                ),
+                RecordEvent::Blank => "B".into(),
+                RecordEvent::Damage(d) => {
+                    format!("D {} {}", d.location.line, d.location.byte_offset)
+                }
+            })
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        out
+    }
+
     #[test]
     fn document_array_splits_into_elements_with_lines() {
         let doc = b"[\n  {\"a\": 1},\n  {\"b\": 2}\n]\n";
-        let spans = split_document(doc).unwrap();
-        assert_eq!(spans.len(), 2);
-        assert_eq!(&doc[spans[1].0..spans[1].1], b"{\"b\": 2}");
-        assert_eq!(count_newlines(&doc[..spans[1].0]), 2);
+        assert_eq!(
+            events(doc, 1 << 20),
+            ["R 2 4 Some(0) {\"a\": 1}", "R 3 16 Some(1) {\"b\": 2}"]
+        );
     }
 
     #[test]
     fn concatenated_documents_are_one_record_each() {
         let doc = b"{\n  \"a\": 1\n}\n{\n  \"b\": 2\n}\n";
-        let spans = split_document(doc).unwrap();
-        assert_eq!(spans.len(), 2);
-        assert_eq!(&doc[spans[1].0..spans[1].1], b"{\n  \"b\": 2\n}");
-        assert_eq!(split_document(b"{\"a\": 1} {\"b\""), None);
+        assert_eq!(
+            events(doc, 1 << 20),
+            [
+                "R 1 0 None {\n  \"a\": 1\n}",
+                "R 4 13 None {\n  \"b\": 2\n}"
+            ]
+        );
     }
 
     #[test]
     fn message_array_is_one_record() {
         let doc = br#"[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]"#;
-        assert_eq!(split_document(doc).unwrap(), vec![(0, doc.len(), None)]);
+        let text = String::from_utf8_lossy(doc);
+        assert_eq!(events(doc, 1 << 20), [format!("R 1 0 None {text}")]);
+    }
+
+    #[test]
+    fn a_one_line_array_of_records_is_read_element_by_element() {
+        let doc = b"\xEF\xBB\xBF[{\"id\":\"a\"},{\"id\":\"b\"}]\n";
+        assert_eq!(
+            events(doc, 1 << 20),
+            [
+                "R 1 4 Some(0) {\"id\":\"a\"}",
+                "R 1 15 Some(1) {\"id\":\"b\"}"
+            ]
+        );
+    }
+
+    #[test]
+    fn blank_lines_are_counted_not_kept_and_a_document_owes_none() {
+        let mut lines = vec![b'\n'; 5];
+        lines.extend_from_slice(b"{\"a\":1}\n");
+        assert_eq!(
+            events(&lines, 1 << 20),
+            ["B", "B", "B", "B", "B", "R 6 5 None {\"a\":1}"]
+        );
+        let mut doc = vec![b'\n'; 3];
+        doc.extend_from_slice(b"[\n{\"a\":1}\n]");
+        assert_eq!(events(&doc, 1 << 20), ["R 5 5 Some(0) {\"a\":1}"]);
+    }
+
+    #[test]
+    fn a_document_that_is_not_json_is_read_as_lines() {
+        let doc = b"{\"a\":\n{\"b\":1}\n";
+        assert_eq!(
+            events(doc, 1 << 20),
+            ["R 1 0 None {\"a\":", "R 2 6 None {\"b\":1}"]
+        );
+    }
+
+    #[test]
+    fn an_array_over_the_limit_is_read_element_by_element() {
+        let mut doc = b"[\n".to_vec();
+        for i in 0..50 {
+            doc.extend_from_slice(format!("  {{\"n\": {i:03}}},\n").as_bytes());
+        }
+        doc.extend_from_slice(format!("  \"{}\"\n]\n", "x".repeat(300)).as_bytes());
+        let got = events(&doc, 200);
+        assert_eq!(got.len(), 51);
+        assert_eq!(got[0], "R 2 4 Some(0) {\"n\": 000}");
+        assert_eq!(got[49], "R 51 690 Some(49) {\"n\": 049}");
+        assert_eq!(got[50], "O 52 302");
+        // An object over the limit is one oversized record.
+        let object = format!("{{\n\"a\": \"{}\"\n}}\n", "x".repeat(300));
+        assert_eq!(events(object.as_bytes(), 200), ["O 1 312"]);
     }
 
     #[test]

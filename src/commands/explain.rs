@@ -29,6 +29,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         follow: true,
         stdin_name: "stdin".to_string(),
         filter: Default::default(),
+        stop: Default::default(),
     };
     let found = discover(std::slice::from_ref(&path), None, &walk)
         .with_context(|| format!("explaining {}", args.record))?;
@@ -102,7 +103,7 @@ fn find_record(file: &crate::source::SourceFile, line: Option<u64>) -> Result<Ra
                     return Ok(record);
                 }
             }
-            RecordEvent::Blank => {}
+            RecordEvent::Blank(_) => {}
             RecordEvent::Damage(damage) => bail!("{}: {}", damage.location, damage.message),
         }
     }

@@ -14,7 +14,8 @@
 //! or of its own ranges of a split file), and which results files it replays.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -74,6 +75,15 @@ pub struct BatchIndex {
     /// The places in the walk of the files whose first record is a Batch request line
     /// (`custom_id` without a result): where requests most likely are.
     request_files: Vec<usize>,
+}
+
+/// Keeps an event of a results file that is not a result line. Blank lines in a row are one
+/// event counting them: a results file of newlines is held in constant memory.
+fn push_leftover(leftovers: &mut Vec<(RecordEvent, u64)>, event: RecordEvent, ordinal: u64) {
+    match (leftovers.last_mut(), event) {
+        (Some((RecordEvent::Blank(run), _)), RecordEvent::Blank(more)) => *run += more,
+        (_, event) => leftovers.push((event, ordinal)),
+    }
 }
 
 /// `Some(custom_id)` when `value` is a result line without messages of its own: an OpenAI
@@ -136,17 +146,28 @@ pub fn batch_result(mut result: Value, custom_id: &str) -> Result<Value, InputEr
 }
 
 impl BatchIndex {
-    /// Reads ahead every file whose first record is a batch result line.
-    pub fn scan(files: &[SourceFile], rules: &InputRules, repair: bool) -> BatchIndex {
+    /// Reads ahead every file whose first record is a batch result line. Stops early, with
+    /// what it found so far, once `stop` holds a signal (the caller then ends the run).
+    pub fn scan(
+        files: &[SourceFile],
+        rules: &InputRules,
+        repair: bool,
+        stop: &Arc<AtomicUsize>,
+    ) -> BatchIndex {
         let mut index = BatchIndex::default();
         for (file_index, file) in files.iter().enumerate() {
-            let mut events = records(file);
+            if stop.load(Ordering::Relaxed) != 0 {
+                break;
+            }
+            let mut events = records(file).stop(stop);
             let compression = events.compression();
-            let mut head = Vec::new();
+            // Blank lines before the first record are counted, never kept (a file of newlines
+            // is read in constant memory); a damage ends the file.
+            let mut head: Vec<(RecordEvent, u64)> = Vec::new();
             let first = loop {
                 match events.next() {
                     Some(RecordEvent::Record(record)) => break Some(record),
-                    Some(other) => head.push(other),
+                    Some(other) => push_leftover(&mut head, other, 0),
                     None => break None,
                 }
             };
@@ -161,11 +182,11 @@ impl BatchIndex {
                 }
                 continue;
             }
-            let mut leftovers: Vec<(RecordEvent, u64)> = head.into_iter().map(|e| (e, 0)).collect();
+            let mut leftovers = head;
             let mut ordinal = 0u64;
             for event in std::iter::once(RecordEvent::Record(first)).chain(events) {
                 let RecordEvent::Record(record) = event else {
-                    leftovers.push((event, ordinal));
+                    push_leftover(&mut leftovers, event, ordinal);
                     continue;
                 };
                 let parsed = parse_record(&record.bytes, repair).ok();

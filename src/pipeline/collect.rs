@@ -273,7 +273,7 @@ impl<'h> Collector<'h> {
                     let marks = self.marks();
                     self.segments.push((self.walk_index(*file), *range, marks));
                 }
-                Work::Blank => self.summary.blank_lines += 1,
+                Work::Blank(n) => self.summary.blank_lines += n,
                 Work::Damage(damage) => {
                     progress.damage(damage);
                     self.summary.damaged_files.push(DamageReport {
@@ -286,7 +286,7 @@ impl<'h> Collector<'h> {
                 }
                 Work::Record(record, file, _) => {
                     records += 1;
-                    bytes += record.bytes.len() as u64;
+                    bytes += read_size(record);
                     self.file_entry(*file).records += 1;
                     if matches!(outcome, Some(Outcome::NotSampled)) {
                         self.summary.records_not_sampled += 1;
@@ -320,7 +320,7 @@ impl<'h> Collector<'h> {
                 Work::Source(work) => {
                     for (record, _) in &work.records {
                         records += 1;
-                        bytes += record.bytes.len() as u64;
+                        bytes += read_size(record);
                     }
                     self.file_entry(work.file).records += work.records.len() as u64;
                     self.formats.insert(work.file, work.format.name());
@@ -776,4 +776,10 @@ fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {
         path: home.run_file(name).display().to_string(),
         source,
     }
+}
+
+/// The decompressed bytes a record took to read: an oversized one's whole size, though only
+/// its head was kept (a zip's conversations.json of 2 GiB reads as 2 GiB, not its first KiB).
+fn read_size(record: &crate::source::RawRecord) -> u64 {
+    record.oversized.unwrap_or(record.bytes.len() as u64)
 }

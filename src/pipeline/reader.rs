@@ -20,6 +20,7 @@ use std::thread::JoinHandle;
 use crate::input::batch::BatchIndex;
 use crate::input::format::{self, Granularity, SourceFormat};
 use crate::model::identity::Occurrences;
+use crate::model::Location;
 use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile};
 
 use super::Portion;
@@ -46,7 +47,8 @@ pub enum Work {
     /// Records of another source format: one record, or a whole file when the format's
     /// conversations span records.
     Source(SourceWork),
-    Blank,
+    /// Blank lines in a row (their number).
+    Blank(u64),
     Damage(Damage),
     /// Every event of this file was read: once the batch holding it is written, the file is
     /// completely on disk and can be recorded as done.
@@ -83,12 +85,16 @@ pub struct Plan {
     pub portions: Vec<Portion>,
     /// The shard, when the run is one.
     pub shard: Option<ShardPlan>,
-    /// Set by a signal: stop reading; the file being read is not finished.
-    pub stop: Arc<AtomicBool>,
+    /// The signal that asked the run to stop (0: none): stop reading; the file being read is
+    /// not finished. Input streams check it at every buffer, so a long record or skip stops too.
+    pub stop: Arc<AtomicUsize>,
     /// The format every file is in (`--from`); detected per file when `None`.
     pub from: Option<SourceFormat>,
     /// A longer record is sent as oversized, never loaded whole (`--max-record-bytes`).
     pub max_record_bytes: u64,
+    /// A whole-file format's records are collected up to this many bytes; past it the file is
+    /// refused with a damage naming the limit, and its records dropped as they come.
+    pub max_conversation_bytes: u64,
     /// At most this many files are decompressed at once (half of `--jobs`, rounded up).
     pub readers: usize,
 }
@@ -159,6 +165,7 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
         stop,
         from,
         max_record_bytes,
+        max_conversation_bytes,
         readers: _,
     } = plan;
     let (shard, from, max_record_bytes) = (*shard, *from, *max_record_bytes);
@@ -182,7 +189,7 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
                 // Its compression matters only to a shard's ranges, never read ahead.
                 (prefetched(chunks, &in_file, &complete), Compression::None)
             }
-            None => events(index, file_index, file, &in_file, max_record_bytes),
+            None => events(index, file_index, file, &in_file, max_record_bytes, stop),
         };
         let mut ranges = portions
             .get(file_index)
@@ -195,12 +202,15 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
         // Decided at the file's first record; a whole-file format collects it here.
         let mut format = from;
         let mut whole: Vec<(RawRecord, u64)> = Vec::new();
+        // The bytes collected in `whole`; past the limit, the file's size so far (refused).
+        let mut whole_bytes = 0u64;
+        let mut refused: Option<Location> = None;
         // Every record of the file is counted, those of ranges another shard owns too, so
         // that each record's identity is the one an unsharded run gives it.
         let mut occurrences = Occurrences::default();
         for (mut event, given) in events {
             super::failpoint("reader");
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) != 0 {
                 stopped = true;
                 break;
             }
@@ -249,11 +259,21 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
                             file: file_index,
                             format,
                         })),
-                        Some(Granularity::File) => whole.push((record, ordinal_here)),
+                        Some(Granularity::File) => {
+                            whole_bytes += record.bytes.len() as u64;
+                            if refused.is_none() && whole_bytes > *max_conversation_bytes {
+                                refused = whole.first().map(|(r, _)| r.location.clone());
+                                refused.get_or_insert_with(|| record.location.clone());
+                                whole = Vec::new();
+                            }
+                            if refused.is_none() {
+                                whole.push((record, ordinal_here));
+                            }
+                        }
                     }
                     ordinal += 1;
                 }
-                RecordEvent::Blank => batch.push(Work::Blank),
+                RecordEvent::Blank(n) => batch.push(Work::Blank(n)),
                 RecordEvent::Damage(damage) => batch.push(Work::Damage(damage)),
             }
             if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
@@ -267,6 +287,16 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
         }
         if stopped || !complete.load(Ordering::Relaxed) {
             break;
+        }
+        if let Some(location) = refused {
+            batch.push(Work::Damage(Damage {
+                location,
+                compressed_offset: None,
+                message: format!(
+                    "its {} conversation holds {whole_bytes} bytes of records, more than --max-conversation-bytes ({max_conversation_bytes}): not converted (a file of this format is held whole while it is read); raise the limit to read it",
+                    format.map_or("", SourceFormat::name),
+                ),
+            }));
         }
         if let (Some(format), false) = (format, whole.is_empty()) {
             batch.push(Work::Source(SourceWork {
@@ -370,13 +400,15 @@ impl Prefetch {
                 while position >= shelf.taken + shelf.threads && !shelf.closed {
                     shelf = self.wait(shelf);
                 }
-                if shelf.closed || stop.load(Ordering::Relaxed) {
+                if shelf.closed || stop.load(Ordering::Relaxed) != 0 {
                     break;
                 }
                 shelf.channels.insert(file_index, from_thread);
             }
             self.ready.notify_all();
-            let reader = records(&files[file_index]).max_record_bytes(plan.max_record_bytes);
+            let reader = records(&files[file_index])
+                .max_record_bytes(plan.max_record_bytes)
+                .stop(stop);
             let counter = reader.disk_counter();
             let mut chunk = Vec::new();
             let mut bytes = 0;
@@ -518,7 +550,7 @@ impl Ranges {
                 self.last = self.plan.range_of(record.location.byte_offset);
                 self.last
             }
-            RecordEvent::Blank => self.last,
+            RecordEvent::Blank(_) => self.last,
             RecordEvent::Damage(damage) => self.plan.range_of(damage.location.byte_offset),
         };
         if self.end.is_some_and(|end| range > end) {
@@ -545,6 +577,7 @@ fn events<'a>(
     file: &SourceFile,
     in_file: &Arc<AtomicU64>,
     max_record_bytes: u64,
+    stop: &Arc<AtomicUsize>,
 ) -> (Events<'a>, Compression) {
     match index.leftovers.get(&file_index) {
         // The file's own compression: a shard's ranges of a split results file are found by
@@ -554,7 +587,7 @@ fn events<'a>(
             index.compression(file_index),
         ),
         None => {
-            let reader = records(file).max_record_bytes(max_record_bytes);
+            let reader = records(file).max_record_bytes(max_record_bytes).stop(stop);
             let compression = reader.compression();
             let counter = reader.disk_counter();
             let in_file = Arc::clone(in_file);
@@ -579,7 +612,7 @@ pub(super) fn detect(record: &RawRecord) -> SourceFormat {
 fn clone_event(event: &RecordEvent) -> RecordEvent {
     match event {
         RecordEvent::Record(r) => RecordEvent::Record(r.clone()),
-        RecordEvent::Blank => RecordEvent::Blank,
+        RecordEvent::Blank(n) => RecordEvent::Blank(*n),
         RecordEvent::Damage(d) => RecordEvent::Damage(d.clone()),
     }
 }
@@ -637,9 +670,10 @@ mod tests {
                 })
                 .collect(),
             shard: None,
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(AtomicUsize::new(0)),
             from: None,
             max_record_bytes: 1 << 30,
+            max_conversation_bytes: 1 << 30,
             readers,
         }
     }
@@ -659,7 +693,7 @@ mod tests {
                     )),
                     Work::FileEnd(file) => events.push(format!("end {file}")),
                     Work::Segment(file, range) => events.push(format!("segment {file} {range}")),
-                    Work::Blank => events.push("blank".into()),
+                    Work::Blank(n) => events.push(format!("blank {n}")),
                     Work::Damage(damage) => events.push(format!("damage {}", damage.message)),
                     Work::Source(_) => events.push("source".into()),
                 }

@@ -41,6 +41,10 @@ pub struct RawRecord {
 /// The default of `--max-record-bytes`.
 pub const DEFAULT_MAX_RECORD_BYTES: u64 = 256 << 20;
 
+/// The default of `--max-conversation-bytes`: a file whose format spans it with one
+/// conversation is held whole while read, up to this.
+pub const DEFAULT_MAX_CONVERSATION_BYTES: u64 = 1 << 30;
+
 /// What is kept of an oversized record: its first bytes, for the quarantine line.
 pub const OVERSIZED_HEAD: usize = 1024;
 
@@ -57,8 +61,8 @@ pub struct Damage {
 #[derive(Debug)]
 pub enum RecordEvent {
     Record(RawRecord),
-    /// A blank line (whitespace only): skipped, counted.
-    Blank,
+    /// Blank lines in a row (white space only; their number): skipped, counted.
+    Blank(u64),
     Damage(Damage),
 }
 
@@ -155,6 +159,8 @@ enum ReadLine {
         line: u64,
         offset: u64,
     },
+    /// Empty lines in a row (bare `\n`s), counted at once.
+    Blanks(u64),
     Eof,
     Error {
         partial: Vec<u8>,
@@ -184,6 +190,17 @@ impl RecordReader {
         }
     }
 
+    /// Reading stops (the file ends in a damage the caller drops) once `stop` holds a signal.
+    pub fn stop(mut self, stop: &Arc<std::sync::atomic::AtomicUsize>) -> RecordReader {
+        self.reader = self.reader.take().map(|inner| {
+            Box::new(super::open::Stoppable {
+                inner,
+                stop: Arc::clone(stop),
+            }) as Box<dyn BufRead + Send>
+        });
+        self
+    }
+
     /// Records longer than `limit` bytes are yielded as oversized (`--max-record-bytes`).
     pub fn max_record_bytes(mut self, limit: u64) -> RecordReader {
         self.max_record_bytes = limit;
@@ -196,6 +213,17 @@ impl RecordReader {
         let Some(reader) = self.reader.as_mut() else {
             return ReadLine::Eof;
         };
+        // Empty lines in a row are counted from the buffer in one pass: a file of newlines
+        // is read at the speed of memchr, not a line's bookkeeping each.
+        if let Ok(available) = reader.fill_buf() {
+            let empty = available.iter().take_while(|b| **b == b'\n').count();
+            if empty > 0 {
+                reader.consume(empty);
+                self.offset += empty as u64;
+                self.line += empty as u64;
+                return ReadLine::Blanks(empty as u64);
+            }
+        }
         let keep = usize::try_from(self.max_record_bytes.saturating_add(2)).unwrap_or(usize::MAX);
         // A line that spans buffer refills is gathered in `spill` (kept from line to line) and
         // copied out once at its size: growing a fresh vector per line cost reallocations and
@@ -314,7 +342,7 @@ impl RecordReader {
     fn line_event(&self, mut bytes: Vec<u8>, line: u64, offset: u64) -> RecordEvent {
         let stripped = strip_line(&bytes, offset == 0);
         if stripped.iter().all(u8::is_ascii_whitespace) {
-            return RecordEvent::Blank;
+            return RecordEvent::Blank(1);
         }
         let start = stripped.as_ptr() as usize - bytes.as_ptr() as usize;
         bytes.truncate(start + stripped.len());
@@ -334,6 +362,7 @@ impl RecordReader {
     fn sniff(&mut self) {
         loop {
             match self.read_line() {
+                ReadLine::Blanks(n) => self.leading_blanks += n,
                 ReadLine::Eof => {
                     self.mode = Mode::Done;
                     self.owe_blanks();
@@ -593,6 +622,7 @@ impl RecordReader {
         loop {
             match self.read_line() {
                 ReadLine::Eof => break,
+                ReadLine::Blanks(n) => size += n,
                 ReadLine::Line { bytes, .. } => size += bytes.len() as u64,
                 ReadLine::Oversized { size: more, .. } => size += more,
                 ReadLine::Error {
@@ -705,8 +735,7 @@ impl Iterator for RecordReader {
     fn next(&mut self) -> Option<RecordEvent> {
         loop {
             if self.owed_blanks > 0 {
-                self.owed_blanks -= 1;
-                return Some(RecordEvent::Blank);
+                return Some(RecordEvent::Blank(std::mem::take(&mut self.owed_blanks)));
             }
             if let Some(event) = self.queue.pop_front() {
                 return Some(event);
@@ -726,6 +755,7 @@ impl Iterator for RecordReader {
                 }
                 Mode::Lines => match self.read_line() {
                     ReadLine::Eof => self.mode = Mode::Done,
+                    ReadLine::Blanks(n) => return Some(RecordEvent::Blank(n)),
                     ReadLine::Line {
                         bytes,
                         line,
@@ -845,7 +875,7 @@ mod tests {
                     String::from_utf8_lossy(&r.bytes),
                     if r.truncated { " (truncated)" } else { "" }
                 ),
-                RecordEvent::Blank => "B".into(),
+                RecordEvent::Blank(n) => format!("B{n}"),
                 RecordEvent::Damage(d) => {
                     format!("D {} {}", d.location.line, d.location.byte_offset)
                 }
@@ -899,10 +929,7 @@ mod tests {
     fn blank_lines_are_counted_not_kept_and_a_document_owes_none() {
         let mut lines = vec![b'\n'; 5];
         lines.extend_from_slice(b"{\"a\":1}\n");
-        assert_eq!(
-            events(&lines, 1 << 20),
-            ["B", "B", "B", "B", "B", "R 6 5 None {\"a\":1}"]
-        );
+        assert_eq!(events(&lines, 1 << 20), ["B5", "R 6 5 None {\"a\":1}"]);
         let mut doc = vec![b'\n'; 3];
         doc.extend_from_slice(b"[\n{\"a\":1}\n]");
         assert_eq!(events(&doc, 1 << 20), ["R 5 5 Some(0) {\"a\":1}"]);

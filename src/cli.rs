@@ -311,6 +311,11 @@ pub struct ConvertArgs {
     /// whole: memory stays bound by this times --jobs (e.g. 256MiB, 64KiB, 1000000).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
     pub max_record_bytes: u64,
+    /// Refuse (the file marked damaged, with the reason) a file whose format holds one
+    /// conversation across its records (Claude Code sessions, API logs) when those records
+    /// add up to more than this: such a file is held whole while it is read (e.g. 1GiB, 64MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
+    pub max_conversation_bytes: u64,
     /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
     #[arg(long, hide = true)]
     pub baseline: bool,

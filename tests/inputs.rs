@@ -4,6 +4,9 @@
 //! messages found by shape, `--cwd`.
 
 mod common;
+// Hostile archives: bounded memory, bounded reads, signals in every long loop (issue 26).
+#[path = "inputs/hostile.rs"]
+mod hostile;
 
 use std::io::Write;
 use std::process::Stdio;

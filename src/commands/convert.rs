@@ -81,7 +81,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         full: args.full,
         force: args.force,
         durable: args.durable,
-        stop,
+        stop: Arc::clone(&stop),
         sample: args.sample,
         max_quarantine_rate: args.max_quarantine_rate.unwrap_or(0.0),
         report_text: args.report_text,
@@ -91,11 +91,13 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
             follow: args.follow,
             stdin_name: args.stdin_name.clone(),
             filter,
+            stop,
         },
         format,
         shard,
         split_bytes: args.split_bytes,
         max_record_bytes: args.max_record_bytes,
+        max_conversation_bytes: args.max_conversation_bytes,
         prune: args.prune,
         fingerprint,
         wait: args.wait.unwrap_or_default(),
@@ -153,7 +155,7 @@ fn fingerprint(args: &ConvertArgs, rules: &RuleSet) -> pipeline::Fingerprint {
         WireArg::Normal => "normal",
         WireArg::Lite => "lite",
     };
-    let options_value = json!({
+    let mut options_value = json!({
         "format": match args.format {
             OutputFormat::Codex => "codex",
             OutputFormat::Responses => "responses",
@@ -167,6 +169,15 @@ fn fingerprint(args: &ConvertArgs, rules: &RuleSet) -> pipeline::Fingerprint {
         "guess": rules.input.guess,
         "max_record_bytes": args.max_record_bytes,
     });
+    // Named only when set: homes converted before the option existed keep their fingerprint.
+    if args.max_conversation_bytes != crate::source::split::DEFAULT_MAX_CONVERSATION_BYTES {
+        if let Some(map) = options_value.as_object_mut() {
+            map.insert(
+                "max_conversation_bytes".into(),
+                args.max_conversation_bytes.into(),
+            );
+        }
+    }
     pipeline::Fingerprint {
         rules: digest(rules_value),
         options: digest(options_value),

@@ -79,6 +79,7 @@ impl Exit {
             OutputError::Write { .. }
             | OutputError::OldManifest { .. }
             | OutputError::Symlink { .. }
+            | OutputError::LinkedFolder { .. }
             | OutputError::RunsExhausted { .. } => false,
         };
         let locked = err.chain().any(|cause| {
@@ -88,10 +89,14 @@ impl Exit {
                     Some(PipelineError::Output(output)) if is_locked(output)
                 )
         });
-        if locked {
-            Exit::Locked
-        } else {
-            Exit::Error
+        let signal = err.chain().find_map(|cause| match cause.downcast_ref() {
+            Some(PipelineError::Interrupted { signal, .. }) => i32::try_from(*signal).ok(),
+            _ => None,
+        });
+        match (signal, locked) {
+            (Some(signal), _) => Exit::Interrupted(signal),
+            (None, true) => Exit::Locked,
+            (None, false) => Exit::Error,
         }
     }
 }

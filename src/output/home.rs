@@ -224,6 +224,37 @@ impl Home {
         }
     }
 
+    /// The folders of the home that are symlinks, checked before the run takes its lock: the
+    /// folders sessions and bodies go into (`sessions/`, `archived_sessions/`, `responses/`)
+    /// are written through only when `follow` (users move `sessions/` to another disk), and
+    /// returned, to be said; rollover's own state folder never is.
+    pub fn check_linked_folders(&self, follow: bool) -> Result<Vec<String>, OutputError> {
+        let mut linked = Vec::new();
+        for name in [STATE_DIR, "sessions", "archived_sessions", "responses"] {
+            let path = self.root.join(name);
+            let is_link =
+                std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+            if !is_link {
+                continue;
+            }
+            let target = std::fs::read_link(&path).map_or_else(
+                |e| format!("(unreadable: {e})"),
+                |t| t.display().to_string(),
+            );
+            let path = path.display().to_string();
+            if name == STATE_DIR {
+                return Err(OutputError::Symlink { path });
+            }
+            if !follow {
+                return Err(OutputError::LinkedFolder { path, target });
+            }
+            linked.push(format!(
+                "{path} is a symlink to {target}: writing through it (--follow)"
+            ));
+        }
+        Ok(linked)
+    }
+
     /// `OUT/rollover` (a shard's: `OUT/rollover/shards/KKKK-of-NNNN`).
     pub fn state_dir(&self) -> PathBuf {
         self.state.clone()

@@ -343,9 +343,20 @@ pub fn digest(bytes: &[u8]) -> String {
 
 /// The digest of a file's bytes, read in blocks.
 pub fn file_digest(path: &Path) -> std::io::Result<String> {
+    file_digest_unless(path, &std::sync::atomic::AtomicUsize::new(0))
+}
+
+/// [`file_digest`], given up with an error once `stop` holds a signal (a run's pre-pass).
+pub fn file_digest_unless(
+    path: &Path,
+    stop: &std::sync::atomic::AtomicUsize,
+) -> std::io::Result<String> {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
     loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            return Err(std::io::Error::other("the run was asked to stop"));
+        }
         let buffer = reader.fill_buf()?;
         if buffer.is_empty() {
             break;

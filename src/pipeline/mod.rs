@@ -27,7 +27,7 @@ pub mod record;
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,7 +41,7 @@ use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
 use crate::model::responses::Format;
 use crate::model::Location;
-use crate::output::manifest::file_digest;
+use crate::output::manifest::file_digest_unless;
 use crate::output::results_seen::ResultsSeen;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
@@ -70,6 +70,10 @@ pub enum PipelineError {
     },
     #[error("cannot start {threads} worker threads: {message}; pass a smaller --jobs")]
     Pool { threads: usize, message: String },
+    /// A signal came while the run was still looking at its inputs, before it converted any:
+    /// nothing was written but the run's folder; the lock is released.
+    #[error("stopped by {} while {stage}, before anything was converted; run again to convert", signal_name(*signal).unwrap_or_else(|| format!("signal {signal}")))]
+    Interrupted { signal: usize, stage: &'static str },
     /// A bug: a stage panicked. The run stops rather than write a summary that looks complete.
     #[error("the {stage} stage failed unexpectedly ({message}); the run stopped and its report is incomplete: please report this with the input that caused it")]
     Panicked {
@@ -114,6 +118,9 @@ pub struct Options {
     pub split_bytes: u64,
     /// A longer record is quarantined unread (`--max-record-bytes`).
     pub max_record_bytes: u64,
+    /// A file whose format spans it with one conversation, longer than this, is refused
+    /// (`--max-conversation-bytes`): it would be held whole.
+    pub max_conversation_bytes: u64,
     /// Remove the sessions whose records are gone from the inputs (`--prune`).
     pub prune: bool,
     /// What makes this run's output what it is, beside the inputs: a file the manifest
@@ -177,6 +184,7 @@ pub fn run(
     let started = Instant::now();
     // Discovery first: a run with nothing to read stops before it writes into the output.
     let discovery = discover(&options.inputs, Some(&options.out), &options.walk)?;
+    interrupted(options, "walking the inputs")?;
     let skipped = &discovery.skipped;
     if discovery.files.is_empty() && skipped.unreadable.is_empty() && skipped.loops.is_empty() {
         return Err(PipelineError::NothingToDo {
@@ -206,6 +214,9 @@ pub fn run(
         None => Home::new(&options.out),
     };
     home.durable = options.durable;
+    for note in home.check_linked_folders(options.walk.follow)? {
+        progress.note(&note);
+    }
     let lock = RunLock::acquire_within(&home, options.wait, &options.stop, |pid| {
         progress.note(&RunLock::waiting_note(&home, pid, options.wait));
     })?;
@@ -247,8 +258,11 @@ pub fn run(
         &mut files,
         &mut portions,
         &mut manifest,
-        full,
-        &options.fingerprint,
+        Reading {
+            full,
+            fingerprint: &options.fingerprint,
+            stop: &options.stop,
+        },
         &mut unreadable,
         &mut planned,
     );
@@ -263,6 +277,7 @@ pub fn run(
             &files, &portions, &skip, &digests, &manifest, full,
         ));
     }
+    interrupted(options, "reading the inputs' digests")?;
     let settings_changed = planned.changes(&home);
     for change in &settings_changed {
         let since = match change.since_run {
@@ -287,7 +302,8 @@ pub fn run(
         ));
     }
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let mut batch_index = BatchIndex::scan(&walk, &rules.input, repair);
+    let mut batch_index = BatchIndex::scan(&walk, &rules.input, repair, &options.stop);
+    interrupted(options, "looking for Batch API results")?;
     // Each file of the walk's index among this run's files, if it reads it.
     let mut run_of = vec![None; walk.len()];
     for (i, portion) in portions.iter().enumerate() {
@@ -425,16 +441,16 @@ pub fn run(
         Format::Responses(_) => None,
     };
 
-    let stop = Arc::new(AtomicBool::new(false));
     let reader = reader::spawn(reader::Plan {
         files: Arc::clone(&files),
         skip: skip.clone(),
         index: Arc::clone(&batch_index),
         portions,
         shard,
-        stop: Arc::clone(&stop),
+        stop: Arc::clone(&options.stop),
         from: options.from,
         max_record_bytes: options.max_record_bytes,
+        max_conversation_bytes: options.max_conversation_bytes,
         // Decompressing takes 25-40 % of a record's CPU (zstd; 181 M instructions to the
         // worker's 276 M on agent transcripts, 158 M to 464 M on small records): half as many
         // files at once as workers keep them fed, and leave 2 cores uncrowded.
@@ -461,9 +477,6 @@ pub fn run(
             Ok::<_, OutputError>(collector)
         });
         for batch in reader.batches.iter() {
-            if options.stop.load(Ordering::Relaxed) != 0 {
-                stop.store(true, Ordering::Relaxed);
-            }
             let work = AssertUnwindSafe(|| {
                 let context = BatchContext {
                     files: &files,
@@ -783,16 +796,22 @@ fn plan(
     files: &mut Vec<SourceFile>,
     portions: &mut Vec<Portion>,
     manifest: &mut Manifest,
-    full: bool,
-    fingerprint: &Fingerprint,
+    reading: Reading<'_>,
     unreadable: &mut Vec<UnreadableReport>,
     planned: &mut Planned,
 ) -> (Vec<bool>, Vec<String>) {
+    let fingerprint = reading.fingerprint;
     let mut skip = Vec::with_capacity(files.len());
     let mut digests = Vec::with_capacity(files.len());
     let mut kept = Vec::with_capacity(files.len());
     let mut counted = portions.iter().map(|p| p.counted);
     files.retain(|file| {
+        // A signal ends the pre-pass: the caller ends the run.
+        if reading.stop.load(Ordering::Relaxed) != 0 {
+            kept.push(false);
+            return false;
+        }
+        failpoint("plan");
         // A split file is read by several shards: the one that counts it reports it.
         let mut lost = Vec::new();
         let counts = counted.next().unwrap_or(true);
@@ -817,15 +836,7 @@ fn plan(
                 planned.pending += 1;
             }
         }
-        let keep = plan_file(
-            file,
-            manifest,
-            full,
-            fingerprint,
-            &mut lost,
-            &mut skip,
-            &mut digests,
-        );
+        let keep = plan_file(file, manifest, reading, &mut lost, &mut skip, &mut digests);
         if counts {
             unreadable.append(&mut lost);
         }
@@ -837,16 +848,29 @@ fn plan(
     (skip, digests)
 }
 
+/// How the plan reads the inputs: every file (`--full`, a dry run) or the changed ones, for
+/// which settings, until a signal.
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    full: bool,
+    fingerprint: &'a Fingerprint,
+    stop: &'a AtomicUsize,
+}
+
 /// [`plan`] for one file: false when it cannot be read.
 fn plan_file(
     file: &SourceFile,
     manifest: &mut Manifest,
-    full: bool,
-    fingerprint: &Fingerprint,
+    reading: Reading<'_>,
     unreadable: &mut Vec<UnreadableReport>,
     skip: &mut Vec<bool>,
     digests: &mut Vec<String>,
 ) -> bool {
+    let Reading {
+        full,
+        fingerprint,
+        stop,
+    } = reading;
     let entry = manifest.files.get_mut(&file.origin);
     // Read again, whatever its content: converted by other rules or options, or pending.
     let unsettled = entry.as_ref().is_some_and(|e| {
@@ -860,7 +884,7 @@ fn plan_file(
             return true;
         }
     }
-    let digest = match file_digest(&file.path) {
+    let digest = match file_digest_unless(&file.path, stop) {
         Ok(digest) => digest,
         Err(err) => {
             unreadable.push(UnreadableReport {
@@ -881,6 +905,15 @@ fn plan_file(
     skip.push(same && !read_anyway);
     digests.push(digest);
     true
+}
+
+/// A pre-pass (the walk, the digests, the Batch API scan) stops early when a signal comes: its
+/// partial result is not used, the run ends here.
+fn interrupted(options: &Options, stage: &'static str) -> Result<(), PipelineError> {
+    match options.stop.load(Ordering::Relaxed) {
+        0 => Ok(()),
+        signal => Err(PipelineError::Interrupted { signal, stage }),
+    }
 }
 
 /// What the inputs held, for the error of a run with nothing to read.
@@ -1108,12 +1141,20 @@ fn place_batch(
 
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that
 /// a failing thread fails the run (exit 2, the stage named) instead of ending it early with a
-/// summary that looks complete. Read once; costs one atomic load per call otherwise.
+/// summary that looks complete; `ROLLOVER_FAILPOINT=slow:STAGE` makes it take 20 ms a call, so
+/// that a signal surely comes while it runs. Read once; costs one atomic load per call
+/// otherwise.
 pub fn failpoint(stage: &str) {
     static FAILPOINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let armed = FAILPOINT.get_or_init(|| std::env::var("ROLLOVER_FAILPOINT").ok());
-    if armed.as_deref() == Some(stage) {
+    let Some(armed) = armed.as_deref() else {
+        return;
+    };
+    if armed == stage {
         panic!("failpoint `{stage}` reached (ROLLOVER_FAILPOINT)");
+    }
+    if armed.strip_prefix("slow:") == Some(stage) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

@@ -52,6 +52,9 @@ pub struct WalkOptions {
     pub stdin_name: String,
     /// `--glob` and `--exclude`, matched against the path below the INPUT folder.
     pub filter: PathFilter,
+    /// The signal that asked the run to stop (0: none): the walk ends early, and the caller
+    /// ends the run.
+    pub stop: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A path the walk could not read, and why.
@@ -259,6 +262,9 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
     } = *walk_from;
     let mut entries = WalkDir::new(input).sort_by_file_name().into_iter();
     while let Some(entry) = entries.next() {
+        if options.stop.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            return;
+        }
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) => {

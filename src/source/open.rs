@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::SourceError;
@@ -128,13 +128,15 @@ fn export_conversations(path: &Path) -> io::Result<ExportLines> {
             deflated: match entry.compression() {
                 zip::CompressionMethod::Stored => false,
                 zip::CompressionMethod::Deflated => true,
-                other => return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
+                other => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
                         "{}: compression method {other} is not supported (stored and deflated are)",
                         entry.name()
                     ),
-                )),
+                    ))
+                }
             },
             crc32: entry.crc32(),
         });
@@ -465,6 +467,42 @@ impl BufRead for ExportLines {
 
     fn consume(&mut self, amount: usize) {
         self.at = (self.at + amount).min(self.out.len());
+    }
+}
+
+/// A stream that fails once the run is asked to stop (`stop` holds the signal's number, 0
+/// until one comes): every loop that reads input, however long one record or one skip over
+/// an oversized line is, sees it at its next buffer, within a read's time. The error is not
+/// [`io::ErrorKind::Interrupted`], which readers retry.
+pub struct Stoppable<R> {
+    pub inner: R,
+    pub stop: Arc<AtomicUsize>,
+}
+
+impl<R> Stoppable<R> {
+    fn check(&self) -> io::Result<()> {
+        match self.stop.load(Ordering::Relaxed) {
+            0 => Ok(()),
+            _ => Err(io::Error::other("the run was asked to stop")),
+        }
+    }
+}
+
+impl<R: Read> Read for Stoppable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.check()?;
+        self.inner.read(buf)
+    }
+}
+
+impl<R: BufRead> BufRead for Stoppable<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.check()?;
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
     }
 }
 

@@ -566,6 +566,8 @@ mod tests {
             rules: &rules,
             path: Path::new("log.jsonl"),
             key: "log.jsonl",
+            root: Path::new("log.jsonl").parent(),
+            follow: false,
         };
         let records = lines
             .iter()

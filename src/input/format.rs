@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
+use super::inside::InputTree;
 use super::InputError;
 use crate::model::transcript::Transcript;
 use crate::rules::RuleSet;
@@ -119,8 +120,8 @@ impl InputRecord {
     }
 }
 
-/// Reads parsed `values` as the records of the file at `path` (its key is the path as given):
-/// for tests and tools that hold values, not bytes.
+/// Reads parsed `values` as the records of the file at `path` (its key is the path as given,
+/// its tree its folder): for tests and tools that hold values, not bytes.
 pub fn read_values(
     reader: &dyn FormatReader,
     values: Vec<Value>,
@@ -132,6 +133,8 @@ pub fn read_values(
         rules,
         path,
         key: &key,
+        root: path.parent(),
+        follow: false,
     };
     reader.read(InputRecord::numbered(values), &context)
 }
@@ -174,6 +177,22 @@ pub struct ReadContext<'a> {
     pub path: &'a Path,
     /// The file's stable key (relative path).
     pub key: &'a str,
+    /// The input tree, the only place a file a record points to is read from (ShareGPT
+    /// images): the INPUT folder the file was found under, its folder for a file named on the
+    /// command line, `None` for standard input and other streams.
+    pub root: Option<&'a Path>,
+    /// `--follow`: a symlink inside the tree is followed, to a target inside it.
+    pub follow: bool,
+}
+
+impl ReadContext<'_> {
+    /// The tree the record's references are read from.
+    pub fn tree(&self) -> InputTree<'_> {
+        InputTree {
+            root: self.root,
+            follow: self.follow,
+        }
+    }
 }
 
 /// A source format's reader.

@@ -1010,13 +1010,18 @@ fn convert_source(
         });
         return Ok(Outcome::Source(refused.collect()));
     };
+    let read = crate::input::format::ReadContext {
+        rules: context.rules,
+        path: &file.path,
+        key: &file.key,
+        root: file.root.as_deref(),
+        follow: options.walk.follow,
+    };
     let mut results = record::process_source(
         reader,
         work,
         context.index,
-        &file.key,
-        &file.path,
-        context.rules,
+        &read,
         options.format,
         options.sample,
     );

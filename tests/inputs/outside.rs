@@ -1,6 +1,7 @@
 //! Reads stay inside the inputs (issue 26, item 4): an image a record points to is read only
 //! when it is a regular file inside the input tree, within 20 MiB; anything else is the
-//! policy's placeholder, counted with the reason, and none of its bytes reach the output.
+//! policy's placeholder, counted with the reason, and none of its bytes reach the output. A
+//! ChatGPT export pointer names a file exactly, and a zip export's entries are bounded.
 //!
 //! Each run has a deadline: a FIFO or `/dev/zero` read as an image would hang the run or grow
 //! it without end, and the test must fail rather than wait forever.
@@ -273,4 +274,185 @@ fn sharegpt_image_over_20_mib_is_refused_unread() {
     );
     let ok = base64(&png(3));
     assert!(home.tree().iter().any(|(_, b)| contains(b, ok.as_bytes())));
+}
+
+/// A ChatGPT conversation whose user message shows the file `pointer` names.
+fn chatgpt_conversation(id: &str, pointer: &str) -> Value {
+    let user = json!({"author": {"role": "user"}, "recipient": "all", "create_time": 1_700_000_000.0,
+    "content": {"content_type": "multimodal_text", "parts": [
+        "what is this?",
+        {"content_type": "image_asset_pointer", "asset_pointer": pointer, "width": 1, "height": 1}
+    ]}});
+    let answer = json!({"author": {"role": "assistant"}, "recipient": "all", "end_turn": true,
+        "create_time": 1_700_000_001.0,
+        "content": {"content_type": "text", "parts": ["a picture"]}});
+    json!({"id": id, "title": id, "create_time": 1_700_000_000.0, "current_node": "a", "mapping": {
+        "root": {"id": "root", "parent": null, "children": ["u"], "message": null},
+        "u": {"id": "u", "parent": "root", "children": ["a"], "message": user},
+        "a": {"id": "a", "parent": "u", "children": [], "message": answer}
+    }})
+}
+
+/// An export's `conversations.json` as ChatGPT writes it, over many lines (a one-line array is
+/// read as one record: issue 26, item 8, not this test's business).
+fn pretty(conversations: &Value) -> String {
+    serde_json::to_string_pretty(conversations).expect("serialize")
+}
+
+/// The `data:` URL rollover writes for a PNG.
+fn data_url(bytes: &[u8]) -> String {
+    format!("data:image/png;base64,{}", base64(bytes))
+}
+
+#[test]
+fn chatgpt_loose_export_symlink_out_of_the_export_is_refused() {
+    let wd = Workdir::new("chatgpt_symlink");
+    let secret = png(7);
+    wd.create("secret.png", &secret);
+    wd.create("elsewhere/file-Other.png", &secret);
+    let conversations = json!([
+        chatgpt_conversation("one", "file-service://file-Secret"),
+        chatgpt_conversation("two", "file-service://file-Other"),
+    ]);
+    wd.create("export/conversations.json", pretty(&conversations));
+    std::os::unix::fs::symlink("../secret.png", wd.path("export/file-Secret-photo.png")).unwrap();
+    std::os::unix::fs::symlink("../elsewhere", wd.path("export/user-abc")).unwrap();
+
+    let home = convert_within_deadline(&wd, "export", "home", &[]);
+    assert_eq!(fired(&home, "policy.unresolved_image"), 2);
+    assert_eq!(
+        reasons(&home, "policy.unresolved_image"),
+        [
+            ("image not in the export".to_string(), 1),
+            (
+                "image path through a symlink (--follow reads it)".to_string(),
+                1
+            ),
+        ]
+    );
+    assert_not_in_output(&home, &secret);
+
+    let home = convert_within_deadline(&wd, "export", "home2", &["--follow"]);
+    assert_eq!(fired(&home, "policy.unresolved_image"), 2);
+    assert_eq!(
+        reasons(&home, "policy.unresolved_image"),
+        [
+            ("image not in the export".to_string(), 1),
+            ("image symlink leads outside the export".to_string(), 1),
+        ]
+    );
+    assert_not_in_output(&home, &secret);
+}
+
+#[test]
+fn chatgpt_pointer_matches_a_name_exactly_not_by_prefix() {
+    let wd = Workdir::new("chatgpt_exact");
+    let image = png(3);
+    let conversations = json!([
+        chatgpt_conversation("prefix", "sediment://file"),
+        chatgpt_conversation("exact", "sediment://file_XYZ"),
+    ]);
+    wd.create("export/conversations.json", pretty(&conversations));
+    wd.create("export/file_XYZ.png", &image);
+    let check = |home: &Home| {
+        assert_eq!(fired(home, "policy.unresolved_image"), 1);
+        assert_eq!(
+            reasons(home, "policy.unresolved_image"),
+            [("image not in the export".to_string(), 1)]
+        );
+        let url = data_url(&image);
+        let with_image = home
+            .rollouts()
+            .iter()
+            .filter(|p| contains(&std::fs::read(p).unwrap(), url.as_bytes()))
+            .count();
+        assert_eq!(with_image, 1, "{}", home.run);
+    };
+    check(&convert_within_deadline(&wd, "export", "home", &[]));
+
+    // The same in the export zip.
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default();
+    zip.start_file("conversations.json", options).unwrap();
+    zip.write_all(conversations.to_string().as_bytes()).unwrap();
+    zip.start_file("file_XYZ.png", options).unwrap();
+    zip.write_all(&image).unwrap();
+    wd.create("zipped/export.zip", zip.finish().unwrap().into_inner());
+    check(&convert_within_deadline(&wd, "zipped", "home2", &[]));
+}
+
+/// Sets the uncompressed size of the entry `name` to `size`, in its local header and in the
+/// central directory, as a hostile archive declares it.
+fn declare_size(zip: &mut [u8], name: &str, size: u32) {
+    let mut patched = 0;
+    let mut at = 0;
+    while at + 46 <= zip.len() {
+        let header = &zip[at..at + 4];
+        let (size_at, name_len_at, name_at) = if header == b"PK\x03\x04" {
+            (at + 22, at + 26, at + 30)
+        } else if header == b"PK\x01\x02" {
+            (at + 24, at + 28, at + 46)
+        } else {
+            at += 1;
+            continue;
+        };
+        let len = u16::from_le_bytes([zip[name_len_at], zip[name_len_at + 1]]) as usize;
+        if zip.get(name_at..name_at + len) == Some(name.as_bytes()) {
+            zip[size_at..size_at + 4].copy_from_slice(&size.to_le_bytes());
+            patched += 1;
+        }
+        at += 4;
+    }
+    assert_eq!(patched, 2, "local header and central directory of {name}");
+}
+
+#[test]
+fn chatgpt_zip_image_entries_are_bounded() {
+    let wd = Workdir::new("chatgpt_zip_bounded");
+    let conversations = json!([
+        chatgpt_conversation("declared", "file-service://file-Declared"),
+        chatgpt_conversation("lying", "file-service://file-Lying"),
+        chatgpt_conversation("fine", "file-service://file-Fine"),
+    ]);
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    zip.start_file("conversations.json", deflated).unwrap();
+    zip.write_all(conversations.to_string().as_bytes()).unwrap();
+    // Declares 1.5 GiB: refused from its header, unread.
+    zip.start_file("file-Declared.png", stored).unwrap();
+    zip.write_all(&png(5)).unwrap();
+    // Declares 100 bytes and inflates to 24 MiB (a PNG header, then zeros: ~24 KB deflated):
+    // read no further than the cap.
+    zip.start_file("file-Lying.png", deflated).unwrap();
+    zip.write_all(&png(6)).unwrap();
+    zip.write_all(&vec![0u8; 24 << 20]).unwrap();
+    zip.start_file("file-Fine.png", stored).unwrap();
+    zip.write_all(&png(3)).unwrap();
+    let mut bytes = zip.finish().unwrap().into_inner();
+    declare_size(&mut bytes, "file-Declared.png", 3 << 29);
+    declare_size(&mut bytes, "file-Lying.png", 100);
+    wd.create("export.zip", &bytes);
+
+    let home = convert_within_deadline(&wd, "export.zip", "home", &[]);
+    assert_eq!(home.summary()["converted"], 3, "{}", home.run);
+    assert_eq!(fired(&home, "policy.unresolved_image"), 2);
+    assert_eq!(
+        reasons(&home, "policy.unresolved_image"),
+        vec![("image larger than 20 MiB".to_string(), 1); 2]
+    );
+    let fine = data_url(&png(3));
+    assert!(home
+        .tree()
+        .iter()
+        .any(|(_, b)| contains(b, fine.as_bytes())));
+    // Nothing of the refused entries: the rollouts stay small.
+    let written: usize = home
+        .rollouts()
+        .iter()
+        .map(|p| std::fs::read(p).unwrap().len())
+        .sum();
+    assert!(written < 64 << 10, "{written} bytes of rollouts");
 }

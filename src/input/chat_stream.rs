@@ -568,6 +568,7 @@ mod tests {
             key: "log.jsonl",
             root: Path::new("log.jsonl").parent(),
             follow: false,
+            cache: &Default::default(),
         };
         let records = lines
             .iter()

@@ -20,8 +20,8 @@
 //!   (memory) become system messages named `chatgpt:<content type>`, which the rule files
 //!   classify (default: developer context).
 //! - `image_asset_pointer` parts are resolved from files beside the export (or inside its zip,
-//!   given by the source layer) to `data:` URLs: the file the pointer names exactly, read only
-//!   inside the export folder and within 20 MiB ([`super::inside`]).
+//!   given by the source layer) to `data:` URLs: the file the pointer names exactly, listed once
+//!   per file, read only inside the export folder and within 20 MiB ([`super::inside`]).
 //!
 //! Fails (refuses the record) when it is not an object with a `mapping` object.
 
@@ -66,10 +66,10 @@ impl FormatReader for ChatGptReader {
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
         let mut read = FileRead::default();
-        let images = match context.root {
+        let images = context.cache.export_files(|| match context.root {
             Some(_) => ImageFiles::beside(context.path, context.follow),
             None => ImageFiles::default(),
-        };
+        });
         for record in records {
             let index = record.index;
             match conversation(record.value, context.rules, &images) {
@@ -104,7 +104,9 @@ fn refuse(problem: impl Into<String>) -> InputError {
 }
 
 /// Files an export may point to, by name: the folder beside a loose `conversations.json`, or
-/// the entries of the export zip it was read from.
+/// the entries of the export zip it was read from. Listed once per input file (see
+/// [`FileCache`](super::format::FileCache)); a zip's directory is read once, and its entries
+/// are read through one opened archive.
 #[derive(Debug, Default)]
 pub struct ImageFiles {
     at: Place,

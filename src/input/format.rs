@@ -11,9 +11,11 @@
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
+use super::chatgpt::ImageFiles;
 use super::inside::InputTree;
 use super::InputError;
 use crate::model::transcript::Transcript;
@@ -129,12 +131,14 @@ pub fn read_values(
     path: &Path,
 ) -> FileRead {
     let key = path.to_string_lossy();
+    let cache = FileCache::default();
     let context = ReadContext {
         rules,
         path,
         key: &key,
         root: path.parent(),
         follow: false,
+        cache: &cache,
     };
     reader.read(InputRecord::numbered(values), &context)
 }
@@ -183,6 +187,8 @@ pub struct ReadContext<'a> {
     pub root: Option<&'a Path>,
     /// `--follow`: a symlink inside the tree is followed, to a target inside it.
     pub follow: bool,
+    /// What a reader keeps for the whole file between its calls.
+    pub cache: &'a FileCache,
 }
 
 impl ReadContext<'_> {
@@ -192,6 +198,30 @@ impl ReadContext<'_> {
             root: self.root,
             follow: self.follow,
         }
+    }
+}
+
+/// What a reader builds once per input file and keeps between its calls: a reader of one
+/// record at a time is called once per record, and the files a ChatGPT export points to (for a
+/// zip, its directory) would otherwise be listed again for every conversation, O(conversations
+/// x files) (issue 26). The pipeline clears it when the file is done, so a run holds what the
+/// files being read need, not every file's.
+#[derive(Debug, Default)]
+pub struct FileCache {
+    export: Mutex<Option<Arc<ImageFiles>>>,
+}
+
+impl FileCache {
+    /// The files the export points to, listed by `list` on the first call.
+    pub fn export_files(&self, list: impl FnOnce() -> ImageFiles) -> Arc<ImageFiles> {
+        // Held while listing: the other threads on the same file wait for the one listing.
+        let mut slot = self.export.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(slot.get_or_insert_with(|| Arc::new(list())))
+    }
+
+    /// Forgets what was kept (the file is done).
+    pub fn clear(&self) {
+        *self.export.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
 

@@ -750,6 +750,7 @@ mod tests {
             key: "data.json",
             root: Path::new("/nonexistent/data.json").parent(),
             follow: false,
+            cache: &Default::default(),
         };
         let read = ShareGptReader.read(
             vec![InputRecord {
@@ -914,6 +915,7 @@ mod tests {
             key: "data.json",
             root: path.parent(),
             follow: false,
+            cache: &Default::default(),
         };
         let value = json!({"messages": [
             {"role": "user", "content": "<image>Who? <image>"},

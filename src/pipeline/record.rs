@@ -817,6 +817,7 @@ mod tests {
                 key: "t.jsonl",
                 root: None,
                 follow: false,
+                cache: &Default::default(),
             },
             Format::Codex,
             None,

@@ -616,6 +616,9 @@ fn damaged_records_never_crash_the_api_and_dataset_readers() {
                 rules: &rules,
                 path: &path,
                 key: "damaged",
+                root: path.parent(),
+                follow: false,
+                cache: &Default::default(),
             };
             for (n, record) in records.iter().enumerate() {
                 for p in paths(record, 80) {

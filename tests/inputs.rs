@@ -1,12 +1,16 @@
 //! What `convert` reads and what it leaves out (issue 9, part A): standard input and other
 //! streams, nothing to do, Codex homes inside an input, the walk (hidden files, symlinks,
 //! loops, unreadable paths), the same content converted from two roots, `--out` a file,
-//! messages found by shape, `--cwd`.
+//! messages found by shape, `--cwd`; and (outside.rs, issue 26) that the files records point
+//! to are read only inside the inputs.
 
 mod common;
-// Hostile archives: bounded memory, bounded reads, signals in every long loop (issue 26).
+// Hostile archives (issue 26): bounded memory, signals in every long loop, and reads that
+// stay inside the input tree.
 #[path = "inputs/hostile.rs"]
 mod hostile;
+#[path = "inputs/outside.rs"]
+mod outside;
 
 use std::io::Write;
 use std::process::Stdio;

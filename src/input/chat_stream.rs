@@ -566,6 +566,9 @@ mod tests {
             rules: &rules,
             path: Path::new("log.jsonl"),
             key: "log.jsonl",
+            root: Path::new("log.jsonl").parent(),
+            follow: false,
+            cache: &Default::default(),
         };
         let records = lines
             .iter()

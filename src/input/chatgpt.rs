@@ -20,12 +20,14 @@
 //!   (memory) become system messages named `chatgpt:<content type>`, which the rule files
 //!   classify (default: developer context).
 //! - `image_asset_pointer` parts are resolved from files beside the export (or inside its zip,
-//!   given by the source layer) to `data:` URLs.
+//!   given by the source layer) to `data:` URLs: the file the pointer names exactly, listed once
+//!   per file, read only inside the export folder and within 20 MiB ([`super::inside`]).
 //!
 //! Fails (refuses the record) when it is not an object with a `mapping` object.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -33,6 +35,7 @@ use super::blocks::add_note;
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
+use super::inside::{read_capped, InputTree, Refusal, IMAGE_CAP};
 use super::InputError;
 use crate::model::transcript::{
     Content, Message, Part, ReasoningOrigin, RecordMeta, SourceNote, Thinking, ToolCall, Transcript,
@@ -63,7 +66,10 @@ impl FormatReader for ChatGptReader {
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
         let mut read = FileRead::default();
-        let images = ImageFiles::beside(context.path);
+        let images = context.cache.export_files(|| match context.root {
+            Some(_) => ImageFiles::beside(context.path, context.follow),
+            None => ImageFiles::default(),
+        });
         for record in records {
             let index = record.index;
             match conversation(record.value, context.rules, &images) {
@@ -98,103 +104,244 @@ fn refuse(problem: impl Into<String>) -> InputError {
 }
 
 /// Files an export may point to, by name: the folder beside a loose `conversations.json`, or
-/// the entries of the export zip it was read from.
+/// the entries of the export zip it was read from. Listed once per input file (see
+/// [`FileCache`](super::format::FileCache)); a zip's directory is read once, and its entries
+/// are read through one opened archive.
 #[derive(Debug, Default)]
 pub struct ImageFiles {
-    /// File name → path, for names that look like uploaded or generated files.
-    files: Vec<(String, std::path::PathBuf)>,
-    /// The export zip, and its entries by file name.
-    zip: Option<(std::path::PathBuf, Vec<(String, String)>)>,
+    at: Place,
+}
+
+#[derive(Debug, Default)]
+enum Place {
+    /// Nothing to point to (standard input).
+    #[default]
+    Nowhere,
+    /// A loose export: each name's path below the export folder, read only inside it
+    /// ([`InputTree`]).
+    Folder {
+        dir: std::path::PathBuf,
+        follow: bool,
+        files: BTreeMap<String, std::path::PathBuf>,
+    },
+    /// The export zip and the index of each entry, by file name.
+    Zip {
+        archive: zip::ZipArchive<SharedFile>,
+        entries: BTreeMap<String, usize>,
+    },
 }
 
 impl ImageFiles {
     /// The files an export at `path` can point to: inside it when it is a zip, else in its
-    /// folder and that folder's `dalle-generations/` and `user-*/` folders.
-    pub fn beside(path: &Path) -> ImageFiles {
+    /// folder and that folder's `dalle-generations/` and `user-*/` folders. A symlink there is
+    /// listed only with `follow` and then read only if it leads inside the folder; a folder
+    /// behind one is entered only when it is inside too.
+    pub fn beside(path: &Path, follow: bool) -> ImageFiles {
         let is_zip = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("zip"));
         if is_zip {
             return ImageFiles::in_zip(path);
         }
-        let mut files = Vec::new();
         let Some(dir) = path.parent() else {
-            return ImageFiles { files, zip: None };
+            return ImageFiles::default();
         };
-        let mut dirs = vec![dir.to_path_buf()];
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().to_string();
-                let path = entry.path();
-                if path.is_dir() && (name == "dalle-generations" || name.starts_with("user-")) {
-                    dirs.push(path);
-                } else if name.starts_with("file") {
-                    files.push((name, path));
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        let inside = |link: &Path| -> bool {
+            let (Ok(root), Ok(target)) = (std::fs::canonicalize(dir), std::fs::canonicalize(link))
+            else {
+                return false;
+            };
+            target.starts_with(root)
+        };
+        // (name, path below the folder), sorted: the first of a name is the one read.
+        let mut found: Vec<(String, std::path::PathBuf)> = Vec::new();
+        let mut subdirs = Vec::new();
+        for (name, file_type, below) in list(dir, Path::new("")) {
+            let wanted_dir = name == "dalle-generations" || name.starts_with("user-");
+            let is_dir = match () {
+                () if file_type.is_dir() => true,
+                () if file_type.is_symlink() && follow && wanted_dir => {
+                    let link = dir.join(&below);
+                    link.is_dir() && inside(&link)
                 }
+                () => false,
+            };
+            if is_dir && wanted_dir {
+                subdirs.push(below);
+            } else if name.starts_with("file") {
+                // Whatever it is: reading it decides (a symlink without --follow, a FIFO and
+                // the like are refused then, with the reason).
+                found.push((name, below));
             }
         }
-        for sub in dirs.iter().skip(1) {
-            if let Ok(entries) = std::fs::read_dir(sub) {
-                for entry in entries.flatten() {
-                    let name = entry.file_name().to_string_lossy().to_string();
-                    files.push((name, entry.path()));
-                }
+        for sub in subdirs {
+            for (name, _, below) in list(dir, &sub) {
+                found.push((name, below));
             }
         }
-        files.sort();
-        ImageFiles { files, zip: None }
+        found.sort();
+        let mut files = BTreeMap::new();
+        for (name, below) in found {
+            files.entry(name).or_insert(below);
+        }
+        ImageFiles {
+            at: Place::Folder {
+                dir: dir.to_path_buf(),
+                follow,
+                files,
+            },
+        }
     }
 
     fn in_zip(path: &Path) -> ImageFiles {
-        let entries = std::fs::File::open(path)
+        let archive = std::fs::File::open(path)
             .ok()
-            .and_then(|f| zip::ZipArchive::new(f).ok())
-            .map(|archive| {
-                let mut entries: Vec<(String, String)> = archive
-                    .file_names()
-                    .filter(|n| !n.ends_with('/'))
-                    .map(|n| (n.rsplit('/').next().unwrap_or(n).to_string(), n.to_string()))
-                    .filter(|(base, _)| !base.ends_with(".json") && !base.ends_with(".html"))
-                    .collect();
-                entries.sort();
-                entries
-            })
-            .unwrap_or_default();
+            .and_then(|file| SharedFile::new(file).ok())
+            .and_then(|file| zip::ZipArchive::new(file).ok());
+        let Some(archive) = archive else {
+            return ImageFiles::default();
+        };
+        let mut named: Vec<(&str, &str, usize)> = (0..archive.len())
+            .filter_map(|i| Some((archive.name_for_index(i)?, i)))
+            .filter(|(n, _)| !n.ends_with('/'))
+            .map(|(n, i)| (n.rsplit('/').next().unwrap_or(n), n, i))
+            .filter(|(base, _, _)| !base.ends_with(".json") && !base.ends_with(".html"))
+            .collect();
+        named.sort();
+        let mut entries = BTreeMap::new();
+        for (base, _, index) in named {
+            entries.entry(base.to_string()).or_insert(index);
+        }
         ImageFiles {
-            files: Vec::new(),
-            zip: Some((path.to_path_buf(), entries)),
+            at: Place::Zip { archive, entries },
         }
     }
 
-    /// The bytes of the file whose name starts with `id`.
-    fn read(&self, id: &str) -> Option<Vec<u8>> {
-        if let Some((path, entries)) = &self.zip {
-            let (_, name) = entries.iter().find(|(base, _)| base.starts_with(id))?;
-            let mut archive = zip::ZipArchive::new(std::fs::File::open(path).ok()?).ok()?;
-            let mut entry = archive.by_name(name).ok()?;
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut entry, &mut bytes).ok()?;
-            return Some(bytes);
+    /// The bytes of the file the export id `id` names, at most [`IMAGE_CAP`].
+    fn read(&self, id: &str) -> Result<Vec<u8>, Refusal> {
+        match &self.at {
+            Place::Nowhere => Err(Refusal::Missing),
+            Place::Folder { dir, follow, files } => {
+                let below = named(files, id).ok_or(Refusal::Missing)?;
+                let tree = InputTree {
+                    root: Some(dir),
+                    follow: *follow,
+                };
+                let below = below.to_str().ok_or(Refusal::Missing)?;
+                tree.read(dir, below, IMAGE_CAP)
+            }
+            Place::Zip { archive, entries } => {
+                let index = *named(entries, id).ok_or(Refusal::Missing)?;
+                // A clone shares the directory read once; each read has its own position.
+                let mut archive = archive.clone();
+                let entry = archive.by_index(index).map_err(|_| Refusal::Unreadable)?;
+                // The declared size first (a 1.5 GiB fake PNG is refused unread), then the
+                // bytes themselves, which can be more than declared.
+                if entry.size() > IMAGE_CAP {
+                    return Err(Refusal::TooLarge);
+                }
+                read_capped(entry, IMAGE_CAP)
+            }
         }
-        let (_, path) = self.files.iter().find(|(name, _)| name.starts_with(id))?;
-        std::fs::read(path).ok()
     }
 
     /// The `data:` URL of the file an asset pointer names (`file-service://file-XYZ`,
-    /// `sediment://file_XYZ`), when it is here and is an image.
-    fn resolve(&self, pointer: &str) -> Option<String> {
+    /// `sediment://file_XYZ`), when it is here and is an image; else why not.
+    fn resolve(&self, pointer: &str) -> Result<String, Refusal> {
         let id = pointer
             .strip_prefix("file-service://")
             .or_else(|| pointer.strip_prefix("sediment://"))
             .unwrap_or(pointer);
         if id.is_empty() {
-            return None;
+            return Err(Refusal::Missing);
         }
         let bytes = self.read(id)?;
-        let mime = image_mime(&bytes)?;
+        let mime = image_mime(&bytes).ok_or(Refusal::NotImage)?;
         use base64::Engine;
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        Some(format!("data:{mime};base64,{data}"))
+        Ok(format!("data:{mime};base64,{data}"))
+    }
+}
+
+/// The entries of the folder `below` the export folder `dir`: name, type (a symlink is one,
+/// not what it points to) and path below `dir`.
+fn list(dir: &Path, below: &Path) -> Vec<(String, std::fs::FileType, std::path::PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir.join(below)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let file_type = entry.file_type().ok()?;
+            Some((name, file_type, below.join(entry.file_name())))
+        })
+        .collect()
+}
+
+/// The value of the name that export id `id` names: the name itself, or a name starting with
+/// it followed by `-` or `.` (`file-AbC123-photo.png`, `file_00ab...-uuid.png`,
+/// `file-AbC123.png`), the first in name order, as the export's own files are named. Never a
+/// name that only starts with it: `sediment://file` is not `file_XYZ.png`.
+fn named<'m, V>(map: &'m BTreeMap<String, V>, id: &str) -> Option<&'m V> {
+    if let Some(value) = map.get(id) {
+        return Some(value);
+    }
+    // `-` sorts before `.`: the first match in name order is the first of these.
+    ['-', '.'].into_iter().find_map(|separator| {
+        let prefix = format!("{id}{separator}");
+        map.range(prefix.clone()..)
+            .next()
+            .filter(|(name, _)| name.starts_with(&prefix))
+            .map(|(_, value)| value)
+    })
+}
+
+/// An open file read at its own position (`pread`): clones share the file, so a zip archive
+/// read once can be cloned for each read, from any thread.
+#[derive(Debug, Clone)]
+pub struct SharedFile {
+    file: Arc<std::fs::File>,
+    len: u64,
+    at: u64,
+}
+
+impl SharedFile {
+    fn new(file: std::fs::File) -> std::io::Result<SharedFile> {
+        let len = file.metadata()?.len();
+        Ok(SharedFile {
+            file: Arc::new(file),
+            len,
+            at: 0,
+        })
+    }
+}
+
+impl std::io::Read for SharedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for SharedFile {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let at = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
+            std::io::SeekFrom::Current(d) => self.at.checked_add_signed(d),
+        };
+        self.at = at.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start")
+        })?;
+        Ok(self.at)
     }
 }
 
@@ -840,26 +987,33 @@ impl Walk<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 match self.images.resolve(pointer) {
-                    Some(url) => Some(Part::Image {
+                    Ok(url) => Some(Part::Image {
                         url: Some(url),
                         file_id: None,
                         detail: None,
                     }),
-                    None => {
+                    Err(refusal) => {
                         let rule = PolicyId::UnresolvedImage.rule_id();
+                        let what = match refusal {
+                            Refusal::Missing => "image not in the export",
+                            Refusal::Outside => "image symlink leads outside the export",
+                            Refusal::Unreadable
+                            | Refusal::Symlink
+                            | Refusal::NotRegular
+                            | Refusal::TooLarge
+                            | Refusal::NotImage
+                            | Refusal::NoTree => refusal.what(),
+                        };
+                        add_note(&mut self.notes, rule, what, 1, 0);
                         match self.policy.unresolved_image {
                             UnresolvedImage::Placeholder => {
-                                add_note(&mut self.notes, rule, "image not in the export", 1, 0);
                                 let text = self
                                     .policy
                                     .unresolved_image_template
                                     .replace("{pointer}", pointer);
                                 Some(Part::Text(text))
                             }
-                            UnresolvedImage::Drop => {
-                                add_note(&mut self.notes, rule, "image not in the export", 1, 0);
-                                None
-                            }
+                            UnresolvedImage::Drop => None,
                         }
                     }
                 }
@@ -926,4 +1080,35 @@ fn strip_citations(text: &str) -> (String, u64, usize) {
     }
     out.push_str(rest);
     (out, count, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_id_names_a_file_exactly_or_up_to_a_dash_or_dot() {
+        let files: BTreeMap<String, &str> = [
+            "file-AbC123-photo one.png",
+            "file-AbC123.png",
+            "file-AbC1234.png",
+            "file_00ab-uuid.webp",
+            "file_00abc.png",
+            "file_XYZ.png",
+            "plain",
+        ]
+        .into_iter()
+        .map(|n| (n.to_string(), n))
+        .collect();
+        let found = |id: &str| named(&files, id).copied();
+        assert_eq!(found("file-AbC123"), Some("file-AbC123-photo one.png"));
+        assert_eq!(found("file-AbC1234"), Some("file-AbC1234.png"));
+        assert_eq!(found("file_00ab"), Some("file_00ab-uuid.webp"));
+        assert_eq!(found("file_XYZ"), Some("file_XYZ.png"));
+        assert_eq!(found("plain"), Some("plain"));
+        // `sediment://file` is not `file_XYZ.png` (nor any `file_` name).
+        for none in ["file_", "file_XY", "file-AbC12", "file_00a", "fil", "pla"] {
+            assert_eq!(found(none), None, "{none}");
+        }
+    }
 }

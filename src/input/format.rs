@@ -11,9 +11,12 @@
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
+use super::chatgpt::ImageFiles;
+use super::inside::InputTree;
 use super::InputError;
 use crate::model::transcript::Transcript;
 use crate::rules::RuleSet;
@@ -119,8 +122,8 @@ impl InputRecord {
     }
 }
 
-/// Reads parsed `values` as the records of the file at `path` (its key is the path as given):
-/// for tests and tools that hold values, not bytes.
+/// Reads parsed `values` as the records of the file at `path` (its key is the path as given,
+/// its tree its folder): for tests and tools that hold values, not bytes.
 pub fn read_values(
     reader: &dyn FormatReader,
     values: Vec<Value>,
@@ -128,10 +131,14 @@ pub fn read_values(
     path: &Path,
 ) -> FileRead {
     let key = path.to_string_lossy();
+    let cache = FileCache::default();
     let context = ReadContext {
         rules,
         path,
         key: &key,
+        root: path.parent(),
+        follow: false,
+        cache: &cache,
     };
     reader.read(InputRecord::numbered(values), &context)
 }
@@ -174,6 +181,48 @@ pub struct ReadContext<'a> {
     pub path: &'a Path,
     /// The file's stable key (relative path).
     pub key: &'a str,
+    /// The input tree, the only place a file a record points to is read from (ShareGPT
+    /// images): the INPUT folder the file was found under, its folder for a file named on the
+    /// command line, `None` for standard input and other streams.
+    pub root: Option<&'a Path>,
+    /// `--follow`: a symlink inside the tree is followed, to a target inside it.
+    pub follow: bool,
+    /// What a reader keeps for the whole file between its calls.
+    pub cache: &'a FileCache,
+}
+
+impl ReadContext<'_> {
+    /// The tree the record's references are read from.
+    pub fn tree(&self) -> InputTree<'_> {
+        InputTree {
+            root: self.root,
+            follow: self.follow,
+        }
+    }
+}
+
+/// What a reader builds once per input file and keeps between its calls: a reader of one
+/// record at a time is called once per record, and the files a ChatGPT export points to (for a
+/// zip, its directory) would otherwise be listed again for every conversation, O(conversations
+/// x files) (issue 26). The pipeline clears it when the file is done, so a run holds what the
+/// files being read need, not every file's.
+#[derive(Debug, Default)]
+pub struct FileCache {
+    export: Mutex<Option<Arc<ImageFiles>>>,
+}
+
+impl FileCache {
+    /// The files the export points to, listed by `list` on the first call.
+    pub fn export_files(&self, list: impl FnOnce() -> ImageFiles) -> Arc<ImageFiles> {
+        // Held while listing: the other threads on the same file wait for the one listing.
+        let mut slot = self.export.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(slot.get_or_insert_with(|| Arc::new(list())))
+    }
+
+    /// Forgets what was kept (the file is done).
+    pub fn clear(&self) {
+        *self.export.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
 }
 
 /// A source format's reader.

@@ -22,6 +22,7 @@ pub mod chat_stream;
 pub mod chatgpt;
 pub mod claude_code;
 pub mod format;
+pub mod inside;
 pub mod parse;
 pub mod responses;
 pub mod sharegpt;

@@ -14,7 +14,8 @@
 //!   reasoning, tool-call parts calls, `tool` messages their outputs.
 //! - OpenAI style with media: `{"messages": [{"role", "content"}], "images": [paths]}`: each
 //!   `<image>` in the text is the next image, read from the file relative to the dataset as a
-//!   `data:` URL, or `policy.missing_image` when the file is not there.
+//!   `data:` URL, or `policy.missing_image` when the file is not there or is refused: only a
+//!   regular file inside the input tree, within 20 MiB, is read ([`super::inside`]).
 //!
 //! The `tools` string is kept as the transcript's tools (the Responses output translates them)
 //! and its tool names are recorded in the audit (`builtin.dataset-tools`).
@@ -29,6 +30,7 @@ use super::chat::{built_record_rules, extract};
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
+use super::inside::{Refusal, IMAGE_CAP};
 use super::InputError;
 use crate::model::transcript::{Content, Message, Part, RecordMeta, ToolCall, Transcript};
 use crate::rules::policy::{MissingImage, SharedObservation};
@@ -616,36 +618,46 @@ fn place_images(
                     parts.push(Part::Text("<image>".into()));
                     continue;
                 };
-                match read_image(&base.join(&path)) {
-                    Some(url) => parts.push(Part::Image {
+                match read_image(context, base, &path) {
+                    Ok(url) => parts.push(Part::Image {
                         url: Some(url),
                         file_id: None,
                         detail: None,
                     }),
-                    None => match policy.missing_image {
-                        MissingImage::Placeholder => {
-                            add_note(
-                                &mut transcript.source_notes,
-                                PolicyId::MissingImage.rule_id(),
-                                "image file not found: placeholder",
-                                1,
-                                0,
-                            );
-                            parts.push(Part::Text(policy.missing_image_template.replace("{path}", &path)));
+                    Err(refusal) => {
+                        let rule = PolicyId::MissingImage.rule_id();
+                        let what = refusal.what();
+                        match policy.missing_image {
+                            MissingImage::Placeholder => {
+                                let note = format!("{what}: placeholder");
+                                add_note(&mut transcript.source_notes, rule, &note, 1, 0);
+                                parts.push(Part::Text(
+                                    policy.missing_image_template.replace("{path}", &path),
+                                ));
+                            }
+                            MissingImage::Drop => {
+                                let note = format!("{what}: dropped");
+                                add_note(&mut transcript.source_notes, rule, &note, 1, 0);
+                            }
+                            MissingImage::Quarantine => {
+                                let problem = match refusal {
+                                    Refusal::Missing => format!(
+                                        "image file `{path}` is not beside the dataset and policy.missing_image is quarantine"
+                                    ),
+                                    Refusal::Unreadable
+                                    | Refusal::Outside
+                                    | Refusal::Symlink
+                                    | Refusal::NotRegular
+                                    | Refusal::TooLarge
+                                    | Refusal::NotImage
+                                    | Refusal::NoTree => format!(
+                                        "image `{path}`: {what}, and policy.missing_image is quarantine"
+                                    ),
+                                };
+                                return Err(not_format(problem));
+                            }
                         }
-                        MissingImage::Drop => add_note(
-                            &mut transcript.source_notes,
-                            PolicyId::MissingImage.rule_id(),
-                            "image file not found: dropped",
-                            1,
-                            0,
-                        ),
-                        MissingImage::Quarantine => {
-                            return Err(not_format(format!(
-                                "image file `{path}` is not beside the dataset and policy.missing_image is quarantine"
-                            )))
-                        }
-                    },
+                    }
                 }
             }
         }
@@ -664,17 +676,18 @@ fn place_images(
     Ok(())
 }
 
-/// A file as a `data:` URL, if it is there and an image type we know.
-fn read_image(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
+/// The file `reference` names (relative to the dataset's folder `base`) as a `data:` URL, when
+/// it is a regular file inside the input tree, within the cap, and an image type we know.
+fn read_image(context: &ReadContext<'_>, base: &Path, reference: &str) -> Result<String, Refusal> {
+    let bytes = context.tree().read(base, reference, IMAGE_CAP)?;
     let mime = match bytes.as_slice() {
         [0x89, b'P', b'N', b'G', ..] => "image/png",
         [0xFF, 0xD8, 0xFF, ..] => "image/jpeg",
         [b'G', b'I', b'F', b'8', ..] => "image/gif",
         [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => "image/webp",
-        _ => return None,
+        _ => return Err(Refusal::NotImage),
     };
-    Some(format!(
+    Ok(format!(
         "data:{mime};base64,{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
     ))
@@ -735,6 +748,9 @@ mod tests {
             rules: &rules,
             path: Path::new("/nonexistent/data.json"),
             key: "data.json",
+            root: Path::new("/nonexistent/data.json").parent(),
+            follow: false,
+            cache: &Default::default(),
         };
         let read = ShareGptReader.read(
             vec![InputRecord {
@@ -897,6 +913,9 @@ mod tests {
             rules: &rules,
             path: &path,
             key: "data.json",
+            root: path.parent(),
+            follow: false,
+            cache: &Default::default(),
         };
         let value = json!({"messages": [
             {"role": "user", "content": "<image>Who? <image>"},

@@ -38,6 +38,7 @@ use thiserror::Error;
 use crate::audit::summary::{SettingsChange, ShardReport, UnreadableReport};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
+use crate::input::format::FileCache;
 use crate::input::SourceFormat;
 use crate::model::responses::Format;
 use crate::model::Location;
@@ -460,6 +461,7 @@ pub fn run(
     // one: it places batch n's rollouts and records the batch while the workers convert
     // batch n+1 (on the main thread, it was ~5-15 % of a run spent with every worker idle).
     let (to_collector, collected) = sync_channel::<(Vec<Work>, Vec<Option<Outcome>>, u64)>(1);
+    let caches: Vec<FileCache> = files.iter().map(|_| FileCache::default()).collect();
     let mut failure: Option<PipelineError> = None;
     let collected = std::thread::scope(|scope| {
         let manifest = &mut manifest;
@@ -480,6 +482,7 @@ pub fn run(
             let work = AssertUnwindSafe(|| {
                 let context = BatchContext {
                     files: &files,
+                    caches: &caches,
                     rules,
                     index: &batch_index,
                     options,
@@ -489,6 +492,15 @@ pub fn run(
             let converting = Instant::now();
             let caught = catch_unwind(work);
             convert_seconds += converting.elapsed().as_secs_f64();
+            // Batches are converted in order: a file whose end is in this one has nothing left
+            // to read (a zip export's directory and handle are let go here, not at the run's end).
+            for done in &batch {
+                if let Work::FileEnd(file) = done {
+                    if let Some(cache) = caches.get(*file) {
+                        cache.clear();
+                    }
+                }
+            }
             let outcomes = match caught {
                 Ok(Ok(outcomes)) => outcomes,
                 Ok(Err(err)) => {
@@ -974,6 +986,8 @@ fn signal_name(signal: usize) -> Option<String> {
 /// What every worker of a batch reads.
 struct BatchContext<'a> {
     files: &'a [SourceFile],
+    /// What readers keep per file between calls, by file index; cleared at each file's end.
+    caches: &'a [FileCache],
     rules: &'a RuleSet,
     index: &'a BatchIndex,
     options: &'a Options,
@@ -1043,13 +1057,19 @@ fn convert_source(
         });
         return Ok(Outcome::Source(refused.collect()));
     };
+    let read = crate::input::format::ReadContext {
+        rules: context.rules,
+        path: &file.path,
+        key: &file.key,
+        root: file.root.as_deref(),
+        follow: options.walk.follow,
+        cache: &context.caches[work.file],
+    };
     let mut results = record::process_source(
         reader,
         work,
         context.index,
-        &file.key,
-        &file.path,
-        context.rules,
+        &read,
         options.format,
         options.sample,
     );

@@ -647,6 +647,7 @@ mod tests {
                 let size = std::fs::metadata(&path).expect("stat").len();
                 SourceFile {
                     display: Arc::from(path.display().to_string()),
+                    root: Some(Arc::from(dir)),
                     key: format!("f{i:03}.jsonl"),
                     origin: path.display().to_string(),
                     path,

@@ -320,17 +320,15 @@ fn refuse(record: &RawRecord, class: QuarantineClass, reason: String) -> SourceR
 /// Reads a [`SourceWork`]'s records with their format's reader, then each conversation
 /// through [`finish`]. Every record ends in exactly one result: a conversation, a refusal or
 /// a drop (a record the reader gave no account of is quarantined, never lost).
-#[allow(clippy::too_many_arguments)]
 pub fn process_source(
     reader: &dyn FormatReader,
     work: &SourceWork,
     batch: &BatchIndex,
-    source_key: &str,
-    path: &std::path::Path,
-    rules: &RuleSet,
+    context: &ReadContext<'_>,
     format: Format,
     sample: Option<f64>,
 ) -> Vec<SourceResult> {
+    let (rules, source_key) = (context.rules, context.key);
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
     let mut results: Vec<(usize, SourceResult)> = Vec::new();
     let mut inputs = Vec::with_capacity(work.records.len());
@@ -374,12 +372,7 @@ pub fn process_source(
             }
         }
     }
-    let context = ReadContext {
-        rules,
-        path,
-        key: source_key,
-    };
-    let read = reader.read(inputs, &context);
+    let read = reader.read(inputs, context);
     let mut claim = |index: usize| -> bool {
         match accounted.get_mut(index) {
             Some(seen) if !*seen => {
@@ -818,9 +811,14 @@ mod tests {
             &Runs,
             &work,
             &BatchIndex::default(),
-            "t.jsonl",
-            std::path::Path::new("t.jsonl"),
-            &rules,
+            &ReadContext {
+                rules: &rules,
+                path: std::path::Path::new("t.jsonl"),
+                key: "t.jsonl",
+                root: None,
+                follow: false,
+                cache: &Default::default(),
+            },
             Format::Codex,
             None,
         );

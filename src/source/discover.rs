@@ -29,6 +29,10 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// The path as shown in messages and reports.
     pub display: Arc<str>,
+    /// The input tree it was found in, the only place the files its records point to (dataset
+    /// images) are read from: the INPUT folder, or the folder of a file named on the command
+    /// line; `None` for standard input and other streams, which have none.
+    pub root: Option<Arc<Path>>,
     /// A stable key for deterministic ids: the path relative to the parent of the INPUT
     /// argument it was found under, with `/` separators (the `--stdin-name` for a stream).
     pub key: String,
@@ -197,7 +201,10 @@ pub fn discover(
         })?;
         let base = input.parent().unwrap_or_else(|| Path::new(""));
         if meta.is_file() {
-            found.files.push(source_file(input.clone(), base, &meta));
+            let root = Some(Arc::from(base));
+            found
+                .files
+                .push(source_file(input.clone(), base, root, &meta));
             continue;
         }
         if !meta.is_dir() {
@@ -214,6 +221,7 @@ pub fn discover(
         }
         let walk_from = Walk {
             root: input,
+            tree: Arc::from(input.as_path()),
             base,
             output: skip.as_deref(),
             options,
@@ -227,6 +235,8 @@ pub fn discover(
 struct Walk<'a> {
     /// The INPUT folder: `--glob` and `--exclude` match the paths below it.
     root: &'a Path,
+    /// The same, shared by its files as their [`SourceFile::root`].
+    tree: Arc<Path>,
     /// Its parent: the files' keys are relative to it.
     base: &'a Path,
     /// The output folder, never entered.
@@ -352,9 +362,10 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
                 continue;
             }
         }
+        let root = Some(Arc::clone(&walk_from.tree));
         found
             .files
-            .push(source_file(entry.into_path(), base, &meta));
+            .push(source_file(entry.into_path(), base, root, &meta));
     }
 }
 
@@ -420,7 +431,7 @@ fn spool(input: &Path, key: &str, origin: String, found: &mut Discovery) {
     .and_then(|(path, spool)| Ok((std::fs::metadata(&path)?, path, spool)));
     match copied {
         Ok((meta, path, spool)) => {
-            let mut file = source_file(path, Path::new(""), &meta);
+            let mut file = source_file(path, Path::new(""), None, &meta);
             file.key = key.to_string();
             file.origin = origin;
             file.display = Arc::from(key);
@@ -495,9 +506,15 @@ fn lossless(text: &OsStr) -> String {
     out
 }
 
-fn source_file(path: PathBuf, base: &Path, meta: &std::fs::Metadata) -> SourceFile {
+fn source_file(
+    path: PathBuf,
+    base: &Path,
+    root: Option<Arc<Path>>,
+    meta: &std::fs::Metadata,
+) -> SourceFile {
     SourceFile {
         display: Arc::from(path.display().to_string()),
+        root,
         key: key_of(&path, base),
         origin: origin_of(&path),
         path,

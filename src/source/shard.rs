@@ -253,6 +253,7 @@ mod tests {
         SourceFile {
             path: key.into(),
             display: Arc::from(key),
+            root: None,
             key: key.to_string(),
             origin: format!("/{key}"),
             size,

@@ -862,6 +862,7 @@ mod tests {
             origin: "f.json".into(),
             size: bytes.len() as u64,
             mtime_ns: 0,
+            root: None,
         };
         let out = records(&file)
             .max_record_bytes(max)

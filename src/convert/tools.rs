@@ -20,72 +20,182 @@ use crate::rules::{Builtin, MissingOutput, OrphanOutput, PolicyId, ReusedCallId,
 #[derive(Debug)]
 struct PendingCall {
     call_id: String,
-    /// The id the input gave, if any (outputs refer to it).
-    original: Option<String>,
-    name: String,
     custom: bool,
 }
 
+/// A call of the ledger, in the order of the calls: answered once its `call` is taken.
+#[derive(Debug)]
+struct Slot {
+    call: Option<PendingCall>,
+    /// The next slot whose call has the same input id, and the same name.
+    next_same_id: Option<usize>,
+    next_same_name: Option<usize>,
+}
+
+/// The slots of one input id or one name, as a list through [`Slot`]'s links: its first
+/// slot not yet passed over, and its last (where a new call is linked).
+#[derive(Debug, Clone, Copy)]
+struct Chain {
+    first: usize,
+    last: usize,
+}
+
 /// The calls of one conversation.
+///
+/// An output finds its call in constant time (amortised), so that a message with N parallel
+/// calls and their N outputs costs O(N), not O(N²) (issue 26): each call is a slot, in order,
+/// and the pending calls of one input id, or of one name, are linked in a [`Chain`]. Taking a
+/// call leaves its slot empty; a chain or the head passes over empty slots as it meets them,
+/// once each. The first pending call (by order, by id, by name) is the one taken, as when
+/// the pending calls were a list searched from its start.
 #[derive(Debug, Default)]
 pub(super) struct CallLedger {
-    pending: Vec<PendingCall>,
-    /// How often each input id was used for a call.
-    uses: FxHashMap<String, usize>,
+    slots: Vec<Slot>,
+    /// No slot before it holds a pending call.
+    head: usize,
+    by_id: FxHashMap<String, Chain>,
+    by_name: FxHashMap<String, Chain>,
+    /// Each input id used for a call: how often, and the last `k` of a `call_x#k` rename.
+    uses: FxHashMap<String, Uses>,
     /// Every call id written.
     ids: FxHashSet<String>,
 }
 
+/// The uses of one input call id.
+#[derive(Debug, Default)]
+struct Uses {
+    count: usize,
+    /// The `k` of the last rename (0 before the first).
+    last_rename: usize,
+}
+
+/// Links slot `at` at the end of the chain of `key`.
+fn link(
+    chains: &mut FxHashMap<String, Chain>,
+    slots: &mut [Slot],
+    key: String,
+    at: usize,
+    next: fn(&mut Slot) -> &mut Option<usize>,
+) {
+    match chains.get_mut(key.as_str()) {
+        Some(chain) => {
+            if let Some(last) = slots.get_mut(chain.last) {
+                *next(last) = Some(at);
+            }
+            chain.last = at;
+        }
+        None => {
+            chains.insert(
+                key,
+                Chain {
+                    first: at,
+                    last: at,
+                },
+            );
+        }
+    }
+}
+
+/// The first slot of the chain of `key` that holds a pending call; the slots passed over
+/// (answered) leave the chain, and a chain left empty is removed.
+fn first_pending(
+    chains: &mut FxHashMap<String, Chain>,
+    slots: &mut [Slot],
+    key: &str,
+    next: fn(&mut Slot) -> &mut Option<usize>,
+) -> Option<usize> {
+    let chain = chains.get_mut(key)?;
+    let mut at = Some(chain.first);
+    while let Some(i) = at {
+        let slot = slots.get_mut(i)?;
+        if slot.call.is_some() {
+            chain.first = i;
+            return Some(i);
+        }
+        at = *next(slot);
+    }
+    chains.remove(key);
+    None
+}
+
+fn next_same_id(slot: &mut Slot) -> &mut Option<usize> {
+    &mut slot.next_same_id
+}
+
+fn next_same_name(slot: &mut Slot) -> &mut Option<usize> {
+    &mut slot.next_same_name
+}
+
 impl CallLedger {
+    /// A call now waiting for its output.
+    fn add(&mut self, call: PendingCall, original: Option<String>, name: String) {
+        let at = self.slots.len();
+        self.slots.push(Slot {
+            call: Some(call),
+            next_same_id: None,
+            next_same_name: None,
+        });
+        if let Some(original) = original {
+            link(&mut self.by_id, &mut self.slots, original, at, next_same_id);
+        }
+        link(&mut self.by_name, &mut self.slots, name, at, next_same_name);
+    }
+
+    fn take(&mut self, at: Option<usize>) -> Option<PendingCall> {
+        self.slots.get_mut(at?)?.call.take()
+    }
+
+    /// The first pending call.
+    fn first(&mut self) -> Option<usize> {
+        while let Some(slot) = self.slots.get(self.head) {
+            if slot.call.is_some() {
+                return Some(self.head);
+            }
+            self.head += 1;
+        }
+        None
+    }
+
+    fn first_with_id(&mut self, id: &str) -> Option<usize> {
+        first_pending(&mut self.by_id, &mut self.slots, id, next_same_id)
+    }
+
+    fn first_with_name(&mut self, name: &str) -> Option<usize> {
+        first_pending(&mut self.by_name, &mut self.slots, name, next_same_name)
+    }
+
     /// Takes the pending calls that `tool_call_ids` (or, without ids, the message's role and
-    /// name) designate, in the order of the ids; `None` where no pending call matches.
+    /// name) designate, in the order of the ids; `None` where no pending call matches. An id
+    /// listed twice takes the first two calls that used it.
     fn take_targets(&mut self, m: &Message) -> Vec<Option<PendingCall>> {
-        // The common case, one target: no lists of indices to build and sort.
-        match m.tool_call_ids.as_slice() {
-            [] => {
-                let by_name = match (&m.name, m.role == "function") {
-                    (Some(name), true) => self.pending.iter().position(|c| &c.name == name),
-                    _ => None,
-                };
-                let first = (!self.pending.is_empty()).then_some(0);
-                return vec![by_name.or(first).map(|i| self.pending.remove(i))];
-            }
-            [id] => {
-                let found = self
-                    .pending
-                    .iter()
-                    .position(|c| c.original.as_deref() == Some(id.as_str()));
-                return vec![found.map(|i| self.pending.remove(i))];
-            }
-            _ => {}
+        if m.tool_call_ids.is_empty() {
+            let by_name = match (&m.name, m.role == "function") {
+                (Some(name), true) => self.first_with_name(name),
+                _ => None,
+            };
+            let at = by_name.or_else(|| self.first());
+            return vec![self.take(at)];
         }
-        // A list: a message names a few ids.
-        let mut targets: Vec<Option<usize>> = Vec::new();
-        let mut taken: Vec<usize> = Vec::new();
-        for id in &m.tool_call_ids {
-            let found = self.pending.iter().enumerate().position(|(i, c)| {
-                c.original.as_deref() == Some(id.as_str()) && !taken.contains(&i)
-            });
-            if let Some(i) = found {
-                taken.push(i);
-            }
-            targets.push(found);
-        }
-        // Remove matched calls from pending (highest index first), keeping the ids' order.
-        let mut order: Vec<(usize, usize)> = targets
+        m.tool_call_ids
             .iter()
-            .enumerate()
-            .filter_map(|(k, t)| t.map(|i| (i, k)))
-            .collect();
-        order.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
-        let mut removed: Vec<Option<PendingCall>> = targets.iter().map(|_| None).collect();
-        for (i, k) in order {
-            let call = self.pending.remove(i);
-            if let Some(slot) = removed.get_mut(k) {
-                *slot = Some(call);
-            }
-        }
-        removed
+            .map(|id| {
+                let at = self.first_with_id(id);
+                self.take(at)
+            })
+            .collect()
+    }
+
+    /// Every pending call, in order; the ledger is left empty (the ids written stay).
+    fn take_all(&mut self) -> Vec<PendingCall> {
+        let slots = std::mem::take(&mut self.slots);
+        let head = std::mem::take(&mut self.head);
+        self.by_id = FxHashMap::default();
+        self.by_name = FxHashMap::default();
+        slots
+            .into_iter()
+            .skip(head)
+            .filter_map(|s| s.call)
+            .collect()
     }
 }
 
@@ -135,21 +245,21 @@ impl Builder<'_> {
             }
         };
         self.push(ItemKind::Call, item, index);
-        self.calls.pending.push(PendingCall {
+        let pending = PendingCall {
             call_id,
-            original: call.id.filter(|id| !id.is_empty()),
-            name: call.name,
             custom: call.custom,
-        });
+        };
+        let original = call.id.filter(|id| !id.is_empty());
+        self.calls.add(pending, original, call.name);
         Ok(())
     }
 
     /// The id to write for a call the input gave `original`: itself the first time, renamed
     /// (`call_x#2`) by `policy.reused_call_id` when it was used before.
     fn call_id_for(&mut self, original: &str, index: usize) -> Result<String, ConvertError> {
-        let uses = self.calls.uses.entry(original.to_string()).or_insert(0);
-        *uses += 1;
-        let n = *uses;
+        let uses = self.calls.uses.entry(original.to_string()).or_default();
+        uses.count += 1;
+        let (n, last_rename) = (uses.count, uses.last_rename);
         if n == 1 && !self.calls.ids.contains(original) {
             return Ok(original.to_string());
         }
@@ -158,11 +268,17 @@ impl Builder<'_> {
             let reason = format!("call id `{original}` used again");
             return Err(self.quarantine(rule, reason, Some(index)));
         }
-        let mut k = n.max(2);
+        // The first free `k` from `n` on. Every `k` from the last rename's `n` up to its `k` is
+        // taken (the walk found them so, and the ids only grow), so the walk resumes after it:
+        // inputs that hold `call_x#2` ... `call_x#N` and reuse `call_x` N times cost O(N).
+        let mut k = n.max(2).max(last_rename + 1);
         let mut renamed = ids::renamed_call_id(original, k);
         while self.calls.ids.contains(&renamed) {
             k += 1;
             renamed = ids::renamed_call_id(original, k);
+        }
+        if let Some(uses) = self.calls.uses.get_mut(original) {
+            uses.last_rename = k;
         }
         let action = Action::CallIdRenamed {
             from: original.to_string(),
@@ -189,7 +305,7 @@ impl Builder<'_> {
         &mut self,
         before: Option<usize>,
     ) -> Result<(), ConvertError> {
-        let pending = std::mem::take(&mut self.calls.pending);
+        let pending = self.calls.take_all();
         let rule = PolicyId::MissingOutput;
         for call in pending {
             if self.rules.policy.missing_output == MissingOutput::Quarantine {
@@ -435,6 +551,107 @@ mod tests {
                 PolicyId::OrphanOutput.rule_id()
             ]
         );
+    }
+
+    /// Issue 26: thousands of parallel calls, answered one by one in reverse and by a list,
+    /// each output on its own call (and in linear time: the ledger searches no list).
+    #[test]
+    fn many_parallel_calls_each_get_their_own_output() {
+        let n = 3000;
+        let id = |i: usize| format!("c{i}");
+        let name = |i: usize| format!("f{}", i % 5);
+        let calls = (0..n).map(|i| call(Some(&id(i)), &name(i), "{}")).collect();
+        let mut messages = vec![message("user", "go"), assistant_calling(calls)];
+        let odd: Vec<usize> = (0..n).rev().filter(|i| i % 2 == 1).collect();
+        for &i in &odd {
+            messages.push(tool(&id(i), &format!("o{i}")));
+        }
+        let even: Vec<usize> = (0..n).filter(|i| i % 2 == 0).collect();
+        let mut listed = message("tool", "all");
+        listed.tool_call_ids = even.iter().map(|&i| id(i)).collect();
+        // Already answered, then never called: both orphans.
+        listed.tool_call_ids.push(id(1));
+        listed.tool_call_ids.push("nowhere".to_string());
+        messages.push(listed);
+        let built = walk(messages);
+
+        let mut expected = vec![text_message("user", &["go"])];
+        expected.extend((0..n).map(|i| function_call(&id(i), &name(i), "{}")));
+        expected.extend(odd.iter().map(|&i| output(&id(i), &format!("o{i}"))));
+        expected.extend(even.iter().map(|&i| output(&id(i), "all")));
+        assert_eq!(items(&built), expected);
+        let mut fired = vec![Builtin::SharedOutput.rule_id(); even.len() - 1];
+        fired.extend([PolicyId::OrphanOutput.rule_id(); 2]);
+        assert_eq!(rules_fired(&built), fired);
+    }
+
+    /// Legacy `function` outputs among many calls without ids: each takes the first call still
+    /// waiting with its name, one with no such call the first call waiting, and the calls
+    /// left over get `aborted`, in the calls' order.
+    #[test]
+    fn many_legacy_outputs_pair_by_name_then_by_order() {
+        let n = 3000;
+        let name = |i: usize| format!("f{}", i % 7);
+        let calls = (0..n).map(|i| call(None, &name(i), "{}")).collect();
+        let mut messages = vec![message("user", "go"), assistant_calling(calls)];
+        // The k-th output named `f{j}` answers the k-th call named `f{j}`: names asked in
+        // the order 6, 5, ... 0, and the last 100 calls' names never asked.
+        let mut answers: Vec<(usize, usize)> = Vec::new();
+        let mut asked = [0usize; 7];
+        for k in 0..n - 100 {
+            let j = 6 - k % 7;
+            let call_at = j + 7 * asked[j];
+            asked[j] += 1;
+            let mut result = message("function", &format!("r{k}"));
+            result.name = Some(name(j));
+            messages.push(result);
+            answers.push((call_at, k));
+        }
+        // Named for no call: the first call waiting.
+        let mut stray = message("function", "stray");
+        stray.name = Some("nope".to_string());
+        messages.push(stray);
+        let built = walk(messages);
+
+        let answered: std::collections::BTreeSet<usize> = answers.iter().map(|a| a.0).collect();
+        let mut waiting = (0..n).filter(|i| !answered.contains(i));
+        let first_waiting = waiting.next().expect("calls left over");
+        let id = |i: usize| super::ids::synthesized_call_id(1, i);
+        let mut expected = vec![text_message("user", &["go"])];
+        expected.extend((0..n).map(|i| function_call(&id(i), &name(i), "{}")));
+        expected.extend(
+            answers
+                .iter()
+                .map(|&(i, k)| output(&id(i), &format!("r{k}"))),
+        );
+        expected.push(output(&id(first_waiting), "stray"));
+        expected.extend(waiting.map(|i| output(&id(i), "aborted")));
+        assert_eq!(items(&built), expected);
+    }
+
+    /// An input that holds `c#2` ... `c#N` and reuses `c`: each reuse takes the next free
+    /// `c#k` (the walk for a free `k` resumes where the last rename left it).
+    #[test]
+    fn reused_ids_skip_the_renamed_names_the_input_took() {
+        let taken = 50;
+        let mut calls: Vec<_> = (2..=taken + 1)
+            .map(|k| call(Some(&format!("c#{k}")), "x", "{}"))
+            .collect();
+        calls.extend((0..5).map(|_| call(Some("c"), "x", "{}")));
+        let built = walk(vec![message("user", "go"), assistant_calling(calls)]);
+        let got: Vec<String> = items(&built)
+            .iter()
+            .filter_map(|item| match item {
+                crate::model::rollout::ResponseItem::FunctionCall { call_id, .. } => {
+                    Some(call_id.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let mut expected: Vec<String> = (2..=taken + 1).map(|k| format!("c#{k}")).collect();
+        expected.push("c".to_string());
+        expected.extend((taken + 2..taken + 6).map(|k| format!("c#{k}")));
+        assert_eq!(got, expected);
     }
 
     #[test]

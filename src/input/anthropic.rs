@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
 use super::batch::{batch_result, is_anthropic_result};
@@ -368,6 +369,9 @@ fn entry_of(mut value: Value, records: Vec<usize>) -> Result<Entry, InputError> 
 pub fn assemble(events: &[Value]) -> Value {
     let mut message = json!({"type": "message", "role": "assistant", "content": []});
     let mut blocks: Vec<(u64, Value, String)> = Vec::new();
+    // The last block started with each index: a delta finds its block without a search
+    // (issue 26: N blocks and their N deltas were O(N²)).
+    let mut last_with_index: FxHashMap<u64, usize> = FxHashMap::default();
     for event in events {
         match event.get("type").and_then(Value::as_str) {
             Some("message_start") => {
@@ -388,11 +392,15 @@ pub fn assemble(events: &[Value]) -> Value {
                     Some(block @ Value::Object(_)) => block.clone(),
                     _ => json!({}),
                 };
+                last_with_index.insert(index, blocks.len());
                 blocks.push((index, block, String::new()));
             }
             Some("content_block_delta") => {
-                let index = event.get("index").and_then(Value::as_u64);
-                let Some(slot) = blocks.iter_mut().rev().find(|(i, _, _)| Some(*i) == index) else {
+                let at = event
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .and_then(|index| last_with_index.get(&index));
+                let Some(slot) = at.and_then(|&at| blocks.get_mut(at)) else {
                     continue;
                 };
                 let Some(delta) = event.get("delta") else {
@@ -405,14 +413,11 @@ pub fn assemble(events: &[Value]) -> Value {
                         .unwrap_or_default()
                         .to_string()
                 };
-                let mut push = |key: &str, piece: String| {
-                    let current = slot
-                        .1
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    slot.1[key] = Value::String(current + &piece);
+                // Appended in place: copying the text so far for each delta was O(N²) in
+                // the deltas (issue 26). A value that is not a string is replaced, as before.
+                let mut push = |key: &str, piece: String| match slot.1.get_mut(key) {
+                    Some(Value::String(current)) => current.push_str(&piece),
+                    _ => slot.1[key] = Value::String(piece),
                 };
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => push("text", text("text")),
@@ -720,6 +725,43 @@ mod tests {
         assert!(!t.meta.finished);
         let notes: Vec<&str> = t.source_notes.iter().map(|n| n.rule.as_str()).collect();
         assert_eq!(notes, ["builtin.thinking-signature"]);
+    }
+
+    /// Issue 26: many blocks, their deltas in any order; a delta goes to the last block
+    /// started with its index, a delta without one nowhere, and text is appended to the text
+    /// the block holds (a value that is no string is replaced).
+    #[test]
+    fn sse_deltas_find_their_blocks_among_many() {
+        let n = 2000;
+        let mut events =
+            vec![json!({"type": "message_start", "message": {"id": "m", "model": "c"}})];
+        for i in 0..n {
+            events.push(json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": format!("t{i}"), "name": "f", "input": {}}}));
+        }
+        for i in (0..n).rev() {
+            events.push(json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": format!("{{\"i\":{i}")}}));
+        }
+        for i in 0..n {
+            events.push(json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": "}"}}));
+        }
+        // Index `n` twice: the deltas go to the second block.
+        events.push(json!({"type": "content_block_start", "index": n, "content_block": {"type": "text", "text": "first"}}));
+        events.push(json!({"type": "content_block_start", "index": n, "content_block": {"type": "text", "text": 7}}));
+        for word in ["a", "b", "c"] {
+            events.push(json!({"type": "content_block_delta", "index": n, "delta": {"type": "text_delta", "text": word}}));
+        }
+        events.push(
+            json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": "lost"}}),
+        );
+        let mut content: Vec<Value> = (0..n)
+            .map(|i| json!({"type": "tool_use", "id": format!("t{i}"), "name": "f", "input": {"i": i}}))
+            .collect();
+        content.push(json!({"type": "text", "text": "first"}));
+        content.push(json!({"type": "text", "text": "abc"}));
+        assert_eq!(
+            assemble(&events),
+            json!({"type": "message", "role": "assistant", "id": "m", "model": "c", "content": content})
+        );
     }
 
     fn request(messages: Value) -> Value {

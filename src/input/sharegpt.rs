@@ -20,6 +20,7 @@
 //! The `tools` string is kept as the transcript's tools (the Responses output translates them)
 //! and its tool names are recorded in the audit (`builtin.dataset-tools`).
 
+use std::collections::VecDeque;
 use std::path::Path;
 
 use base64::Engine;
@@ -117,10 +118,25 @@ fn not_format(problem: impl Into<String>) -> InputError {
     }
 }
 
-/// Calls waiting for their outputs, in call order.
+/// Calls waiting for their outputs, in call order (a queue: N parallel calls and their N
+/// observations are O(N), issue 26).
 #[derive(Default)]
 struct Pairing {
-    pending: Vec<String>,
+    pending: VecDeque<String>,
+}
+
+/// For each turn, how many observations follow in a row from it, itself included: counted
+/// once from the end (counting from each observation was O(N²) in a run of N).
+fn observation_runs(is_observation: impl DoubleEndedIterator<Item = bool>) -> Vec<usize> {
+    let mut runs: Vec<usize> = is_observation
+        .rev()
+        .scan(0, |run, observation| {
+            *run = if observation { *run + 1 } else { 0 };
+            Some(*run)
+        })
+        .collect();
+    runs.reverse();
+    runs
 }
 
 /// One row as a transcript.
@@ -284,13 +300,11 @@ fn classic_turns(
     messages: &mut Vec<Message>,
 ) -> Result<(), InputError> {
     let tags = &context.rules.input.sharegpt;
-    let kinds: Vec<Option<bool>> = turns
-        .iter()
-        .map(|t| {
-            let tag = t.get(&tags.role_tag).and_then(Value::as_str)?;
-            Some(matches!(turn_of(tag, context), Turn::Observation))
-        })
-        .collect();
+    let runs = observation_runs(turns.iter().map(|t| {
+        t.get(&tags.role_tag)
+            .and_then(Value::as_str)
+            .is_some_and(|tag| matches!(turn_of(tag, context), Turn::Observation))
+    }));
     let mut pairing = Pairing::default();
     for (i, turn) in turns.into_iter().enumerate() {
         let Value::Object(mut turn) = turn else {
@@ -308,8 +322,7 @@ fn classic_turns(
         match turn_of(&tag, context) {
             Turn::Call => messages.push(call_message(&text, i, &mut pairing)),
             Turn::Observation => {
-                // How many observations follow in a row, this one included.
-                let run = kinds[i..].iter().take_while(|k| **k == Some(true)).count();
+                let run = runs.get(i).copied().unwrap_or(0);
                 messages.push(observation(Content::Text(text), run, context, &mut pairing));
             }
             Turn::Role(role, aliased_from) => messages.push(Message {
@@ -400,11 +413,11 @@ fn observation(
         return message;
     }
     if run >= pairing.pending.len() || run > 1 {
-        message.tool_call_ids = vec![pairing.pending.remove(0)];
+        message.tool_call_ids = pairing.pending.pop_front().into_iter().collect();
         return message;
     }
     // One observation for several calls.
-    let ids = std::mem::take(&mut pairing.pending);
+    let ids: Vec<String> = std::mem::take(&mut pairing.pending).into();
     match context.rules.policy.shared_observation {
         SharedObservation::First => {
             message.tool_call_ids = vec![ids[0].clone()];
@@ -489,10 +502,10 @@ fn typed_messages(
     context: &ReadContext<'_>,
     messages: &mut Vec<Message>,
 ) -> Result<(), InputError> {
-    let kinds: Vec<bool> = list
-        .iter()
-        .map(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
-        .collect();
+    let runs = observation_runs(
+        list.iter()
+            .map(|m| m.get("role").and_then(Value::as_str) == Some("tool")),
+    );
     let mut pairing = Pairing::default();
     for (i, raw) in list.into_iter().enumerate() {
         let Value::Object(mut raw) = raw else {
@@ -543,7 +556,7 @@ fn typed_messages(
             Content::Parts(texts)
         };
         if role == "tool" || role == context.rules.input.sharegpt.observation_tag {
-            let run = kinds[i..].iter().take_while(|k| **k).count();
+            let run = runs.get(i).copied().unwrap_or(0);
             messages.push(observation(content, run, context, &mut pairing));
             continue;
         }
@@ -836,6 +849,39 @@ mod tests {
             ]
         );
         assert_eq!(t.tools.len(), 1);
+    }
+
+    /// Issue 26: many parallel calls, one observation each, answered in call order.
+    #[test]
+    fn many_parallel_calls_each_take_the_next_observation() {
+        let n = 2000;
+        let calls: Vec<Value> = (0..n)
+            .map(|i| json!({"name": "f", "arguments": {"i": i}}))
+            .collect();
+        let mut turns = vec![
+            json!({"from": "human", "value": "go"}),
+            json!({"from": "function_call", "value": Value::Array(calls).to_string()}),
+        ];
+        turns.extend((0..n).map(|i| json!({"from": "observation", "value": format!("r{i}")})));
+        let t = row(json!({ "conversations": turns })).unwrap();
+        let outputs: Vec<(String, Vec<String>)> = t.messages[2..]
+            .iter()
+            .map(|m| (m.content.texts().concat(), m.tool_call_ids.clone()))
+            .collect();
+        let expected: Vec<(String, Vec<String>)> = (0..n)
+            .map(|i| (format!("r{i}"), vec![format!("call_1_{i}")]))
+            .collect();
+        assert_eq!(outputs, expected);
+    }
+
+    #[test]
+    fn observation_runs_count_each_run_from_where_it_stands() {
+        let kinds = [false, true, true, true, false, true, false];
+        assert_eq!(
+            observation_runs(kinds.into_iter()),
+            vec![0, 3, 2, 1, 0, 1, 0]
+        );
+        assert_eq!(observation_runs(std::iter::empty()), Vec::<usize>::new());
     }
 
     #[test]

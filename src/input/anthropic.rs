@@ -14,6 +14,7 @@
 //! which the `[[rule]]`s classify), messages and response, each content mapped by the shared
 //! block mapper ([`super::blocks`]).
 
+use std::collections::hash_map;
 use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
@@ -196,7 +197,19 @@ impl FormatReader for AnthropicReader {
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                results.insert(id, (record.index, record.value));
+                // The first result of an id joins its request, as across files
+                // ([`super::batch::BatchIndex::scan`]); a later one has no request left to
+                // join, and is refused rather than put in the first one's place, which lost
+                // that line from the file's account (issue 26, the anthropic fuzz target).
+                match results.entry(id) {
+                    hash_map::Entry::Vacant(slot) => {
+                        slot.insert((record.index, record.value));
+                    }
+                    hash_map::Entry::Occupied(slot) => {
+                        let error = InputError::BatchResultWithoutRequest(slot.key().clone());
+                        read.refused.push((record.index, error));
+                    }
+                }
             } else {
                 values.push(record);
             }
@@ -887,6 +900,43 @@ mod tests {
                 bytes_dropped: 0,
             }]
         );
+    }
+
+    /// Issue 26, found by the `anthropic` fuzz target: a second result line of one
+    /// `custom_id` replaced the first in the reader's map, and the first line was in no
+    /// conversation, refusal or drop (the pipeline quarantined it as a reader bug).
+    #[test]
+    fn a_second_result_of_one_custom_id_is_refused_and_the_first_joins_its_request() {
+        let errored = |message: &str| json!({"custom_id": "bad", "result": {"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error", "message": message}}}});
+        let read = read(vec![
+            json!({"custom_id": "bad", "params": request(json!([{"role": "user", "content": "Hello"}]))}),
+            errored("first"),
+            json!({"custom_id": "ok", "params": request(json!([{"role": "user", "content": "Hi"}]))}),
+            errored("second"),
+            json!({"custom_id": "ok", "result": {"type": "succeeded", "message": {"type": "message", "role": "assistant", "id": "msg_ok", "stop_reason": "end_turn", "content": [{"type": "text", "text": "Hello!"}]}}}),
+            json!({"custom_id": "ok", "result": {"type": "succeeded", "message": {"type": "message", "role": "assistant", "id": "msg_2", "stop_reason": "end_turn", "content": [{"type": "text", "text": "Again!"}]}}}),
+        ]);
+        let failed = InputError::BatchFailed {
+            custom_id: "bad".into(),
+            kind: "errored".into(),
+            reason: "first".into(),
+        };
+        assert_eq!(
+            read.refused,
+            vec![
+                (0, failed.clone()),
+                (1, failed),
+                (3, InputError::BatchResultWithoutRequest("bad".into())),
+                (5, InputError::BatchResultWithoutRequest("ok".into())),
+            ]
+        );
+        assert_eq!(read.conversations.len(), 1);
+        assert_eq!(read.conversations[0].records, vec![2, 4]);
+        assert_eq!(
+            read.conversations[0].transcript.messages[1].content.texts(),
+            vec!["Hello!"]
+        );
+        assert!(read.dropped.is_empty());
     }
 
     #[test]

@@ -52,7 +52,7 @@ use crate::source::{
 };
 use collect::Collector;
 use reader::Work;
-pub use record::{process_record, process_record_as, Converted, Outcome};
+pub use record::{process_bytes, process_record, process_record_as, Converted, Outcome};
 
 #[derive(Debug, Error)]
 pub enum PipelineError {
@@ -1043,20 +1043,6 @@ fn convert_source(
     failpoint("convert");
     let file = &context.files[work.file];
     let options = context.options;
-    // The reader thread sends a SourceWork only for a format that has a reader.
-    let Some(reader) = crate::input::format::reader(work.format) else {
-        let refused = work.records.iter().map(|(record, _)| {
-            let reason = format!("{}: no reader for format {}", record.location, work.format);
-            let class = crate::output::quarantine::QuarantineClass::NotARecord;
-            record::SourceResult::Refused(crate::output::QuarantineEntry::new(
-                &record.location,
-                class,
-                reason,
-                &record.bytes,
-            ))
-        });
-        return Ok(Outcome::Source(refused.collect()));
-    };
     let read = crate::input::format::ReadContext {
         rules: context.rules,
         path: &file.path,
@@ -1065,20 +1051,16 @@ fn convert_source(
         follow: options.walk.follow,
         cache: &context.caches[work.file],
     };
-    let mut results = record::process_source(
-        reader,
-        work,
-        context.index,
-        &read,
-        options.format,
-        options.sample,
-    );
+    let mut outcome =
+        record::process_source_work(work, context.index, &read, options.format, options.sample);
     // The conversations' rollouts are copies at their exact size: in a dry run they are
     // freed here; written, by the writers.
-    if options.format == Format::Codex && options.dry_run {
-        converted_mut(&mut results).for_each(|done| done.bytes = Vec::new());
+    if let (Outcome::Source(results), Format::Codex, true) =
+        (&mut outcome, options.format, options.dry_run)
+    {
+        converted_mut(results).for_each(|done| done.bytes = Vec::new());
     }
-    Ok(Outcome::Source(results))
+    Ok(outcome)
 }
 
 /// The converted conversations of a source's results.

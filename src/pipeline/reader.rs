@@ -199,33 +199,22 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
         if ranges.is_none() {
             batch.push(Work::Segment(file_index, 0));
         }
-        // Decided at the file's first record; a whole-file format collects it here.
-        let mut format = from;
-        let mut whole: Vec<(RawRecord, u64)> = Vec::new();
-        // The bytes collected in `whole`; past the limit, the file's size so far (refused).
-        let mut whole_bytes = 0u64;
-        let mut refused: Option<Location> = None;
-        // Every record of the file is counted, those of ranges another shard owns too, so
-        // that each record's identity is the one an unsharded run gives it.
-        let mut occurrences = Occurrences::default();
+        let mut grouped =
+            FileRecords::new(file_index, from).max_conversation_bytes(*max_conversation_bytes);
         for (mut event, given) in events {
             super::failpoint("reader");
             if stop.load(Ordering::Relaxed) != 0 {
                 stopped = true;
                 break;
             }
+            // Every record of the file is identified, those of ranges another shard owns
+            // too, so that each record's identity is the one an unsharded run gives it.
             if let RecordEvent::Record(record) = &mut event {
-                record.id = occurrences.next(&record.bytes);
-            }
-            if let (None, RecordEvent::Record(record)) = (format, &event) {
-                format = Some(detect(record));
+                grouped.identify(record);
             }
             // A format whose conversations span the file is never cut into ranges: the
             // shard of its range 0 reads it whole, the others leave it.
-            let spans_file = format
-                .and_then(format::reader)
-                .is_some_and(|r| r.granularity() == Granularity::File);
-            if let (Some(cut), true) = (&ranges, spans_file) {
+            if let (Some(cut), true) = (&ranges, grouped.spans_file()) {
                 if !cut.plan.owns_range(&cut.key, 0) {
                     break;
                 }
@@ -250,26 +239,8 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
             match event {
                 RecordEvent::Record(record) => {
                     batch_bytes += record.bytes.len();
-                    let ordinal_here = given.unwrap_or(ordinal);
-                    let format = format.unwrap_or(SourceFormat::Chat);
-                    match format::reader(format).map(|r| r.granularity()) {
-                        None => batch.push(Work::Record(record, file_index, ordinal_here)),
-                        Some(Granularity::Record) => batch.push(Work::Source(SourceWork {
-                            records: vec![(record, ordinal_here)],
-                            file: file_index,
-                            format,
-                        })),
-                        Some(Granularity::File) => {
-                            whole_bytes += record.bytes.len() as u64;
-                            if refused.is_none() && whole_bytes > *max_conversation_bytes {
-                                refused = whole.first().map(|(r, _)| r.location.clone());
-                                refused.get_or_insert_with(|| record.location.clone());
-                                whole = Vec::new();
-                            }
-                            if refused.is_none() {
-                                whole.push((record, ordinal_here));
-                            }
-                        }
+                    if let Some(work) = grouped.route(record, given.unwrap_or(ordinal)) {
+                        batch.push(work);
                     }
                     ordinal += 1;
                 }
@@ -288,22 +259,8 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
         if stopped || !complete.load(Ordering::Relaxed) {
             break;
         }
-        if let Some(location) = refused {
-            batch.push(Work::Damage(Damage {
-                location,
-                compressed_offset: None,
-                message: format!(
-                    "its {} conversation holds {whole_bytes} bytes of records, more than --max-conversation-bytes ({max_conversation_bytes}): not converted (a file of this format is held whole while it is read); raise the limit to read it",
-                    format.map_or("", SourceFormat::name),
-                ),
-            }));
-        }
-        if let (Some(format), false) = (format, whole.is_empty()) {
-            batch.push(Work::Source(SourceWork {
-                records: whole,
-                file: file_index,
-                format,
-            }));
+        if let Some(work) = grouped.finish() {
+            batch.push(work);
         }
         batch.push(Work::FileEnd(file_index));
         disk_before += file.size;
@@ -312,6 +269,117 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
     if !batch.is_empty() {
         // The receiver is gone only when the run stopped early; nothing left to do then.
         let _ = sender.send(batch);
+    }
+}
+
+/// One file's records on their way to the workers, as the reader sends them: each record's
+/// identity (its digest and occurrence among the file's records), the file's format (`--from`,
+/// else detected at its first record), and each record as the work its format's reader takes:
+/// a Chat Completions record alone ([`Work::Record`]), a record of a format read record by
+/// record as its own [`SourceWork`], and the records of a format whose conversations span the
+/// file held for one [`SourceWork`] at the file's end. [`read`] and
+/// [`super::process_bytes`] both group a file's records through it.
+pub(super) struct FileRecords {
+    file: usize,
+    /// Forced by `--from`, or decided at the file's first record.
+    format: Option<SourceFormat>,
+    occurrences: Occurrences,
+    /// The records held for a format read whole, with their ordinals.
+    whole: Vec<(RawRecord, u64)>,
+    /// The bytes of those records; past `max_whole` the file is refused (`refused`: where
+    /// its first record was) and its records dropped as they come.
+    whole_bytes: u64,
+    max_whole: u64,
+    refused: Option<Location>,
+}
+
+impl FileRecords {
+    /// The records of the file at `file` (its index among the run's files), in `from` if
+    /// given.
+    pub(super) fn new(file: usize, from: Option<SourceFormat>) -> FileRecords {
+        FileRecords {
+            file,
+            format: from,
+            occurrences: Occurrences::default(),
+            whole: Vec::new(),
+            whole_bytes: 0,
+            max_whole: u64::MAX,
+            refused: None,
+        }
+    }
+
+    /// A format read whole holds at most `limit` bytes of records (`--max-conversation-bytes`).
+    pub(super) fn max_conversation_bytes(mut self, limit: u64) -> FileRecords {
+        self.max_whole = limit;
+        self
+    }
+
+    /// Gives the next record of the file its identity; the first one decides the file's
+    /// format unless it was given. Every record of the file comes here, in file order.
+    pub(super) fn identify(&mut self, record: &mut RawRecord) {
+        record.id = self.occurrences.next(&record.bytes);
+        if self.format.is_none() {
+            self.format = Some(detect(record));
+        }
+    }
+
+    /// Whether the file's format reads its records together (known once a record came).
+    pub(super) fn spans_file(&self) -> bool {
+        self.format
+            .and_then(format::reader)
+            .is_some_and(|r| r.granularity() == Granularity::File)
+    }
+
+    /// The work of an identified record, `ordinal` its place among the file's records; `None`
+    /// when the record is held for its file's [`SourceWork`] ([`FileRecords::finish`]).
+    pub(super) fn route(&mut self, record: RawRecord, ordinal: u64) -> Option<Work> {
+        let format = self.format.unwrap_or(SourceFormat::Chat);
+        match format::reader(format).map(|r| r.granularity()) {
+            None => Some(Work::Record(record, self.file, ordinal)),
+            Some(Granularity::Record) => Some(Work::Source(SourceWork {
+                records: vec![(record, ordinal)],
+                file: self.file,
+                format,
+            })),
+            Some(Granularity::File) => {
+                self.whole_bytes += record.bytes.len() as u64;
+                if self.refused.is_none() && self.whole_bytes > self.max_whole {
+                    let first = self.whole.first().map(|(r, _)| r.location.clone());
+                    self.refused = Some(first.unwrap_or_else(|| record.location.clone()));
+                    self.whole = Vec::new();
+                }
+                if self.refused.is_none() {
+                    self.whole.push((record, ordinal));
+                }
+                None
+            }
+        }
+    }
+
+    /// The records held for a format read whole, once the file's last record was routed; a
+    /// file refused for its size is a damage naming the limit.
+    pub(super) fn finish(self) -> Option<Work> {
+        let format = self.format?;
+        if let Some(location) = self.refused {
+            return Some(Work::Damage(Damage {
+                location,
+                compressed_offset: None,
+                message: format!(
+                    "its {} conversation holds {} bytes of records, more than --max-conversation-bytes ({}): not converted (a file of this format is held whole while it is read); raise the limit to read it",
+                    format.name(),
+                    self.whole_bytes,
+                    self.max_whole,
+                ),
+            }));
+        }
+        if self.whole.is_empty() {
+            return None;
+        }
+        Some(Work::Source(SourceWork {
+            records: self.whole,
+            file: self.file,
+            format,
+        }))
     }
 }
 

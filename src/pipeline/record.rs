@@ -2,11 +2,11 @@
 //! per-record function, which the pipeline's workers, the fuzz target and the tests all call.
 //! It does no I/O: the caller writes what it returns.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::reader::SourceWork;
+use super::reader::{FileRecords, SourceWork, Work};
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
@@ -15,6 +15,7 @@ use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::chat::{extract_fast, FastRead};
 use crate::input::format::{FormatReader, InputRecord, ReadContext};
+use crate::input::SourceFormat;
 use crate::input::{extract, parse_record, InputError};
 use crate::model::identity::RecordId;
 use crate::model::responses::{output_path, Format};
@@ -24,7 +25,7 @@ use crate::output::manifest::digest;
 use crate::output::quarantine::QuarantineClass;
 use crate::output::{Placed, QuarantineEntry};
 use crate::rules::{InvalidUnicode, RuleSet};
-use crate::source::RawRecord;
+use crate::source::{records_in, RawRecord, RecordEvent};
 use crate::validate::{self, Invariant};
 
 /// The result of one record.
@@ -315,6 +316,82 @@ fn refuse(record: &RawRecord, class: QuarantineClass, reason: String) -> SourceR
         reason,
         &record.bytes,
     ))
+}
+
+/// A [`SourceWork`] through its format's reader ([`process_source`]): what a worker does with
+/// the records of a format other than Chat Completions. A format without a reader (which the
+/// reader thread never sends) has every record refused.
+pub fn process_source_work(
+    work: &SourceWork,
+    batch: &BatchIndex,
+    context: &ReadContext<'_>,
+    format: Format,
+    sample: Option<f64>,
+) -> Outcome {
+    let Some(reader) = crate::input::format::reader(work.format) else {
+        let refused = work.records.iter().map(|(record, _)| {
+            let reason = format!("{}: no reader for format {}", record.location, work.format);
+            refuse(record, QuarantineClass::NotARecord, reason)
+        });
+        return Outcome::Source(refused.collect());
+    };
+    let results = process_source(reader, work, batch, context, format, sample);
+    Outcome::Source(results)
+}
+
+/// One file's decompressed `bytes` through every stage `convert` runs on a file, in memory:
+/// split into records ([`records_in`], as [`crate::source::records`] splits a file), each
+/// identified and grouped for its format as the reader thread does ([`FileRecords`]: `from`
+/// forces the format as `--from` does, else the first record decides it), then converted as
+/// the workers do: a Chat Completions record by [`process_record_as`], the records of another
+/// format by [`process_source_work`] (parse, read into transcripts, convert, render,
+/// validate, account). The outcomes are in input order; blank lines yield none. Nothing is
+/// written, nothing sampled; `path` names the file (a ChatGPT export's or a dataset's images
+/// are looked up beside it) and `source_key` keys its session ids. What the fuzz targets
+/// drive: these bytes as one file in format X.
+pub fn process_bytes(
+    bytes: Vec<u8>,
+    path: &Path,
+    source_key: &str,
+    from: Option<SourceFormat>,
+    rules: &RuleSet,
+    batch: &BatchIndex,
+    format: Format,
+) -> Vec<Outcome> {
+    let display: std::sync::Arc<str> = path.display().to_string().into();
+    // The file's folder is its tree, as for a file named on the command line.
+    let cache = crate::input::format::FileCache::default();
+    let context = ReadContext {
+        rules,
+        path,
+        key: source_key,
+        root: path.parent(),
+        follow: false,
+        cache: &cache,
+    };
+    let mut grouped = FileRecords::new(0, from);
+    let mut works = Vec::new();
+    let mut ordinal = 0;
+    for event in records_in(display, bytes) {
+        match event {
+            RecordEvent::Record(mut record) => {
+                grouped.identify(&mut record);
+                works.extend(grouped.route(record, ordinal));
+                ordinal += 1;
+            }
+            // An in-memory stream cannot be damaged; were it, the records before it stand.
+            RecordEvent::Blank(_) | RecordEvent::Damage(_) => {}
+        }
+    }
+    works.extend(grouped.finish());
+    let convert = |work: Work| match work {
+        Work::Record(record, _, _) => {
+            Some(process_record_as(&record, source_key, rules, batch, format))
+        }
+        Work::Source(work) => Some(process_source_work(&work, batch, &context, format, None)),
+        Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => None,
+    };
+    works.into_iter().filter_map(convert).collect()
 }
 
 /// Reads a [`SourceWork`]'s records with their format's reader, then each conversation
@@ -853,6 +930,76 @@ mod tests {
             .expect("the source note is a decision");
         assert_eq!(note.rule.as_str(), "policy.claude_progress");
         assert_eq!(note.bytes_dropped, 4);
+    }
+
+    /// The kinds of outcomes, as text: `converted N` (its records), `quarantined`, `refused`,
+    /// `dropped`.
+    fn kinds(outcomes: &[Outcome]) -> Vec<String> {
+        let one = |outcome: &Outcome, records: u64| match outcome {
+            Outcome::Converted(done) => format!("converted {}", done.records.max(records)),
+            Outcome::Quarantined(_) => "quarantined".to_string(),
+            Outcome::NotSampled => "not sampled".to_string(),
+            Outcome::Source(_) => "source".to_string(),
+        };
+        let mut out = Vec::new();
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Source(results) => {
+                    out.push("source".to_string());
+                    for result in results {
+                        out.push(match result {
+                            SourceResult::Conversation { outcome, records } => {
+                                one(outcome, *records)
+                            }
+                            SourceResult::Refused(_) => "refused".to_string(),
+                            SourceResult::Dropped { .. } => "dropped".to_string(),
+                        });
+                    }
+                }
+                other => out.push(one(other, 1)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_files_bytes_go_through_the_pipeline_as_its_format_reads_them() {
+        let rules = RuleSet::builtin().expect("built-in rules");
+        let batch = BatchIndex::default();
+        let path = Path::new("in/session.jsonl");
+        let claude = br#"{"type":"user","timestamp":"2025-12-24T10:00:00.000Z","sessionId":"s1","message":{"role":"user","content":"hi"},"uuid":"u1"}
+
+{"type":"assistant","timestamp":"2025-12-24T10:00:05.000Z","sessionId":"s1","message":{"role":"assistant","content":[{"type":"text","text":"hello"}]},"uuid":"u2","parentUuid":"u1"}
+not json
+"#;
+        let read = |bytes: &[u8], from| {
+            let outcomes = process_bytes(
+                bytes.to_vec(),
+                path,
+                "session.jsonl",
+                from,
+                &rules,
+                &batch,
+                Format::Codex,
+            );
+            kinds(&outcomes)
+        };
+        // A session's lines are read together, as one piece of work: one conversation of two
+        // records, the bad line refused on its own; detected or forced alike.
+        let whole = vec!["source", "converted 2", "refused"];
+        assert_eq!(read(claude, None), whole);
+        assert_eq!(read(claude, Some(SourceFormat::ClaudeCode)), whole);
+        // Chat Completions records one by one; forced, a session's lines are not chat records.
+        let chat = b"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}\n[{\"role\":\"user\",\"content\":\"b\"}]\n";
+        assert_eq!(read(chat, None), vec!["converted 1", "converted 1"]);
+        let forced = read(claude, Some(SourceFormat::Chat));
+        assert_eq!(forced, vec!["quarantined"; 3]);
+        // ShareGPT rows, each its own piece of work.
+        let rows =
+            br#"[{"conversations":[{"from":"human","value":"q"},{"from":"gpt","value":"a"}]},
+            {"conversations":[{"from":"human","value":"r"},{"from":"gpt","value":"b"}]}]"#;
+        let rows = read(rows, Some(SourceFormat::ShareGpt));
+        assert_eq!(rows, vec!["source", "converted 1", "source", "converted 1"]);
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub use discover::{discover, Discovery, Skipped, SourceFile, Unreadable, WalkOpt
 pub use filter::{InvalidGlob, PathFilter};
 pub use open::{open, Compression};
 pub use shard::{Shard, ShardPlan, ShardSource, Share};
-pub use split::{records, Damage, RawRecord, RecordEvent};
+pub use split::{records, records_in, Damage, RawRecord, RecordEvent};
 
 use thiserror::Error;
 

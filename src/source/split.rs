@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::discover::SourceFile;
 use super::elements::{Element, Elements, Framing};
-use super::open::{open, Compression};
+use super::open::{open, Compression, Opened};
 use crate::model::Location;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -69,20 +69,7 @@ pub enum RecordEvent {
 /// Reads `file` and returns its events. Opening errors come back as a single damage event.
 pub fn records(file: &SourceFile) -> RecordReader {
     match open(&file.path) {
-        Ok(opened) => RecordReader {
-            path: Arc::clone(&file.display),
-            reader: Some(opened.reader),
-            compression: opened.compression,
-            compressed_read: opened.compressed_read,
-            line: 0,
-            offset: 0,
-            mode: Mode::Sniff,
-            leading_blanks: 0,
-            owed_blanks: 0,
-            queue: VecDeque::new(),
-            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
-            spill: Vec::new(),
-        },
+        Ok(opened) => RecordReader::over(Arc::clone(&file.display), opened),
         Err(err) => {
             let mut queue = VecDeque::new();
             queue.push_back(RecordEvent::Damage(Damage {
@@ -111,6 +98,21 @@ pub fn records(file: &SourceFile) -> RecordReader {
             }
         }
     }
+}
+
+/// The events of a file's decompressed `bytes` held in memory, split exactly as [`records`]
+/// splits a file on disk (JSON Lines or one document, blank lines, BOM, CRLF, oversized
+/// records); `display` names the file in the records' locations. For tools and tests that
+/// hold a file's bytes, not its path (the fuzz targets: [`crate::pipeline::process_bytes`]).
+pub fn records_in(display: Arc<str>, bytes: Vec<u8>) -> RecordReader {
+    RecordReader::over(
+        display,
+        Opened {
+            reader: Box::new(std::io::Cursor::new(bytes)),
+            compression: Compression::None,
+            compressed_read: Arc::new(AtomicU64::new(0)),
+        },
+    )
 }
 
 enum Mode {
@@ -171,6 +173,24 @@ enum ReadLine {
 }
 
 impl RecordReader {
+    /// The records of an opened stream, named `path` in their locations.
+    fn over(path: Arc<str>, opened: Opened) -> RecordReader {
+        RecordReader {
+            path,
+            reader: Some(opened.reader),
+            compression: opened.compression,
+            compressed_read: opened.compressed_read,
+            line: 0,
+            offset: 0,
+            mode: Mode::Sniff,
+            leading_blanks: 0,
+            owed_blanks: 0,
+            queue: VecDeque::new(),
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            spill: Vec::new(),
+        }
+    }
+
     pub fn compression(&self) -> Compression {
         self.compression
     }

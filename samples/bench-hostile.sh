@@ -8,8 +8,8 @@
 # The cases are the (blank lines, plain and zstd; JSON arrays pretty and compact;
 # parallel calls, as tool messages and as one `tool_call_ids` list; a ChatGPT zip with 10
 # images a conversation; a Claude Code session; a Batch results file after blank lines)
-# and three more found with them (ShareGPT observations, Anthropic SSE blocks, requests
-# that each start a conversation).
+# and four more found with them (ShareGPT observations, Anthropic SSE blocks, server-tool
+# blocks of N types, requests that each start a conversation).
 #
 # N doubles from the case's base until the faster of two runs takes MIN_SECONDS, so fixed
 # costs do not hide the growth. N, 2N and 4N then run in RUNS rounds, the fastest of each
@@ -33,7 +33,7 @@ cd "$(dirname "$0")/.."
 
 cases_all=(blank-lines blank-lines-zst pretty-array compact-array parallel-calls
   call-ids-list chatgpt-zip claude-code batch-blank sharegpt-calls anthropic-sse
-  request-chains)
+  block-types request-chains)
 
 case "${1:-}" in
   --list) printf '%s\n' "${cases_all[@]}"; exit 0 ;;
@@ -231,6 +231,16 @@ elif case == "anthropic-sse":
         "response": {"status": 200, "sse_events": events}}
     with open(p, "w") as f:
         f.write(json.dumps(record) + "\n")
+elif case == "block-types":
+    # An Anthropic request whose reply holds N server-tool results of N types (a note each).
+    p = path("types.jsonl")
+    blocks = [{"type": f"t{i}_tool_result", "tool_use_id": f"srv_{i}", "content": "r"}
+              for i in range(n)]
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": blocks + [{"type": "text", "text": "done"}]}]
+    with open(p, "w") as f:
+        f.write(json.dumps({"model": "claude-opus-4-6", "max_tokens": 10,
+                            "messages": messages}) + "\n")
 elif case == "request-chains":
     # N logged Anthropic requests, none resending another's history: N conversations.
     p = path("requests.jsonl")
@@ -252,7 +262,7 @@ base_of() {
     pretty-array) echo "2048 1048576 audit" ;;
     compact-array) echo "16384 33554432 audit" ;;
     parallel-calls|call-ids-list|sharegpt-calls) echo "32768 1048576 convert" ;;
-    anthropic-sse) echo "16384 1048576 convert" ;;
+    anthropic-sse|block-types) echo "16384 1048576 convert" ;;
     chatgpt-zip) echo "64 65536 audit" ;;
     claude-code) echo "32768 4194304 convert" ;;
     request-chains) echo "1024 262144 audit" ;;

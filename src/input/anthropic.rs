@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
 use super::batch::{batch_result, is_anthropic_result};
-use super::blocks::{add_note, map_content, renumber};
+use super::blocks::{add_note, map_content, renumber, Notes};
 use super::chain::{self, request_body, response_body, sse_events};
 use super::chat_stream::diverged_note;
 use super::format::{
@@ -557,6 +557,7 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
         });
     }
     let mut finished = false;
+    let mut notes = Notes::default();
     let turns = entry
         .history
         .into_iter()
@@ -582,16 +583,9 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
             .unwrap_or(Value::Null);
         let mut mapped = map_content(&role, content, policy);
         messages.append(&mut mapped.messages);
-        for note in mapped.notes {
-            add_note(
-                &mut transcript.source_notes,
-                &note.rule,
-                &note.what,
-                note.count,
-                note.bytes_dropped,
-            );
-        }
+        notes.merge(mapped.notes);
     }
+    transcript.source_notes = notes.into_vec();
     if messages.iter().all(|m| m.role == "system") {
         return Err(InputError::EmptyMessages("messages".into()));
     }

@@ -23,6 +23,7 @@
 //! ([`renumber`]). Merging blocks of one API message spread over several lines (Claude Code)
 //! is the caller's business: map the merged content once, or map each line and concatenate.
 
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::model::transcript::{
@@ -35,7 +36,7 @@ use crate::rules::{Builtin, PolicyId};
 #[derive(Debug, Clone, Default)]
 pub struct Mapped {
     pub messages: Vec<Message>,
-    pub notes: Vec<SourceNote>,
+    pub notes: Notes,
 }
 
 /// Maps one Anthropic `content` of `role` to messages.
@@ -77,7 +78,9 @@ pub fn renumber(messages: &mut [Message]) {
     }
 }
 
-/// Adds `count` to the note with the same rule and what, or appends one.
+/// Adds `count` to the note with the same rule and what, or appends one. A search: for a list
+/// of the few notes the code names; one whose `what` the input names (a block or item type)
+/// is gathered in [`Notes`].
 pub fn add_note(notes: &mut Vec<SourceNote>, rule: &str, what: &str, count: u64, bytes: usize) {
     if let Some(note) = notes.iter_mut().find(|n| n.rule == rule && n.what == what) {
         note.count += count;
@@ -90,6 +93,65 @@ pub fn add_note(notes: &mut Vec<SourceNote>, rule: &str, what: &str, count: u64,
         count,
         bytes_dropped: bytes,
     });
+}
+
+/// Notes whose `what` the input can name (`{kind} block`, `{kind} item dropped`), as
+/// [`add_note`] gathers them: each rule and what once, with its counts, in the order first
+/// seen. An index finds a note again: N blocks of N types searched the list O(N²) times
+/// (issue 26).
+#[derive(Debug, Clone, Default)]
+pub struct Notes {
+    list: Vec<SourceNote>,
+    /// Each rule's whats, with their note's place in `list`.
+    index: FxHashMap<String, FxHashMap<String, usize>>,
+}
+
+impl Notes {
+    /// Adds `count` and `bytes` to the note of `rule` and `what`, or appends one.
+    pub fn add(&mut self, rule: &str, what: &str, count: u64, bytes: usize) {
+        let at = self.index.get(rule).and_then(|whats| whats.get(what));
+        if let Some(note) = at.and_then(|&at| self.list.get_mut(at)) {
+            note.count += count;
+            note.bytes_dropped += bytes;
+            return;
+        }
+        let whats = self.index.entry(rule.to_string()).or_default();
+        whats.insert(what.to_string(), self.list.len());
+        self.list.push(SourceNote {
+            rule: rule.to_string(),
+            what: what.to_string(),
+            count,
+            bytes_dropped: bytes,
+        });
+    }
+
+    /// Adds each of `notes`, in order.
+    pub fn merge(&mut self, notes: impl IntoIterator<Item = SourceNote>) {
+        for note in notes {
+            self.add(&note.rule, &note.what, note.count, note.bytes_dropped);
+        }
+    }
+
+    pub fn into_vec(self) -> Vec<SourceNote> {
+        self.list
+    }
+}
+
+impl std::ops::Deref for Notes {
+    type Target = [SourceNote];
+
+    fn deref(&self) -> &[SourceNote] {
+        &self.list
+    }
+}
+
+impl IntoIterator for Notes {
+    type Item = SourceNote;
+    type IntoIter = std::vec::IntoIter<SourceNote>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.list.into_iter()
+    }
 }
 
 /// Whether a block type is a server tool's use (`server_tool_use`, `mcp_tool_use`).
@@ -146,7 +208,7 @@ impl Builder<'_> {
     }
 
     fn note(&mut self, rule: &str, what: &str, bytes: usize) {
-        add_note(&mut self.out.notes, rule, what, 1, bytes);
+        self.out.notes.add(rule, what, 1, bytes);
     }
 
     /// A content part; text after calls starts a new message.
@@ -390,7 +452,7 @@ fn media_part(
     kind: &str,
     mut map: Map<String, Value>,
     policy: &Policies,
-    notes: &mut Vec<SourceNote>,
+    notes: &mut Notes,
 ) -> Vec<Part> {
     let mut source = match map.remove("source") {
         Some(Value::Object(source)) => source,
@@ -434,8 +496,7 @@ fn media_part(
     // A document.
     match source_type.as_str() {
         "text" if policy.text_document == TextDocument::Inline => {
-            add_note(
-                notes,
+            notes.add(
                 PolicyId::TextDocument.rule_id(),
                 "text document inlined",
                 1,
@@ -452,8 +513,7 @@ fn media_part(
                 Some(Value::String(text)) => vec![Value::String(text)],
                 _ => Vec::new(),
             };
-            add_note(
-                notes,
+            notes.add(
                 PolicyId::TextDocument.rule_id(),
                 "text document inlined",
                 1,
@@ -674,7 +734,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            out.notes,
+            out.notes.to_vec(),
             vec![SourceNote {
                 rule: "builtin.thinking-signature".into(),
                 what: "thinking signature".into(),
@@ -760,6 +820,28 @@ mod tests {
         assert_eq!(out.messages.len(), 1);
         assert_eq!(texts(&out.messages[0]), vec!["found"]);
         assert_eq!(out.notes.len(), 2);
+    }
+
+    /// Issue 26: a content of N server-tool results of N types (and some again) makes N
+    /// notes, in the order first seen, each with its count.
+    #[test]
+    fn notes_of_many_block_types_are_counted_in_first_seen_order() {
+        let n = 3000;
+        let block = |i: usize| json!({"type": format!("k{i}_tool_result"), "tool_use_id": format!("s{i}"), "content": "r"});
+        let mut blocks: Vec<Value> = (0..n).map(block).collect();
+        blocks.extend((0..n).step_by(3).map(block));
+        let mut p = policies();
+        p.server_tool = ServerTool::Drop;
+        let out = map_content("assistant", Value::Array(blocks), &p);
+        let expected: Vec<SourceNote> = (0..n)
+            .map(|i| SourceNote {
+                rule: "policy.server_tool".into(),
+                what: format!("k{i}_tool_result block"),
+                count: if i % 3 == 0 { 2 } else { 1 },
+                bytes_dropped: 0,
+            })
+            .collect();
+        assert_eq!(out.notes.to_vec(), expected);
     }
 
     #[test]

@@ -32,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::blocks::{add_note, map_content};
+use super::blocks::{map_content, Notes};
 use super::format::{
     DroppedRecord, FileRead, FormatReader, Granularity, InputRecord, ReadContext,
     SourceConversation, SourceFormat,
@@ -414,7 +414,7 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> SourceConversa
         messages_at: "lines".to_string(),
         ..RecordMeta::default()
     };
-    let mut notes: Vec<SourceNote> = Vec::new();
+    let mut notes = Notes::default();
     let mut messages: Vec<Message> = Vec::new();
     let mut records = Vec::new();
     let mut open: Option<Response> = None;
@@ -489,15 +489,7 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> SourceConversa
         for m in &mut mapped.0 {
             m.timestamp_ms = time;
         }
-        for note in mapped.1 {
-            add_note(
-                &mut notes,
-                &note.rule,
-                &note.what,
-                note.count,
-                note.bytes_dropped,
-            );
-        }
+        notes.merge(mapped.1);
         let only_results = !mapped.0.is_empty() && mapped.0.iter().all(|m| m.role == "tool");
         if only_results && open.is_some() {
             deferred.extend(mapped.0);
@@ -522,7 +514,7 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> SourceConversa
             meta,
             ignored_fields,
             tools: Vec::new(),
-            source_notes: notes,
+            source_notes: notes.into_vec(),
         },
         records,
     }
@@ -545,7 +537,7 @@ fn close(
     open: &mut Option<Response>,
     deferred: &mut Vec<Message>,
     messages: &mut Vec<Message>,
-    notes: &mut Vec<SourceNote>,
+    notes: &mut Notes,
     rules: &RuleSet,
 ) {
     if let Some(response) = open.take() {
@@ -554,15 +546,7 @@ fn close(
             m.timestamp_ms = response.time;
             messages.push(m);
         }
-        for note in mapped.notes {
-            add_note(
-                notes,
-                &note.rule,
-                &note.what,
-                note.count,
-                note.bytes_dropped,
-            );
-        }
+        notes.merge(mapped.notes);
     }
     messages.append(deferred);
 }
@@ -615,25 +599,25 @@ fn user_line(
                 m.compaction = true;
             }
         }
-        return (messages, mapped.notes);
+        return (messages, mapped.notes.into_vec());
     }
     if meta {
         let mapped = map_content("user", content, policy);
-        return (named(mapped.messages, "meta"), mapped.notes);
+        return (named(mapped.messages, "meta"), mapped.notes.into_vec());
     }
     let blocks = match content {
         Value::String(text) => {
             let kind = harness_kind(&text);
             let mapped = map_content("user", Value::String(text), policy);
             return match kind {
-                Some(kind) => (named(mapped.messages, kind), mapped.notes),
-                None => (mapped.messages, mapped.notes),
+                Some(kind) => (named(mapped.messages, kind), mapped.notes.into_vec()),
+                None => (mapped.messages, mapped.notes.into_vec()),
             };
         }
         Value::Array(blocks) => blocks,
         other => {
             let mapped = map_content("user", other, policy);
-            return (mapped.messages, mapped.notes);
+            return (mapped.messages, mapped.notes.into_vec());
         }
     };
     // Harness text blocks become messages of their own, the rest maps in runs.

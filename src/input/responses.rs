@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::blocks::add_note;
+use super::blocks::Notes;
 use super::chain::{self, request_body, response_body};
 use super::chat::{built_record_rules, extract};
 use super::chat_stream::diverged_note;
@@ -427,7 +427,7 @@ struct Built {
     messages: Vec<Value>,
     thinking: Vec<(usize, Thinking)>,
     pending_thinking: Vec<Thinking>,
-    notes: Vec<SourceNote>,
+    notes: Notes,
     /// Position of the last assistant message holding only calls (parallel calls join it).
     open_calls: Option<usize>,
 }
@@ -468,7 +468,7 @@ impl Built {
     }
 
     fn note(&mut self, rule: &str, what: &str, bytes: usize) {
-        add_note(&mut self.notes, rule, what, 1, bytes);
+        self.notes.add(rule, what, 1, bytes);
     }
 }
 
@@ -496,7 +496,7 @@ fn map_items(items: Vec<Value>, context: &ReadContext<'_>) -> Built {
         messages: Vec::new(),
         thinking: Vec::new(),
         pending_thinking: Vec::new(),
-        notes: Vec::new(),
+        notes: Notes::default(),
         open_calls: None,
     };
     let mut annotations = 0u64;
@@ -593,8 +593,7 @@ fn map_items(items: Vec<Value>, context: &ReadContext<'_>) -> Built {
         }
     }
     if annotations > 0 {
-        add_note(
-            &mut built.notes,
+        built.notes.add(
             crate::rules::Builtin::ResponsesAnnotations.rule_id(),
             "output_text annotations dropped",
             annotations,
@@ -809,7 +808,7 @@ fn transcript(
             message.tool_error = true;
         }
     }
-    transcript.source_notes = built.notes;
+    transcript.source_notes = built.notes.into_vec();
     transcript.meta.format = FORMAT;
     Ok(transcript)
 }

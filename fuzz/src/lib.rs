@@ -83,7 +83,17 @@ pub fn run(format: SourceFormat, data: &[u8]) {
     } = setup();
     let path = Path::new(PATH);
     for (rules, output) in passes {
-        let convert = || process_bytes(data.to_vec(), path, KEY, Some(format), rules, batch, *output);
+        let convert = || {
+            process_bytes(
+                data.to_vec(),
+                path,
+                KEY,
+                Some(format),
+                rules,
+                batch,
+                *output,
+            )
+        };
         let outcomes = convert();
         for outcome in &outcomes {
             check(outcome, *strict);
@@ -126,7 +136,11 @@ fn check_entry(entry: &QuarantineEntry, strict: u8) {
             assert!(strict < 2, "text accounting: {}", entry.reason)
         }
         QuarantineClass::Invariant(_) => {
-            assert!(strict < 1, "converted rollout breaks invariants: {}", entry.reason)
+            assert!(
+                strict < 1,
+                "converted rollout breaks invariants: {}",
+                entry.reason
+            )
         }
         // The pipeline's own net for a reader that loses a record; its reason says it is a bug.
         QuarantineClass::NotARecord if entry.reason.contains("gave no account") => {

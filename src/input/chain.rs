@@ -45,7 +45,18 @@ pub fn group(histories: &[Vec<Value>], merge: bool) -> Vec<Chain> {
 
 /// Groups requests into chains. `histories[i]` is request `i`'s messages (normalised);
 /// an empty history is a chain of its own.
+///
+/// A request continues the chain whose last request its history extends, the longest such
+/// (the later chain on a tie); otherwise it starts a chain, diverging from the earlier request
+/// it shares the longest beginning with (the latest on a tie).
+///
+/// Time and memory are linear in the messages given: each message is interned once, and every
+/// history is a path in a trie of message ids whose nodes know which chains end there and the
+/// latest request that passed through. A log of N requests is read in O(total messages), not
+/// by comparing each request with every earlier one (`reference_chains` in the tests is that
+/// comparison, kept as the definition this must equal).
 pub fn chains(histories: &[Vec<Value>]) -> Vec<Chain> {
+    let mut index = PrefixIndex::default();
     let mut chains: Vec<Chain> = Vec::new();
     for (i, history) in histories.iter().enumerate() {
         if history.is_empty() {
@@ -55,39 +66,105 @@ pub fn chains(histories: &[Vec<Value>]) -> Vec<Chain> {
             });
             continue;
         }
-        // The chain whose last request this one extends, preferring the longest.
-        let extends = chains
+        let path = index.path(history);
+        // The chain whose last request this one extends, preferring the longest: the deepest
+        // proper prefix of the path at which some chain ends.
+        let extends = path[..path.len() - 1]
             .iter()
-            .enumerate()
-            .filter_map(|(c, chain)| {
-                let last = &histories[*chain.members.last()?];
-                (!last.is_empty() && last.len() < history.len() && history.starts_with(last))
-                    .then_some((last.len(), c))
-            })
-            .max();
-        if let Some((_, c)) = extends {
-            chains[c].members.push(i);
-            continue;
-        }
-        // Not a continuation: does it leave an earlier request?
-        let diverged = chains
-            .iter()
-            .flat_map(|chain| chain.members.iter().copied())
-            .filter(|&j| j < i)
-            .map(|j| (common_prefix(&histories[j], history), j))
-            .filter(|(n, _)| *n > 0)
-            .max_by_key(|(n, j)| (*n, *j))
-            .map(|(at, from)| Divergence { from, at });
-        chains.push(Chain {
-            members: vec![i],
-            diverged,
-        });
+            .rev()
+            .flatten()
+            .find_map(|&node| {
+                let chain = index.nodes[node].chain_ends.last()?;
+                Some((node, *chain))
+            });
+        let c = match extends {
+            Some((node, c)) => {
+                index.nodes[node].chain_ends.remove(&c);
+                chains[c].members.push(i);
+                c
+            }
+            None => {
+                // Not a continuation: does it leave an earlier request? The deepest node of
+                // the path that an earlier request reached is their common beginning.
+                let diverged = path
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find_map(|(depth, node)| node.map(|n| (depth, n)))
+                    .map(|(depth, node)| Divergence {
+                        from: index.nodes[node].latest,
+                        at: depth + 1,
+                    });
+                chains.push(Chain {
+                    members: vec![i],
+                    diverged,
+                });
+                chains.len() - 1
+            }
+        };
+        let end = index.insert(history, i);
+        index.nodes[end].chain_ends.insert(c);
     }
     chains
 }
 
-fn common_prefix(a: &[Value], b: &[Value]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+/// The trie behind [`chains`]: node 0 is the empty history; an edge is one interned message.
+#[derive(Default)]
+struct PrefixIndex<'a> {
+    ids: std::collections::HashMap<&'a Value, u32>,
+    edges: std::collections::HashMap<(usize, u32), usize>,
+    nodes: Vec<Node>,
+}
+
+#[derive(Default)]
+struct Node {
+    /// The chains whose last request ends at this node.
+    chain_ends: std::collections::BTreeSet<usize>,
+    /// The latest request whose history passes through (or ends at) this node.
+    latest: usize,
+}
+
+impl<'a> PrefixIndex<'a> {
+    fn id(&mut self, message: &'a Value) -> u32 {
+        let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+        *self.ids.entry(message).or_insert(next)
+    }
+
+    fn root(&mut self) -> usize {
+        if self.nodes.is_empty() {
+            self.nodes.push(Node::default());
+        }
+        0
+    }
+
+    /// The node of each non-empty prefix of `history` already in the index (`None` from the
+    /// first message no earlier request had there).
+    fn path(&mut self, history: &'a [Value]) -> Vec<Option<usize>> {
+        let mut node = Some(self.root());
+        history
+            .iter()
+            .map(|message| {
+                let id = self.id(message);
+                node = node.and_then(|n| self.edges.get(&(n, id)).copied());
+                node
+            })
+            .collect()
+    }
+
+    /// Adds request `request`'s history; returns the node where it ends.
+    fn insert(&mut self, history: &'a [Value], request: usize) -> usize {
+        let mut node = self.root();
+        for message in history {
+            let id = self.id(message);
+            let next = self.nodes.len();
+            node = *self.edges.entry((node, id)).or_insert(next);
+            if node == next {
+                self.nodes.push(Node::default());
+            }
+            self.nodes[node].latest = request;
+        }
+        node
+    }
 }
 
 /// A copy of `value` for comparison: object keys in `drop` removed at every depth (e.g.
@@ -194,6 +271,63 @@ pub fn sse_line_data(line: &str) -> Option<Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The definition [`chains`] must equal: each request compared with every chain's last
+    /// request and with every earlier request (quadratic, so for tests only).
+    fn reference_chains(histories: &[Vec<Value>]) -> Vec<Chain> {
+        let mut chains: Vec<Chain> = Vec::new();
+        for (i, history) in histories.iter().enumerate() {
+            if history.is_empty() {
+                chains.push(Chain {
+                    members: vec![i],
+                    diverged: None,
+                });
+                continue;
+            }
+            let extends = chains
+                .iter()
+                .enumerate()
+                .filter_map(|(c, chain)| {
+                    let last = &histories[*chain.members.last()?];
+                    (!last.is_empty() && last.len() < history.len() && history.starts_with(last))
+                        .then_some((last.len(), c))
+                })
+                .max();
+            if let Some((_, c)) = extends {
+                chains[c].members.push(i);
+                continue;
+            }
+            let diverged = (0..i)
+                .map(|j| (common_prefix(&histories[j], history), j))
+                .filter(|(n, _)| *n > 0)
+                .max_by_key(|(n, j)| (*n, *j))
+                .map(|(at, from)| Divergence { from, at });
+            chains.push(Chain {
+                members: vec![i],
+                diverged,
+            });
+        }
+        chains
+    }
+
+    fn common_prefix(a: &[Value], b: &[Value]) -> usize {
+        a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    }
+
+    proptest::proptest! {
+        /// Histories over a tiny alphabet, so that prefixes, repeats, retries and
+        /// divergences are common.
+        #[test]
+        fn the_index_equals_the_pairwise_definition(
+            raw in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..6), 0..24)
+        ) {
+            let histories: Vec<Vec<Value>> = raw
+                .iter()
+                .map(|h| h.iter().map(|m| json!(m)).collect())
+                .collect();
+            proptest::prop_assert_eq!(chains(&histories), reference_chains(&histories));
+        }
+    }
 
     fn h(items: &[&str]) -> Vec<Value> {
         items.iter().map(|s| json!(s)).collect()

@@ -468,6 +468,7 @@ fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut 
         })
         .collect();
     let groups = chain::group(&histories, merge);
+    drop(histories); // the normalised copies are only for grouping
     let first_records: Vec<usize> = entries.iter().map(|e| e.records[0]).collect();
     let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
     for group in groups {

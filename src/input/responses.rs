@@ -328,6 +328,7 @@ fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut File
         .map(|(_, h)| h.iter().map(normalise_for_compare).collect())
         .collect();
     let groups = chain::group(&histories, merge);
+    drop(histories); // the normalised copies are only for grouping
     for group in groups {
         let records: Vec<usize> = group.members.iter().map(|&m| kept[m].0.record).collect();
         let last = *group.members.last().expect("a chain has a member");

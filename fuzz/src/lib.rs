@@ -26,7 +26,6 @@ use rollover::input::SourceFormat;
 use rollover::model::responses::{Format, ResponsesOptions};
 use rollover::output::quarantine::QuarantineClass;
 use rollover::output::QuarantineEntry;
-use rollover::pipeline::record::SourceResult;
 use rollover::pipeline::{process_bytes, Outcome};
 use rollover::rules::{InvalidUnicode, RuleSet};
 use rollover::validate::Invariant;
@@ -117,16 +116,7 @@ fn check(outcome: &Outcome, strict: u8) {
             assert!(!done.bytes.is_empty(), "a conversation renders to no bytes");
         }
         Outcome::Quarantined(entry) => check_entry(entry, strict),
-        Outcome::NotSampled => {}
-        Outcome::Source(results) => {
-            for result in results {
-                match result {
-                    SourceResult::Conversation { outcome, .. } => check(outcome, strict),
-                    SourceResult::Refused(entry) => check_entry(entry, strict),
-                    SourceResult::Dropped { .. } => {}
-                }
-            }
-        }
+        Outcome::Merged | Outcome::NotSampled | Outcome::Dropped { .. } => {}
     }
 }
 
@@ -163,31 +153,19 @@ fn trace(outcomes: &[Outcome]) -> Vec<u8> {
 fn trace_one(outcome: &Outcome, out: &mut Vec<u8>) {
     match outcome {
         Outcome::Converted(done) => {
+            out.extend(format!("{} records: ", done.records).as_bytes());
             out.extend(serde_json::to_vec(&**done).unwrap_or_default());
             out.push(b'\n');
             out.extend(&done.bytes);
         }
+        Outcome::Merged => out.extend(b"merged\n"),
         Outcome::Quarantined(entry) => {
             out.extend(serde_json::to_vec(entry).unwrap_or_default());
             out.push(b'\n');
         }
         Outcome::NotSampled => out.extend(b"not sampled\n"),
-        Outcome::Source(results) => {
-            for result in results {
-                match result {
-                    SourceResult::Conversation { outcome, records } => {
-                        out.extend(format!("{records} records: ").as_bytes());
-                        trace_one(outcome, out);
-                    }
-                    SourceResult::Refused(entry) => {
-                        out.extend(serde_json::to_vec(entry).unwrap_or_default());
-                        out.push(b'\n');
-                    }
-                    SourceResult::Dropped { rule, what } => {
-                        out.extend(format!("dropped {what} by {rule}\n").as_bytes());
-                    }
-                }
-            }
+        Outcome::Dropped { rule, what } => {
+            out.extend(format!("dropped {what} by {rule}\n").as_bytes());
         }
     }
 }

@@ -3,6 +3,10 @@
 
 use serde_json::{Map, Value};
 
+use super::format::{
+    FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
+    SourceFormat,
+};
 use super::tree::{Json, Object, TapeNode, Tree};
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
@@ -94,15 +98,41 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
     Ok(transcript(value, meta, tools, path, messages))
 }
 
-/// What [`extract_fast`] made of a record. Returned once per record and taken apart at once:
-/// a box would cost an allocation to save a move.
-#[allow(clippy::large_enum_variant)]
-pub enum FastRead {
-    /// The transcript, read from the tape.
-    Read(Transcript),
-    /// The record's `Value`, built from the same tape (what [`super::parse_record`] gives),
-    /// for [`extract`] to read: a shape or a problem the tape reader leaves to it.
-    Parsed(Value),
+/// The Chat Completions reader: each record on its own, through [`extract`], with the tape
+/// fast path ([`extract_fast`]) for the common record. It detects any parsed record: it is
+/// last in detection order, the format of a file no other reader recognises.
+pub struct ChatReader;
+
+impl FormatReader for ChatReader {
+    fn format(&self) -> SourceFormat {
+        SourceFormat::Chat
+    }
+
+    fn granularity(&self) -> Granularity {
+        Granularity::Record
+    }
+
+    fn detect(&self, first: Option<&Value>, _raw: &[u8]) -> bool {
+        first.is_some()
+    }
+
+    fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
+        let mut read = FileRead::default();
+        for record in records {
+            match extract(record.value, &context.rules.input) {
+                Ok(transcript) => read.conversations.push(SourceConversation {
+                    transcript,
+                    records: vec![record.index],
+                }),
+                Err(error) => read.refused.push((record.index, error)),
+            }
+        }
+        read
+    }
+
+    fn read_fast(&self, bytes: &[u8], context: &ReadContext<'_>) -> Option<FastRead> {
+        extract_fast(bytes, &context.rules.input)
+    }
 }
 
 /// [`extract`] of the record `bytes` read straight from simd-json's tape, for the common

@@ -1,7 +1,9 @@
 //! Source formats: which one a file is in, and the one trait every format's reader implements.
 //!
-//! A file's format is decided once, from its first record (`--from` overrides it). A format
-//! either reads each record on its own ([`Granularity::Record`]: Chat Completions records,
+//! A file's format is decided once, from its first record (`--from` overrides it). Every
+//! format, Chat Completions included, is a [`FormatReader`] registered in [`readers`], and
+//! the pipeline knows no format by name. A format either reads each record on its own
+//! ([`Granularity::Record`]: Chat Completions records,
 //! ChatGPT export conversations, ShareGPT rows) or needs the whole file, because one
 //! conversation spans many records ([`Granularity::File`]: a Claude Code session's lines, API
 //! logs whose requests resend the history). Either way its reader turns records into
@@ -237,10 +239,29 @@ pub trait FormatReader: Sync {
 
     /// Reads records (one, or a whole file's) into conversations.
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead;
+
+    /// Reads one record straight from its bytes, when the format has a faster way than
+    /// [`FormatReader::read`] of its parsed `Value`: the transcript, or the `Value` it parsed
+    /// on the way for `read` to take, or `None` (the default) for the record to be parsed as
+    /// usual. Only for a format read record by record; what it gives must equal `read`'s.
+    fn read_fast(&self, _bytes: &[u8], _context: &ReadContext<'_>) -> Option<FastRead> {
+        None
+    }
 }
 
-/// The readers of the formats other than `chat`, in detection order. Each format's module
-/// adds its reader here.
+/// What [`FormatReader::read_fast`] made of a record. Returned once per record and taken
+/// apart at once: a box would cost an allocation to save a move.
+#[allow(clippy::large_enum_variant)]
+pub enum FastRead {
+    /// The transcript, read without building the record's `Value`.
+    Read(Transcript),
+    /// The record's `Value` (what [`super::parse_record`] gives, with no Unicode repairs), for
+    /// [`FormatReader::read`]: a shape or a problem the fast path leaves to it.
+    Parsed(Value),
+}
+
+/// Every format's reader, in detection order (`chat` last: it reads any record with a list
+/// of messages somewhere). Each format's module adds its reader here.
 pub fn readers() -> &'static [&'static dyn FormatReader] {
     &[
         &super::claude_code::ClaudeCodeReader,
@@ -249,12 +270,17 @@ pub fn readers() -> &'static [&'static dyn FormatReader] {
         &super::responses::ResponsesReader,
         &super::chat_stream::ChatStreamReader,
         &super::sharegpt::ShareGptReader,
+        &super::chat::ChatReader,
     ]
 }
 
-/// The reader of `format` (`None` for `chat`, read record by record by [`super::extract`]).
-pub fn reader(format: SourceFormat) -> Option<&'static dyn FormatReader> {
-    readers().iter().copied().find(|r| r.format() == format)
+/// The reader of `format`.
+pub fn reader(format: SourceFormat) -> &'static dyn FormatReader {
+    readers()
+        .iter()
+        .copied()
+        .find(|r| r.format() == format)
+        .unwrap_or(&super::chat::ChatReader)
 }
 
 /// The format of a file whose first record is `first` (parsed) / `raw` (its bytes): the

@@ -99,10 +99,11 @@ fn claim_file(
         if record.oversized.is_some() || record.truncated {
             continue;
         }
-        // A chat record the run leaves out (`--sample`, the baseline's round trip) is never
-        // joined; the other formats' readers join every record they parse.
-        let chat = format::reader(format).is_none();
-        if chat && (options.baseline || !record::sampled(&file.key, here, rate)) {
+        // A record the run leaves out (the baseline's round trip; `--sample` for a format read
+        // record by record, sampled before it is read) is never joined; a format read whole
+        // joins every record it parses.
+        let by_record = format::reader(format).granularity() == format::Granularity::Record;
+        if options.baseline || (by_record && !record::sampled(&file.key, here, rate)) {
             continue;
         }
         if !may_name_custom_id(&record.bytes) {

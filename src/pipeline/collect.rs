@@ -17,7 +17,7 @@ use std::io::{BufWriter, Write};
 use serde::{Deserialize, Serialize};
 
 use super::reader::Work;
-use super::record::{Converted, Outcome, SourceResult};
+use super::record::{Converted, Outcome};
 use super::{format_name, FileCounts, Fingerprint, Portion, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport, WithheldReport};
@@ -260,14 +260,14 @@ impl<'h> Collector<'h> {
     pub fn batch(
         &mut self,
         batch: &[Work],
-        outcomes: Vec<Option<Outcome>>,
+        outcomes: Vec<Vec<Outcome>>,
         progress: &dyn Progress,
         disk_read: u64,
         manifest: &mut Manifest,
     ) -> Result<(), OutputError> {
         let mut bytes = 0u64;
         let mut records = 0u64;
-        for (work, outcome) in batch.iter().zip(outcomes) {
+        for (work, outcomes) in batch.iter().zip(outcomes) {
             match work {
                 Work::Segment(file, range) => {
                     let marks = self.marks();
@@ -284,50 +284,14 @@ impl<'h> Collector<'h> {
                         message: damage.message.clone(),
                     });
                 }
-                Work::Record(record, file, _) => {
-                    records += 1;
-                    bytes += read_size(record);
-                    self.file_entry(*file).records += 1;
-                    if matches!(outcome, Some(Outcome::NotSampled)) {
-                        self.summary.records_not_sampled += 1;
-                        continue;
-                    }
-                    self.summary.records += 1;
-                    self.stats[*file].records += 1;
-                    let counts = self.counts.entry(*file).or_default();
-                    counts.records += 1;
-                    match outcome {
-                        None | Some(Outcome::NotSampled) | Some(Outcome::Source(_)) => {}
-                        Some(Outcome::Quarantined(entry)) => {
-                            counts.quarantined += 1;
-                            self.stats[*file].quarantined += 1;
-                            self.quarantined(&entry)?
-                        }
-                        Some(Outcome::Converted(mut done)) => {
-                            counts.converted += 1;
-                            let stats = &mut self.stats[*file];
-                            stats.converted += 1;
-                            stats.output_bytes += done.output_len;
-                            stats.repairs += done
-                                .decisions
-                                .iter()
-                                .filter(|d| d.action.name() != "classified")
-                                .count() as u64;
-                            self.converted(*file, &mut done)?
-                        }
-                    }
-                }
-                Work::Source(work) => {
-                    for (record, _) in &work.records {
+                Work::Records(work) => {
+                    self.formats.insert(work.file, work.format.name());
+                    for ((record, _), outcome) in work.records.iter().zip(outcomes) {
                         records += 1;
                         bytes += read_size(record);
+                        self.file_entry(work.file).records += 1;
+                        self.outcome(work.file, outcome)?;
                     }
-                    self.file_entry(work.file).records += work.records.len() as u64;
-                    self.formats.insert(work.file, work.format.name());
-                    let Some(Outcome::Source(results)) = outcome else {
-                        continue;
-                    };
-                    self.source(work.file, results)?;
                 }
                 Work::FileEnd(file) => {
                     let format = self.formats.remove(file).unwrap_or("chat");
@@ -346,59 +310,47 @@ impl<'h> Collector<'h> {
         Ok(())
     }
 
-    /// What one [`SourceWork`](super::reader::SourceWork)'s records became: every record
-    /// counted once, as part of a conversation, quarantined, or dropped by a rule.
-    fn source(&mut self, file: usize, results: Vec<SourceResult>) -> Result<(), OutputError> {
-        for result in results {
-            let counts = self.counts.entry(file).or_default();
-            match result {
-                SourceResult::Conversation {
-                    outcome: Outcome::NotSampled,
-                    records,
-                } => self.summary.records_not_sampled += records,
-                SourceResult::Conversation { outcome, records } => {
-                    self.summary.records += records;
-                    self.stats[file].records += records;
-                    counts.records += records;
-                    match outcome {
-                        Outcome::Converted(mut done) => {
-                            counts.converted += records;
-                            let stats = &mut self.stats[file];
-                            stats.converted += records;
-                            stats.output_bytes += done.output_len;
-                            stats.repairs += done
-                                .decisions
-                                .iter()
-                                .filter(|d| d.action.name() != "classified")
-                                .count() as u64;
-                            self.summary.records_merged += records.saturating_sub(1);
-                            self.converted(file, &mut done)?
-                        }
-                        Outcome::Quarantined(entry) => {
-                            counts.quarantined += records;
-                            self.stats[file].quarantined += records;
-                            self.quarantined(&entry)?
-                        }
-                        Outcome::NotSampled | Outcome::Source(_) => {}
-                    }
-                }
-                SourceResult::Refused(entry) => {
-                    self.summary.records += 1;
-                    self.stats[file].records += 1;
-                    counts.records += 1;
-                    counts.quarantined += 1;
-                    self.stats[file].quarantined += 1;
-                    self.quarantined(&entry)?
-                }
-                SourceResult::Dropped { rule, .. } => {
-                    self.summary.records += 1;
-                    self.stats[file].records += 1;
-                    counts.records += 1;
-                    bump(&mut self.summary.records_dropped, &rule, 1);
-                }
-            }
+    /// What one record became: each record counted once, as the first of a conversation,
+    /// part of one, quarantined, dropped by a rule or left out of the sample.
+    fn outcome(&mut self, file: usize, outcome: Outcome) -> Result<(), OutputError> {
+        if let Outcome::NotSampled = outcome {
+            self.summary.records_not_sampled += 1;
+            return Ok(());
         }
-        Ok(())
+        self.summary.records += 1;
+        self.stats[file].records += 1;
+        let counts = self.counts.entry(file).or_default();
+        counts.records += 1;
+        match outcome {
+            Outcome::Converted(mut done) => {
+                counts.converted += 1;
+                let stats = &mut self.stats[file];
+                stats.converted += 1;
+                stats.output_bytes += done.output_len;
+                stats.repairs += done
+                    .decisions
+                    .iter()
+                    .filter(|d| d.action.name() != "classified")
+                    .count() as u64;
+                self.converted(file, &mut done)
+            }
+            Outcome::Merged => {
+                counts.converted += 1;
+                self.stats[file].converted += 1;
+                self.summary.records_merged += 1;
+                Ok(())
+            }
+            Outcome::Quarantined(entry) => {
+                counts.quarantined += 1;
+                self.stats[file].quarantined += 1;
+                self.quarantined(&entry)
+            }
+            Outcome::Dropped { rule, .. } => {
+                bump(&mut self.summary.records_dropped, &rule, 1);
+                Ok(())
+            }
+            Outcome::NotSampled => Ok(()),
+        }
     }
 
     fn file_entry(&mut self, file: usize) -> &mut FileEntry {

@@ -1,10 +1,15 @@
 //! The convert pipeline, in three parts: the [`reader`] (one thread: discover order, decompress,
-//! split into bounded batches; each file's source format detected at its first record, and a
-//! format whose conversations span records handed its whole file as one piece of work) → [`record`] (the workers, in parallel: parse, convert,
-//! validate) → the writers (a pool of `--jobs` threads driven from the collector's thread:
+//! split into bounded batches; each file's source format detected at its first record) →
+//! [`record`] (the workers, in parallel: [`process_work`] reads a work's records with its
+//! format's reader, then converts, renders, validates and accounts each conversation) → the writers (a pool of `--jobs` threads driven from the collector's thread:
 //! each batch's Codex rollouts written while the workers convert the next batch) → the
 //! [`collect`]or (in input order: quarantine lines, conversation lines, counters,
 //! `summary.json`).
+//!
+//! The pipeline knows no format by name: every format, Chat Completions included, is a
+//! [`crate::input::FormatReader`], and every unit of work is one [`reader::Records`] (one
+//! record of a format read record by record, or a whole file's records when a format's
+//! conversations span them) that ends in one [`Outcome`] per record.
 //!
 //! Records travel in bounded batches, so memory stays flat in the archive's size; results are
 //! collected in input order, so every output (rollouts, quarantine, summary) is deterministic
@@ -52,7 +57,7 @@ use crate::source::{
 };
 use collect::Collector;
 use reader::Work;
-pub use record::{process_bytes, process_record, process_record_as, Converted, Outcome};
+pub use record::{process_bytes, process_work, Outcome, WorkContext};
 
 #[derive(Debug, Error)]
 pub enum PipelineError {
@@ -460,7 +465,7 @@ pub fn run(
     // The ordered collector runs on its own thread, fed in batch order through a channel of
     // one: it places batch n's rollouts and records the batch while the workers convert
     // batch n+1 (on the main thread, it was ~5-15 % of a run spent with every worker idle).
-    let (to_collector, collected) = sync_channel::<(Vec<Work>, Vec<Option<Outcome>>, u64)>(1);
+    let (to_collector, collected) = sync_channel::<ConvertedBatch>(1);
     let caches: Vec<FileCache> = files.iter().map(|_| FileCache::default()).collect();
     let mut failure: Option<PipelineError> = None;
     let collected = std::thread::scope(|scope| {
@@ -469,12 +474,18 @@ pub fn run(
         let collecting = scope.spawn(move || {
             let mut collector = collector;
             let mut claims = Claims::default();
-            for (batch, mut outcomes, disk_read) in collected.iter() {
+            for mut done in collected.iter() {
                 if let Some(writers) = &writers {
-                    claims.mark_duplicates(&mut outcomes);
-                    writers.install(|| place_batch(&mut outcomes, home, guard))?;
+                    claims.mark_duplicates(&mut done.outcomes);
+                    writers.install(|| place_batch(&mut done.outcomes, home, guard))?;
                 }
-                collector.batch(&batch, outcomes, progress, disk_read, manifest)?;
+                collector.batch(
+                    &done.batch,
+                    done.outcomes,
+                    progress,
+                    done.disk_read,
+                    manifest,
+                )?;
             }
             Ok::<_, OutputError>(collector)
         });
@@ -502,11 +513,7 @@ pub fn run(
                 }
             }
             let outcomes = match caught {
-                Ok(Ok(outcomes)) => outcomes,
-                Ok(Err(err)) => {
-                    failure = Some(err.into());
-                    break;
-                }
+                Ok(outcomes) => outcomes,
                 Err(panic) => {
                     failure = Some(panicked("convert", panic.as_ref()));
                     break;
@@ -514,7 +521,12 @@ pub fn run(
             };
             let disk_read = reader.disk_read.load(Ordering::Relaxed);
             // The collector hung up: it failed, and says why when joined.
-            if to_collector.send((batch, outcomes, disk_read)).is_err() {
+            let converted = ConvertedBatch {
+                batch,
+                outcomes,
+                disk_read,
+            };
+            if to_collector.send(converted).is_err() {
                 break;
             }
         }
@@ -571,7 +583,13 @@ pub fn run(
         });
         for ((w, range), group) in groups {
             let segment = [Work::Segment(walk.len() + w, range)];
-            collector.batch(&segment, vec![None], progress, disk_read, &mut manifest)?;
+            collector.batch(
+                &segment,
+                vec![Vec::new()],
+                progress,
+                disk_read,
+                &mut manifest,
+            )?;
             collector.batch_results(&group, &skip)?;
         }
         if options.prune {
@@ -993,92 +1011,58 @@ struct BatchContext<'a> {
     options: &'a Options,
 }
 
-/// Converts one batch in parallel and places its rollouts; outcomes in batch order.
-fn convert_batch(
-    batch: &[Work],
-    context: &BatchContext<'_>,
-) -> Result<Vec<Option<Outcome>>, OutputError> {
+/// Converts one batch in parallel: for each of its works, one outcome per record, in batch
+/// order (none for the other events).
+fn convert_batch(batch: &[Work], context: &BatchContext<'_>) -> Vec<Vec<Outcome>> {
     batch
         .par_iter()
         .map(|work| {
-            if let Work::Source(source) = work {
-                return convert_source(source, context).map(Some);
-            }
-            let Work::Record(record, file, ordinal) = work else {
-                return Ok(None);
+            let Work::Records(work) = work else {
+                return Vec::new();
             };
             failpoint("convert");
-            let key = &context.files[*file].key;
-            if !record::sampled(key, *ordinal, context.options.sample.unwrap_or(1.0)) {
-                return Ok(Some(Outcome::NotSampled));
-            }
-            let mut outcome = if context.options.baseline {
-                record::round_trip(record, *ordinal)
-            } else {
-                let format = context.options.format;
-                process_record_as(record, key, context.rules, context.index, format)
+            let file = &context.files[work.file];
+            let options = context.options;
+            let context = record::WorkContext {
+                read: crate::input::format::ReadContext {
+                    rules: context.rules,
+                    path: &file.path,
+                    key: &file.key,
+                    root: file.root.as_deref(),
+                    follow: options.walk.follow,
+                    cache: &context.caches[work.file],
+                },
+                batch: context.index,
+                format: options.format,
+                sample: options.sample,
+                dry_run: options.dry_run,
+                baseline: options.baseline,
             };
-            // Responses bodies are appended to their file by the ordered collector; a Codex
-            // rollout is placed by the writers ([`place_batch`]), its bytes freed here in a
-            // dry run.
-            if let (Outcome::Converted(done), Format::Codex) =
-                (&mut outcome, context.options.format)
-            {
-                if context.options.dry_run {
-                    done.release_bytes();
-                } else {
-                    done.keep_exact();
-                }
-            }
-            Ok(Some(outcome))
+            record::process_work(work, &context)
         })
         .collect()
 }
 
-/// Reads and converts a [`reader::SourceWork`] and places its rollouts.
-fn convert_source(
-    work: &reader::SourceWork,
-    context: &BatchContext<'_>,
-) -> Result<Outcome, OutputError> {
-    failpoint("convert");
-    let file = &context.files[work.file];
-    let options = context.options;
-    let read = crate::input::format::ReadContext {
-        rules: context.rules,
-        path: &file.path,
-        key: &file.key,
-        root: file.root.as_deref(),
-        follow: options.walk.follow,
-        cache: &context.caches[work.file],
-    };
-    let mut outcome =
-        record::process_source_work(work, context.index, &read, options.format, options.sample);
-    // The conversations' rollouts are copies at their exact size: in a dry run they are
-    // freed here; written, by the writers.
-    if let (Outcome::Source(results), Format::Codex, true) =
-        (&mut outcome, options.format, options.dry_run)
-    {
-        converted_mut(results).for_each(|done| done.bytes = Vec::new());
-    }
-    Ok(outcome)
+/// A batch on its way to the collector: its events, each work's outcomes (one per record),
+/// and the bytes on disk read when it was converted.
+struct ConvertedBatch {
+    batch: Vec<Work>,
+    outcomes: Vec<Vec<Outcome>>,
+    disk_read: u64,
 }
 
-/// The converted conversations of a source's results.
-fn converted_mut(
-    results: &mut [record::SourceResult],
-) -> impl Iterator<Item = &mut record::Converted> {
-    results.iter_mut().filter_map(|result| match result {
-        record::SourceResult::Conversation {
-            outcome: Outcome::Converted(done),
-            ..
-        } => Some(&mut **done),
-        record::SourceResult::Conversation {
-            outcome: Outcome::Quarantined(_) | Outcome::NotSampled | Outcome::Source(_),
-            ..
-        }
-        | record::SourceResult::Refused(_)
-        | record::SourceResult::Dropped { .. } => None,
-    })
+/// The converted conversations of a batch's outcomes.
+fn converted_mut(outcomes: &mut [Vec<Outcome>]) -> impl Iterator<Item = &mut record::Converted> {
+    outcomes
+        .iter_mut()
+        .flatten()
+        .filter_map(|outcome| match outcome {
+            Outcome::Converted(done) => Some(&mut **done),
+            Outcome::Merged
+            | Outcome::Quarantined(_)
+            | Outcome::NotSampled
+            | Outcome::Dropped { .. } => None,
+        })
 }
 
 /// The sessions placed so far in this run, by a hash of their path, with the digest placed:
@@ -1093,8 +1077,8 @@ struct Claims {
 impl Claims {
     /// Marks, in input order, each conversation of the batch whose session an earlier one of
     /// the run took: it is not placed, and records the digest of what is there.
-    fn mark_duplicates(&mut self, outcomes: &mut [Option<Outcome>]) {
-        let mut claim = |done: &mut record::Converted| {
+    fn mark_duplicates(&mut self, outcomes: &mut [Vec<Outcome>]) {
+        for done in converted_mut(outcomes) {
             let path = xxhash_rust::xxh3::xxh3_128(done.path.as_bytes());
             match self.placed.get(&path) {
                 Some(digest) => {
@@ -1106,13 +1090,6 @@ impl Claims {
                     self.placed.insert(path, done.digest.clone());
                 }
             }
-        };
-        for outcome in outcomes.iter_mut() {
-            match outcome {
-                Some(Outcome::Converted(done)) => claim(done),
-                Some(Outcome::Source(results)) => converted_mut(results).for_each(&mut claim),
-                Some(Outcome::Quarantined(_) | Outcome::NotSampled) | None => {}
-            }
         }
     }
 }
@@ -1121,24 +1098,19 @@ impl Claims {
 /// pool (the writers), and frees their bytes; in a dry run, only decides what a run would do.
 /// A duplicate ([`Claims`]) is left as marked.
 fn place_batch(
-    outcomes: &mut [Option<Outcome>],
+    outcomes: &mut [Vec<Outcome>],
     home: &Home,
     guard: &Guard,
 ) -> Result<(), OutputError> {
-    let place = |done: &mut record::Converted| -> Result<(), OutputError> {
-        if done.placed.is_none() {
-            done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
-        }
-        done.bytes = Vec::new();
-        Ok(())
-    };
-    outcomes
-        .par_iter_mut()
-        .try_for_each(|outcome| match outcome {
-            Some(Outcome::Converted(done)) => place(done),
-            Some(Outcome::Source(results)) => converted_mut(results).try_for_each(place),
-            Some(Outcome::Quarantined(_) | Outcome::NotSampled) | None => Ok(()),
+    outcomes.par_iter_mut().try_for_each(|outcomes| {
+        converted_mut(std::slice::from_mut(outcomes)).try_for_each(|done| {
+            if done.placed.is_none() {
+                done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+            }
+            done.bytes = Vec::new();
+            Ok(())
         })
+    })
 }
 
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that

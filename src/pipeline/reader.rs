@@ -42,11 +42,9 @@ const AHEAD_MIN_BYTES: u64 = 64 << 10;
 
 /// One event of the input, in order.
 pub enum Work {
-    /// A Chat Completions record, the index of its file and its ordinal in that file.
-    Record(RawRecord, usize, u64),
-    /// Records of another source format: one record, or a whole file when the format's
-    /// conversations span records.
-    Source(SourceWork),
+    /// Records to convert together: one record of a format read record by record, or a whole
+    /// file's when the format's conversations span records.
+    Records(Records),
     /// Blank lines in a row (their number).
     Blank(u64),
     Damage(Damage),
@@ -59,8 +57,8 @@ pub enum Work {
     Segment(usize, u64),
 }
 
-/// Records a format's reader reads together.
-pub struct SourceWork {
+/// The one unit of work: records of one file, in one format, read together by its reader.
+pub struct Records {
     /// Each record with its ordinal in its file.
     pub records: Vec<(RawRecord, u64)>,
     pub file: usize,
@@ -275,9 +273,8 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
 /// One file's records on their way to the workers, as the reader sends them: each record's
 /// identity (its digest and occurrence among the file's records), the file's format (`--from`,
 /// else detected at its first record), and each record as the work its format's reader takes:
-/// a Chat Completions record alone ([`Work::Record`]), a record of a format read record by
-/// record as its own [`SourceWork`], and the records of a format whose conversations span the
-/// file held for one [`SourceWork`] at the file's end. [`read`] and
+/// a record of a format read record by record as its own [`Records`], and the records of a
+/// format whose conversations span the file held for one [`Records`] at the file's end. [`read`] and
 /// [`super::process_bytes`] both group a file's records through it.
 pub(super) struct FileRecords {
     file: usize,
@@ -326,22 +323,20 @@ impl FileRecords {
     /// Whether the file's format reads its records together (known once a record came).
     pub(super) fn spans_file(&self) -> bool {
         self.format
-            .and_then(format::reader)
-            .is_some_and(|r| r.granularity() == Granularity::File)
+            .is_some_and(|f| format::reader(f).granularity() == Granularity::File)
     }
 
     /// The work of an identified record, `ordinal` its place among the file's records; `None`
-    /// when the record is held for its file's [`SourceWork`] ([`FileRecords::finish`]).
+    /// when the record is held for its file's work ([`FileRecords::finish`]).
     pub(super) fn route(&mut self, record: RawRecord, ordinal: u64) -> Option<Work> {
         let format = self.format.unwrap_or(SourceFormat::Chat);
-        match format::reader(format).map(|r| r.granularity()) {
-            None => Some(Work::Record(record, self.file, ordinal)),
-            Some(Granularity::Record) => Some(Work::Source(SourceWork {
+        match format::reader(format).granularity() {
+            Granularity::Record => Some(Work::Records(Records {
                 records: vec![(record, ordinal)],
                 file: self.file,
                 format,
             })),
-            Some(Granularity::File) => {
+            Granularity::File => {
                 self.whole_bytes += record.bytes.len() as u64;
                 if self.refused.is_none() && self.whole_bytes > self.max_whole {
                     let first = self.whole.first().map(|(r, _)| r.location.clone());
@@ -375,7 +370,7 @@ impl FileRecords {
         if self.whole.is_empty() {
             return None;
         }
-        Some(Work::Source(SourceWork {
+        Some(Work::Records(Records {
             records: self.whole,
             file: self.file,
             format,
@@ -670,9 +665,6 @@ fn events<'a>(
 
 /// The format of the file whose first record this is.
 pub(super) fn detect(record: &RawRecord) -> SourceFormat {
-    if format::readers().is_empty() {
-        return SourceFormat::Chat;
-    }
     let value = serde_json::from_slice::<serde_json::Value>(&record.bytes).ok();
     format::detect(value.as_ref(), &record.bytes)
 }
@@ -756,15 +748,19 @@ mod tests {
             sizes.push(batch.len());
             for work in batch {
                 match work {
-                    Work::Record(record, file, ordinal) => events.push(format!(
-                        "{file} {ordinal} {}",
-                        String::from_utf8_lossy(&record.bytes)
-                    )),
+                    Work::Records(work) => {
+                        for (record, ordinal) in &work.records {
+                            events.push(format!(
+                                "{} {ordinal} {}",
+                                work.file,
+                                String::from_utf8_lossy(&record.bytes)
+                            ))
+                        }
+                    }
                     Work::FileEnd(file) => events.push(format!("end {file}")),
                     Work::Segment(file, range) => events.push(format!("segment {file} {range}")),
                     Work::Blank(n) => events.push(format!("blank {n}")),
                     Work::Damage(damage) => events.push(format!("damage {}", damage.message)),
-                    Work::Source(_) => events.push("source".into()),
                 }
             }
         }

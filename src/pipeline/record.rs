@@ -6,17 +6,18 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::reader::{FileRecords, SourceWork, Work};
+use super::reader::{FileRecords, Records, Work};
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
 use crate::convert::render::renderer;
 use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
-use crate::input::chat::{extract_fast, FastRead};
-use crate::input::format::{FormatReader, InputRecord, ReadContext};
+use crate::input::format::{
+    FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
+};
 use crate::input::SourceFormat;
-use crate::input::{extract, parse_record, InputError};
+use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
@@ -28,15 +29,20 @@ use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{records_in, RawRecord, RecordEvent};
 use crate::validate::{self, Invariant};
 
-/// The result of one record.
+/// What became of one record: every record of a [`Records`] work ends in exactly one.
 #[derive(Debug)]
 pub enum Outcome {
+    /// The conversation read from this record (and, when `records` > 1, from later records of
+    /// the same work, each [`Outcome::Merged`]).
     Converted(Box<Converted>),
+    /// A record read into the conversation of an earlier record of its work.
+    Merged,
+    /// Quarantined unchanged; a conversation refused as a whole has one per record.
     Quarantined(QuarantineEntry),
     /// Left out by `--sample`.
     NotSampled,
-    /// What a [`SourceWork`]'s records became, in order.
-    Source(Vec<SourceResult>),
+    /// A record that holds no conversation, dropped by a rule.
+    Dropped { rule: String, what: String },
 }
 
 /// Whether the record `ordinal` of the file keyed `source_key` is in a sample of `rate`:
@@ -168,41 +174,6 @@ fn is_chat(format: &&'static str) -> bool {
     format.is_empty() || *format == "chat"
 }
 
-/// Converts one record of the file keyed `source_key` into a Codex rollout; its identity is
-/// `record.id` (set by the reader).
-pub fn process_record(
-    record: &RawRecord,
-    source_key: &str,
-    rules: &RuleSet,
-    batch: &BatchIndex,
-) -> Outcome {
-    process_record_as(record, source_key, rules, batch, Format::Codex)
-}
-
-/// [`process_record`] for any output format: the same stages up to the conversation, then
-/// that format's renderer and checks.
-pub fn process_record_as(
-    record: &RawRecord,
-    source_key: &str,
-    rules: &RuleSet,
-    batch: &BatchIndex,
-    format: Format,
-) -> Outcome {
-    let location = &record.location;
-    let quarantine = |class: QuarantineClass, reason: String| {
-        let reason = format!("{location}: {reason}");
-        Outcome::Quarantined(QuarantineEntry::new(location, class, reason, &record.bytes))
-    };
-    let transcript = match read(record, rules, batch) {
-        Ok(transcript) => transcript,
-        Err((class, reason)) => return quarantine(class, reason),
-    };
-    match finish(transcript, location, source_key, record.id, rules, format) {
-        Ok(done) => Outcome::Converted(done),
-        Err((class, reason)) => quarantine(class, reason),
-    }
-}
-
 /// A transcript, from any source format, through convert → render → validate → account:
 /// the converted conversation, or why it is refused. `location` is where its (first) record
 /// is, `record` that record's identity.
@@ -294,23 +265,26 @@ pub fn finish(
     }))
 }
 
-/// What became of one record (or conversation) of a [`SourceWork`].
-#[derive(Debug)]
-pub enum SourceResult {
-    /// A conversation (converted, quarantined as a whole or left out by `--sample`) and the
-    /// number of records it was read from. A quarantined conversation has one entry per
-    /// record, each holding that record unchanged.
-    Conversation { outcome: Outcome, records: u64 },
-    /// A record quarantined on its own.
-    Refused(QuarantineEntry),
-    /// A record that holds no conversation, dropped by a rule.
-    Dropped { rule: String, what: String },
+/// What a worker needs besides the work itself.
+pub struct WorkContext<'a> {
+    /// The file the records are from, the rules, and what the reader keeps for the file.
+    pub read: ReadContext<'a>,
+    /// Batch API results read ahead, joined into their requests.
+    pub batch: &'a BatchIndex,
+    pub format: Format,
+    /// `--sample`: the share of conversations converted.
+    pub sample: Option<f64>,
+    /// A dry run: a rollout's bytes are freed once checked, none is written.
+    pub dry_run: bool,
+    /// `--baseline`: each record parsed and serialised, nothing converted (the benchmark's
+    /// round trip).
+    pub baseline: bool,
 }
 
-/// A record of a [`SourceWork`] quarantined on its own, unchanged; `reason` is already
-/// prefixed with its location.
-fn refuse(record: &RawRecord, class: QuarantineClass, reason: String) -> SourceResult {
-    SourceResult::Refused(QuarantineEntry::new(
+/// A quarantine of `record` on its own, unchanged; `reason` is prefixed with its location.
+fn refuse(record: &RawRecord, class: QuarantineClass, reason: &dyn std::fmt::Display) -> Outcome {
+    let reason = format!("{}: {reason}", record.location);
+    Outcome::Quarantined(QuarantineEntry::new(
         &record.location,
         class,
         reason,
@@ -318,37 +292,224 @@ fn refuse(record: &RawRecord, class: QuarantineClass, reason: String) -> SourceR
     ))
 }
 
-/// A [`SourceWork`] through its format's reader ([`process_source`]): what a worker does with
-/// the records of a format other than Chat Completions. A format without a reader (which the
-/// reader thread never sends) has every record refused.
-pub fn process_source_work(
-    work: &SourceWork,
-    batch: &BatchIndex,
-    context: &ReadContext<'_>,
-    format: Format,
-    sample: Option<f64>,
-) -> Outcome {
-    let Some(reader) = crate::input::format::reader(work.format) else {
-        let refused = work.records.iter().map(|(record, _)| {
-            let reason = format!("{}: no reader for format {}", record.location, work.format);
-            refuse(record, QuarantineClass::NotARecord, reason)
-        });
-        return Outcome::Source(refused.collect());
+/// The one way records become outcomes, whatever their format: the work's records through
+/// its format's reader (parse, read into transcripts), then each conversation through
+/// [`finish`] (convert, render, validate, account). One outcome per record, in the work's
+/// order: a conversation's first record carries it, its later records are
+/// [`Outcome::Merged`], and a record the reader gave no account of is quarantined, never lost.
+/// A format read record by record is sampled before it is read; a format read whole, by
+/// conversation.
+pub fn process_work(work: &Records, context: &WorkContext<'_>) -> Vec<Outcome> {
+    process_with(crate::input::format::reader(work.format), work, context)
+}
+
+/// [`process_work`] with the reader given.
+fn process_with(
+    reader: &dyn FormatReader,
+    work: &Records,
+    context: &WorkContext<'_>,
+) -> Vec<Outcome> {
+    let key = context.read.key;
+    let rate = context.sample.unwrap_or(1.0);
+    let mut outcomes: Vec<Option<Outcome>> = work.records.iter().map(|_| None).collect();
+    if reader.granularity() == Granularity::Record {
+        for ((_, ordinal), outcome) in work.records.iter().zip(&mut outcomes) {
+            if !sampled(key, *ordinal, rate) {
+                *outcome = Some(Outcome::NotSampled);
+            }
+        }
+    }
+    if context.baseline {
+        for ((record, ordinal), outcome) in work.records.iter().zip(&mut outcomes) {
+            if outcome.is_none() {
+                *outcome = Some(round_trip(record, *ordinal));
+            }
+        }
+    } else {
+        read_and_convert(reader, work, context, &mut outcomes);
+    }
+    let format = work.format;
+    work.records
+        .iter()
+        .zip(outcomes)
+        .map(|((record, _), outcome)| {
+            let mut outcome = outcome.unwrap_or_else(|| {
+                let reason = format!(
+                    "the {format} reader gave no account of this record (a bug: please report it with the file)"
+                );
+                refuse(record, QuarantineClass::NotARecord, &reason)
+            });
+            if let (Outcome::Converted(done), true) = (&mut outcome, context.baseline) {
+                settle(done, context);
+            }
+            outcome
+        })
+        .collect()
+}
+
+/// A rollout's bytes once checked: a Codex rollout is freed in a dry run (its buffer goes
+/// back to the worker for the next render), else kept at its exact size for the writers.
+fn settle(done: &mut Converted, context: &WorkContext<'_>) {
+    if context.format == Format::Codex {
+        if context.dry_run {
+            done.release_bytes();
+        } else {
+            done.keep_exact();
+        }
+    }
+}
+
+/// The records not yet given an outcome: size and damage checks, parse (or the reader's fast
+/// path), the reader, then each conversation through [`finish`].
+fn read_and_convert(
+    reader: &dyn FormatReader,
+    work: &Records,
+    context: &WorkContext<'_>,
+    outcomes: &mut [Option<Outcome>],
+) {
+    let rules = context.read.rules;
+    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
+    let mut inputs = Vec::with_capacity(work.records.len());
+    let mut repairs = vec![0usize; work.records.len()];
+    let mut fast = Vec::new();
+    for (index, (record, _)) in work.records.iter().enumerate() {
+        if outcomes[index].is_some() {
+            continue;
+        }
+        if let Some((class, reason)) = too_large(record) {
+            outcomes[index] = Some(refuse(record, class, &reason));
+            continue;
+        }
+        if record.truncated {
+            outcomes[index] = Some(refuse(
+                record,
+                QuarantineClass::Truncated,
+                &InputError::Truncated,
+            ));
+            continue;
+        }
+        // A format's own reading of the raw bytes (Chat Completions: straight from the
+        // parser's tape), when no Batch API result is to be joined into the record.
+        let read_fast = context
+            .batch
+            .is_empty()
+            .then(|| reader.read_fast(&record.bytes, &context.read))
+            .flatten();
+        let parsed = match read_fast {
+            Some(FastRead::Read(transcript)) => {
+                fast.push(SourceConversation {
+                    transcript,
+                    records: vec![index],
+                });
+                continue;
+            }
+            Some(FastRead::Parsed(value)) => Ok((value, 0)),
+            None => parse_record(&record.bytes, repair),
+        };
+        match parsed {
+            Ok((mut value, repaired)) => {
+                // A Batch API request gets its result read ahead (Anthropic Message Batches).
+                context.batch.join(&mut value);
+                repairs[index] = repaired;
+                inputs.push(InputRecord {
+                    value,
+                    index,
+                    repairs: repaired,
+                });
+            }
+            // A format whose records are not JSON (SSE `data:` lines) reads the raw bytes.
+            Err(_) if reader.detect(None, &record.bytes) => inputs.push(InputRecord {
+                value: serde_json::Value::String(String::from_utf8_lossy(&record.bytes).into()),
+                index,
+                repairs: 0,
+            }),
+            Err(err) => outcomes[index] = Some(refuse(record, input_class(&err), &err)),
+        }
+    }
+    let mut read = if inputs.is_empty() {
+        FileRead::default()
+    } else {
+        reader.read(inputs, &context.read)
     };
-    let results = process_source(reader, work, batch, context, format, sample);
-    Outcome::Source(results)
+    // Read fast or not, a record's conversations come in its order.
+    if !fast.is_empty() {
+        fast.append(&mut read.conversations);
+        read.conversations = fast;
+    }
+    for (index, err) in read.refused {
+        if let Some(slot @ None) = outcomes.get_mut(index) {
+            let (record, _) = &work.records[index];
+            *slot = Some(refuse(record, input_class(&err), &err));
+        }
+    }
+    for dropped in read.dropped {
+        if let Some(slot @ None) = outcomes.get_mut(dropped.index) {
+            *slot = Some(Outcome::Dropped {
+                rule: dropped.rule,
+                what: dropped.what,
+            });
+        }
+    }
+    let per_conversation = reader.granularity() == Granularity::File;
+    let rate = context.sample.unwrap_or(1.0);
+    for conversation in read.conversations {
+        // Each record is claimed once: by the first conversation (or refusal) that names it.
+        let mut indexes = Vec::with_capacity(conversation.records.len());
+        for &i in &conversation.records {
+            if let Some(slot @ None) = outcomes.get_mut(i) {
+                *slot = Some(Outcome::Merged);
+                indexes.push(i);
+            }
+        }
+        let Some(&first) = indexes.first() else {
+            continue;
+        };
+        let (record, ordinal) = &work.records[first];
+        if per_conversation && !sampled(context.read.key, *ordinal, rate) {
+            for &i in &indexes {
+                outcomes[i] = Some(Outcome::NotSampled);
+            }
+            continue;
+        }
+        let mut transcript = conversation.transcript;
+        transcript.meta.unicode_repairs = indexes.iter().map(|&i| repairs[i]).sum();
+        let finished = finish(
+            transcript,
+            &record.location,
+            context.read.key,
+            record.id,
+            rules,
+            context.format,
+        );
+        outcomes[first] = Some(match finished {
+            Ok(mut done) => {
+                done.records = indexes.len() as u64;
+                // Settled now, so that the render buffer is the next conversation's.
+                settle(&mut done, context);
+                Outcome::Converted(done)
+            }
+            Err((class, reason)) => {
+                // One quarantine line per record, each unchanged.
+                for &i in &indexes[1..] {
+                    let (other, _) = &work.records[i];
+                    let reason =
+                        format!("part of the conversation at {}: {reason}", record.location);
+                    outcomes[i] = Some(refuse(other, class, &reason));
+                }
+                refuse(record, class, &reason)
+            }
+        });
+    }
 }
 
 /// One file's decompressed `bytes` through every stage `convert` runs on a file, in memory:
 /// split into records ([`records_in`], as [`crate::source::records`] splits a file), each
 /// identified and grouped for its format as the reader thread does ([`FileRecords`]: `from`
 /// forces the format as `--from` does, else the first record decides it), then converted as
-/// the workers do: a Chat Completions record by [`process_record_as`], the records of another
-/// format by [`process_source_work`] (parse, read into transcripts, convert, render,
-/// validate, account). The outcomes are in input order; blank lines yield none. Nothing is
-/// written, nothing sampled; `path` names the file (a ChatGPT export's or a dataset's images
-/// are looked up beside it) and `source_key` keys its session ids. What the fuzz targets
-/// drive: these bytes as one file in format X.
+/// the workers do ([`process_work`]). One outcome per record, in input order; blank lines
+/// yield none. Nothing is written, nothing sampled; `path` names the file (a ChatGPT
+/// export's or a dataset's images are looked up beside it) and `source_key` keys its session
+/// ids. What the fuzz targets drive: these bytes as one file in format X.
 pub fn process_bytes(
     bytes: Vec<u8>,
     path: &Path,
@@ -361,13 +522,20 @@ pub fn process_bytes(
     let display: std::sync::Arc<str> = path.display().to_string().into();
     // The file's folder is its tree, as for a file named on the command line.
     let cache = crate::input::format::FileCache::default();
-    let context = ReadContext {
-        rules,
-        path,
-        key: source_key,
-        root: path.parent(),
-        follow: false,
-        cache: &cache,
+    let context = WorkContext {
+        read: ReadContext {
+            rules,
+            path,
+            key: source_key,
+            root: path.parent(),
+            follow: false,
+            cache: &cache,
+        },
+        batch,
+        format,
+        sample: None,
+        dry_run: false,
+        baseline: false,
     };
     let mut grouped = FileRecords::new(0, from);
     let mut works = Vec::new();
@@ -384,214 +552,18 @@ pub fn process_bytes(
         }
     }
     works.extend(grouped.finish());
-    let convert = |work: Work| match work {
-        Work::Record(record, _, _) => {
-            Some(process_record_as(&record, source_key, rules, batch, format))
-        }
-        Work::Source(work) => Some(process_source_work(&work, batch, &context, format, None)),
-        Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => None,
-    };
-    works.into_iter().filter_map(convert).collect()
-}
-
-/// Reads a [`SourceWork`]'s records with their format's reader, then each conversation
-/// through [`finish`]. Every record ends in exactly one result: a conversation, a refusal or
-/// a drop (a record the reader gave no account of is quarantined, never lost).
-pub fn process_source(
-    reader: &dyn FormatReader,
-    work: &SourceWork,
-    batch: &BatchIndex,
-    context: &ReadContext<'_>,
-    format: Format,
-    sample: Option<f64>,
-) -> Vec<SourceResult> {
-    let (rules, source_key) = (context.rules, context.key);
-    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let mut results: Vec<(usize, SourceResult)> = Vec::new();
-    let mut inputs = Vec::with_capacity(work.records.len());
-    let mut repairs = vec![0usize; work.records.len()];
-    let mut accounted = vec![false; work.records.len()];
-    for (index, (record, _)) in work.records.iter().enumerate() {
-        if let Some((class, reason)) = too_large(record) {
-            accounted[index] = true;
-            let reason = format!("{}: {reason}", record.location);
-            results.push((index, refuse(record, class, reason)));
-            continue;
-        }
-        if record.truncated {
-            accounted[index] = true;
-            let reason = format!("{}: {}", record.location, InputError::Truncated);
-            let class = QuarantineClass::Truncated;
-            results.push((index, refuse(record, class, reason)));
-            continue;
-        }
-        match parse_record(&record.bytes, repair) {
-            Ok((mut value, repaired)) => {
-                // A Batch API request gets its result read ahead (Anthropic Message Batches).
-                batch.join(&mut value);
-                repairs[index] = repaired;
-                inputs.push(InputRecord {
-                    value,
-                    index,
-                    repairs: repaired,
-                });
-            }
-            // A format whose records are not JSON (SSE `data:` lines) reads the raw bytes.
-            Err(_) if reader.detect(None, &record.bytes) => inputs.push(InputRecord {
-                value: serde_json::Value::String(String::from_utf8_lossy(&record.bytes).into()),
-                index,
-                repairs: 0,
-            }),
-            Err(err) => {
-                accounted[index] = true;
-                let reason = format!("{}: {err}", record.location);
-                results.push((index, refuse(record, input_class(&err), reason)));
-            }
+    let mut outcomes = Vec::new();
+    for work in works {
+        match work {
+            Work::Records(records) => outcomes.extend(process_work(&records, &context)),
+            Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => {}
         }
     }
-    let read = reader.read(inputs, context);
-    let mut claim = |index: usize| -> bool {
-        match accounted.get_mut(index) {
-            Some(seen) if !*seen => {
-                *seen = true;
-                true
-            }
-            _ => false,
-        }
-    };
-    for (index, err) in read.refused {
-        if !claim(index) {
-            continue;
-        }
-        let (record, _) = &work.records[index];
-        let reason = format!("{}: {err}", record.location);
-        results.push((index, refuse(record, input_class(&err), reason)));
-    }
-    for dropped in read.dropped {
-        if claim(dropped.index) {
-            results.push((
-                dropped.index,
-                SourceResult::Dropped {
-                    rule: dropped.rule,
-                    what: dropped.what,
-                },
-            ));
-        }
-    }
-    for conversation in read.conversations {
-        let indexes: Vec<usize> = conversation
-            .records
-            .iter()
-            .copied()
-            .filter(|&i| claim(i))
-            .collect();
-        let Some(&first) = indexes.first() else {
-            continue;
-        };
-        let (record, ordinal) = &work.records[first];
-        let records = indexes.len() as u64;
-        if !sampled(source_key, *ordinal, sample.unwrap_or(1.0)) {
-            results.push((
-                first,
-                SourceResult::Conversation {
-                    outcome: Outcome::NotSampled,
-                    records,
-                },
-            ));
-            continue;
-        }
-        let mut transcript = conversation.transcript;
-        transcript.meta.unicode_repairs = indexes.iter().map(|&i| repairs[i]).sum();
-        let outcome = match finish(
-            transcript,
-            &record.location,
-            source_key,
-            record.id,
-            rules,
-            format,
-        ) {
-            Ok(mut done) => {
-                done.records = records;
-                // A source's conversations are all converted before any is placed: each
-                // rollout keeps a copy at its exact size, and the render buffer goes back for
-                // the next conversation.
-                if format == Format::Codex {
-                    done.keep_exact();
-                }
-                Outcome::Converted(done)
-            }
-            Err((class, reason)) => {
-                // One quarantine line per record, each unchanged; the first carries the count.
-                for &i in &indexes[1..] {
-                    let (other, _) = &work.records[i];
-                    let reason = format!(
-                        "{}: part of the conversation at {}: {reason}",
-                        other.location, record.location
-                    );
-                    results.push((i, refuse(other, class, reason)));
-                }
-                let reason = format!("{}: {reason}", record.location);
-                Outcome::Quarantined(QuarantineEntry::new(
-                    &record.location,
-                    class,
-                    reason,
-                    &record.bytes,
-                ))
-            }
-        };
-        let records = match outcome {
-            Outcome::Quarantined(_) => 1,
-            _ => records,
-        };
-        results.push((first, SourceResult::Conversation { outcome, records }));
-    }
-    for (index, seen) in accounted.iter().enumerate() {
-        if !seen {
-            let (record, _) = &work.records[index];
-            let reason = format!(
-                "{}: the {} reader gave no account of this record (a bug: please report it with the file)",
-                record.location, work.format
-            );
-            results.push((index, refuse(record, QuarantineClass::NotARecord, reason)));
-        }
-    }
-    // In file order, whatever order the reader gave them in: the report lines follow the input.
-    results.sort_by_key(|(index, _)| *index);
-    results.into_iter().map(|(_, result)| result).collect()
+    outcomes
 }
 
 /// A refusal: the class and the reason of a quarantine.
 pub type Refusal = (QuarantineClass, String);
-
-/// Parse, join a batch result, read the messages.
-fn read(record: &RawRecord, rules: &RuleSet, batch: &BatchIndex) -> Result<Transcript, Refusal> {
-    if let Some(refusal) = too_large(record) {
-        return Err(refusal);
-    }
-    if record.truncated {
-        let reason = InputError::Truncated.to_string();
-        return Err((QuarantineClass::Truncated, reason));
-    }
-    // The common record is read straight from the parser's tape (no repairs, no join);
-    // any other, and every refusal, from its `Value` below.
-    let fast = batch
-        .is_empty()
-        .then(|| extract_fast(&record.bytes, &rules.input))
-        .flatten();
-    let (mut value, repairs) = match fast {
-        Some(FastRead::Read(transcript)) => return Ok(transcript),
-        Some(FastRead::Parsed(value)) => (value, 0),
-        None => {
-            let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-            parse_record(&record.bytes, repair).map_err(|e| (input_class(&e), e.to_string()))?
-        }
-    };
-    batch.join(&mut value);
-    let mut transcript =
-        extract(value, &rules.input).map_err(|e| (input_class(&e), e.to_string()))?;
-    transcript.meta.unicode_repairs = repairs;
-    Ok(transcript)
-}
 
 /// The refusal of a record longer than `--max-record-bytes`, whose first bytes only were read.
 fn too_large(record: &RawRecord) -> Option<Refusal> {
@@ -764,6 +736,42 @@ mod tests {
         }
     }
 
+    /// A context over the file `t.jsonl` with `rules`, converting to Codex rollouts.
+    fn context<'a>(
+        rules: &'a RuleSet,
+        cache: &'a crate::input::format::FileCache,
+        batch: &'a BatchIndex,
+    ) -> WorkContext<'a> {
+        WorkContext {
+            read: ReadContext {
+                rules,
+                path: Path::new("t.jsonl"),
+                key: "t.jsonl",
+                root: None,
+                follow: false,
+                cache,
+            },
+            batch,
+            format: Format::Codex,
+            sample: None,
+            dry_run: false,
+            baseline: false,
+        }
+    }
+
+    /// One Chat Completions record through the pipeline.
+    fn process_record(bytes: &[u8], rules: &RuleSet) -> Outcome {
+        let work = Records {
+            records: vec![(record(bytes), 0)],
+            file: 0,
+            format: SourceFormat::Chat,
+        };
+        let (cache, batch) = Default::default();
+        let mut outcomes = process_work(&work, &context(rules, &cache, &batch));
+        assert_eq!(outcomes.len(), 1, "one outcome per record");
+        outcomes.remove(0)
+    }
+
     #[test]
     fn a_placeholder_is_accounted_and_the_conversation_written() {
         let rules = RuleSet::builtin().expect("built-in rules");
@@ -771,7 +779,7 @@ mod tests {
             {"role":"user","content":[{"type":"text","text":"see"},
                 {"type":"file","file":{"filename":"a.pdf","file_data":"JVBERi0="}}]},
             {"role":"assistant","content":"ok"}]}"#;
-        let outcome = process_record(&record(bytes), "t.jsonl", &rules, &BatchIndex::default());
+        let outcome = process_record(bytes, &rules);
         let Outcome::Converted(done) = outcome else {
             panic!("expected a conversion, got {outcome:?}");
         };
@@ -871,7 +879,7 @@ mod tests {
             br#"{"lost":1}"#,
             br#"{"c":"again","role":"user","next":1}"#,
         ];
-        let work = SourceWork {
+        let work = Records {
             records: lines
                 .iter()
                 .enumerate()
@@ -884,40 +892,29 @@ mod tests {
             file: 0,
             format: crate::input::SourceFormat::ClaudeCode,
         };
-        let results = process_source(
-            &Runs,
-            &work,
-            &BatchIndex::default(),
-            &ReadContext {
-                rules: &rules,
-                path: std::path::Path::new("t.jsonl"),
-                key: "t.jsonl",
-                root: None,
-                follow: false,
-                cache: &Default::default(),
-            },
-            Format::Codex,
-            None,
-        );
+        let (cache, batch) = Default::default();
+        let outcomes = process_with(&Runs, &work, &context(&rules, &cache, &batch));
+        assert_eq!(outcomes.len(), lines.len(), "one outcome per record");
         let mut converted = Vec::new();
         let mut refused = Vec::new();
+        let mut merged = Vec::new();
         let mut dropped = 0;
-        for result in &results {
-            match result {
-                SourceResult::Conversation {
-                    outcome: Outcome::Converted(done),
-                    records,
-                } => converted.push((done.line, *records, done.decisions.clone())),
-                SourceResult::Refused(entry) => refused.push(entry.line),
-                SourceResult::Dropped { rule, .. } => {
+        for (line, outcome) in (1..).zip(&outcomes) {
+            match outcome {
+                Outcome::Converted(done) => {
+                    converted.push((done.line, done.records, done.decisions.clone()))
+                }
+                Outcome::Merged => merged.push(line),
+                Outcome::Quarantined(entry) => refused.push(entry.line),
+                Outcome::Dropped { rule, .. } => {
                     assert_eq!(rule, "policy.claude_progress");
                     dropped += 1;
                 }
                 other => panic!("unexpected {other:?}"),
             }
         }
+        assert_eq!(merged, vec![3]);
         assert_eq!(dropped, 1);
-        refused.sort();
         // Line 4 refused by the reader, 5 not JSON, 6 forgotten by the reader.
         assert_eq!(refused, vec![4, 5, 6]);
         assert_eq!(converted.len(), 2);
@@ -932,34 +929,17 @@ mod tests {
         assert_eq!(note.bytes_dropped, 4);
     }
 
-    /// The kinds of outcomes, as text: `converted N` (its records), `quarantined`, `refused`,
-    /// `dropped`.
+    /// The kinds of outcomes, as text: `converted N` (its records), `merged`, `quarantined`,
+    /// `dropped`, `not sampled`.
     fn kinds(outcomes: &[Outcome]) -> Vec<String> {
-        let one = |outcome: &Outcome, records: u64| match outcome {
-            Outcome::Converted(done) => format!("converted {}", done.records.max(records)),
+        let one = |outcome: &Outcome| match outcome {
+            Outcome::Converted(done) => format!("converted {}", done.records),
+            Outcome::Merged => "merged".to_string(),
             Outcome::Quarantined(_) => "quarantined".to_string(),
             Outcome::NotSampled => "not sampled".to_string(),
-            Outcome::Source(_) => "source".to_string(),
+            Outcome::Dropped { .. } => "dropped".to_string(),
         };
-        let mut out = Vec::new();
-        for outcome in outcomes {
-            match outcome {
-                Outcome::Source(results) => {
-                    out.push("source".to_string());
-                    for result in results {
-                        out.push(match result {
-                            SourceResult::Conversation { outcome, records } => {
-                                one(outcome, *records)
-                            }
-                            SourceResult::Refused(_) => "refused".to_string(),
-                            SourceResult::Dropped { .. } => "dropped".to_string(),
-                        });
-                    }
-                }
-                other => out.push(one(other, 1)),
-            }
-        }
-        out
+        outcomes.iter().map(one).collect()
     }
 
     #[test]
@@ -986,7 +966,7 @@ not json
         };
         // A session's lines are read together, as one piece of work: one conversation of two
         // records, the bad line refused on its own; detected or forced alike.
-        let whole = vec!["source", "converted 2", "refused"];
+        let whole = vec!["converted 2", "merged", "quarantined"];
         assert_eq!(read(claude, None), whole);
         assert_eq!(read(claude, Some(SourceFormat::ClaudeCode)), whole);
         // Chat Completions records one by one; forced, a session's lines are not chat records.
@@ -999,14 +979,14 @@ not json
             br#"[{"conversations":[{"from":"human","value":"q"},{"from":"gpt","value":"a"}]},
             {"conversations":[{"from":"human","value":"r"},{"from":"gpt","value":"b"}]}]"#;
         let rows = read(rows, Some(SourceFormat::ShareGpt));
-        assert_eq!(rows, vec!["source", "converted 1", "source", "converted 1"]);
+        assert_eq!(rows, vec!["converted 1", "converted 1"]);
     }
 
     #[test]
     fn a_rule_quarantine_names_its_class_stage_and_rule() {
         let rules = RuleSet::builtin().expect("built-in rules");
         let bytes = br#"{"messages":[{"role":"wizard","content":"x"}]}"#;
-        let outcome = process_record(&record(bytes), "t.jsonl", &rules, &BatchIndex::default());
+        let outcome = process_record(bytes, &rules);
         let Outcome::Quarantined(entry) = outcome else {
             panic!("expected a quarantine, got {outcome:?}");
         };

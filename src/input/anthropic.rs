@@ -22,16 +22,14 @@ use serde_json::{json, Map, Value};
 
 use super::batch::{batch_result, is_anthropic_result};
 use super::blocks::{add_note, map_content, renumber, Notes};
-use super::chain::{self, request_body, response_body, sse_events};
-use super::chat_stream::diverged_note;
-use super::format::{
-    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
-};
+use super::chain::{self, request_body, response_body};
+use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
+use super::sse::{self, Line, Unreadable};
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{Content, Message, Part, RecordMeta, SourceNote, Transcript};
 use crate::rules::policy::ResentHistory;
-use crate::rules::{Builtin, PolicyId};
+use crate::rules::Builtin;
 
 pub struct AnthropicReader;
 
@@ -105,8 +103,9 @@ fn is_pair(value: &Value) -> bool {
         || is_message_object(response_body)
         || response_body.get("type").and_then(Value::as_str) == Some("error")
             && is_messages_request(body)
-        || sse_events(value).is_some_and(|events| {
+        || sse::events(value).is_some_and(|events| {
             events
+                .data
                 .iter()
                 .any(|e| e.get("type").and_then(Value::as_str) == Some("message_start"))
         })
@@ -123,10 +122,6 @@ fn is_batch_request(value: &Value) -> bool {
 /// event (Chat Completions streams have neither). Later lines of the file (comments, `id:`)
 /// belong to it too once the file is Anthropic.
 fn is_sse_line(line: &str) -> bool {
-    let line = line.trim();
-    if line.starts_with("event:") || line.starts_with(':') || line.starts_with("id:") {
-        return true;
-    }
     let kinds = [
         "message_start",
         "content_block_start",
@@ -137,10 +132,14 @@ fn is_sse_line(line: &str) -> bool {
         "ping",
         "error",
     ];
-    line.starts_with("data:")
-        && chain::sse_line_data(line)
-            .and_then(|d| d.get("type").and_then(Value::as_str).map(str::to_string))
-            .is_some_and(|t| kinds.contains(&t.as_str()))
+    match sse::line(line) {
+        Line::Filler => !line.trim().is_empty(),
+        Line::Data(data) => data
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| kinds.contains(&t)),
+        Line::Done | Line::Unreadable(_) | Line::Other => false,
+    }
 }
 
 fn claims(value: &Value) -> bool {
@@ -174,13 +173,18 @@ impl FormatReader for AnthropicReader {
         let mut results: HashMap<String, (usize, Value)> = HashMap::new();
         let mut values = Vec::new();
         // A file of raw SSE lines: each stream (message_start to message_stop) a response.
-        let mut stream: Option<(Vec<usize>, Vec<Value>)> = None;
+        let mut stream: Option<(Vec<usize>, Vec<Value>, Unreadable)> = None;
         let mut streams = Vec::new();
         for record in records {
             if let Value::String(line) = &record.value {
-                let open = stream.get_or_insert_with(|| (Vec::new(), Vec::new()));
+                let open = stream.get_or_insert_with(Default::default);
                 open.0.push(record.index);
-                let data = chain::sse_line_data(line);
+                let read = sse::line(line);
+                open.2.count(&read);
+                let data = match read {
+                    Line::Data(data) => Some(data),
+                    Line::Done | Line::Filler | Line::Unreadable(_) | Line::Other => None,
+                };
                 let stop = data
                     .as_ref()
                     .and_then(|d| d.get("type"))
@@ -216,7 +220,7 @@ impl FormatReader for AnthropicReader {
         }
         streams.extend(stream.take());
         let mut entries = Vec::new();
-        for (records, events) in streams {
+        for (records, events, unreadable) in streams {
             if events.is_empty() {
                 for index in records {
                     read.refused
@@ -226,7 +230,10 @@ impl FormatReader for AnthropicReader {
             }
             let response = assemble(&events);
             match entry_of(response, records.clone()) {
-                Ok(entry) => entries.push(entry),
+                Ok(mut entry) => {
+                    entry.unreadable = unreadable;
+                    entries.push(entry)
+                }
                 Err(error) => {
                     for index in records {
                         read.refused.push((index, error.clone()));
@@ -289,6 +296,8 @@ struct Entry {
     /// Request keys nothing converts.
     ignored: Vec<String>,
     notes: Vec<SourceNote>,
+    /// What reading its logged events dropped.
+    unreadable: Unreadable,
 }
 
 fn entry_of(mut value: Value, records: Vec<usize>) -> Result<Entry, InputError> {
@@ -305,10 +314,13 @@ fn entry_of(mut value: Value, records: Vec<usize>) -> Result<Entry, InputError> 
         };
         (value.get_mut("params").map(std::mem::take), response)
     } else if is_pair(&value) {
-        let events = sse_events(&value);
+        let events = sse::events(&value);
         let request = request_body(&mut value);
         let response = match events {
-            Some(events) => Some(assemble(&events)),
+            Some(events) => {
+                entry.unreadable = events.unreadable;
+                Some(assemble(&events.data))
+            }
             None => response_body(&mut value),
         };
         if let Some(time) = value
@@ -464,6 +476,12 @@ pub fn assemble(events: &[Value]) -> Value {
     message
 }
 
+impl chain::Link for Entry {
+    fn records(&self) -> &[usize] {
+        &self.records
+    }
+}
+
 fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut FileRead) {
     let merge = context.rules.policy.resent_history == ResentHistory::Merge;
     let histories: Vec<Vec<Value>> = entries
@@ -479,49 +497,20 @@ fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut File
                 .collect()
         })
         .collect();
-    let groups = chain::group(&histories, merge);
-    drop(histories); // the normalised copies are only for grouping
-    let first_records: Vec<usize> = entries.iter().map(|e| e.records[0]).collect();
-    let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
-    for group in groups {
-        let mut records = Vec::new();
-        let mut last = None;
-        for &member in &group.members {
-            let entry = slots[member].take().expect("each entry in one chain");
-            records.extend(entry.records.iter().copied());
-            last = Some(entry);
-        }
-        let Some(mut last) = last else { continue };
-        let mut notes = Vec::new();
-        if group.members.len() > 1 {
-            notes.push(SourceNote {
-                rule: PolicyId::ResentHistory.rule_id().to_string(),
-                what: "request merged into a later one resending its history".into(),
-                count: (group.members.len() - 1) as u64,
-                bytes_dropped: 0,
-            });
-        }
-        if let Some(d) = group.diverged {
-            notes.push(diverged_note(first_records[d.from], d.at));
-        }
-        notes.append(&mut last.notes);
-        records.sort_unstable();
-        match transcript(last, context) {
-            Ok(mut transcript) => {
-                notes.append(&mut transcript.source_notes);
-                transcript.source_notes = notes;
-                read.conversations.push(SourceConversation {
-                    transcript,
-                    records,
-                });
-            }
-            Err(error) => {
-                for index in records {
-                    read.refused.push((index, error.clone()));
-                }
-            }
-        }
-    }
+    let merged = "request merged into a later one resending its history";
+    chain::drive(entries, histories, merge, merged, read, |mut members| {
+        let mut unreadable = Unreadable::default();
+        members.iter().for_each(|m| unreadable.add(m.unreadable));
+        let Some(mut last) = members.pop() else {
+            return Err(InputError::NotARecord("empty chain"));
+        };
+        let mut notes = std::mem::take(&mut last.notes);
+        let mut transcript = transcript(last, context)?;
+        notes.append(&mut transcript.source_notes);
+        notes.extend(unreadable.note());
+        transcript.source_notes = notes;
+        Ok(transcript)
+    });
 }
 
 fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, InputError> {

@@ -13,6 +13,11 @@
 
 use serde_json::Value;
 
+use super::format::{FileRead, SourceConversation};
+use super::InputError;
+use crate::model::transcript::{SourceNote, Transcript};
+use crate::rules::{Builtin, PolicyId};
+
 /// One chain: positions in the list of histories given, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chain {
@@ -106,6 +111,93 @@ pub fn chains(histories: &[Vec<Value>]) -> Vec<Chain> {
         index.nodes[end].chain_ends.insert(c);
     }
     chains
+}
+
+/// A logged exchange as the chain driver sees it: the records it was read from.
+pub trait Link {
+    /// The indexes of its records, the first naming it.
+    fn records(&self) -> &[usize];
+}
+
+/// The one chain driver of the three log readers (Anthropic, Chat Completions streams,
+/// Responses): groups `links` by their normalised `histories` ([`group`]; every link a chain of
+/// its own unless `merge`), then builds each chain's conversation from its members, in order
+/// (`build`: the last member holds the whole history). Each conversation carries, before the
+/// notes `build` gives it, a `policy.resent_history` note counting the requests merged into
+/// it (`merged` says what such a request is) and a `builtin.chain-diverged` note when its
+/// chain left another. Its records are every member's, in file order; a chain whose
+/// conversation cannot be read has every record refused.
+pub fn drive<L: Link>(
+    links: Vec<L>,
+    histories: Vec<Vec<Value>>,
+    merge: bool,
+    merged: &str,
+    read: &mut FileRead,
+    mut build: impl FnMut(Vec<L>) -> Result<Transcript, InputError>,
+) {
+    let groups = group(&histories, merge);
+    drop(histories); // the normalised copies are only for grouping
+    let first_records: Vec<usize> = links
+        .iter()
+        .map(|l| l.records().first().copied().unwrap_or_default())
+        .collect();
+    let mut slots: Vec<Option<L>> = links.into_iter().map(Some).collect();
+    for chain in groups {
+        let members: Vec<L> = chain
+            .members
+            .iter()
+            .filter_map(|&m| slots.get_mut(m).and_then(Option::take))
+            .collect();
+        let mut records: Vec<usize> = members
+            .iter()
+            .flat_map(|m| m.records().iter().copied())
+            .collect();
+        records.sort_unstable();
+        let mut notes = Vec::new();
+        if members.len() > 1 {
+            notes.push(SourceNote {
+                rule: PolicyId::ResentHistory.rule_id().to_string(),
+                what: merged.to_string(),
+                count: (members.len() - 1) as u64,
+                bytes_dropped: 0,
+            });
+        }
+        if let Some(d) = chain.diverged {
+            notes.push(diverged_note(first_records[d.from], d.at));
+        }
+        if members.is_empty() {
+            continue;
+        }
+        match build(members) {
+            Ok(mut transcript) => {
+                notes.append(&mut transcript.source_notes);
+                transcript.source_notes = notes;
+                read.conversations.push(SourceConversation {
+                    transcript,
+                    records,
+                });
+            }
+            Err(error) => {
+                for index in records {
+                    read.refused.push((index, error.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// The note a chain that left another carries: where it diverged from which record.
+pub fn diverged_note(from_record: usize, at: usize) -> SourceNote {
+    SourceNote {
+        rule: Builtin::ChainDiverged.rule_id().to_string(),
+        what: format!(
+            "request disagrees at message {} with the history of record {}: a conversation of its own",
+            at + 1,
+            from_record + 1
+        ),
+        count: 1,
+        bytes_dropped: 0,
+    }
 }
 
 /// The trie behind [`chains`]: node 0 is the empty history; an edge is one interned message.
@@ -229,42 +321,6 @@ fn envelope_part(record: &mut Value, key: &str) -> Option<Value> {
         Value::Object(_) => Some(taken),
         _ => None,
     }
-}
-
-/// The data of each logged SSE event (`response.sse_events`, or `response.events`): `[DONE]`
-/// and unparsable data left out. An event is `{"event", "data"}` (data an object or JSON text),
-/// a bare data object, or a raw `data: ...` line.
-pub fn sse_events(record: &Value) -> Option<Vec<Value>> {
-    let response = record.get("response")?;
-    let events = response
-        .get("sse_events")
-        .or_else(|| response.get("events"))?
-        .as_array()?;
-    Some(events.iter().filter_map(sse_data).collect())
-}
-
-/// The data of one SSE event as a logger wrote it.
-pub fn sse_data(event: &Value) -> Option<Value> {
-    match event {
-        Value::String(line) => sse_line_data(line),
-        Value::Object(map) => match map.get("data") {
-            Some(Value::String(text)) => sse_line_data(&format!("data: {text}")),
-            Some(data @ Value::Object(_)) => Some(data.clone()),
-            Some(_) => None,
-            None => Some(event.clone()),
-        },
-        _ => None,
-    }
-}
-
-/// The JSON data of a raw SSE line (`data: {...}`); `None` for `[DONE]`, `event:` lines,
-/// comments and blank lines.
-pub fn sse_line_data(line: &str) -> Option<Value> {
-    let data = line.trim().strip_prefix("data:")?.trim();
-    if data == "[DONE]" {
-        return None;
-    }
-    serde_json::from_str(data).ok()
 }
 
 #[cfg(test)]

@@ -17,15 +17,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::chain::{self, request_body, response_body, sse_events, sse_line_data};
+use super::chain::{self, request_body, response_body};
 use super::chat::{built_record_rules, extract};
-use super::format::{
-    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
-};
+use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
+use super::sse::{self, Line as SseLine};
 use super::InputError;
 use crate::model::transcript::SourceNote;
 use crate::rules::policy::ResentHistory;
-use crate::rules::{Builtin, PolicyId};
+use crate::rules::Builtin;
 
 pub struct ChatStreamReader;
 
@@ -48,8 +47,8 @@ fn is_pair(record: &Value) -> bool {
     };
     let response_body = response.get("body").unwrap_or(response);
     let has_choices = response_body.get("choices").is_some_and(Value::is_array);
-    let streamed = sse_events(record)
-        .is_some_and(|events| events.first().is_some_and(is_chunk) || events.is_empty());
+    let streamed = sse::events(record)
+        .is_some_and(|events| events.data.first().is_some_and(is_chunk) || events.data.is_empty());
     has_messages && (has_choices || streamed)
 }
 
@@ -67,24 +66,21 @@ enum Line {
 
 fn classify(value: Value) -> Line {
     match value {
-        Value::String(line) => {
-            let trimmed = line.trim();
-            if trimmed.is_empty() || trimmed.starts_with(':') || trimmed.starts_with("event:") {
-                return Line::Filler;
+        // One reading of a raw line for every log reader (`sse`): field lines (`event:`,
+        // `id:`, `retry:`), comments and blanks are fillers.
+        Value::String(line) => match sse::line(&line) {
+            SseLine::Filler => Line::Filler,
+            SseLine::Done => Line::Done,
+            SseLine::Data(data) if is_chunk(&data) => Line::Chunk(data),
+            SseLine::Data(_) => {
+                Line::Other("an SSE data line that is not a chat.completion.chunk".into())
             }
-            match trimmed.strip_prefix("data:").map(str::trim) {
-                Some("[DONE]") => Line::Done,
-                Some(_) => match sse_line_data(trimmed) {
-                    Some(data) if is_chunk(&data) => Line::Chunk(data),
-                    Some(_) => Line::Other("an SSE data line that is not a chat.completion.chunk".into()),
-                    None => Line::Other("an SSE data line that is not JSON".into()),
-                },
-                None => Line::Other("a line that is neither JSON nor an SSE line".into()),
-            }
-        }
+            SseLine::Unreadable(_) => Line::Other("an SSE data line that is not JSON".into()),
+            SseLine::Other => Line::Other("a line that is neither JSON nor an SSE line".into()),
+        },
         value if is_chunk(&value) => Line::Chunk(value),
         value if is_pair(&value) => Line::Pair(value),
-        Value::Object(ref map) if map.get("data").is_some() => match chain::sse_data(&value) {
+        Value::Object(ref map) if map.get("data").is_some() => match sse::data(&value) {
             Some(data) if is_chunk(&data) => Line::Chunk(data),
             _ if map.get("data").and_then(Value::as_str) == Some("[DONE]") => Line::Done,
             _ => Line::Other("an SSE event that is not a chat.completion.chunk".into()),
@@ -111,8 +107,7 @@ impl FormatReader for ChatStreamReader {
             Some(value) => {
                 is_chunk(value)
                     || is_pair(value)
-                    || chain::sse_data(value)
-                        .is_some_and(|d| is_chunk(&d) && value.get("data").is_some())
+                    || sse::data(value).is_some_and(|d| is_chunk(&d) && value.get("data").is_some())
             }
             None => detect_line(raw),
         }
@@ -186,10 +181,7 @@ impl FormatReader for ChatStreamReader {
 /// A raw SSE line: `data:` (a chunk or `[DONE]`), `event:`, `id:`, `retry:` or a comment.
 fn detect_line(raw: &[u8]) -> bool {
     let text = String::from_utf8_lossy(raw);
-    let text = text.trim();
-    ["data:", "event:", "id:", "retry:", ":"]
-        .iter()
-        .any(|p| text.starts_with(p))
+    !text.trim().is_empty() && sse::line(&text) != SseLine::Other
 }
 
 fn not_format(problem: String) -> InputError {
@@ -208,6 +200,8 @@ struct Entry {
     /// `model`, `id`, `created`, `tools`, `finish_reason` of the exchange.
     facts: Map<String, Value>,
     extra_choices: (u64, usize),
+    /// What reading its logged events dropped.
+    unreadable: sse::Unreadable,
 }
 
 impl Entry {
@@ -219,12 +213,13 @@ impl Entry {
             chunks: Vec::new(),
             facts: Map::new(),
             extra_choices: (0, 0),
+            unreadable: sse::Unreadable::default(),
         }
     }
 }
 
 fn pair_entry(value: &mut Value, index: usize) -> Result<Entry, String> {
-    let events = sse_events(value);
+    let events = sse::events(value);
     let mut request = request_body(value).ok_or("the request has no body")?;
     let history = match request.get_mut("messages").map(std::mem::take) {
         Some(Value::Array(messages)) => messages,
@@ -239,7 +234,10 @@ fn pair_entry(value: &mut Value, index: usize) -> Result<Entry, String> {
         entry.facts.insert("model".into(), model.clone());
     }
     match events {
-        Some(chunks) => entry.chunks = chunks,
+        Some(events) => {
+            entry.chunks = events.data;
+            entry.unreadable = events.unreadable;
+        }
         None => {
             let mut body = response_body(value).ok_or("the response has no body")?;
             for key in ["id", "created", "model"] {
@@ -453,6 +451,12 @@ fn finish(entry: &mut Entry) {
     }
 }
 
+impl chain::Link for Entry {
+    fn records(&self) -> &[usize] {
+        &self.records
+    }
+}
+
 fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut FileRead) {
     for entry in &mut entries {
         finish(entry);
@@ -467,72 +471,28 @@ fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut 
                 .collect()
         })
         .collect();
-    let groups = chain::group(&histories, merge);
-    drop(histories); // the normalised copies are only for grouping
-    let first_records: Vec<usize> = entries.iter().map(|e| e.records[0]).collect();
-    let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
-    for group in groups {
-        let mut records = Vec::new();
-        let mut last = None;
-        let mut extra = (0u64, 0usize);
-        for &member in &group.members {
-            let entry = slots[member].take().expect("each entry in one chain");
-            records.extend(entry.records.iter().copied());
-            extra.0 += entry.extra_choices.0;
-            extra.1 += entry.extra_choices.1;
-            last = Some(entry);
-        }
-        let Some(last) = last else { continue };
-        let mut notes = Vec::new();
-        if group.members.len() > 1 {
-            notes.push(SourceNote {
-                rule: PolicyId::ResentHistory.rule_id().to_string(),
-                what: "request merged into a later one resending its history".into(),
-                count: (group.members.len() - 1) as u64,
-                bytes_dropped: 0,
-            });
-        }
-        if let Some(d) = group.diverged {
-            notes.push(diverged_note(first_records[d.from], d.at));
-        }
+    let merged = "request merged into a later one resending its history";
+    chain::drive(entries, histories, merge, merged, read, |mut members| {
+        let extra = members.iter().fold((0u64, 0usize), |(n, bytes), e| {
+            (n + e.extra_choices.0, bytes + e.extra_choices.1)
+        });
+        let mut unreadable = sse::Unreadable::default();
+        members.iter().for_each(|e| unreadable.add(e.unreadable));
+        let Some(last) = members.pop() else {
+            return Err(InputError::NotARecord("empty chain"));
+        };
+        let mut transcript = transcript(last, context)?;
         if extra.0 > 0 {
-            notes.push(SourceNote {
+            transcript.source_notes.push(SourceNote {
                 rule: Builtin::ExtraChoices.rule_id().to_string(),
                 what: "choice beyond the first".into(),
                 count: extra.0,
                 bytes_dropped: extra.1,
             });
         }
-        records.sort_unstable();
-        match transcript(last, context) {
-            Ok(mut transcript) => {
-                transcript.source_notes.extend(notes);
-                read.conversations.push(SourceConversation {
-                    transcript,
-                    records,
-                });
-            }
-            Err(error) => {
-                for index in records {
-                    read.refused.push((index, error.clone()));
-                }
-            }
-        }
-    }
-}
-
-/// The note a chain that left another carries.
-pub fn diverged_note(from_record: usize, at: usize) -> SourceNote {
-    SourceNote {
-        rule: Builtin::ChainDiverged.rule_id().to_string(),
-        what: format!(
-            "request disagrees at message {} with the history of record {}: a conversation of its own",
-            at + 1,
-            from_record + 1
-        ),
-        count: 1,
-        bytes_dropped: 0,
-    }
+        transcript.source_notes.extend(unreadable.note());
+        Ok(transcript)
+    });
 }
 
 fn transcript(
@@ -620,6 +580,39 @@ mod tests {
         );
         assert_eq!(c.transcript.meta.model.as_deref(), Some("m"));
         assert_eq!(c.transcript.meta.format, "chat-stream");
+    }
+
+    #[test]
+    fn id_lines_are_part_of_a_stream_and_unreadable_logged_events_are_counted() {
+        // `id:` and `retry:` lines are SSE fields, read as every log reader reads them
+        // (`sse::line`): not refused.
+        let lines = [
+            "id: 1",
+            r#"data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}"#,
+            "retry: 100",
+            r#"data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "data: [DONE]",
+        ];
+        assert!(ChatStreamReader.detect(None, lines[0].as_bytes()));
+        let read = read_lines(&lines);
+        assert!(read.refused.is_empty(), "{:?}", read.refused);
+        assert_eq!(read.conversations[0].records, (0..5).collect::<Vec<_>>());
+        // A logged event whose data is not JSON is dropped with a note carrying its bytes.
+        let pair = json!({"request": {"body": {"model": "m", "messages": [{"role": "user", "content": "q"}]}},
+            "response": {"status": 200, "sse_events": [
+                {"data": {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "a"}}]}},
+                {"data": "{\"object\": \"chat.comp"},
+                {"data": "[DONE]"}]}});
+        let read = read_lines(&[&pair.to_string()]);
+        let notes = &read.conversations[0].transcript.source_notes;
+        let note = notes
+            .iter()
+            .find(|n| n.rule == "builtin.unreadable-event")
+            .expect("the dropped event is noted");
+        assert_eq!(
+            (note.count, note.bytes_dropped),
+            (1, r#"{"object": "chat.comp"#.len())
+        );
     }
 
     #[test]

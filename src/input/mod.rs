@@ -26,6 +26,7 @@ pub mod inside;
 pub mod parse;
 pub mod responses;
 pub mod sharegpt;
+pub mod sse;
 pub(crate) mod tree;
 
 pub use chat::extract;

@@ -26,12 +26,10 @@ use serde_json::{json, Map, Value};
 use super::blocks::Notes;
 use super::chain::{self, request_body, response_body};
 use super::chat::{built_record_rules, extract};
-use super::chat_stream::diverged_note;
-use super::format::{
-    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
-};
+use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
+use super::sse;
 use super::InputError;
-use crate::model::transcript::{ReasoningOrigin, SourceNote, Thinking, Transcript};
+use crate::model::transcript::{ReasoningOrigin, Thinking, Transcript};
 use crate::rules::policy::{HostedTool, ResentHistory};
 use crate::rules::PolicyId;
 
@@ -87,8 +85,8 @@ fn is_pair(value: &Value) -> bool {
         && body.get("messages").is_none()
         && (uri.is_some_and(|u| u.contains("/responses"))
             || is_response(response_body)
-            || chain::sse_events(value).is_some_and(|events| {
-                events.iter().any(|e| {
+            || sse::events(value).is_some_and(|events| {
+                events.data.iter().any(|e| {
                     e.get("type")
                         .and_then(Value::as_str)
                         .is_some_and(|t| t.starts_with("response."))
@@ -158,6 +156,8 @@ pub struct Entry {
     pub previous: Option<String>,
     pub instructions: Option<String>,
     pub facts: Map<String, Value>,
+    /// What reading its logged events dropped.
+    pub unreadable: sse::Unreadable,
 }
 
 fn items_of(input: Option<Value>) -> Vec<Value> {
@@ -192,10 +192,13 @@ fn entry_of(mut value: Value, record: usize) -> Result<Entry, String> {
         return Ok(entry);
     }
     let (mut request, response) = if is_pair(&value) {
-        let events = chain::sse_events(&value);
+        let events = sse::events(&value);
         let request = request_body(&mut value).ok_or("the request has no body")?;
         let response = match events {
-            Some(events) => Some(response_from_events(events)),
+            Some(events) => {
+                entry.unreadable = events.unreadable;
+                Some(response_from_events(events.data))
+            }
             None => response_body(&mut value),
         };
         (Some(request), response)
@@ -313,7 +316,11 @@ fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut File
     let mut kept = Vec::new();
     for (entry, history) in entries.into_iter().zip(full) {
         match history {
-            Some(Ok(history)) => kept.push((entry, history)),
+            Some(Ok(history)) => kept.push(Resolved {
+                records: [entry.record],
+                entry,
+                history,
+            }),
             Some(Err(missing)) => read
                 .refused
                 .push((entry.record, InputError::MissingLink(missing))),
@@ -325,46 +332,36 @@ fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut File
     let merge = context.rules.policy.resent_history == ResentHistory::Merge;
     let histories: Vec<Vec<Value>> = kept
         .iter()
-        .map(|(_, h)| h.iter().map(normalise_for_compare).collect())
+        .map(|k| k.history.iter().map(normalise_for_compare).collect())
         .collect();
-    let groups = chain::group(&histories, merge);
-    drop(histories); // the normalised copies are only for grouping
-    for group in groups {
-        let records: Vec<usize> = group.members.iter().map(|&m| kept[m].0.record).collect();
-        let last = *group.members.last().expect("a chain has a member");
-        let (entry, history) = &kept[last];
-        let mut notes = Vec::new();
-        if group.members.len() > 1 {
-            notes.push(SourceNote {
-                rule: PolicyId::ResentHistory.rule_id().to_string(),
-                what: "request merged into a later one continuing its history".into(),
-                count: (group.members.len() - 1) as u64,
-                bytes_dropped: 0,
-            });
-        }
-        if let Some(d) = group.diverged {
-            notes.push(diverged_note(kept[d.from].0.record, d.at));
-        }
-        let mut items = history.clone();
+    let merged = "request merged into a later one continuing its history";
+    chain::drive(kept, histories, merge, merged, read, |mut members| {
+        let mut unreadable = sse::Unreadable::default();
+        members
+            .iter()
+            .for_each(|m| unreadable.add(m.entry.unreadable));
+        let Some(Resolved { entry, history, .. }) = members.pop() else {
+            return Err(InputError::NotARecord("empty chain"));
+        };
+        let mut items = history;
         items.extend(entry.output.iter().cloned());
-        match transcript(items, entry, context) {
-            Ok(mut transcript) => {
-                let mut all = notes;
-                all.append(&mut transcript.source_notes);
-                transcript.source_notes = all;
-                let mut records = records;
-                records.sort_unstable();
-                read.conversations.push(SourceConversation {
-                    transcript,
-                    records,
-                });
-            }
-            Err(error) => {
-                for record in records {
-                    read.refused.push((record, error.clone()));
-                }
-            }
-        }
+        let mut transcript = transcript(items, &entry, context)?;
+        transcript.source_notes.extend(unreadable.note());
+        Ok(transcript)
+    });
+}
+
+/// An entry with its full history (previous_response_id followed).
+struct Resolved {
+    entry: Entry,
+    history: Vec<Value>,
+    /// The entry's record, as the chain driver asks for it.
+    records: [usize; 1],
+}
+
+impl chain::Link for Resolved {
+    fn records(&self) -> &[usize] {
+        &self.records
     }
 }
 

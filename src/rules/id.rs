@@ -83,6 +83,8 @@ builtins! {
     ApiErrorResponse = "api-error-response",
     /// The `rejected` answer of a ShareGPT preference row (the `chosen` one is kept).
     PreferenceRejected = "preference-rejected",
+    /// A logged SSE `data:` line whose JSON cannot be read: dropped, its bytes counted.
+    UnreadableEvent = "unreadable-event",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -1,17 +1,20 @@
-//! Input shapes: from a raw record's bytes to a [`Transcript`].
+//! Source formats: from a file's records to [`Transcript`](crate::model::transcript::Transcript)s.
 //!
-//! In: a [`RawRecord`](crate::source::RawRecord)'s bytes and the rule set (which paths hold
-//! messages, role aliases, which record fields say "finished"). Out: a [`Transcript`] whose
-//! strings were copied once out of the parser's tape: moved out of a parsed `Value`, or, for
-//! the common chat record, read straight from simd-json's tape with no `Value` of its messages
-//! built ([`chat::extract_fast`], through `tree::Tree`, which both share). Fails with an
-//! [`InputError`] naming what is wrong; the caller quarantines the record.
+//! Every format is a [`FormatReader`] registered in [`format::readers`] (detection order,
+//! `chat` last): Chat Completions records and their relatives ([`chat`]: batch lines, eval
+//! samples, trajectories, turn lists, any path a rule file or `--messages-at` names), Claude
+//! Code sessions ([`claude_code`]), ChatGPT exports ([`chatgpt`]), Anthropic Messages logs
+//! ([`anthropic`]), Responses logs ([`responses`]), streamed Chat Completions logs
+//! ([`chat_stream`]) and ShareGPT datasets ([`sharegpt`]). A reader is given parsed records
+//! (one, or a whole file's when a conversation spans records) and says what became of each:
+//! part of a conversation, refused with an [`InputError`], or dropped by a rule; the pipeline
+//! quarantines what is refused and checks that every record is accounted for.
 //!
-//! Shapes read: `{"messages": [...]}` records, Batch API request lines (`body.messages`) and
-//! result lines (`response.body.choices[0].message` appended as the reply), eval samples
-//! (`input`, a list or a bare string), agent trajectories (`history`), turn lists (`question`:
-//! a list of turns, each a list of messages, flattened in order), and any path a rule file or
-//! `--messages-at` names (e.g. `answer_generation.train_messages[-1]`).
+//! What the readers share: [`parse`] (simd-json, Unicode repair), [`blocks`] (content blocks
+//! of Claude Code and Anthropic), [`chain`] (the one chain driver of the three API logs),
+//! [`sse`] (SSE lines and logged events), [`batch`] (Batch API results joined to their
+//! requests), [`inside`] (the only way a reader opens a file a record points to), `tree` (a
+//! message read alike from simd-json's tape or a `Value`: the chat fast path).
 
 pub mod anthropic;
 pub mod batch;

@@ -580,10 +580,10 @@ fn damaged_records_never_crash_the_api_and_dataset_readers() {
     use rollover::rules::RuleSet;
     let rules = RuleSet::builtin().unwrap();
     let sets = [
-        ("anthropic-messages-api", SourceFormat::Anthropic),
-        ("openai-responses-api", SourceFormat::Responses),
-        ("openai-chat-completions", SourceFormat::ChatStream),
-        ("sharegpt", SourceFormat::ShareGpt),
+        ("anthropic-messages-api", SourceFormat::ANTHROPIC),
+        ("openai-responses-api", SourceFormat::RESPONSES),
+        ("openai-chat-completions", SourceFormat::CHAT_STREAM),
+        ("sharegpt", SourceFormat::SHAREGPT),
     ];
     let replacements = [
         None,

@@ -262,7 +262,7 @@ fn chatgpt_corpus_files_read_and_detect() {
         let value: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(
             rollover::input::format::detect(Some(&value), b"{"),
-            rollover::input::SourceFormat::ChatGpt
+            rollover::input::SourceFormat::CHATGPT
         );
         let read = read_file(&chatgpt::ChatGptReader, &path, vec![value]);
         assert!(read.refused.is_empty(), "{name}: {:?}", read.refused);
@@ -364,7 +364,7 @@ fn claude_code_corpus_files_convert_with_every_line_accounted() {
         let first = records_of(&path).into_iter().next().unwrap();
         assert_eq!(
             rollover::input::format::detect(Some(&first), b"{"),
-            rollover::input::SourceFormat::ClaudeCode,
+            rollover::input::SourceFormat::CLAUDE_CODE,
             "{}",
             path.display()
         );
@@ -710,7 +710,7 @@ fn claude_code_a_2x_subagent_file_is_dropped_whole_or_linked_to_its_session() {
     let first = lines[0].clone();
     assert_eq!(
         rollover::input::format::detect(Some(&first), b"{"),
-        rollover::input::SourceFormat::ClaudeCode
+        rollover::input::SourceFormat::CLAUDE_CODE
     );
     let rules = rules();
     let read = claude_with(lines.clone(), &rules);
@@ -1124,7 +1124,7 @@ fn claude_code_sessions_index_is_dropped_by_rule() {
          "firstPrompt": "hi", "messageCount": 2, "gitBranch": "main"}]});
     assert_eq!(
         rollover::input::format::detect(Some(&index), b"{"),
-        rollover::input::SourceFormat::ClaudeCode
+        rollover::input::SourceFormat::CLAUDE_CODE
     );
     let read = claude_with(vec![index], &rules());
     assert!(read.conversations.is_empty() && read.refused.is_empty());

@@ -5,4 +5,4 @@
 use libfuzzer_sys::fuzz_target;
 use rollover::input::SourceFormat;
 
-fuzz_target!(|data: &[u8]| rollover_fuzz::run(SourceFormat::Anthropic, data));
+fuzz_target!(|data: &[u8]| rollover_fuzz::run(SourceFormat::ANTHROPIC, data));

@@ -11,5 +11,5 @@ use rollover::validate::check;
 fuzz_target!(|data: &[u8]| {
     // The validator must take any bytes.
     let _ = check(data, None, &rollover_fuzz::builtin_rules().markers);
-    rollover_fuzz::run(SourceFormat::Chat, data);
+    rollover_fuzz::run(SourceFormat::CHAT, data);
 });

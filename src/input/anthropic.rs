@@ -33,7 +33,12 @@ use crate::rules::Builtin;
 
 pub struct AnthropicReader;
 
-const FORMAT: &str = "anthropic";
+impl SourceFormat {
+    /// Anthropic Messages API logs: requests, responses, pairs, SSE streams, Batch API files.
+    pub const ANTHROPIC: SourceFormat = SourceFormat::named("anthropic");
+}
+
+const FORMAT: &str = SourceFormat::ANTHROPIC.name();
 
 /// Whether a request body looks like the Messages API's (not Chat Completions').
 fn is_messages_request(body: &Value) -> bool {
@@ -152,7 +157,11 @@ fn claims(value: &Value) -> bool {
 
 impl FormatReader for AnthropicReader {
     fn format(&self) -> SourceFormat {
-        SourceFormat::Anthropic
+        SourceFormat::ANTHROPIC
+    }
+
+    fn describe(&self) -> &'static str {
+        "Anthropic Messages API logs: requests, responses, pairs, SSE streams, Batch API files"
     }
 
     fn granularity(&self) -> Granularity {

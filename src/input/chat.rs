@@ -98,6 +98,11 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
     Ok(transcript(value, meta, tools, path, messages))
 }
 
+impl SourceFormat {
+    /// Chat Completions records, batch files, eval samples, trajectories.
+    pub const CHAT: SourceFormat = SourceFormat::named("chat");
+}
+
 /// The Chat Completions reader: each record on its own, through [`extract`], with the tape
 /// fast path ([`extract_fast`]) for the common record. It detects any parsed record: it is
 /// last in detection order, the format of a file no other reader recognises.
@@ -105,7 +110,11 @@ pub struct ChatReader;
 
 impl FormatReader for ChatReader {
     fn format(&self) -> SourceFormat {
-        SourceFormat::Chat
+        SourceFormat::CHAT
+    }
+
+    fn describe(&self) -> &'static str {
+        "Chat Completions records, batch files, eval samples, trajectories"
     }
 
     fn granularity(&self) -> Granularity {

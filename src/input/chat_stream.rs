@@ -28,7 +28,12 @@ use crate::rules::Builtin;
 
 pub struct ChatStreamReader;
 
-const FORMAT: &str = "chat-stream";
+impl SourceFormat {
+    /// Streamed Chat Completions logs (chat.completion.chunk SSE events).
+    pub const CHAT_STREAM: SourceFormat = SourceFormat::named("chat-stream");
+}
+
+const FORMAT: &str = SourceFormat::CHAT_STREAM.name();
 
 /// Whether `value` is a `chat.completion.chunk`.
 fn is_chunk(value: &Value) -> bool {
@@ -94,7 +99,11 @@ fn classify(value: Value) -> Line {
 
 impl FormatReader for ChatStreamReader {
     fn format(&self) -> SourceFormat {
-        SourceFormat::ChatStream
+        SourceFormat::CHAT_STREAM
+    }
+
+    fn describe(&self) -> &'static str {
+        "streamed Chat Completions logs (chat.completion.chunk SSE events)"
     }
 
     fn granularity(&self) -> Granularity {

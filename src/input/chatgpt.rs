@@ -46,14 +46,23 @@ use crate::rules::{Policies, UnresolvedImage};
 pub struct ChatGptReader;
 
 /// The name the audit writes.
-const FORMAT: &str = "chatgpt";
+impl SourceFormat {
+    /// ChatGPT data exports (conversations.json, the export zip, single conversations).
+    pub const CHATGPT: SourceFormat = SourceFormat::named("chatgpt");
+}
+
+const FORMAT: &str = SourceFormat::CHATGPT.name();
 /// Citation markers: `\u{e200}cite\u{e202}turn0search3\u{e201}`.
 const CITE_START: char = '\u{e200}';
 const CITE_END: char = '\u{e201}';
 
 impl FormatReader for ChatGptReader {
     fn format(&self) -> SourceFormat {
-        SourceFormat::ChatGpt
+        SourceFormat::CHATGPT
+    }
+
+    fn describe(&self) -> &'static str {
+        "ChatGPT data exports (conversations.json, the export zip, single conversations)"
     }
 
     fn granularity(&self) -> Granularity {

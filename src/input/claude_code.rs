@@ -44,7 +44,12 @@ use crate::rules::{DropOrQuarantine, PolicyId, RuleSet, Sidechain};
 
 pub struct ClaudeCodeReader;
 
-const FORMAT: &str = "claude-code";
+impl SourceFormat {
+    /// Claude Code session files (~/.claude/projects/*/*.jsonl).
+    pub const CLAUDE_CODE: SourceFormat = SourceFormat::named("claude-code");
+}
+
+const FORMAT: &str = SourceFormat::CLAUDE_CODE.name();
 
 /// Line types that hold a conversation message.
 const MESSAGE_TYPES: [&str; 2] = ["user", "assistant"];
@@ -67,7 +72,11 @@ const HARNESS: &str = "claude-code:";
 
 impl FormatReader for ClaudeCodeReader {
     fn format(&self) -> SourceFormat {
-        SourceFormat::ClaudeCode
+        SourceFormat::CLAUDE_CODE
+    }
+
+    fn describe(&self) -> &'static str {
+        "Claude Code session files (~/.claude/projects/*/*.jsonl)"
     }
 
     fn granularity(&self) -> Granularity {

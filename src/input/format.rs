@@ -23,54 +23,32 @@ use super::InputError;
 use crate::model::transcript::Transcript;
 use crate::rules::RuleSet;
 
-/// The formats rollover reads, in the order detection tries them (`Chat` last: it reads
-/// any record with a list of messages somewhere).
+/// A source format, by the name `--from` takes and the audit writes. Each format's module
+/// declares its own constant (`impl SourceFormat { pub const SHAREGPT: SourceFormat = ... }`)
+/// beside its reader, and the set of formats is the list of readers ([`readers`]): adding a
+/// format is a new module and one line there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SourceFormat {
-    ClaudeCode,
-    ChatGpt,
-    Anthropic,
-    Responses,
-    ChatStream,
-    ShareGpt,
-    Chat,
-}
+pub struct SourceFormat(&'static str);
 
 impl SourceFormat {
-    pub const ALL: &'static [SourceFormat] = &[
-        SourceFormat::ClaudeCode,
-        SourceFormat::ChatGpt,
-        SourceFormat::Anthropic,
-        SourceFormat::Responses,
-        SourceFormat::ChatStream,
-        SourceFormat::ShareGpt,
-        SourceFormat::Chat,
-    ];
+    /// The format named `name`; for a reader's module to declare its own.
+    pub const fn named(name: &'static str) -> SourceFormat {
+        SourceFormat(name)
+    }
 
     /// The name `--from` takes and the audit writes.
-    pub fn name(self) -> &'static str {
-        match self {
-            SourceFormat::ClaudeCode => "claude-code",
-            SourceFormat::ChatGpt => "chatgpt",
-            SourceFormat::Anthropic => "anthropic",
-            SourceFormat::Responses => "responses",
-            SourceFormat::ChatStream => "chat-stream",
-            SourceFormat::ShareGpt => "sharegpt",
-            SourceFormat::Chat => "chat",
-        }
+    pub const fn name(self) -> &'static str {
+        self.0
+    }
+
+    /// Every format, in detection order.
+    pub fn all() -> impl Iterator<Item = SourceFormat> {
+        readers().iter().map(|r| r.format())
     }
 
     /// What the format is, for `--help` and errors.
     pub fn describe(self) -> &'static str {
-        match self {
-            SourceFormat::ClaudeCode => "Claude Code session files (~/.claude/projects/*/*.jsonl)",
-            SourceFormat::ChatGpt => "ChatGPT data exports (conversations.json, the export zip, single conversations)",
-            SourceFormat::Anthropic => "Anthropic Messages API logs: requests, responses, pairs, SSE streams, Batch API files",
-            SourceFormat::Responses => "OpenAI Responses API logs: inputs, responses, pairs, previous_response_id chains",
-            SourceFormat::ChatStream => "streamed Chat Completions logs (chat.completion.chunk SSE events)",
-            SourceFormat::ShareGpt => "ShareGPT-style datasets (conversations/from/value, LLaMA-Factory variants)",
-            SourceFormat::Chat => "Chat Completions records, batch files, eval samples, trajectories",
-        }
+        reader(self).describe()
     }
 }
 
@@ -83,14 +61,9 @@ impl fmt::Display for SourceFormat {
 impl FromStr for SourceFormat {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        SourceFormat::ALL
-            .iter()
-            .copied()
+        SourceFormat::all()
             .find(|f| f.name() == text)
-            .ok_or_else(|| {
-                let names: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.name()).collect();
-                format!("unknown format `{text}`: one of {}", names.join(", "))
-            })
+            .ok_or_else(|| format!("unknown format `{text}`: one of {}", tried()))
     }
 }
 
@@ -231,6 +204,9 @@ impl FileCache {
 pub trait FormatReader: Sync {
     fn format(&self) -> SourceFormat;
 
+    /// What the format is, for `--help` and errors.
+    fn describe(&self) -> &'static str;
+
     fn granularity(&self) -> Granularity;
 
     /// Whether a file whose first record is `first` is in this format. `first` is `None` when
@@ -290,12 +266,12 @@ pub fn detect(first: Option<&Value>, raw: &[u8]) -> SourceFormat {
         .iter()
         .find(|r| r.detect(first, raw))
         .map(|r| r.format())
-        .unwrap_or(SourceFormat::Chat)
+        .unwrap_or(SourceFormat::CHAT)
 }
 
 /// The names of every format, for "formats tried" in errors.
 pub fn tried() -> String {
-    let names: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.name()).collect();
+    let names: Vec<&str> = SourceFormat::all().map(|f| f.name()).collect();
     names.join(", ")
 }
 
@@ -305,8 +281,9 @@ mod tests {
 
     #[test]
     fn names_read_back() {
-        for format in SourceFormat::ALL {
-            assert_eq!(format.name().parse::<SourceFormat>(), Ok(*format));
+        assert_eq!(SourceFormat::all().count(), 7);
+        for format in SourceFormat::all() {
+            assert_eq!(format.name().parse::<SourceFormat>(), Ok(format));
         }
         let err = "slack".parse::<SourceFormat>().unwrap_err();
         assert!(
@@ -318,6 +295,6 @@ mod tests {
     #[test]
     fn a_plain_chat_record_is_chat() {
         let value: Value = serde_json::from_str(r#"{"messages":[]}"#).unwrap();
-        assert_eq!(detect(Some(&value), b"{}"), SourceFormat::Chat);
+        assert_eq!(detect(Some(&value), b"{}"), SourceFormat::CHAT);
     }
 }

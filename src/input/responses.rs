@@ -35,7 +35,12 @@ use crate::rules::PolicyId;
 
 pub struct ResponsesReader;
 
-const FORMAT: &str = "responses";
+impl SourceFormat {
+    /// OpenAI Responses API logs: inputs, responses, pairs, previous_response_id chains.
+    pub const RESPONSES: SourceFormat = SourceFormat::named("responses");
+}
+
+const FORMAT: &str = SourceFormat::RESPONSES.name();
 
 /// Keys an item loses on the way to Codex.
 const NORMALISED: [&str; 4] = ["id", "status", "annotations", "logprobs"];
@@ -113,7 +118,11 @@ fn is_input_list(value: &Value) -> bool {
 
 impl FormatReader for ResponsesReader {
     fn format(&self) -> SourceFormat {
-        SourceFormat::Responses
+        SourceFormat::RESPONSES
+    }
+
+    fn describe(&self) -> &'static str {
+        "OpenAI Responses API logs: inputs, responses, pairs, previous_response_id chains"
     }
 
     fn granularity(&self) -> Granularity {

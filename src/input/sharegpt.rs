@@ -39,7 +39,12 @@ use crate::rules::{Builtin, PolicyId, ShareGptTags};
 
 pub struct ShareGptReader;
 
-const FORMAT: &str = "sharegpt";
+impl SourceFormat {
+    /// ShareGPT-style datasets (conversations/from/value, LLaMA-Factory variants).
+    pub const SHAREGPT: SourceFormat = SourceFormat::named("sharegpt");
+}
+
+const FORMAT: &str = SourceFormat::SHAREGPT.name();
 
 fn is_classic(value: &Value, tags: &ShareGptTags) -> bool {
     value
@@ -80,7 +85,11 @@ fn has_media(value: &Value) -> bool {
 
 impl FormatReader for ShareGptReader {
     fn format(&self) -> SourceFormat {
-        SourceFormat::ShareGpt
+        SourceFormat::SHAREGPT
+    }
+
+    fn describe(&self) -> &'static str {
+        "ShareGPT-style datasets (conversations/from/value, LLaMA-Factory variants)"
     }
 
     fn granularity(&self) -> Granularity {

@@ -329,7 +329,7 @@ impl FileRecords {
     /// The work of an identified record, `ordinal` its place among the file's records; `None`
     /// when the record is held for its file's work ([`FileRecords::finish`]).
     pub(super) fn route(&mut self, record: RawRecord, ordinal: u64) -> Option<Work> {
-        let format = self.format.unwrap_or(SourceFormat::Chat);
+        let format = self.format.unwrap_or(SourceFormat::CHAT);
         match format::reader(format).granularity() {
             Granularity::Record => Some(Work::Records(Records {
                 records: vec![(record, ordinal)],

@@ -764,7 +764,7 @@ mod tests {
         let work = Records {
             records: vec![(record(bytes), 0)],
             file: 0,
-            format: SourceFormat::Chat,
+            format: SourceFormat::CHAT,
         };
         let (cache, batch) = Default::default();
         let mut outcomes = process_work(&work, &context(rules, &cache, &batch));
@@ -807,7 +807,10 @@ mod tests {
 
     impl FormatReader for Runs {
         fn format(&self) -> crate::input::SourceFormat {
-            crate::input::SourceFormat::ClaudeCode
+            crate::input::SourceFormat::CLAUDE_CODE
+        }
+        fn describe(&self) -> &'static str {
+            "runs of lines sharing a `c` value"
         }
         fn granularity(&self) -> crate::input::format::Granularity {
             crate::input::format::Granularity::File
@@ -890,7 +893,7 @@ mod tests {
                 })
                 .collect(),
             file: 0,
-            format: crate::input::SourceFormat::ClaudeCode,
+            format: crate::input::SourceFormat::CLAUDE_CODE,
         };
         let (cache, batch) = Default::default();
         let outcomes = process_with(&Runs, &work, &context(&rules, &cache, &batch));
@@ -968,17 +971,17 @@ not json
         // records, the bad line refused on its own; detected or forced alike.
         let whole = vec!["converted 2", "merged", "quarantined"];
         assert_eq!(read(claude, None), whole);
-        assert_eq!(read(claude, Some(SourceFormat::ClaudeCode)), whole);
+        assert_eq!(read(claude, Some(SourceFormat::CLAUDE_CODE)), whole);
         // Chat Completions records one by one; forced, a session's lines are not chat records.
         let chat = b"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}\n[{\"role\":\"user\",\"content\":\"b\"}]\n";
         assert_eq!(read(chat, None), vec!["converted 1", "converted 1"]);
-        let forced = read(claude, Some(SourceFormat::Chat));
+        let forced = read(claude, Some(SourceFormat::CHAT));
         assert_eq!(forced, vec!["quarantined"; 3]);
         // ShareGPT rows, each its own piece of work.
         let rows =
             br#"[{"conversations":[{"from":"human","value":"q"},{"from":"gpt","value":"a"}]},
             {"conversations":[{"from":"human","value":"r"},{"from":"gpt","value":"b"}]}]"#;
-        let rows = read(rows, Some(SourceFormat::ShareGpt));
+        let rows = read(rows, Some(SourceFormat::SHAREGPT));
         assert_eq!(rows, vec!["converted 1", "converted 1"]);
     }
 

@@ -33,6 +33,7 @@ use super::format::{
 use super::InputError;
 use crate::model::transcript::{ReasoningOrigin, SourceNote, Thinking, Transcript};
 use crate::rules::policy::{HostedTool, ResentHistory};
+use crate::rules::template::fill;
 use crate::rules::PolicyId;
 
 pub struct ResponsesReader;
@@ -630,10 +631,11 @@ fn hosted(
                     m.remove(k);
                 }
             }
-            let text = policy
-                .hosted_tool_template
-                .replace("{type}", kind)
-                .replace("{json}", &item.to_string());
+            let json = item.to_string();
+            let text = fill(
+                &policy.hosted_tool_template,
+                &[("type", kind), ("json", &json)],
+            );
             built.note(rule, &format!("{kind} item as a placeholder"), 0);
             built.push(json!({"role": "assistant", "content": text}));
             return;
@@ -746,10 +748,11 @@ fn hosted(
         }
         _ => {
             // Nothing to call: a placeholder, so it is not lost.
-            let text = policy
-                .hosted_tool_template
-                .replace("{type}", kind)
-                .replace("{json}", &item.to_string());
+            let json = item.to_string();
+            let text = fill(
+                &policy.hosted_tool_template,
+                &[("type", kind), ("json", &json)],
+            );
             built.note(rule, &format!("{kind} item as a placeholder"), 0);
             built.push(json!({"role": "assistant", "content": text}));
             return;

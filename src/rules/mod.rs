@@ -14,6 +14,7 @@ pub mod matcher;
 pub mod path;
 pub mod policy;
 mod resolve;
+pub mod template;
 
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -5,17 +5,8 @@
 //! the largest single cost of rendering (~12 % of a conversion). [`escape_into`] skips 8 bytes
 //! at a time while none needs escaping and writes the same escapes serde_json does (`\"`,
 //! `\\`, `\b \t \n \f \r`, other controls as lowercase `\u00XX`; nothing else), so the bytes
-//! written are unchanged. [`text`] is the `serialize_with` of the long text fields: it hands
-//! serde_json the escaped literal as a raw value, which it copies verbatim.
-
-use std::cell::RefCell;
-
-use serde::ser::{SerializeStruct, Serializer};
-
-/// serde_json's private name for a raw JSON value (`serde_json::value::RawValue` serialises as
-/// a struct of this name with one field of this name): its serializers write the field's
-/// string as JSON text, unchanged.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+//! written are unchanged. The hand writers of the rollout lines and the Responses bodies use
+//! it; what goes through serde_json is escaped by serde_json, to the same bytes.
 
 /// Appends `text` as a JSON string literal, quotes included, exactly as serde_json writes it.
 pub fn escape_into(out: &mut Vec<u8>, text: &str) {
@@ -23,15 +14,6 @@ pub fn escape_into(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
     escape_walk(text, out);
     out.push(b'"');
-}
-
-/// [`escape_into`] a `String`: what [`text`] hands serde_json, with no UTF-8 pass over the
-/// result (escaping a `str` gives UTF-8).
-fn escape_into_string(out: &mut String, text: &str) {
-    out.reserve(text.len() + 2);
-    out.push('"');
-    escape_walk(text, out);
-    out.push('"');
 }
 
 /// Where escaped text goes: runs of `text` copied as they are, and escape sequences.
@@ -42,12 +24,6 @@ trait Sink {
 impl Sink for Vec<u8> {
     fn push_str(&mut self, s: &str) {
         self.extend_from_slice(s.as_bytes());
-    }
-}
-
-impl Sink for String {
-    fn push_str(&mut self, s: &str) {
-        String::push_str(self, s);
     }
 }
 
@@ -160,31 +136,6 @@ pub(crate) fn escape_mask(word: u64) -> u64 {
     below_space | quote | backslash
 }
 
-thread_local! {
-    static LITERAL: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-/// `serialize_with` for long texts: the same JSON serde_json writes for a string, escaped by
-/// [`escape_into`]. For serde_json's serializers only (every rollout and body is written by
-/// them); another serializer would see serde_json's raw-value struct.
-pub fn text<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
-    LITERAL.with(|literal| {
-        // Re-entered only if a serializer serialised a string inside this one: never.
-        let Ok(mut literal) = literal.try_borrow_mut() else {
-            return serializer.serialize_str(text);
-        };
-        literal.clear();
-        escape_into_string(&mut literal, text);
-        let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-        raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
-        let done = raw.end();
-        if literal.capacity() > 1 << 20 {
-            *literal = String::new();
-        }
-        done
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,13 +145,6 @@ mod tests {
         let mut out = Vec::new();
         escape_into(&mut out, text);
         String::from_utf8(out).unwrap()
-    }
-
-    #[derive(serde::Serialize)]
-    struct Item<'a> {
-        #[serde(serialize_with = "text")]
-        text: &'a str,
-        other: &'a str,
     }
 
     #[test]
@@ -223,19 +167,6 @@ mod tests {
         ] {
             assert_eq!(ours(text), serde_json::to_string(text).unwrap(), "{text:?}");
         }
-        let item = Item {
-            text: "line\none \"q\"",
-            other: "x",
-        };
-        assert_eq!(
-            serde_json::to_string(&item).unwrap(),
-            r#"{"text":"line\none \"q\"","other":"x"}"#
-        );
-        // The Value serializer understands the raw value too.
-        assert_eq!(
-            serde_json::to_value(&item).unwrap(),
-            serde_json::json!({"text": "line\none \"q\"", "other": "x"})
-        );
     }
 
     proptest! {

@@ -12,6 +12,7 @@ use super::{Findings, Invariant, WarningKind};
 use crate::model::rollout::view::{
     EventMsgView, Kind, LineView, MessageView, ResponseItemView, RolloutItemView, Text,
 };
+use crate::model::rollout::wire::{content, event};
 use crate::rules::Marker;
 
 /// The state of one pass over a rollout's lines.
@@ -117,9 +118,12 @@ impl<'l> Walk<'l> {
             },
             ResponseItemView::Reasoning { content } => {
                 if content.as_ref().is_some_and(|parts| {
-                    parts
-                        .iter()
-                        .any(|p| !matches!(p.kind.as_deref(), Some("reasoning_text" | "text")))
+                    parts.iter().any(|p| {
+                        !matches!(
+                            p.kind.as_deref(),
+                            Some(content::REASONING_TEXT | content::TEXT)
+                        )
+                    })
                 }) {
                     out.violation(
                         Invariant::ContentTypes,
@@ -314,14 +318,14 @@ impl<'l> Walk<'l> {
             &self.users,
             &self.user_events,
             "real user",
-            "user_message",
+            event::USER_MESSAGE,
             out,
         );
         ui_parity(
             &self.assistants,
             &self.agent_events,
             "assistant",
-            "agent_message",
+            event::AGENT_MESSAGE,
             out,
         );
     }

@@ -176,15 +176,18 @@ fn write_line<P: Serialize>(
 // and [`EventMsg`] (the unit tests compare the two on every shape): serde_json escaped each of
 // their constant keys byte by byte, ~8 % of a conversion of small records. Anything else goes
 // through serde_json. Keys and types are the model's ([`crate::model::rollout::wire`]), copied
-// already quoted: none needs escaping.
+// whole: none needs escaping.
 
-/// `SEP"KEY":` where `SEP` is `{` for an object's first key and `,` for the others; `key` is
-/// a quoted name of [`crate::model::rollout::wire`].
+/// `SEP"KEY":` where `SEP` is `{` for an object's first key and `,` for the others; `field`
+/// is a name's `,"name":` ([`crate::model::rollout::wire`]), copied in one piece.
 #[inline]
-pub(super) fn key_into(out: &mut Vec<u8>, sep: u8, key: &str) {
-    out.push(sep);
-    out.extend_from_slice(key.as_bytes());
-    out.push(b':');
+pub(super) fn key_into(out: &mut Vec<u8>, sep: u8, field: &str) {
+    if sep == b',' {
+        out.extend_from_slice(field.as_bytes());
+    } else {
+        out.push(sep);
+        out.extend_from_slice(&field.as_bytes()[1..]);
+    }
 }
 
 /// `{"timestamp":"…","type":"TAG","payload":` of the next line; the caller writes the payload
@@ -192,44 +195,44 @@ pub(super) fn key_into(out: &mut Vec<u8>, sep: u8, key: &str) {
 /// Neither needs escaping (a timestamp is digits, `-:.TZ`; a tag is one of the model's
 /// lowercase names), so both are copied between quotes.
 fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
-    key_into(out, b'{', line::quoted::TIMESTAMP);
+    key_into(out, b'{', line::field::TIMESTAMP);
     out.push(b'"');
     out.extend_from_slice(clock.tick().as_bytes());
     out.push(b'"');
-    key_into(out, b',', line::quoted::TYPE);
+    key_into(out, b',', line::field::TYPE);
     out.push(b'"');
     out.extend_from_slice(tag.as_bytes());
     out.push(b'"');
-    key_into(out, b',', line::quoted::PAYLOAD);
+    key_into(out, b',', line::field::PAYLOAD);
 }
 
 /// The session meta as serde_json writes [`SessionMeta`]: its fields in order, an absent
 /// optional one left out.
 fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
     let fields: [(u8, &str, &str); 5] = [
-        (b'{', key::quoted::ID, &meta.id),
-        (b',', key::quoted::TIMESTAMP, &meta.timestamp),
-        (b',', key::quoted::CWD, &meta.cwd),
-        (b',', key::quoted::ORIGINATOR, &meta.originator),
-        (b',', key::quoted::CLI_VERSION, &meta.cli_version),
+        (b'{', key::field::ID, &meta.id),
+        (b',', key::field::TIMESTAMP, &meta.timestamp),
+        (b',', key::field::CWD, &meta.cwd),
+        (b',', key::field::ORIGINATOR, &meta.originator),
+        (b',', key::field::CLI_VERSION, &meta.cli_version),
     ];
     // Each optional field, and the key of the object it is in when it is not a bare string.
     let optional: [(&str, Option<&str>, Option<&str>); 4] = [
-        (key::quoted::SOURCE, meta.source.as_deref(), None),
+        (key::field::SOURCE, meta.source.as_deref(), None),
         (
-            key::quoted::MODEL_PROVIDER,
+            key::field::MODEL_PROVIDER,
             meta.model_provider.as_deref(),
             None,
         ),
         (
-            key::quoted::BASE_INSTRUCTIONS,
+            key::field::BASE_INSTRUCTIONS,
             meta.base_instructions.as_ref().map(|b| b.text.as_str()),
-            Some(key::quoted::TEXT),
+            Some(key::field::TEXT),
         ),
         (
-            key::quoted::GIT,
+            key::field::GIT,
             meta.git.as_ref().map(|g| g.branch.as_str()),
-            Some(key::quoted::BRANCH),
+            Some(key::field::BRANCH),
         ),
     ];
     for (sep, key, value) in fields {
@@ -253,7 +256,7 @@ fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
 /// `{"type":"KIND"`: the start of a tagged object, the caller writes the rest. `kind` is a
 /// name of the model, written as it is between quotes.
 fn type_head(out: &mut Vec<u8>, kind: &str) {
-    key_into(out, b'{', key::quoted::TYPE);
+    key_into(out, b'{', key::field::TYPE);
     out.push(b'"');
     out.extend_from_slice(kind.as_bytes());
     out.push(b'"');
@@ -274,9 +277,9 @@ pub(super) fn write_item(
             phase,
         } => {
             type_head(out, item.type_name());
-            key_into(out, b',', key::quoted::ROLE);
+            key_into(out, b',', key::field::ROLE);
             escape_into(out, role);
-            key_into(out, b',', key::quoted::CONTENT);
+            key_into(out, b',', key::field::CONTENT);
             text = write_parts(out, content)?;
             write_phase(out, *phase);
         }
@@ -288,9 +291,9 @@ pub(super) fn write_item(
             out,
             item.type_name(),
             &[
-                (key::quoted::NAME, name),
-                (key::quoted::ARGUMENTS, arguments),
-                (key::quoted::CALL_ID, call_id),
+                (key::field::NAME, name),
+                (key::field::ARGUMENTS, arguments),
+                (key::field::CALL_ID, call_id),
             ],
         ),
         ResponseItem::CustomToolCall {
@@ -301,15 +304,15 @@ pub(super) fn write_item(
             out,
             item.type_name(),
             &[
-                (key::quoted::CALL_ID, call_id),
-                (key::quoted::NAME, name),
-                (key::quoted::INPUT, input),
+                (key::field::CALL_ID, call_id),
+                (key::field::NAME, name),
+                (key::field::INPUT, input),
             ],
         ),
         ResponseItem::FunctionCallOutput { call_id, output }
         | ResponseItem::CustomToolCallOutput { call_id, output } => {
-            string_fields(out, item.type_name(), &[(key::quoted::CALL_ID, call_id)]);
-            key_into(out, b',', key::quoted::OUTPUT);
+            string_fields(out, item.type_name(), &[(key::field::CALL_ID, call_id)]);
+            key_into(out, b',', key::field::OUTPUT);
             write_output(out, output)?;
         }
         ResponseItem::Reasoning { .. } => {
@@ -321,7 +324,7 @@ pub(super) fn write_item(
 }
 
 /// `{"type":"KIND"` and then each `,KEY:"VALUE"`, in order; the caller closes the object.
-/// The keys are quoted names of the model.
+/// The keys are names of the model, as `field`s.
 fn string_fields(out: &mut Vec<u8>, kind: &str, fields: &[(&str, &str)]) {
     type_head(out, kind);
     for (key, value) in fields {
@@ -357,7 +360,7 @@ fn write_parts(
         match part {
             ContentItem::InputText { text } | ContentItem::OutputText { text } => {
                 type_head(out, part.type_name());
-                key_into(out, b',', key::quoted::TEXT);
+                key_into(out, b',', key::field::TEXT);
                 let start = out.len();
                 escape_into(out, text);
                 texts += 1;
@@ -381,12 +384,12 @@ fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>, written: Option<Range<us
         None => escape_into(out, message),
     };
     type_head(out, event.type_name());
-    key_into(out, b',', key::quoted::MESSAGE);
+    key_into(out, b',', key::field::MESSAGE);
     match event {
         EventMsg::UserMessage { message, images } => {
             message_into(out, message);
             if !images.is_empty() {
-                key_into(out, b',', key::quoted::IMAGES);
+                key_into(out, b',', key::field::IMAGES);
                 out.push(b'[');
                 for (i, image) in images.iter().enumerate() {
                     if i > 0 {
@@ -407,7 +410,7 @@ fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>, written: Option<Range<us
 
 fn write_phase(out: &mut Vec<u8>, phase: Option<Phase>) {
     if let Some(phase) = phase {
-        key_into(out, b',', key::quoted::PHASE);
+        key_into(out, b',', key::field::PHASE);
         escape_into(out, phase.as_str());
     }
 }

@@ -111,14 +111,14 @@ fn write_body(
 ) -> Result<(), serde_json::Error> {
     if let Some(custom_id) = envelope {
         for (sep, key, value) in [
-            (b'{', body_key::quoted::CUSTOM_ID, custom_id),
-            (b',', body_key::quoted::METHOD, BATCH_METHOD),
-            (b',', body_key::quoted::URL, BATCH_URL),
+            (b'{', body_key::field::CUSTOM_ID, custom_id),
+            (b',', body_key::field::METHOD, BATCH_METHOD),
+            (b',', body_key::field::URL, BATCH_URL),
         ] {
             key_into(out, sep, key);
             escape_into(out, value);
         }
-        key_into(out, b',', body_key::quoted::BODY);
+        key_into(out, b',', body_key::field::BODY);
     }
     let mut sep = b'{';
     let mut next_key = |out: &mut Vec<u8>, key: &str| {
@@ -126,16 +126,16 @@ fn write_body(
         sep = b',';
     };
     for (key, value) in [
-        (body_key::quoted::CUSTOM_ID, body.custom_id),
-        (body_key::quoted::MODEL, body.model),
-        (body_key::quoted::INSTRUCTIONS, body.instructions),
+        (body_key::field::CUSTOM_ID, body.custom_id),
+        (body_key::field::MODEL, body.model),
+        (body_key::field::INSTRUCTIONS, body.instructions),
     ] {
         if let Some(value) = value {
             next_key(out, key);
             escape_into(out, value);
         }
     }
-    next_key(out, body_key::quoted::INPUT);
+    next_key(out, body_key::field::INPUT);
     out.push(b'[');
     for (i, item) in body.input.iter().enumerate() {
         if i > 0 {
@@ -150,11 +150,11 @@ fn write_body(
     }
     out.push(b']');
     if let Some(tools) = body.tools {
-        next_key(out, body_key::quoted::TOOLS);
+        next_key(out, body_key::field::TOOLS);
         serde_json::to_writer(&mut *out, tools)?;
     }
     if let Some(parallel) = body.parallel_tool_calls {
-        next_key(out, body_key::quoted::PARALLEL_TOOL_CALLS);
+        next_key(out, body_key::field::PARALLEL_TOOL_CALLS);
         out.extend_from_slice(if parallel { b"true" } else { b"false" });
     }
     out.push(b'}');

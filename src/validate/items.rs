@@ -12,7 +12,7 @@ use super::{Findings, Invariant, WarningKind};
 use crate::model::rollout::view::{
     EventMsgView, Kind, LineView, MessageView, ResponseItemView, RolloutItemView, Text,
 };
-use crate::model::rollout::wire::{content, event};
+use crate::model::rollout::wire::{content, event, item};
 use crate::rules::Marker;
 
 /// The state of one pass over a rollout's lines.
@@ -133,7 +133,7 @@ impl<'l> Walk<'l> {
                 }
             }
             ResponseItemView::FunctionCall { call_id, arguments } => {
-                self.call(n, "function_call", call_id, out);
+                self.call(n, item::FUNCTION_CALL, call_id, out);
                 if *arguments != Kind::String {
                     out.violation(
                         Invariant::CallShapes,
@@ -144,7 +144,7 @@ impl<'l> Walk<'l> {
                 }
             }
             ResponseItemView::CustomToolCall { call_id, input } => {
-                self.call(n, "custom_tool_call", call_id, out);
+                self.call(n, item::CUSTOM_TOOL_CALL, call_id, out);
                 if *input != Kind::String {
                     out.violation(
                         Invariant::CallShapes,
@@ -154,13 +154,13 @@ impl<'l> Walk<'l> {
                 }
             }
             ResponseItemView::LocalShellCall { call_id } => {
-                self.call(n, "local_shell_call", call_id, out)
+                self.call(n, item::LOCAL_SHELL_CALL, call_id, out)
             }
             ResponseItemView::FunctionCallOutput { call_id, output } => {
-                self.output(n, "function_call_output", call_id, *output, out)
+                self.output(n, item::FUNCTION_CALL_OUTPUT, call_id, *output, out)
             }
             ResponseItemView::CustomToolCallOutput { call_id, output } => {
-                self.output(n, "custom_tool_call_output", call_id, *output, out)
+                self.output(n, item::CUSTOM_TOOL_CALL_OUTPUT, call_id, *output, out)
             }
             // Codex writes these itself and pairs what needs pairing.
             ResponseItemView::ToolSearchCall

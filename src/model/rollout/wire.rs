@@ -8,19 +8,21 @@
 //! serialise by hand with these; the serde-derived reader kept as the views' reference in
 //! the tests spells the names again on purpose, as an independent witness.)
 //!
-//! Each name is also given quoted as a JSON string (`quoted::NAME` is `"name"`, quotes
-//! included), so the hand writer copies a key or a tag in one piece: none needs escaping.
+//! Each name is also given as a JSON object member's start (`field::NAME` is `,"name":`), so
+//! the hand writers copy a key in one piece: no name needs escaping.
 
-/// Declares a module of names: each a `&str` constant, and the same in `quoted`.
+/// Declares a module of names: each a `&str` constant, and the same in `field` as a member's
+/// start.
 macro_rules! names {
     ($(#[$doc:meta])* $module:ident { $($(#[$meta:meta])* $name:ident = $text:literal,)+ }) => {
         $(#[$doc])*
         pub mod $module {
             $($(#[$meta])* pub const $name: &str = $text;)+
 
-            /// The same names as JSON strings, quotes included.
-            pub mod quoted {
-                $(pub const $name: &str = concat!("\"", $text, "\"");)+
+            /// The same names as the start of a JSON object member after another: `,"name":`
+            /// (the first member of an object takes `{` for the comma).
+            pub mod field {
+                $(pub const $name: &str = concat!(",\"", $text, "\":");)+
             }
         }
     };
@@ -158,18 +160,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_quoted_name_is_the_name_as_json() {
-        for (name, quoted) in [
-            (key::CALL_ID, key::quoted::CALL_ID),
-            (tag::SESSION_META, tag::quoted::SESSION_META),
+    fn a_field_is_the_name_as_a_json_key_after_a_comma() {
+        for (name, field) in [
+            (key::CALL_ID, key::field::CALL_ID),
+            (tag::SESSION_META, tag::field::SESSION_META),
             (
                 item::FUNCTION_CALL_OUTPUT,
-                item::quoted::FUNCTION_CALL_OUTPUT,
+                item::field::FUNCTION_CALL_OUTPUT,
             ),
-            (content::INPUT_TEXT, content::quoted::INPUT_TEXT),
-            (line::PAYLOAD, line::quoted::PAYLOAD),
+            (content::INPUT_TEXT, content::field::INPUT_TEXT),
+            (line::PAYLOAD, line::field::PAYLOAD),
         ] {
-            assert_eq!(quoted, serde_json::to_string(name).unwrap());
+            let json = serde_json::to_string(name).unwrap();
+            assert_eq!(field, format!(",{json}:"));
         }
     }
 }

@@ -272,13 +272,7 @@ fn describe(item: &OutItem) -> String {
 }
 
 fn content_type(item: &crate::model::rollout::ContentItem) -> &'static str {
-    use crate::model::rollout::ContentItem;
-    match item {
-        ContentItem::InputText { .. } => "input_text",
-        ContentItem::InputImage { .. } => "input_image",
-        ContentItem::InputAudio { .. } => "input_audio",
-        ContentItem::OutputText { .. } => "output_text",
-    }
+    item.type_name()
 }
 
 impl Explained {

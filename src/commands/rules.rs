@@ -9,7 +9,7 @@ use codespan_reporting::term::termcolor::{Ansi, NoColor, WriteColor};
 use codespan_reporting::term::{self, Chars, Config};
 
 use crate::cli::{RulesCheckArgs, RulesPoliciesArgs};
-use crate::commands::ui::{plural, Ui};
+use crate::commands::ui::{plural, wrap_text, Ui};
 use crate::commands::Exit;
 use crate::rules::{
     check::check as check_rules, parse_text_all, read_source, resolve_all, PolicyId, RuleSet,
@@ -194,22 +194,9 @@ fn first_line(
     }
 }
 
-/// `text` with line breaks between words, so that no line is longer than `width`.
+/// `text` with line breaks between words, so that no line is longer than `width` columns.
 fn wrap_words(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for word in text.split(' ') {
-        if line > 0 && line + 1 + word.len() > width {
-            out.push('\n');
-            line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
-        }
-        out.push_str(word);
-        line += word.len();
-    }
-    out
+    wrap_text("", "", text, width).join("\n")
 }
 
 /// A label over the whole of line `line` (1-based) of a file, for findings that know a line.

@@ -1,10 +1,14 @@
 //! How the commands talk to people: quiet or verbose, colour (as ripgrep decides it), the
 //! terminal's width, and numbers written one way everywhere (digit grouping, bytes in binary
-//! units, plurals).
+//! units, plurals: indicatif's, as its progress bar shows them), and lines wrapped to the
+//! terminal by the columns they take (textwrap).
 
 use std::io::IsTerminal;
 
 use anstyle::{AnsiColor, Style};
+use indicatif::{HumanBytes, HumanCount};
+use textwrap::core::{display_width, Fragment};
+use textwrap::wrap_algorithms::wrap_first_fit;
 
 use crate::cli::{ColorChoice, GlobalArgs};
 
@@ -104,37 +108,19 @@ fn width(terminal: bool) -> usize {
         .max(40)
 }
 
-/// `1234567` → `1,234,567`.
+/// `1234567` → `1,234,567` (indicatif's grouping, as the progress bar shows counts).
 pub fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    HumanCount(n).to_string()
 }
 
 /// Bytes in binary units, as the progress bar shows them: `512 B`, `1.50 KiB`, `111.39 MiB`.
 pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.2} {}", UNITS[unit])
+    HumanBytes(n).to_string()
 }
 
 /// Bytes per second in binary units.
 pub fn bytes_per_second(n: f64) -> String {
-    format!("{}/s", bytes(n.max(0.0) as u64))
+    format!("{}/s", HumanBytes(n.max(0.0) as u64))
 }
 
 /// `1 file`, `2 files`, `1,234 files`.
@@ -145,68 +131,74 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 /// `label` then `items` joined by `, `, wrapped to `width` columns: continuation lines start
 /// under the first item. An item longer than a line is not cut (a path stays whole).
 pub fn wrap_list(indent: &str, label: &str, items: &[String], width: usize) -> Vec<String> {
-    let head = format!("{indent}{label}");
-    let pad = " ".repeat(head.chars().count());
-    let mut lines = Vec::new();
-    let mut line = head;
-    let mut empty = true;
-    for (i, item) in items.iter().enumerate() {
-        let piece = if i + 1 < items.len() {
-            format!("{item},")
-        } else {
-            item.clone()
-        };
-        let extra = piece.chars().count() + usize::from(!empty);
-        if !empty && visible_len(&line) + extra > width {
-            lines.push(std::mem::replace(&mut line, pad.clone()));
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(&piece);
-        empty = false;
-    }
-    lines.push(line);
-    lines
+    let pieces: Vec<String> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if i + 1 < items.len() {
+                format!("{item},")
+            } else {
+                item.clone()
+            }
+        })
+        .collect();
+    wrap_pieces(indent, label, pieces.iter().map(String::as_str), width)
 }
 
 /// Words of `text` wrapped after `label` like [`wrap_list`] does items.
 pub fn wrap_text(indent: &str, label: &str, text: &str, width: usize) -> Vec<String> {
-    let words: Vec<String> = text.split(' ').map(str::to_string).collect();
-    let head = format!("{indent}{label}");
-    let pad = " ".repeat(head.chars().count());
-    let mut lines = Vec::new();
-    let mut line = head;
-    let mut empty = true;
-    for word in words {
-        if !empty && visible_len(&line) + 1 + visible_len(&word) > width {
-            lines.push(std::mem::replace(&mut line, pad.clone()));
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(&word);
-        empty = false;
-    }
-    lines.push(line);
-    lines
+    wrap_pieces(indent, label, text.split(' '), width)
 }
 
-/// Characters shown, not counting colour escapes.
-fn visible_len(text: &str) -> usize {
-    let mut n = 0;
-    let mut escape = false;
-    for c in text.chars() {
-        match (escape, c) {
-            (false, '\u{1b}') => escape = true,
-            (true, 'm') => escape = false,
-            (true, _) => {}
-            (false, _) => n += 1,
-        }
+/// One piece kept whole on a line (a word, or an item of a list), with the columns it takes.
+#[derive(Debug)]
+struct Piece<'a> {
+    text: &'a str,
+    columns: usize,
+}
+
+impl Fragment for Piece<'_> {
+    fn width(&self) -> f64 {
+        self.columns as f64
     }
-    n
+
+    /// One space between two pieces of a line.
+    fn whitespace_width(&self) -> f64 {
+        1.0
+    }
+
+    fn penalty_width(&self) -> f64 {
+        0.0
+    }
+}
+
+/// `indent` and `label`, then `pieces` separated by one space, wrapped first-fit to `width`
+/// columns (textwrap's first fit, so a piece longer than a line is never cut); continuation
+/// lines are padded to start under the first piece. Widths are columns on the terminal, not
+/// characters (a CJK character or an emoji takes two) and colour escapes take none.
+fn wrap_pieces<'a>(
+    indent: &str,
+    label: &str,
+    pieces: impl Iterator<Item = &'a str>,
+    width: usize,
+) -> Vec<String> {
+    let head = format!("{indent}{label}");
+    let head_columns = display_width(&head);
+    let pieces: Vec<Piece<'_>> = pieces
+        .map(|text| Piece {
+            text,
+            columns: display_width(text),
+        })
+        .collect();
+    let room = width.saturating_sub(head_columns) as f64;
+    let pad = " ".repeat(head_columns);
+    let mut lines = Vec::new();
+    for (i, line) in wrap_first_fit(&pieces, &[room]).into_iter().enumerate() {
+        let words: Vec<&str> = line.iter().map(|piece| piece.text).collect();
+        let start = if i == 0 { head.as_str() } else { pad.as_str() };
+        lines.push(format!("{start}{}", words.join(" ")));
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -215,17 +207,42 @@ mod tests {
 
     #[test]
     fn numbers_are_grouped_by_thousands() {
-        let shown: Vec<String> = [0, 999, 1000, 1234567].into_iter().map(group).collect();
-        assert_eq!(shown, ["0", "999", "1,000", "1,234,567"]);
+        let shown: Vec<String> = [0, 999, 1000, 1234567, u64::MAX]
+            .into_iter()
+            .map(group)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "0",
+                "999",
+                "1,000",
+                "1,234,567",
+                "18,446,744,073,709,551,615"
+            ]
+        );
     }
 
     #[test]
     fn bytes_use_binary_units() {
-        let shown: Vec<String> = [512, 1536, 3 * 1024 * 1024]
+        let shown: Vec<String> = [0, 512, 1023, 1024, 1536, 3 * 1024 * 1024, 116_800_000]
             .into_iter()
             .map(bytes)
             .collect();
-        assert_eq!(shown, ["512 B", "1.50 KiB", "3.00 MiB"]);
+        assert_eq!(
+            shown,
+            [
+                "0 B",
+                "512 B",
+                "1023 B",
+                "1.00 KiB",
+                "1.50 KiB",
+                "3.00 MiB",
+                "111.39 MiB"
+            ]
+        );
+        assert_eq!(bytes_per_second(-1.0), "0 B/s");
+        assert_eq!(bytes_per_second(2048.7), "2.00 KiB/s");
     }
 
     #[test]
@@ -243,6 +260,37 @@ mod tests {
             .collect();
         let lines = wrap_list("  ", "x  ", &items, 20);
         assert_eq!(lines, ["  x  alpha 1,", "     beta 22,", "     gamma 333"]);
+    }
+
+    #[test]
+    fn wide_characters_take_two_columns_when_a_line_wraps() {
+        // Each word is 4 characters but 8 columns wide: counted by characters, two fit in 10.
+        let lines = wrap_text("", "", "漢字漢字 漢字漢字 漢字漢字", 10);
+        assert_eq!(lines, ["漢字漢字", "漢字漢字", "漢字漢字"]);
+        let items: Vec<String> = ["🙂🙂 a", "日本 b", "c"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        // `x ` then `🙂🙂 a,` and `日本 b,` (7 columns each, 5 characters): 2 + 7 + 1 + 7 = 17
+        // columns, more than 16 (13 characters would have fitted).
+        let lines = wrap_list("", "x ", &items, 16);
+        assert_eq!(lines, ["x 🙂🙂 a,", "  日本 b, c"]);
+        for line in &lines {
+            assert!(display_width(line) <= 16, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_label_and_colour_escapes_count_by_what_they_show() {
+        let label = "\u{1b}[1mé\u{1b}[0m ";
+        let lines = wrap_text("  ", label, "one two three", 12);
+        assert_eq!(
+            lines,
+            [format!("  {label}one two"), "    three".to_string()]
+        );
+        // Nothing to wrap: the head alone.
+        assert_eq!(wrap_list("  ", "x  ", &[], 20), ["  x  "]);
+        assert_eq!(wrap_text("", "", "", 20), [""]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::{ConvertError, ItemKind, OutItem, OutPayload};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, ResponseItem, ROLE_DEVELOPER, ROLE_USER};
 use crate::model::transcript::{Content, Message, Part};
+use crate::rules::template::fill;
 use crate::rules::{Builtin, DropOrQuarantine, EmptyMessage, PolicyId, RuleRef, Slot};
 
 /// A developer section waiting to be grouped.
@@ -312,18 +313,32 @@ impl Builder<'_> {
     }
 }
 
-/// Fills `{text}`, `{name}` and `{cwd}` in a wrap template.
+/// Fills `{text}`, `{name}` and `{cwd}` in a wrap template (braces inside the values are
+/// never read as placeholders).
 fn fill_template(template: &str, text: &str, name: Option<&str>, cwd: &str) -> String {
-    // `{text}` last, so that braces inside the text are never read as placeholders.
-    let head = template
-        .replace("{name}", name.unwrap_or(""))
-        .replace("{cwd}", cwd);
-    head.replacen("{text}", text, 1)
+    fill(
+        template,
+        &[("text", text), ("name", name.unwrap_or("")), ("cwd", cwd)],
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{items, message, rules_fired, text_message, walk};
+
+    #[test]
+    fn a_cwd_holding_a_placeholder_is_kept_as_written() {
+        let filled = super::fill_template(
+            "# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>\n{text}\n</INSTRUCTIONS>",
+            "be brief",
+            None,
+            "/work/{text}",
+        );
+        assert_eq!(
+            filled,
+            "# AGENTS.md instructions for /work/{text}\n\n<INSTRUCTIONS>\nbe brief\n</INSTRUCTIONS>"
+        );
+    }
 
     #[test]
     fn first_leading_system_is_base_the_rest_one_developer_message() {

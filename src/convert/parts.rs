@@ -3,6 +3,7 @@
 use crate::audit::{Action, Decision};
 use crate::model::rollout::ContentItem;
 use crate::model::transcript::Part;
+use crate::rules::template::fill;
 use crate::rules::{PartAction, Policies, PolicyId, RuleRef};
 
 use super::ConvertError;
@@ -261,9 +262,13 @@ fn fill_placeholder(template: &str, part: &Part) -> String {
         }
     };
     // A remote URL can be long and carry tokens: keep it, it is what the user had.
-    template
-        .replace("{url}", &url)
-        .replace("{name}", &name)
-        .replace("{format}", &format)
-        .replace("{type}", &kind)
+    fill(
+        template,
+        &[
+            ("url", &url),
+            ("name", &name),
+            ("format", &format),
+            ("type", &kind),
+        ],
+    )
 }

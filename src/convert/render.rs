@@ -11,9 +11,10 @@ use serde::Serialize;
 use super::{Conversation, ConvertError, ItemKind, OutItem, OutPayload};
 use crate::model::json::escape_into;
 use crate::model::responses::{Format, ResponsesOptions};
+use crate::model::rollout::wire::{key, line, tag};
 use crate::model::rollout::{
     BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, Phase, ResponseItem, SessionMeta,
-    ToolOutput, ROLE_USER, TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META,
+    ToolOutput, ROLE_USER,
 };
 use crate::model::time::{format_ms, MAX_MS};
 use crate::model::transcript::RecordMeta;
@@ -109,7 +110,7 @@ pub fn write(
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
     let mut clock = Clock::new(started_ms);
-    line_head(out, &mut clock, TAG_SESSION_META);
+    line_head(out, &mut clock, tag::SESSION_META);
     write_session_meta(out, meta);
     out.extend_from_slice(b"}\n");
     for item in items {
@@ -122,21 +123,21 @@ pub fn write(
                     message,
                     replacement_history: None,
                 };
-                write_line(out, &mut clock, TAG_COMPACTED, &compacted)?
+                write_line(out, &mut clock, tag::COMPACTED, &compacted)?
             }
             OutPayload::CompactedReplacing(message) => {
                 let compacted = Compacted {
                     message,
                     replacement_history: Some(vec![replacement_message(message)]),
                 };
-                write_line(out, &mut clock, TAG_COMPACTED, &compacted)?
+                write_line(out, &mut clock, tag::COMPACTED, &compacted)?
             }
             OutPayload::Item(response) => {
-                line_head(out, &mut clock, TAG_RESPONSE_ITEM);
+                line_head(out, &mut clock, tag::RESPONSE_ITEM);
                 let text = write_item(out, response)?;
                 out.extend_from_slice(b"}\n");
                 if let Some(event) = event_for(item.kind, response) {
-                    line_head(out, &mut clock, TAG_EVENT_MSG);
+                    line_head(out, &mut clock, tag::EVENT_MSG);
                     write_event(out, &event, text);
                     out.extend_from_slice(b"}\n");
                 }
@@ -174,66 +175,97 @@ fn write_line<P: Serialize>(
 // hand below, the same bytes serde_json writes for [`Line`], [`SessionMeta`], [`ResponseItem`]
 // and [`EventMsg`] (the unit tests compare the two on every shape): serde_json escaped each of
 // their constant keys byte by byte, ~8 % of a conversion of small records. Anything else goes
-// through serde_json.
+// through serde_json. Keys and types are the model's ([`crate::model::rollout::wire`]), copied
+// whole: none needs escaping.
+
+/// `SEP"KEY":` where `SEP` is `{` for an object's first key and `,` for the others; `field`
+/// is a name's `,"name":` ([`crate::model::rollout::wire`]), copied in one piece.
+#[inline]
+pub(super) fn key_into(out: &mut Vec<u8>, sep: u8, field: &str) {
+    if sep == b',' {
+        out.extend_from_slice(field.as_bytes());
+    } else {
+        out.push(sep);
+        out.extend_from_slice(&field.as_bytes()[1..]);
+    }
+}
 
 /// `{"timestamp":"…","type":"TAG","payload":` of the next line; the caller writes the payload
 /// and `}\n`.
 /// Neither needs escaping (a timestamp is digits, `-:.TZ`; a tag is one of the model's
 /// lowercase names), so both are copied between quotes.
 fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
-    out.extend_from_slice(b"{\"timestamp\":\"");
+    key_into(out, b'{', line::field::TIMESTAMP);
+    out.push(b'"');
     out.extend_from_slice(clock.tick().as_bytes());
-    out.extend_from_slice(b"\",\"type\":\"");
+    out.push(b'"');
+    key_into(out, b',', line::field::TYPE);
+    out.push(b'"');
     out.extend_from_slice(tag.as_bytes());
-    out.extend_from_slice(b"\",\"payload\":");
+    out.push(b'"');
+    key_into(out, b',', line::field::PAYLOAD);
 }
 
 /// The session meta as serde_json writes [`SessionMeta`]: its fields in order, an absent
 /// optional one left out.
 fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
-    let fields: [(&[u8], &str); 5] = [
-        (br#"{"id":"#, &meta.id),
-        (br#","timestamp":"#, &meta.timestamp),
-        (br#","cwd":"#, &meta.cwd),
-        (br#","originator":"#, &meta.originator),
-        (br#","cli_version":"#, &meta.cli_version),
+    let fields: [(u8, &str, &str); 5] = [
+        (b'{', key::field::ID, &meta.id),
+        (b',', key::field::TIMESTAMP, &meta.timestamp),
+        (b',', key::field::CWD, &meta.cwd),
+        (b',', key::field::ORIGINATOR, &meta.originator),
+        (b',', key::field::CLI_VERSION, &meta.cli_version),
     ];
-    let optional: [(&[u8], Option<&str>, &[u8]); 4] = [
-        (br#","source":"#, meta.source.as_deref(), b""),
+    // Each optional field, and the key of the object it is in when it is not a bare string.
+    let optional: [(&str, Option<&str>, Option<&str>); 4] = [
+        (key::field::SOURCE, meta.source.as_deref(), None),
         (
-            br#","model_provider":"#,
+            key::field::MODEL_PROVIDER,
             meta.model_provider.as_deref(),
-            b"",
+            None,
         ),
         (
-            br#","base_instructions":{"text":"#,
+            key::field::BASE_INSTRUCTIONS,
             meta.base_instructions.as_ref().map(|b| b.text.as_str()),
-            b"}",
+            Some(key::field::TEXT),
         ),
         (
-            br#","git":{"branch":"#,
+            key::field::GIT,
             meta.git.as_ref().map(|g| g.branch.as_str()),
-            b"}",
+            Some(key::field::BRANCH),
         ),
     ];
-    for (key, value) in fields {
-        out.extend_from_slice(key);
+    for (sep, key, value) in fields {
+        key_into(out, sep, key);
         escape_into(out, value);
     }
-    for (key, value, close) in optional {
-        if let Some(value) = value {
-            out.extend_from_slice(key);
-            escape_into(out, value);
-            out.extend_from_slice(close);
+    for (key, value, inner) in optional {
+        let Some(value) = value else { continue };
+        key_into(out, b',', key);
+        if let Some(inner) = inner {
+            key_into(out, b'{', inner);
+        }
+        escape_into(out, value);
+        if inner.is_some() {
+            out.push(b'}');
         }
     }
     out.push(b'}');
 }
 
+/// `{"type":"KIND"`: the start of a tagged object, the caller writes the rest. `kind` is a
+/// name of the model, written as it is between quotes.
+fn type_head(out: &mut Vec<u8>, kind: &str) {
+    key_into(out, b'{', key::field::TYPE);
+    out.push(b'"');
+    out.extend_from_slice(kind.as_bytes());
+    out.push(b'"');
+}
+
 /// A response item as serde_json writes it; a message and its text parts by hand. Returns
 /// where in `out` the message's one text part was written, escaped, when it has exactly one:
 /// its event's message is that text, and copies those bytes instead of escaping it again.
-fn write_item(
+pub(super) fn write_item(
     out: &mut Vec<u8>,
     item: &ResponseItem,
 ) -> Result<Option<Range<usize>>, serde_json::Error> {
@@ -244,43 +276,43 @@ fn write_item(
             content,
             phase,
         } => {
-            out.extend_from_slice(b"{\"type\":\"message\",\"role\":");
+            type_head(out, item.type_name());
+            key_into(out, b',', key::field::ROLE);
             escape_into(out, role);
-            out.extend_from_slice(b",\"content\":");
+            key_into(out, b',', key::field::CONTENT);
             text = write_parts(out, content)?;
             write_phase(out, *phase);
         }
         ResponseItem::FunctionCall {
             name,
-            arguments: text,
+            arguments,
             call_id,
-        }
-        | ResponseItem::CustomToolCall {
+        } => string_fields(
+            out,
+            item.type_name(),
+            &[
+                (key::field::NAME, name),
+                (key::field::ARGUMENTS, arguments),
+                (key::field::CALL_ID, call_id),
+            ],
+        ),
+        ResponseItem::CustomToolCall {
             call_id,
             name,
-            input: text,
-        } => {
-            // Each in its type's field order.
-            let (kind, fields): (&[u8], [(&[u8], &str); 3]) = match item {
-                ResponseItem::FunctionCall { .. } => (
-                    br#""function_call""#,
-                    [(NAME, name), (br#""arguments""#, text), (CALL_ID, call_id)],
-                ),
-                _ => (
-                    br#""custom_tool_call""#,
-                    [(CALL_ID, call_id), (NAME, name), (br#""input""#, text)],
-                ),
-            };
-            string_fields(out, kind, &fields);
-        }
+            input,
+        } => string_fields(
+            out,
+            item.type_name(),
+            &[
+                (key::field::CALL_ID, call_id),
+                (key::field::NAME, name),
+                (key::field::INPUT, input),
+            ],
+        ),
         ResponseItem::FunctionCallOutput { call_id, output }
         | ResponseItem::CustomToolCallOutput { call_id, output } => {
-            let kind: &[u8] = match item {
-                ResponseItem::FunctionCallOutput { .. } => br#""function_call_output""#,
-                _ => br#""custom_tool_call_output""#,
-            };
-            string_fields(out, kind, &[(CALL_ID, call_id)]);
-            out.extend_from_slice(b",\"output\":");
+            string_fields(out, item.type_name(), &[(key::field::CALL_ID, call_id)]);
+            key_into(out, b',', key::field::OUTPUT);
             write_output(out, output)?;
         }
         ResponseItem::Reasoning { .. } => {
@@ -291,18 +323,12 @@ fn write_item(
     Ok(text)
 }
 
-const NAME: &[u8] = br#""name""#;
-const CALL_ID: &[u8] = br#""call_id""#;
-
-/// `{"type":KIND` and then each `,KEY:"VALUE"`, in order; the caller closes the object. The
-/// kind and keys are given as JSON already (constants with nothing to escape).
-fn string_fields(out: &mut Vec<u8>, kind: &[u8], fields: &[(&[u8], &str)]) {
-    out.extend_from_slice(b"{\"type\":");
-    out.extend_from_slice(kind);
+/// `{"type":"KIND"` and then each `,KEY:"VALUE"`, in order; the caller closes the object.
+/// The keys are names of the model, as `field`s.
+fn string_fields(out: &mut Vec<u8>, kind: &str, fields: &[(&str, &str)]) {
+    type_head(out, kind);
     for (key, value) in fields {
-        out.push(b',');
-        out.extend_from_slice(key);
-        out.push(b':');
+        key_into(out, b',', key);
         escape_into(out, value);
     }
 }
@@ -331,23 +357,19 @@ fn write_parts(
         if i > 0 {
             out.push(b',');
         }
-        let kind = match part {
-            ContentItem::InputText { text } => Some(("input_text", text)),
-            ContentItem::OutputText { text } => Some(("output_text", text)),
-            ContentItem::InputImage { .. } | ContentItem::InputAudio { .. } => None,
-        };
-        match kind {
-            Some((kind, text)) => {
-                out.extend_from_slice(b"{\"type\":");
-                escape_into(out, kind);
-                out.extend_from_slice(b",\"text\":");
+        match part {
+            ContentItem::InputText { text } | ContentItem::OutputText { text } => {
+                type_head(out, part.type_name());
+                key_into(out, b',', key::field::TEXT);
                 let start = out.len();
                 escape_into(out, text);
                 texts += 1;
                 text_at = Some(start..out.len());
                 out.push(b'}');
             }
-            None => serde_json::to_writer(&mut *out, part)?,
+            ContentItem::InputImage { .. } | ContentItem::InputAudio { .. } => {
+                serde_json::to_writer(&mut *out, part)?
+            }
         }
     }
     out.push(b']');
@@ -361,12 +383,14 @@ fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>, written: Option<Range<us
         Some(range) => out.extend_from_within(range),
         None => escape_into(out, message),
     };
+    type_head(out, event.type_name());
+    key_into(out, b',', key::field::MESSAGE);
     match event {
         EventMsg::UserMessage { message, images } => {
-            out.extend_from_slice(b"{\"type\":\"user_message\",\"message\":");
             message_into(out, message);
             if !images.is_empty() {
-                out.extend_from_slice(b",\"images\":[");
+                key_into(out, b',', key::field::IMAGES);
+                out.push(b'[');
                 for (i, image) in images.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
@@ -377,7 +401,6 @@ fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>, written: Option<Range<us
             }
         }
         EventMsg::AgentMessage { message, phase } => {
-            out.extend_from_slice(b"{\"type\":\"agent_message\",\"message\":");
             message_into(out, message);
             write_phase(out, *phase);
         }
@@ -387,7 +410,7 @@ fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>, written: Option<Range<us
 
 fn write_phase(out: &mut Vec<u8>, phase: Option<Phase>) {
     if let Some(phase) = phase {
-        out.extend_from_slice(b",\"phase\":");
+        key_into(out, b',', key::field::PHASE);
         escape_into(out, phase.as_str());
     }
 }
@@ -629,10 +652,10 @@ mod tests {
                 }),
             };
             let mut ours = Vec::new();
-            line_head(&mut ours, &mut clock, TAG_SESSION_META);
+            line_head(&mut ours, &mut clock, tag::SESSION_META);
             write_session_meta(&mut ours, &meta);
             ours.extend_from_slice(b"}\n");
-            let expected = serde_line(TAG_SESSION_META, &clock.text.clone(), &meta);
+            let expected = serde_line(tag::SESSION_META, &clock.text.clone(), &meta);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
                 String::from_utf8(expected).unwrap()
@@ -641,7 +664,7 @@ mod tests {
         let mut copies = 0;
         for item in &items {
             let mut ours = Vec::new();
-            line_head(&mut ours, &mut clock, TAG_RESPONSE_ITEM);
+            line_head(&mut ours, &mut clock, tag::RESPONSE_ITEM);
             let text = write_item(&mut ours, item).unwrap();
             ours.extend_from_slice(b"}\n");
             // An event written from the item's escaped text is the event escaped anew.
@@ -656,7 +679,7 @@ mod tests {
                 assert_eq!(copied, escaped);
                 copies += usize::from(text.is_some());
             }
-            let expected = serde_line(TAG_RESPONSE_ITEM, &clock.text.clone(), item);
+            let expected = serde_line(tag::RESPONSE_ITEM, &clock.text.clone(), item);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
                 String::from_utf8(expected).unwrap()
@@ -664,10 +687,10 @@ mod tests {
         }
         for event in &events {
             let mut ours = Vec::new();
-            line_head(&mut ours, &mut clock, TAG_EVENT_MSG);
+            line_head(&mut ours, &mut clock, tag::EVENT_MSG);
             write_event(&mut ours, event, None);
             ours.extend_from_slice(b"}\n");
-            let expected = serde_line(TAG_EVENT_MSG, &clock.text.clone(), event);
+            let expected = serde_line(tag::EVENT_MSG, &clock.text.clone(), event);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
                 String::from_utf8(expected).unwrap()

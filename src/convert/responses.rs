@@ -10,11 +10,14 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::render::{key_into, write_item};
 use super::{Conversation, ConvertError, OutPayload};
 use crate::audit::{Action, Decision};
+use crate::model::json::escape_into;
+use crate::model::responses::body as body_key;
 use crate::model::responses::{
-    BatchLine, InputItem, RequestBody, ResponsesOptions, ToolDefinition, Wire, BATCH_METHOD,
-    BATCH_URL, LITE_IMAGE_DETAILS, TOOL_FUNCTION, TYPE_ADDITIONAL_TOOLS,
+    InputItem, RequestBody, ResponsesOptions, ToolDefinition, Wire, BATCH_METHOD, BATCH_URL,
+    LITE_IMAGE_DETAILS, TOOL_FUNCTION, TYPE_ADDITIONAL_TOOLS,
 };
 use crate::model::rollout::{ContentItem, ResponseItem, ROLE_DEVELOPER, ROLE_USER};
 use crate::rules::{Builtin, DropOrQuarantine, PolicyId, RuleSet};
@@ -86,27 +89,79 @@ pub fn render(
         parallel_tool_calls: lite.then_some(false),
     };
     let mut out = Vec::with_capacity(4096);
-    // Serialising our own types to a Vec cannot fail: every map key is a string.
-    let written = if options.envelope {
-        serde_json::to_writer(
-            &mut out,
-            &BatchLine {
-                custom_id: &conversation.meta.id,
-                method: BATCH_METHOD,
-                url: BATCH_URL,
-                body: &body,
-            },
-        )
-    } else {
-        serde_json::to_writer(&mut out, &body)
-    };
-    if written.is_err() {
+    let envelope = options.envelope.then_some(conversation.meta.id.as_str());
+    // Writing our own types to a Vec cannot fail: every map key is a string.
+    if write_body(&mut out, &body, envelope).is_err() {
         out.clear();
     }
     out.push(b'\n');
     drop(body);
     conversation.decisions.append(&mut decisions);
     Ok(out)
+}
+
+/// The body as serde_json writes it ([`RequestBody`], or with `envelope`, its custom id, the
+/// [`crate::model::responses::BatchLine`] around it): the same bytes, which the tests compare.
+/// By hand so that its items are written by the rollout's hand writer (`render::write_item`),
+/// which escapes their long texts faster than serde_json and copies the keys whole.
+fn write_body(
+    out: &mut Vec<u8>,
+    body: &RequestBody<'_>,
+    envelope: Option<&str>,
+) -> Result<(), serde_json::Error> {
+    if let Some(custom_id) = envelope {
+        for (sep, key, value) in [
+            (b'{', body_key::field::CUSTOM_ID, custom_id),
+            (b',', body_key::field::METHOD, BATCH_METHOD),
+            (b',', body_key::field::URL, BATCH_URL),
+        ] {
+            key_into(out, sep, key);
+            escape_into(out, value);
+        }
+        key_into(out, b',', body_key::field::BODY);
+    }
+    let mut sep = b'{';
+    let mut next_key = |out: &mut Vec<u8>, key: &str| {
+        key_into(out, sep, key);
+        sep = b',';
+    };
+    for (key, value) in [
+        (body_key::field::CUSTOM_ID, body.custom_id),
+        (body_key::field::MODEL, body.model),
+        (body_key::field::INSTRUCTIONS, body.instructions),
+    ] {
+        if let Some(value) = value {
+            next_key(out, key);
+            escape_into(out, value);
+        }
+    }
+    next_key(out, body_key::field::INPUT);
+    out.push(b'[');
+    for (i, item) in body.input.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match item {
+            InputItem::Item(item) => {
+                write_item(out, item)?;
+            }
+            InputItem::AdditionalTools { .. } => serde_json::to_writer(&mut *out, item)?,
+        }
+    }
+    out.push(b']');
+    if let Some(tools) = body.tools {
+        next_key(out, body_key::field::TOOLS);
+        serde_json::to_writer(&mut *out, tools)?;
+    }
+    if let Some(parallel) = body.parallel_tool_calls {
+        next_key(out, body_key::field::PARALLEL_TOOL_CALLS);
+        out.extend_from_slice(if parallel { b"true" } else { b"false" });
+    }
+    out.push(b'}');
+    if envelope.is_some() {
+        out.push(b'}');
+    }
+    Ok(())
 }
 
 /// An item as the Lite wire takes it: image `detail`s it does not take removed.
@@ -252,4 +307,125 @@ pub fn valid_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::responses::BatchLine;
+    use crate::model::rollout::{ReasoningText, SummaryText, ToolOutput};
+
+    /// Every body written by hand is byte for byte what serde_json writes for [`RequestBody`]
+    /// and [`BatchLine`].
+    #[test]
+    fn bodies_by_hand_are_serde_json_bodies() {
+        let text = "quote \" backslash \\ nl \n ctl \u{1} é 😀 and a longer tail past a word";
+        let items = [
+            ResponseItem::Message {
+                role: ROLE_USER,
+                content: vec![
+                    ContentItem::InputText {
+                        text: text.to_string(),
+                    },
+                    ContentItem::InputImage {
+                        image_url: Some("data:image/png;base64,AAAA".into()),
+                        file_id: None,
+                        detail: Some("high".into()),
+                    },
+                ],
+                phase: None,
+            },
+            ResponseItem::Message {
+                role: "assistant",
+                content: vec![ContentItem::OutputText {
+                    text: text.repeat(3),
+                }],
+                phase: Some(crate::model::rollout::Phase::FinalAnswer),
+            },
+            ResponseItem::FunctionCall {
+                name: "shell".into(),
+                arguments: format!("{{\"cmd\": {text:?}}}"),
+                call_id: "call_1".into(),
+            },
+            ResponseItem::FunctionCallOutput {
+                call_id: "call_1".into(),
+                output: ToolOutput::Items(vec![ContentItem::InputText {
+                    text: text.to_string(),
+                }]),
+            },
+            ResponseItem::CustomToolCall {
+                call_id: "c2".into(),
+                name: "apply_patch".into(),
+                input: text.to_string(),
+            },
+            ResponseItem::CustomToolCallOutput {
+                call_id: "c2".into(),
+                output: ToolOutput::Text(text.to_string()),
+            },
+            ResponseItem::Reasoning {
+                summary: vec![SummaryText {
+                    text: text.to_string(),
+                }],
+                content: Some(vec![ReasoningText {
+                    text: text.to_string(),
+                }]),
+                encrypted_content: None,
+            },
+        ];
+        let tools = vec![ToolDefinition {
+            kind: TOOL_FUNCTION,
+            name: "shell".into(),
+            description: Some(text.to_string()),
+            parameters: Some(serde_json::json!({"type": "object"})),
+            strict: None,
+        }];
+        for lite in [false, true] {
+            let mut input = Vec::new();
+            if lite {
+                input.push(InputItem::AdditionalTools {
+                    kind: TYPE_ADDITIONAL_TOOLS,
+                    role: ROLE_DEVELOPER,
+                    tools: &tools,
+                });
+            }
+            input.extend(items.iter().map(|i| InputItem::Item(Cow::Borrowed(i))));
+            let body = RequestBody {
+                custom_id: (!lite).then_some("0199a213-81c0-7800-8aa1-bbab2a035a53"),
+                model: lite.then_some("gpt-5"),
+                instructions: (!lite).then_some(text),
+                input,
+                tools: (!lite).then_some(tools.as_slice()),
+                parallel_tool_calls: lite.then_some(false),
+            };
+            let mut ours = Vec::new();
+            write_body(&mut ours, &body, None).unwrap();
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                serde_json::to_string(&body).unwrap()
+            );
+            let line = BatchLine {
+                custom_id: "id \"1\"",
+                method: BATCH_METHOD,
+                url: BATCH_URL,
+                body: &body,
+            };
+            let mut ours = Vec::new();
+            write_body(&mut ours, &body, Some(line.custom_id)).unwrap();
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                serde_json::to_string(&line).unwrap()
+            );
+        }
+        let empty = RequestBody {
+            custom_id: None,
+            model: None,
+            instructions: None,
+            input: Vec::new(),
+            tools: None,
+            parallel_tool_calls: Some(true),
+        };
+        let mut ours = Vec::new();
+        write_body(&mut ours, &empty, None).unwrap();
+        assert_eq!(ours, br#"{"input":[],"parallel_tool_calls":true}"#);
+    }
 }

@@ -14,6 +14,7 @@ use super::{ids, ConvertError, ItemKind};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput, ROLE_USER};
 use crate::model::transcript::{Content, Message, ToolCall};
+use crate::rules::template::fill;
 use crate::rules::{Builtin, MissingOutput, OrphanOutput, PolicyId, ReusedCallId, ToolError};
 
 /// A call waiting for its output.
@@ -401,12 +402,10 @@ impl Builder<'_> {
                         texts.join("\n")
                     }
                 };
-                let text = self
-                    .rules
-                    .policy
-                    .orphan_output_template
-                    .replace("{call_id}", shown)
-                    .replace("{text}", &body);
+                let text = fill(
+                    &self.rules.policy.orphan_output_template,
+                    &[("call_id", shown), ("text", &body)],
+                );
                 let added = text.len().saturating_sub(tool_output_bytes(output));
                 let action = Action::OrphanOutputAsText { call_id };
                 self.decide(Some(index), rule, action, 0, added);

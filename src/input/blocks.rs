@@ -30,6 +30,7 @@ use crate::model::transcript::{
     Content, Message, Part, ReasoningOrigin, SourceNote, Thinking, ToolCall,
 };
 use crate::rules::policy::{Policies, ServerTool, TextDocument};
+use crate::rules::template::fill;
 use crate::rules::{Builtin, PolicyId};
 
 /// What a content became.
@@ -374,12 +375,11 @@ impl Builder<'_> {
                     map.remove("content")
                 }
                 .unwrap_or(Value::Null);
-                let text = self
-                    .policy
-                    .server_tool_template
-                    .replace("{type}", kind)
-                    .replace("{name}", &name)
-                    .replace("{json}", &body.to_string());
+                let json = body.to_string();
+                let text = fill(
+                    &self.policy.server_tool_template,
+                    &[("type", kind), ("name", &name), ("json", &json)],
+                );
                 self.note(rule, &format!("{kind} block as text"), 0);
                 self.part(Part::Text(text));
             }

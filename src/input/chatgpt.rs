@@ -40,6 +40,7 @@ use super::InputError;
 use crate::model::transcript::{
     Content, Message, Part, ReasoningOrigin, RecordMeta, SourceNote, Thinking, ToolCall, Transcript,
 };
+use crate::rules::template::fill;
 use crate::rules::{Citations, DropOrQuarantine, KeepOrDrop, PolicyId, RuleSet, ToolWithoutCall};
 use crate::rules::{Policies, UnresolvedImage};
 
@@ -1016,10 +1017,10 @@ impl Walk<'_> {
                         add_note(&mut self.notes, rule, what, 1, 0);
                         match self.policy.unresolved_image {
                             UnresolvedImage::Placeholder => {
-                                let text = self
-                                    .policy
-                                    .unresolved_image_template
-                                    .replace("{pointer}", pointer);
+                                let text = fill(
+                                    &self.policy.unresolved_image_template,
+                                    &[("pointer", pointer)],
+                                );
                                 Some(Part::Text(text))
                             }
                             UnresolvedImage::Drop => None,

@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use super::InputError;
+use crate::model::json::is_raw_value_key;
 
 /// serde_json's nesting limit (arrays and objects), which Codex shares: a deeper record is
 /// refused by serde_json with a clear error instead of being parsed.
@@ -76,7 +77,8 @@ fn tape_is_plain(nodes: &[simd_json::Node<'_>]) -> bool {
             Node::Object { len, count } => (nodes.get(at + 1).filter(|_| *len > 0), *count),
             _ => continue,
         };
-        if ends.len() >= MAX_DEPTH || matches!(first_key, Some(Node::String(RAW_VALUE_TOKEN))) {
+        let raw_value = matches!(first_key, Some(Node::String(key)) if is_raw_value_key(key));
+        if ends.len() >= MAX_DEPTH || raw_value {
             return false;
         }
         ends.push(at + count + 1);
@@ -90,10 +92,6 @@ fn tape_is_plain(nodes: &[simd_json::Node<'_>]) -> bool {
 pub(crate) fn tape_value_without(nodes: &[simd_json::Node<'_>], hole: usize) -> Option<Value> {
     tape_value(nodes, &mut 0, 0, hole)
 }
-
-/// serde_json's name for a raw value, which its `Value` reads specially as an object's first
-/// key: such an object takes the careful path, which reads it as before.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// The `Value` of the JSON at `nodes[*at]` of a simd-json tape, exactly as simd-json's serde
 /// path builds it (a later duplicate key wins, a non-finite float is `null`), with `depth`
@@ -144,7 +142,8 @@ fn tape_value(
                     return None;
                 };
                 *at += 1;
-                if k == 0 && key == RAW_VALUE_TOKEN {
+                // serde_json reads such an object as a raw value: the careful path's.
+                if k == 0 && is_raw_value_key(key) {
                     return None;
                 }
                 let value = tape_value(nodes, at, depth + 1, hole)?;

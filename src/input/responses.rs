@@ -31,6 +31,7 @@ use super::sse;
 use super::InputError;
 use crate::model::transcript::{ReasoningOrigin, Thinking, Transcript};
 use crate::rules::policy::{HostedTool, ResentHistory};
+use crate::rules::template::fill;
 use crate::rules::PolicyId;
 
 pub struct ResponsesReader;
@@ -636,10 +637,11 @@ fn hosted(
                     m.remove(k);
                 }
             }
-            let text = policy
-                .hosted_tool_template
-                .replace("{type}", kind)
-                .replace("{json}", &item.to_string());
+            let json = item.to_string();
+            let text = fill(
+                &policy.hosted_tool_template,
+                &[("type", kind), ("json", &json)],
+            );
             built.note(rule, &format!("{kind} item as a placeholder"), 0);
             built.push(json!({"role": "assistant", "content": text}));
             return;
@@ -752,10 +754,11 @@ fn hosted(
         }
         _ => {
             // Nothing to call: a placeholder, so it is not lost.
-            let text = policy
-                .hosted_tool_template
-                .replace("{type}", kind)
-                .replace("{json}", &item.to_string());
+            let json = item.to_string();
+            let text = fill(
+                &policy.hosted_tool_template,
+                &[("type", kind), ("json", &json)],
+            );
             built.note(rule, &format!("{kind} item as a placeholder"), 0);
             built.push(json!({"role": "assistant", "content": text}));
             return;

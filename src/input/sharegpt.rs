@@ -35,6 +35,7 @@ use super::inside::{Refusal, IMAGE_CAP};
 use super::InputError;
 use crate::model::transcript::{Content, Message, Part, RecordMeta, ToolCall, Transcript};
 use crate::rules::policy::{MissingImage, SharedObservation};
+use crate::rules::template::fill;
 use crate::rules::{Builtin, PolicyId, ShareGptTags};
 
 pub struct ShareGptReader;
@@ -653,9 +654,10 @@ fn place_images(
                             MissingImage::Placeholder => {
                                 let note = format!("{what}: placeholder");
                                 add_note(&mut transcript.source_notes, rule, &note, 1, 0);
-                                parts.push(Part::Text(
-                                    policy.missing_image_template.replace("{path}", &path),
-                                ));
+                                parts.push(Part::Text(fill(
+                                    &policy.missing_image_template,
+                                    &[("path", &path)],
+                                )));
                             }
                             MissingImage::Drop => {
                                 let note = format!("{what}: dropped");

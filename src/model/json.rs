@@ -1,21 +1,24 @@
-//! Writing JSON strings fast, byte for byte as serde_json writes them.
+//! Writing JSON strings fast, byte for byte as serde_json writes them; and the one key
+//! serde_json's `Value` reader treats specially.
 //!
 //! serde_json escapes a string one byte at a time, with a table lookup and a write call per
 //! escape; in a rollout most bytes are long texts (tool outputs, messages), and that loop was
 //! the largest single cost of rendering (~12 % of a conversion). [`escape_into`] skips 8 bytes
 //! at a time while none needs escaping and writes the same escapes serde_json does (`\"`,
 //! `\\`, `\b \t \n \f \r`, other controls as lowercase `\u00XX`; nothing else), so the bytes
-//! written are unchanged. [`text`] is the `serialize_with` of the long text fields: it hands
-//! serde_json the escaped literal as a raw value, which it copies verbatim.
+//! written are unchanged. The hand writers of the rollout lines and the Responses bodies use
+//! it; what goes through serde_json is escaped by serde_json, to the same bytes.
+//!
+//! [`is_raw_value_key`]: with its `raw_value` feature (which the views use), serde_json reads
+//! an object whose first key is the private name of its `RawValue` as that raw value, not as
+//! an object. A reader that builds the same `Value` another way must leave such objects to
+//! serde_json; the name is learned from serde_json's public API, never written here.
 
-use std::cell::RefCell;
+use std::sync::OnceLock;
 
-use serde::ser::{SerializeStruct, Serializer};
-
-/// serde_json's private name for a raw JSON value (`serde_json::value::RawValue` serialises as
-/// a struct of this name with one field of this name): its serializers write the field's
-/// string as JSON text, unchanged.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// Appends `text` as a JSON string literal, quotes included, exactly as serde_json writes it.
 pub fn escape_into(out: &mut Vec<u8>, text: &str) {
@@ -23,15 +26,6 @@ pub fn escape_into(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
     escape_walk(text, out);
     out.push(b'"');
-}
-
-/// [`escape_into`] a `String`: what [`text`] hands serde_json, with no UTF-8 pass over the
-/// result (escaping a `str` gives UTF-8).
-fn escape_into_string(out: &mut String, text: &str) {
-    out.reserve(text.len() + 2);
-    out.push('"');
-    escape_walk(text, out);
-    out.push('"');
 }
 
 /// Where escaped text goes: runs of `text` copied as they are, and escape sequences.
@@ -42,12 +36,6 @@ trait Sink {
 impl Sink for Vec<u8> {
     fn push_str(&mut self, s: &str) {
         self.extend_from_slice(s.as_bytes());
-    }
-}
-
-impl Sink for String {
-    fn push_str(&mut self, s: &str) {
-        String::push_str(self, s);
     }
 }
 
@@ -160,29 +148,64 @@ pub(crate) fn escape_mask(word: u64) -> u64 {
     below_space | quote | backslash
 }
 
-thread_local! {
-    static LITERAL: RefCell<String> = const { RefCell::new(String::new()) };
+/// True when serde_json's `Value` reader reads an object whose first key is `key` as a raw
+/// value (see the module docs).
+pub fn is_raw_value_key(key: &str) -> bool {
+    raw_value_key() == Some(key)
 }
 
-/// `serialize_with` for long texts: the same JSON serde_json writes for a string, escaped by
-/// [`escape_into`]. For serde_json's serializers only (every rollout and body is written by
-/// them); another serializer would see serde_json's raw-value struct.
-pub fn text<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
-    LITERAL.with(|literal| {
-        // Re-entered only if a serializer serialised a string inside this one: never.
-        let Ok(mut literal) = literal.try_borrow_mut() else {
-            return serializer.serialize_str(text);
-        };
-        literal.clear();
-        escape_into_string(&mut literal, text);
-        let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-        raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
-        let done = raw.end();
-        if literal.capacity() > 1 << 20 {
-            *literal = String::new();
+/// The object key serde_json's `Value` reader takes for a raw value: the name `RawValue`
+/// deserialises through, asked of its public `Deserialize` once, and kept only if
+/// `serde_json::from_str::<Value>` does read an object with that key as something else than
+/// an object. `None` when no such key is found (then no key is special).
+pub fn raw_value_key() -> Option<&'static str> {
+    static KEY: OnceLock<Option<&'static str>> = OnceLock::new();
+    *KEY.get_or_init(|| {
+        let mut name = None;
+        // Fails by design once the name is taken: nothing is read.
+        let _ = Box::<RawValue>::deserialize(NameOf(&mut name));
+        let name = name?;
+        let probe = format!("{{{}:\"0\"}}", serde_json::to_string(name).ok()?);
+        match serde_json::from_str::<Value>(&probe) {
+            Ok(Value::Object(_)) | Err(_) => None,
+            Ok(_) => Some(name),
         }
-        done
     })
+}
+
+/// A deserializer that reads nothing and keeps the name of the newtype or struct a type asks
+/// it for.
+struct NameOf<'a>(&'a mut Option<&'static str>);
+
+impl<'de> Deserializer<'de> for NameOf<'_> {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("only a name is kept"))
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = Some(name);
+        Err(de::Error::custom("only a name is kept"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.deserialize_newtype_struct(name, visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
 }
 
 #[cfg(test)]
@@ -194,13 +217,6 @@ mod tests {
         let mut out = Vec::new();
         escape_into(&mut out, text);
         String::from_utf8(out).unwrap()
-    }
-
-    #[derive(serde::Serialize)]
-    struct Item<'a> {
-        #[serde(serialize_with = "text")]
-        text: &'a str,
-        other: &'a str,
     }
 
     #[test]
@@ -223,19 +239,19 @@ mod tests {
         ] {
             assert_eq!(ours(text), serde_json::to_string(text).unwrap(), "{text:?}");
         }
-        let item = Item {
-            text: "line\none \"q\"",
-            other: "x",
-        };
-        assert_eq!(
-            serde_json::to_string(&item).unwrap(),
-            r#"{"text":"line\none \"q\"","other":"x"}"#
-        );
-        // The Value serializer understands the raw value too.
-        assert_eq!(
-            serde_json::to_value(&item).unwrap(),
-            serde_json::json!({"text": "line\none \"q\"", "other": "x"})
-        );
+    }
+
+    #[test]
+    fn the_raw_value_key_is_learned_and_is_what_serde_json_reads_specially() {
+        let key = raw_value_key().expect("serde_json's raw-value key");
+        assert!(is_raw_value_key(key));
+        assert!(!is_raw_value_key("type"));
+        let object = format!(r#"{{{}:"[1, 2]"}}"#, serde_json::to_string(key).unwrap());
+        let value: Value = serde_json::from_str(&object).unwrap();
+        assert_eq!(value, serde_json::json!([1, 2]));
+        // Any other key is an object's.
+        let value: Value = serde_json::from_str(r#"{"$schema":"[1, 2]"}"#).unwrap();
+        assert!(value.is_object());
     }
 
     proptest! {

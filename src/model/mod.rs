@@ -1,7 +1,16 @@
-//! Wire types and the plain data that moves between pipeline stages. No logic lives here.
+//! Wire types and the plain data that moves between pipeline stages, with the code that
+//! belongs to the wire itself: how each type is written and read back, and nothing that
+//! decides what a conversation becomes.
 //!
 //! - [`transcript`]: a conversation as read from an input record (roles, parts, tool calls).
-//! - [`rollout`]: Codex rollout lines and Responses items, as written and as read back.
+//! - [`rollout`]: Codex rollout lines and Responses items, as written and as read back. Its
+//!   names (keys, tags, types) are declared once, in [`rollout::wire`]; the writer types
+//!   serialise with them, and the views read lines back with them through a hand-written
+//!   one-pass JSON scanner (`rollout::view::scan`, the fast way in, with serde_json's
+//!   acceptance), or through a `serde_json::Value` when it refuses a line.
+//! - [`json`]: JSON strings escaped fast, byte for byte as serde_json escapes them (the hand
+//!   writers of rollout lines and Responses bodies), and the key serde_json's `Value` reader
+//!   treats as a raw value (learned from its public API).
 //! - [`responses`]: Responses API request bodies (the second output format) and their tools.
 //! - [`conversation`]: a converted conversation's items, each with its kind and origin.
 //! - [`time`]: the wire format's timestamps (RFC 3339, milliseconds, `Z`), read and written;

@@ -7,10 +7,29 @@
 
 use std::borrow::Cow;
 
+use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::rollout::ResponseItem;
+use super::rollout::wire::{key, names};
+use super::rollout::{optional, ResponseItem};
+
+names! {
+    /// The keys of a body and of a Batch API line, declared once: [`RequestBody`] and
+    /// [`BatchLine`] serialise with them, and so does the hand writer of `convert::responses`
+    /// (the items inside take the rollout's names).
+    body {
+        CUSTOM_ID = "custom_id",
+        MODEL = "model",
+        INSTRUCTIONS = "instructions",
+        INPUT = "input",
+        TOOLS = "tools",
+        PARALLEL_TOOL_CALLS = "parallel_tool_calls",
+        METHOD = "method",
+        URL = "url",
+        BODY = "body",
+    }
+}
 
 /// Which output the last stage writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,12 +89,10 @@ pub struct ToolDefinition {
 }
 
 /// One input item of a body.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum InputItem<'a> {
     /// Codex's Lite tool carrier: `{"type":"additional_tools","role":"developer","tools":[..]}`.
     AdditionalTools {
-        #[serde(rename = "type")]
         kind: &'static str,
         role: &'static str,
         tools: &'a [ToolDefinition],
@@ -83,31 +100,68 @@ pub enum InputItem<'a> {
     Item(Cow<'a, ResponseItem>),
 }
 
-/// One request body.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One request body: serialised in this field order, an absent field left out.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RequestBody<'a> {
     /// The session id; left out inside a Batch API line, which carries it itself (the API
     /// takes no `custom_id` in a body).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub custom_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<&'a str>,
     pub input: Vec<InputItem<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<&'a [ToolDefinition]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
 }
 
 /// A body as a Batch API input line.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BatchLine<'a> {
     pub custom_id: &'a str,
     pub method: &'static str,
     pub url: &'static str,
     pub body: &'a RequestBody<'a>,
+}
+
+// Serialised by hand with the names of [`body`] (serde's derive takes only literal names):
+// what the derive wrote, checked by the tests of `convert::responses`.
+
+impl Serialize for InputItem<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            InputItem::AdditionalTools { kind, role, tools } => {
+                let mut s = serializer.serialize_struct("AdditionalTools", 3)?;
+                s.serialize_field(key::TYPE, kind)?;
+                s.serialize_field(key::ROLE, role)?;
+                s.serialize_field(body::TOOLS, tools)?;
+                s.end()
+            }
+            InputItem::Item(item) => item.serialize(serializer),
+        }
+    }
+}
+
+impl Serialize for RequestBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("RequestBody", 6)?;
+        optional(&mut s, body::CUSTOM_ID, self.custom_id)?;
+        optional(&mut s, body::MODEL, self.model)?;
+        optional(&mut s, body::INSTRUCTIONS, self.instructions)?;
+        s.serialize_field(body::INPUT, &self.input)?;
+        optional(&mut s, body::TOOLS, self.tools)?;
+        optional(&mut s, body::PARALLEL_TOOL_CALLS, self.parallel_tool_calls)?;
+        s.end()
+    }
+}
+
+impl Serialize for BatchLine<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("BatchLine", 4)?;
+        s.serialize_field(body::CUSTOM_ID, self.custom_id)?;
+        s.serialize_field(body::METHOD, self.method)?;
+        s.serialize_field(body::URL, self.url)?;
+        s.serialize_field(body::BODY, self.body)?;
+        s.end()
+    }
 }
 
 /// Compression suffixes an input key may end in, stripped before `.jsonl` is added.

@@ -4,7 +4,9 @@
 //! line). On top: rules that can never fire because an earlier rule catches everything they
 //! would, and markers whose start or end overlap so that one text could match both.
 
-use super::{line_of, LoadedFile, Position, Rule, RuleSet};
+use std::ops::Range;
+
+use super::{line_col, value_span, LoadedFile, Position, Rule, RuleSet};
 
 /// A finding of the checker, with the file and line it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,18 +19,28 @@ pub struct Finding {
 /// Checks the resolved rule set (rules already in their merged order).
 pub fn check(rules: &RuleSet, files: &[LoadedFile]) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let line_in = |origin: &str, needle: &str| {
-        files
-            .iter()
-            .find(|f| f.name == origin)
-            .map(|f| line_of(&f.text, needle))
-            .unwrap_or(1)
+    let line_at = |file: &LoadedFile, span: Range<usize>| {
+        line_col(&file.text, value_span(&file.text, span).start).0
     };
     for (i, later) in rules.rules.iter().enumerate() {
         if let Some(earlier) = rules.rules[..i].iter().find(|e| shadows(e, later)) {
+            // The rule's id in the file that defined it (the last of that id in it wins).
+            let line = files
+                .iter()
+                .find(|f| f.name == later.origin)
+                .and_then(|f| {
+                    let entry = f
+                        .file
+                        .rule
+                        .iter()
+                        .rev()
+                        .find(|r| *r.id.get_ref() == later.id)?;
+                    Some(line_at(f, entry.id.span()))
+                })
+                .unwrap_or(1);
             findings.push(Finding {
                 file: later.origin.clone(),
-                line: line_in(&later.origin, &format!("\"{}\"", later.id)),
+                line,
                 message: format!(
                     "rule `{}` is unreachable: rule `{}` ({}) matches every message it would",
                     later.id, earlier.id, earlier.origin
@@ -43,10 +55,23 @@ pub fn check(rules: &RuleSet, files: &[LoadedFile]) -> Vec<Finding> {
             let starts_overlap = sa.starts_with(&sb) || sb.starts_with(&sa);
             let ends_overlap = ea.ends_with(&eb) || eb.ends_with(&ea);
             if starts_overlap && ends_overlap {
-                let origin = rules.names.last().cloned().unwrap_or_default();
+                // The last file that defines marker `b` (a later one merges into it).
+                let (file, line) = files
+                    .iter()
+                    .rev()
+                    .find_map(|f| {
+                        let entry = f
+                            .file
+                            .marker
+                            .iter()
+                            .rev()
+                            .find(|m| *m.kind.get_ref() == b.kind)?;
+                        Some((f.name.clone(), line_at(f, entry.kind.span())))
+                    })
+                    .unwrap_or_else(|| (rules.names.last().cloned().unwrap_or_default(), 1));
                 findings.push(Finding {
-                    line: line_in(&origin, &format!("\"{}\"", b.kind)),
-                    file: origin,
+                    line,
+                    file,
                     message: format!(
                         "markers `{}` and `{}` overlap: a text starting `{}` and ending `{}` matches both",
                         a.kind,

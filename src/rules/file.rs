@@ -1,9 +1,12 @@
 //! The rule-file format, as written in TOML. Every key is optional so that a later file can
-//! override or extend an earlier one; unknown keys are errors (with their line).
+//! override or extend an earlier one; unknown keys are errors (with their line). A value that
+//! is checked after parsing (a rule id, a marker kind, a regex, a path, a time) keeps where it
+//! is written ([`Spanned`]), so that its error points at it.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use toml::Spanned;
 
 use super::policy::PolicySection;
 
@@ -33,12 +36,12 @@ pub struct MetaSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputSection {
-    pub messages_at: Option<Vec<String>>,
+    pub messages_at: Option<Vec<Spanned<String>>>,
     pub role_aliases: Option<BTreeMap<String, String>>,
-    pub id_at: Option<Vec<String>>,
-    pub created_at: Option<Vec<String>>,
-    pub model_at: Option<Vec<String>>,
-    pub reply_at: Option<Vec<String>>,
+    pub id_at: Option<Vec<Spanned<String>>>,
+    pub created_at: Option<Vec<Spanned<String>>>,
+    pub model_at: Option<Vec<Spanned<String>>>,
+    pub reply_at: Option<Vec<Spanned<String>>>,
     pub sharegpt: Option<ShareGptSection>,
 }
 
@@ -63,7 +66,7 @@ pub struct SessionSection {
     pub cli_version: Option<String>,
     pub source: Option<String>,
     pub model_provider: Option<String>,
-    pub timestamp: Option<String>,
+    pub timestamp: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -73,10 +76,10 @@ pub struct PhaseSection {
     pub finished: Option<Vec<FinishedEntry>>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FinishedEntry {
-    pub path: String,
+    pub path: Spanned<String>,
     pub equals: Option<String>,
 }
 
@@ -112,10 +115,10 @@ pub struct DeveloperSection {
     pub prefixes: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MarkerEntry {
-    pub kind: String,
+    pub kind: Spanned<String>,
     pub start: Option<String>,
     pub end: Option<String>,
     pub template: Option<String>,
@@ -124,24 +127,24 @@ pub struct MarkerEntry {
     pub enabled: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleEntry {
-    pub id: String,
+    pub id: Spanned<String>,
     pub description: Option<String>,
     pub role: Option<Vec<String>>,
     pub position: Option<Position>,
     pub index: Option<usize>,
     pub first_in_block: Option<bool>,
-    pub name: Option<String>,
+    pub name: Option<Spanned<String>>,
     pub prefix: Option<String>,
-    pub regex: Option<String>,
+    pub regex: Option<Spanned<String>>,
     pub wrapped: Option<bool>,
     pub wrapped_kind: Option<String>,
     pub min_len: Option<usize>,
     pub max_len: Option<usize>,
-    pub model: Option<String>,
-    pub source: Option<String>,
+    pub model: Option<Spanned<String>>,
+    pub source: Option<Spanned<String>>,
     pub slot: Option<Slot>,
     pub kind: Option<String>,
     pub template: Option<String>,

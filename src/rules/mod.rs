@@ -14,6 +14,7 @@ pub mod matcher;
 pub mod path;
 pub mod policy;
 mod resolve;
+pub mod template;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -395,33 +396,29 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// The line where `needle` first appears in the file, for errors found after parsing.
-pub fn line_of(text: &str, needle: &str) -> usize {
-    text.find(needle)
-        .map(|at| line_col(text, at).0)
-        .unwrap_or(1)
-}
-
-/// Where a value found after parsing is written: as is (a literal string or a key), or as a
-/// TOML basic string (its escapes written out).
-fn locate(text: &str, needle: &str) -> Option<Range<usize>> {
-    if let Some(at) = text.find(needle) {
-        return Some(at..at + needle.len());
+/// Where a value is written, as toml spans it ([`toml::Spanned`]), narrowed to a string's
+/// text: its quotes (one or three, basic or literal) left out.
+pub fn value_span(text: &str, span: Range<usize>) -> Range<usize> {
+    let written = text.get(span.clone()).unwrap_or_default();
+    for quote in ["\"\"\"", "'''", "\"", "'"] {
+        if written.len() >= 2 * quote.len()
+            && written.starts_with(quote)
+            && written.ends_with(quote)
+        {
+            return span.start + quote.len()..span.end - quote.len();
+        }
     }
-    let quoted = serde_json::to_string(needle).ok()?;
-    let at = text.find(&quoted)?;
-    Some(at..at + quoted.len())
+    span
 }
 
-pub(crate) fn invalid(file: &LoadedFile, needle: &str, message: String) -> RulesError {
-    let span = locate(&file.text, needle);
+/// An error about the value `file` writes at `span` (a [`toml::Spanned`] span).
+pub(crate) fn invalid(file: &LoadedFile, span: Range<usize>, message: String) -> RulesError {
+    let span = value_span(&file.text, span);
     RulesError::Invalid {
         path: file.name.clone(),
-        line: span
-            .as_ref()
-            .map_or(1, |span| line_col(&file.text, span.start).0),
+        line: line_col(&file.text, span.start).0,
         message,
-        span,
+        span: Some(span),
     }
 }
 
@@ -442,6 +439,62 @@ mod tests {
     fn an_unknown_key_far_from_every_known_one_lists_them() {
         let (_, help) = split_message("unknown field `bogus`, expected `a` or `b`");
         assert_eq!(help.as_deref(), Some("expected `a` or `b`"));
+    }
+
+    /// The built-in rules, then `text` as `name`.
+    fn over_defaults(name: &str, text: &str) -> Vec<LoadedFile> {
+        vec![
+            parse_text(DEFAULT_RULES_NAME, DEFAULT_RULES).unwrap(),
+            parse_text(name, text).unwrap(),
+        ]
+    }
+
+    #[test]
+    fn an_error_points_at_its_value_even_when_the_same_text_is_written_earlier() {
+        let text = "# the pattern \"([\" is unclosed on purpose\n[[rule]]\nid = \"r1\"\ndescription = \"([\"\nrole = [\"system\"]\nregex = \"([\"\nslot = \"drop\"\n";
+        let errors = resolve_all(&over_defaults("t.toml", text))
+            .err()
+            .unwrap_or_default();
+        let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            shown,
+            ["t.toml:6: rule `r1`: invalid text regex: unclosed character class"]
+        );
+        let Some(RulesError::Invalid {
+            span: Some(span), ..
+        }) = errors.first()
+        else {
+            panic!("{errors:?}");
+        };
+        assert_eq!(span.start, text.rfind("([").unwrap());
+        assert_eq!(&text[span.clone()], "([");
+    }
+
+    #[test]
+    fn a_forbidden_policy_value_points_at_the_file_and_line_that_set_it() {
+        let text = "[policy]\n# file_part = \"keep\" is refused\nfile_part = \"keep\"\n";
+        let errors = resolve_all(&over_defaults("mine.toml", text))
+            .err()
+            .unwrap_or_default();
+        let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        assert!(
+            shown[0].starts_with("mine.toml:3: policy.file_part cannot be `Keep`"),
+            "{shown:?}"
+        );
+    }
+
+    #[test]
+    fn a_finding_points_at_its_rule_even_when_its_id_is_written_earlier() {
+        let text = "[[rule]]\nid = \"catch-all\"\ndescription = 'catches \"late\" too'\nrole = [\"system\"]\nslot = \"developer\"\n\n[[rule]]\nid = \"late\"\nrole = [\"system\"]\nslot = \"drop\"\n";
+        let files = over_defaults("mine.toml", text);
+        let rules = resolve(&files).unwrap();
+        let found: Vec<(String, usize)> = check::check(&rules, &files)
+            .into_iter()
+            .filter(|f| f.message.starts_with("rule `late` is unreachable"))
+            .map(|f| (f.file, f.line))
+            .collect();
+        assert_eq!(found, [("mine.toml".to_string(), 8)]);
     }
 
     #[test]

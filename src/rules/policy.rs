@@ -12,6 +12,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use toml::Spanned;
 
 use super::RulesError;
 
@@ -249,13 +250,14 @@ macro_rules! declare_policies {
             }
         }
 
-        /// `[policy]` as written in one file: every key optional so a later file can override.
+        /// `[policy]` as written in one file: every key optional so a later file can override;
+        /// each value with where it is written, for errors.
         #[derive(Debug, Clone, Default, Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct PolicySection {
             $(
-                pub $key: Option<$action>,
-                $(pub $extra: Option<String>,)?
+                pub $key: Option<Spanned<$action>>,
+                $(pub $extra: Option<Spanned<String>>,)?
             )+
         }
 
@@ -291,6 +293,19 @@ macro_rules! declare_policies {
                 missing
             }
 
+            /// Where the value of `key` (a key of `[policy]`) is written, if this section sets it.
+            pub fn span_of(&self, key: &str) -> Option<std::ops::Range<usize>> {
+                $(
+                    if key == stringify!($key) {
+                        return self.$key.as_ref().map(Spanned::span);
+                    }
+                    $(if key == stringify!($extra) {
+                        return self.$extra.as_ref().map(Spanned::span);
+                    })?
+                )+
+                None
+            }
+
             /// Every key must be set by some file; `missing` names the first that is not.
             pub fn resolve(
                 self,
@@ -300,9 +315,11 @@ macro_rules! declare_policies {
                     $(
                         $key: self
                             .$key
+                            .map(Spanned::into_inner)
                             .ok_or_else(|| missing(concat!("policy.", stringify!($key))))?,
                         $($extra: self
                             .$extra
+                            .map(Spanned::into_inner)
                             .ok_or_else(|| missing(concat!("policy.", stringify!($extra))))?,)?
                     )+
                 })

@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 
 use regex::Regex;
+use toml::Spanned;
 
-use super::file::{InputSection, MarkerEntry, PhaseSection, RuleEntry, SessionSection};
+use super::file::{InputSection, MarkerEntry, PhaseSection, RuleEntry, RuleFile, SessionSection};
 use super::policy::{override_opt, PolicySection};
 use super::{
     invalid, FinishedSignal, InputRules, LoadedFile, Marker, PathExpr, Position, Rule, RuleSet,
@@ -65,7 +66,8 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
     let cwd = required(s.cwd, "session.cwd");
     let originator = required(s.originator, "session.originator");
     let cli_version = required(s.cli_version, "session.cli_version");
-    let timestamp = required(s.timestamp, "session.timestamp");
+    let timestamp_span = s.timestamp.as_ref().map(Spanned::span);
+    let timestamp = required(s.timestamp.map(Spanned::into_inner), "session.timestamp");
     if merged.input.messages_at.is_none() {
         missing.push("input.messages_at".to_string());
     }
@@ -73,11 +75,21 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
         let ms = crate::model::time::parse_rfc3339_ms(&text);
         if ms.is_none() {
             let message = format!("session.timestamp `{text}` is not an RFC 3339 time");
-            errors.push(invalid(first, &text, message));
+            let file = setter(files, |f| {
+                f.session.as_ref().is_some_and(|s| s.timestamp.is_some())
+            });
+            errors.push(invalid(
+                file.unwrap_or(first),
+                timestamp_span.clone().unwrap_or(0..0),
+                message,
+            ));
         }
         ms
     });
-    let finished = resolve_finished(first, &merged.phase, &mut errors);
+    let finished_file = setter(files, |f| {
+        f.phase.as_ref().is_some_and(|p| p.finished.is_some())
+    });
+    let finished = resolve_finished(finished_file.unwrap_or(first), &merged.phase, &mut errors);
     let policy_missing = merged.policy.missing_keys();
     let policy = if policy_missing.is_empty() {
         merged
@@ -89,15 +101,15 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
         None
     };
     if let Some(Err((key, message))) = policy.as_ref().map(|p| p.check()) {
-        errors.push(invalid(first, key, message));
+        // The value of the last file that sets the key: the one in force.
+        let (file, span) = files
+            .iter()
+            .rev()
+            .find_map(|f| Some((f, f.file.policy.as_ref()?.span_of(key)?)))
+            .unwrap_or((first, 0..0));
+        errors.push(invalid(file, span, message));
     }
-    // Paths are checked against the last file that has an [input] section (for its lines).
-    let input_file = files
-        .iter()
-        .rev()
-        .find(|f| f.file.input.is_some())
-        .unwrap_or(first);
-    let input = resolve_input(input_file, &merged.input, finished, &mut errors);
+    let input = resolve_input(files, first, &merged.input, finished, &mut errors);
     if !missing.is_empty() {
         errors.push(not_set(files, missing));
     }
@@ -139,6 +151,12 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
         }),
         _ => Err(errors),
     }
+}
+
+/// The last of `files` for which `sets` holds: the file a merged key's value came from (a
+/// later file overrides the key whole).
+fn setter(files: &[LoadedFile], sets: impl Fn(&RuleFile) -> bool) -> Option<&LoadedFile> {
+    files.iter().rev().find(|f| sets(&f.file))
 }
 
 /// `keys` are set by no file: point at the last file, and at the defaults.
@@ -204,21 +222,28 @@ fn resolve_markers(
             continue;
         }
         let file = &files[file_index];
+        let kind = m.kind.get_ref();
         let (Some(start), Some(end)) = (m.start, m.end) else {
-            let message = format!("marker `{}` needs `start` and `end`", m.kind);
-            errors.push(invalid(file, &m.kind, message));
+            let message = format!("marker `{kind}` needs `start` and `end`");
+            errors.push(invalid(file, m.kind.span(), message));
             continue;
         };
         if start.trim().is_empty() || end.trim().is_empty() {
-            let message = format!("marker `{}` has an empty start or end", m.kind);
-            errors.push(invalid(file, &m.kind, message));
+            let message = format!("marker `{kind}` has an empty start or end");
+            errors.push(invalid(file, m.kind.span(), message));
             continue;
         }
         let template = m
             .template
             .unwrap_or_else(|| format!("{start}\n{{text}}\n{end}"));
         let separate = m.separate.unwrap_or(false);
-        resolved.push(Marker::new(m.kind, start, end, template, separate));
+        resolved.push(Marker::new(
+            m.kind.into_inner(),
+            start,
+            end,
+            template,
+            separate,
+        ));
     }
     resolved
 }
@@ -235,25 +260,25 @@ fn resolve_rules(
             continue;
         }
         let file = &files[file_index];
-        let needle = format!("\"{}\"", r.id);
+        let id = r.id.get_ref();
         let before = errors.len();
         let slot = r.slot.unwrap_or_else(|| {
             errors.push(invalid(
                 file,
-                &needle,
-                format!("rule `{}` has no `slot`", r.id),
+                r.id.span(),
+                format!("rule `{id}` has no `slot`"),
             ));
             Slot::Drop
         });
         if slot == Slot::ContextualUser {
             if let Err(message) = check_contextual_kind(&r, markers) {
-                errors.push(invalid(file, &needle, message));
+                errors.push(invalid(file, r.id.span(), message));
             }
         }
-        let name = compile(file, &r.id, "name", &r.name, errors);
-        let regex = compile(file, &r.id, "text", &r.regex, errors);
-        let model = compile(file, &r.id, "model", &r.model, errors);
-        let source = compile(file, &r.id, "source", &r.source, errors);
+        let name = compile(file, id, "name", &r.name, errors);
+        let regex = compile(file, id, "text", &r.regex, errors);
+        let model = compile(file, id, "model", &r.model, errors);
+        let source = compile(file, id, "source", &r.source, errors);
         if errors.len() > before {
             continue;
         }
@@ -276,7 +301,7 @@ fn resolve_rules(
             template: r.template,
             reason: r.reason,
             origin: file.name.clone(),
-            id: r.id,
+            id: r.id.into_inner(),
         });
     }
     resolved
@@ -288,51 +313,63 @@ fn check_contextual_kind(r: &RuleEntry, markers: &[Marker]) -> Result<(), String
         Some(kind) if markers.iter().any(|m| &m.kind == kind) => Ok(()),
         Some(kind) => Err(format!(
             "rule `{}`: kind `{kind}` is not a registered marker",
-            r.id
+            r.id.get_ref()
         )),
         None if r.wrapped == Some(true) => Ok(()),
         None => Err(format!(
             "rule `{}`: slot contextual_user needs a `kind` (or `wrapped = true`)",
-            r.id
+            r.id.get_ref()
         )),
     }
 }
 
+/// `file` is the one that set `phase.finished`, for error lines.
 fn resolve_finished(
-    first: &LoadedFile,
+    file: &LoadedFile,
     phase: &PhaseSection,
     errors: &mut Vec<RulesError>,
 ) -> Vec<FinishedSignal> {
     let entries = phase.finished.as_deref().unwrap_or_default();
     let mut finished = Vec::new();
     for f in entries {
-        match PathExpr::parse(&f.path) {
+        match PathExpr::parse(f.path.get_ref()) {
             Ok(path) => finished.push(FinishedSignal {
                 path,
                 equals: f.equals.clone(),
             }),
-            Err(msg) => errors.push(invalid(first, &f.path, format!("phase.finished: {msg}"))),
+            Err(msg) => errors.push(invalid(
+                file,
+                f.path.span(),
+                format!("phase.finished: {msg}"),
+            )),
         }
     }
     finished
 }
 
 /// `None` when `input.messages_at` is not set (the caller reports it) or a path is invalid.
+/// Each list of paths is checked against the last file that sets it (for its lines).
 fn resolve_input(
-    file: &LoadedFile,
+    files: &[LoadedFile],
+    first: &LoadedFile,
     input: &InputSection,
     finished: Vec<FinishedSignal>,
     errors: &mut Vec<RulesError>,
 ) -> Option<InputRules> {
+    type List = Option<Vec<Spanned<String>>>;
     let before = errors.len();
-    let mut optional = |key: &str, list: &Option<Vec<String>>| {
-        paths(file, key, list.as_deref().unwrap_or_default(), errors)
+    let mut optional = |key: &str, get: fn(&InputSection) -> &List| {
+        let file = setter(files, |f| {
+            f.input.as_ref().is_some_and(|i| get(i).is_some())
+        });
+        let list = get(input).as_deref().unwrap_or_default();
+        paths(file.unwrap_or(first), key, list, errors)
     };
-    let messages_at = optional("input.messages_at", &input.messages_at);
-    let id_at = optional("input.id_at", &input.id_at);
-    let created_at = optional("input.created_at", &input.created_at);
-    let model_at = optional("input.model_at", &input.model_at);
-    let reply_at = optional("input.reply_at", &input.reply_at);
+    let messages_at = optional("input.messages_at", |i| &i.messages_at);
+    let id_at = optional("input.id_at", |i| &i.id_at);
+    let created_at = optional("input.created_at", |i| &i.created_at);
+    let model_at = optional("input.model_at", |i| &i.model_at);
+    let reply_at = optional("input.reply_at", |i| &i.reply_at);
     if input.messages_at.is_none() || errors.len() > before {
         return None;
     }
@@ -353,11 +390,11 @@ fn compile(
     file: &LoadedFile,
     rule: &str,
     what: &str,
-    pattern: &Option<String>,
+    pattern: &Option<Spanned<String>>,
     errors: &mut Vec<RulesError>,
 ) -> Option<Regex> {
     let p = pattern.as_ref()?;
-    match Regex::new(p) {
+    match Regex::new(p.get_ref()) {
         Ok(regex) => Some(regex),
         Err(err) => {
             // The regex crate draws its own caret over the pattern: keep only the cause, the
@@ -369,7 +406,7 @@ fn compile(
                 .find_map(|l| l.trim().strip_prefix("error: "))
                 .unwrap_or(text.as_str());
             let message = format!("rule `{rule}`: invalid {what} regex: {cause}");
-            errors.push(invalid(file, p, message));
+            errors.push(invalid(file, p.span(), message));
             None
         }
     }
@@ -378,14 +415,14 @@ fn compile(
 fn paths(
     file: &LoadedFile,
     key: &str,
-    list: &[String],
+    list: &[Spanned<String>],
     errors: &mut Vec<RulesError>,
 ) -> Vec<PathExpr> {
     let mut parsed = Vec::new();
     for p in list {
-        match PathExpr::parse(p) {
+        match PathExpr::parse(p.get_ref()) {
             Ok(path) => parsed.push(path),
-            Err(msg) => errors.push(invalid(file, p, format!("{key}: {msg}"))),
+            Err(msg) => errors.push(invalid(file, p.span(), format!("{key}: {msg}"))),
         }
     }
     parsed
@@ -446,6 +483,8 @@ fn merge_session(t: &mut SessionSection, s: &SessionSection) {
 
 fn merge_marker(old: &MarkerEntry, new: &MarkerEntry, file_index: usize) -> (MarkerEntry, usize) {
     let mut merged = old.clone();
+    // The same kind, written where the file that now defines it writes it.
+    merged.kind = new.kind.clone();
     override_opt(&mut merged.start, &new.start);
     override_opt(&mut merged.end, &new.end);
     override_opt(&mut merged.template, &new.template);

@@ -12,6 +12,7 @@ use super::{Findings, Invariant, WarningKind};
 use crate::model::rollout::view::{
     EventMsgView, Kind, LineView, MessageView, ResponseItemView, RolloutItemView, Text,
 };
+use crate::model::rollout::wire::{content, event, item};
 use crate::rules::Marker;
 
 /// The state of one pass over a rollout's lines.
@@ -117,9 +118,12 @@ impl<'l> Walk<'l> {
             },
             ResponseItemView::Reasoning { content } => {
                 if content.as_ref().is_some_and(|parts| {
-                    parts
-                        .iter()
-                        .any(|p| !matches!(p.kind.as_deref(), Some("reasoning_text" | "text")))
+                    parts.iter().any(|p| {
+                        !matches!(
+                            p.kind.as_deref(),
+                            Some(content::REASONING_TEXT | content::TEXT)
+                        )
+                    })
                 }) {
                     out.violation(
                         Invariant::ContentTypes,
@@ -129,7 +133,7 @@ impl<'l> Walk<'l> {
                 }
             }
             ResponseItemView::FunctionCall { call_id, arguments } => {
-                self.call(n, "function_call", call_id, out);
+                self.call(n, item::FUNCTION_CALL, call_id, out);
                 if *arguments != Kind::String {
                     out.violation(
                         Invariant::CallShapes,
@@ -140,7 +144,7 @@ impl<'l> Walk<'l> {
                 }
             }
             ResponseItemView::CustomToolCall { call_id, input } => {
-                self.call(n, "custom_tool_call", call_id, out);
+                self.call(n, item::CUSTOM_TOOL_CALL, call_id, out);
                 if *input != Kind::String {
                     out.violation(
                         Invariant::CallShapes,
@@ -150,13 +154,13 @@ impl<'l> Walk<'l> {
                 }
             }
             ResponseItemView::LocalShellCall { call_id } => {
-                self.call(n, "local_shell_call", call_id, out)
+                self.call(n, item::LOCAL_SHELL_CALL, call_id, out)
             }
             ResponseItemView::FunctionCallOutput { call_id, output } => {
-                self.output(n, "function_call_output", call_id, *output, out)
+                self.output(n, item::FUNCTION_CALL_OUTPUT, call_id, *output, out)
             }
             ResponseItemView::CustomToolCallOutput { call_id, output } => {
-                self.output(n, "custom_tool_call_output", call_id, *output, out)
+                self.output(n, item::CUSTOM_TOOL_CALL_OUTPUT, call_id, *output, out)
             }
             // Codex writes these itself and pairs what needs pairing.
             ResponseItemView::ToolSearchCall
@@ -314,14 +318,14 @@ impl<'l> Walk<'l> {
             &self.users,
             &self.user_events,
             "real user",
-            "user_message",
+            event::USER_MESSAGE,
             out,
         );
         ui_parity(
             &self.assistants,
             &self.agent_events,
             "assistant",
-            "agent_message",
+            event::AGENT_MESSAGE,
             out,
         );
     }

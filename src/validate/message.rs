@@ -6,12 +6,17 @@ use serde_json::Value;
 use super::items::Walk;
 use super::{Findings, Invariant, ROLE_ASSISTANT, ROLE_DEVELOPER, ROLE_SYSTEM, ROLE_USER};
 use crate::model::rollout::view::{MessageView, PhaseView};
+use crate::model::rollout::wire::content;
 use crate::model::rollout::KNOWN_PHASES;
 
-const USER_CONTENT: [&str; 3] = ["input_text", "input_image", "input_audio"];
-const ASSISTANT_CONTENT: [&str; 1] = ["output_text"];
+const USER_CONTENT: [&str; 3] = [
+    content::INPUT_TEXT,
+    content::INPUT_IMAGE,
+    content::INPUT_AUDIO,
+];
+const ASSISTANT_CONTENT: [&str; 1] = [content::OUTPUT_TEXT];
 /// Content parts whose text the UI events repeat.
-const TEXT_PARTS: [&str; 2] = ["input_text", "output_text"];
+const TEXT_PARTS: [&str; 2] = [content::INPUT_TEXT, content::OUTPUT_TEXT];
 
 /// What a message is, for the UI events it needs.
 pub(super) enum Role {

@@ -6,6 +6,7 @@ use super::{Findings, Invariant};
 use crate::model::rollout::view::{
     BaseInstructionsView, Kind, LineView, RolloutItemView, SessionMetaView,
 };
+use crate::model::rollout::wire;
 
 /// Checks the session meta; returns the base instructions' text, when there is one.
 pub(super) fn check_session_meta<'l>(
@@ -55,11 +56,11 @@ fn check_first<'l>(
         Kind::Null
     };
     for (key, kind) in [
-        ("id", id),
-        ("timestamp", meta.timestamp),
-        ("cwd", meta.cwd),
-        ("originator", meta.originator),
-        ("cli_version", meta.cli_version),
+        (wire::key::ID, id),
+        (wire::key::TIMESTAMP, meta.timestamp),
+        (wire::key::CWD, meta.cwd),
+        (wire::key::ORIGINATOR, meta.originator),
+        (wire::key::CLI_VERSION, meta.cli_version),
     ] {
         if kind != Kind::String {
             out.violation(

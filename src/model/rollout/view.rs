@@ -29,10 +29,7 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::{
-    TAG_COMPACTED, TAG_EVENT_MSG, TAG_RESPONSE_ITEM, TAG_SESSION_META, TAG_TOKEN_USAGE_RECORD,
-    TAG_TURN_CONTEXT, TAG_WORLD_STATE,
-};
+use super::wire::{self, event, item, key, tag};
 
 /// One line: its timestamp, its payload read by its tag.
 #[derive(Debug, PartialEq)]
@@ -144,11 +141,12 @@ pub enum PhaseView<'a> {
 }
 
 /// A content part (a part that is not an object reads as one with neither field).
-#[derive(Debug, Default, PartialEq, serde::Deserialize)]
+#[derive(Debug, Default, PartialEq)]
+#[cfg_attr(test, derive(serde::Deserialize))]
 pub struct PartView<'a> {
-    #[serde(default, borrow, rename = "type")]
+    #[cfg_attr(test, serde(default, borrow, rename = "type"))]
     pub kind: Option<Text<'a>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     pub text: Option<Text<'a>>,
 }
 
@@ -181,19 +179,19 @@ impl ResponseItemView<'_> {
     /// The type name as written (`None` when there is none).
     pub fn type_name(&self) -> Option<&str> {
         Some(match self {
-            ResponseItemView::Message(_) => "message",
-            ResponseItemView::Reasoning { .. } => "reasoning",
-            ResponseItemView::FunctionCall { .. } => "function_call",
-            ResponseItemView::FunctionCallOutput { .. } => "function_call_output",
-            ResponseItemView::CustomToolCall { .. } => "custom_tool_call",
-            ResponseItemView::CustomToolCallOutput { .. } => "custom_tool_call_output",
-            ResponseItemView::LocalShellCall { .. } => "local_shell_call",
-            ResponseItemView::ToolSearchCall => "tool_search_call",
-            ResponseItemView::ToolSearchOutput => "tool_search_output",
-            ResponseItemView::WebSearchCall => "web_search_call",
-            ResponseItemView::ImageGenerationCall => "image_generation_call",
-            ResponseItemView::Compaction => "compaction",
-            ResponseItemView::GhostSnapshot => "ghost_snapshot",
+            ResponseItemView::Message(_) => item::MESSAGE,
+            ResponseItemView::Reasoning { .. } => item::REASONING,
+            ResponseItemView::FunctionCall { .. } => item::FUNCTION_CALL,
+            ResponseItemView::FunctionCallOutput { .. } => item::FUNCTION_CALL_OUTPUT,
+            ResponseItemView::CustomToolCall { .. } => item::CUSTOM_TOOL_CALL,
+            ResponseItemView::CustomToolCallOutput { .. } => item::CUSTOM_TOOL_CALL_OUTPUT,
+            ResponseItemView::LocalShellCall { .. } => item::LOCAL_SHELL_CALL,
+            ResponseItemView::ToolSearchCall => item::TOOL_SEARCH_CALL,
+            ResponseItemView::ToolSearchOutput => item::TOOL_SEARCH_OUTPUT,
+            ResponseItemView::WebSearchCall => item::WEB_SEARCH_CALL,
+            ResponseItemView::ImageGenerationCall => item::IMAGE_GENERATION_CALL,
+            ResponseItemView::Compaction => item::COMPACTION,
+            ResponseItemView::GhostSnapshot => item::GHOST_SNAPSHOT,
             ResponseItemView::Other(kind) => return kind.as_deref(),
         })
     }
@@ -221,14 +219,14 @@ pub fn from_value(line: &Value) -> Option<LineView<'static>> {
     let Value::Object(_) = line else {
         return None;
     };
-    let payload = match &line["payload"] {
+    let payload = match &line[wire::line::PAYLOAD] {
         p @ Value::Object(_) => Some(Obj(fields_from_value(p))),
         _ => None,
     };
     Some(
         RawLine {
-            timestamp: string(&line["timestamp"]),
-            tag: string(&line["type"]),
+            timestamp: string(&line[wire::line::TIMESTAMP]),
+            tag: string(&line[wire::line::TYPE]),
             payload,
         }
         .into_view(),
@@ -236,58 +234,61 @@ pub fn from_value(line: &Value) -> Option<LineView<'static>> {
 }
 
 /// A line as the fast way reads it.
-#[derive(Default, serde::Deserialize)]
+#[derive(Default)]
+#[cfg_attr(test, derive(serde::Deserialize))]
 struct RawLine<'a> {
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     timestamp: Option<Text<'a>>,
-    #[serde(default, borrow, rename = "type")]
+    #[cfg_attr(test, serde(default, borrow, rename = "type"))]
     tag: Option<Text<'a>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     payload: Option<Obj<Fields<'a>>>,
 }
 
 /// The fields of every payload type at once, read in one pass.
-#[derive(Default, serde::Deserialize)]
+#[derive(Default)]
+#[cfg_attr(test, derive(serde::Deserialize))]
 struct Fields<'a> {
-    #[serde(default, borrow, rename = "type")]
+    #[cfg_attr(test, serde(default, borrow, rename = "type"))]
     kind: Option<Text<'a>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     role: Option<Text<'a>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     phase: Option<Text<'a>>,
-    #[serde(skip)]
+    #[cfg_attr(test, serde(skip))]
     phase_json: Option<Box<str>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     content: Option<Vec<Obj<PartView<'a>>>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     call_id: Option<Text<'a>>,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     arguments: Kind,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     input: Kind,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     output: Kind,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     message: Option<Text<'a>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     id: Option<Text<'a>>,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     timestamp: Kind,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     cwd: Kind,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     originator: Kind,
-    #[serde(default)]
+    #[cfg_attr(test, serde(default))]
     cli_version: Kind,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     base_instructions: Option<Obj<RawBaseInstructions<'a>>>,
-    #[serde(skip)]
+    #[cfg_attr(test, serde(skip))]
     base_instructions_not_object: bool,
 }
 
-#[derive(Default, serde::Deserialize)]
+#[derive(Default)]
+#[cfg_attr(test, derive(serde::Deserialize))]
 struct RawBaseInstructions<'a> {
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     text: Option<Text<'a>>,
 }
 
@@ -298,13 +299,13 @@ impl<'a> RawLine<'a> {
         let item = match self.tag {
             None => RolloutItemView::Untagged,
             Some(tag) => match &*tag {
-                TAG_SESSION_META => RolloutItemView::SessionMeta(fields.into_session_meta()),
-                TAG_RESPONSE_ITEM => RolloutItemView::ResponseItem(fields.into_response_item()),
-                TAG_EVENT_MSG => RolloutItemView::EventMsg(fields.into_event()),
-                TAG_COMPACTED => RolloutItemView::Compacted,
-                TAG_TURN_CONTEXT => RolloutItemView::TurnContext,
-                TAG_WORLD_STATE => RolloutItemView::WorldState,
-                TAG_TOKEN_USAGE_RECORD => RolloutItemView::TokenUsageRecord,
+                tag::SESSION_META => RolloutItemView::SessionMeta(fields.into_session_meta()),
+                tag::RESPONSE_ITEM => RolloutItemView::ResponseItem(fields.into_response_item()),
+                tag::EVENT_MSG => RolloutItemView::EventMsg(fields.into_event()),
+                tag::COMPACTED => RolloutItemView::Compacted,
+                tag::TURN_CONTEXT => RolloutItemView::TurnContext,
+                tag::WORLD_STATE => RolloutItemView::WorldState,
+                tag::TOKEN_USAGE_RECORD => RolloutItemView::TokenUsageRecord,
                 _ => RolloutItemView::Other(tag),
             },
         };
@@ -343,7 +344,7 @@ impl<'a> Fields<'a> {
         };
         let call_id = self.call_id;
         match &*kind {
-            "message" => ResponseItemView::Message(MessageView {
+            item::MESSAGE => ResponseItemView::Message(MessageView {
                 role: self.role,
                 content: parts(self.content),
                 phase: match (self.phase, self.phase_json) {
@@ -353,92 +354,92 @@ impl<'a> Fields<'a> {
                 },
                 id: self.id,
             }),
-            "reasoning" => ResponseItemView::Reasoning {
+            item::REASONING => ResponseItemView::Reasoning {
                 content: parts(self.content),
             },
-            "function_call" => ResponseItemView::FunctionCall {
+            item::FUNCTION_CALL => ResponseItemView::FunctionCall {
                 call_id,
                 arguments: self.arguments,
             },
-            "function_call_output" => ResponseItemView::FunctionCallOutput {
+            item::FUNCTION_CALL_OUTPUT => ResponseItemView::FunctionCallOutput {
                 call_id,
                 output: self.output,
             },
-            "custom_tool_call" => ResponseItemView::CustomToolCall {
+            item::CUSTOM_TOOL_CALL => ResponseItemView::CustomToolCall {
                 call_id,
                 input: self.input,
             },
-            "custom_tool_call_output" => ResponseItemView::CustomToolCallOutput {
+            item::CUSTOM_TOOL_CALL_OUTPUT => ResponseItemView::CustomToolCallOutput {
                 call_id,
                 output: self.output,
             },
-            "local_shell_call" => ResponseItemView::LocalShellCall { call_id },
-            "tool_search_call" => ResponseItemView::ToolSearchCall,
-            "tool_search_output" => ResponseItemView::ToolSearchOutput,
-            "web_search_call" => ResponseItemView::WebSearchCall,
-            "image_generation_call" => ResponseItemView::ImageGenerationCall,
-            "compaction" | "compaction_summary" => ResponseItemView::Compaction,
-            "ghost_snapshot" => ResponseItemView::GhostSnapshot,
+            item::LOCAL_SHELL_CALL => ResponseItemView::LocalShellCall { call_id },
+            item::TOOL_SEARCH_CALL => ResponseItemView::ToolSearchCall,
+            item::TOOL_SEARCH_OUTPUT => ResponseItemView::ToolSearchOutput,
+            item::WEB_SEARCH_CALL => ResponseItemView::WebSearchCall,
+            item::IMAGE_GENERATION_CALL => ResponseItemView::ImageGenerationCall,
+            item::COMPACTION | item::COMPACTION_SUMMARY => ResponseItemView::Compaction,
+            item::GHOST_SNAPSHOT => ResponseItemView::GhostSnapshot,
             _ => ResponseItemView::Other(Some(kind)),
         }
     }
 
     fn into_event(self) -> EventMsgView<'a> {
         match self.kind.as_deref() {
-            Some("user_message") => EventMsgView::UserMessage {
+            Some(event::USER_MESSAGE) => EventMsgView::UserMessage {
                 message: self.message,
             },
-            Some("agent_message") => EventMsgView::AgentMessage {
+            Some(event::AGENT_MESSAGE) => EventMsgView::AgentMessage {
                 message: self.message,
             },
-            Some("task_started") => EventMsgView::TaskStarted,
+            Some(event::TASK_STARTED) => EventMsgView::TaskStarted,
             _ => EventMsgView::Other(self.kind),
         }
     }
 }
 
 fn fields_from_value(p: &Value) -> Fields<'static> {
-    let (phase, phase_json) = match &p["phase"] {
+    let (phase, phase_json) = match &p[key::PHASE] {
         Value::Null => (None, None),
         Value::String(s) => (Some(Text(Cow::Owned(s.clone()))), None),
         other => (None, Some(other.to_string().into())),
     };
-    let (base_instructions, base_instructions_not_object) = match &p["base_instructions"] {
+    let (base_instructions, base_instructions_not_object) = match &p[key::BASE_INSTRUCTIONS] {
         Value::Null => (None, false),
         b @ Value::Object(_) => (
             Some(Obj(RawBaseInstructions {
-                text: string(&b["text"]),
+                text: string(&b[key::TEXT]),
             })),
             false,
         ),
         _ => (None, true),
     };
     Fields {
-        kind: string(&p["type"]),
-        role: string(&p["role"]),
+        kind: string(&p[key::TYPE]),
+        role: string(&p[key::ROLE]),
         phase,
         phase_json,
-        content: p["content"].as_array().map(|parts| {
+        content: p[key::CONTENT].as_array().map(|parts| {
             parts
                 .iter()
                 .map(|part| {
                     Obj(PartView {
-                        kind: string(&part["type"]),
-                        text: string(&part["text"]),
+                        kind: string(&part[key::TYPE]),
+                        text: string(&part[key::TEXT]),
                     })
                 })
                 .collect()
         }),
-        call_id: string(&p["call_id"]),
-        arguments: Kind::of(&p["arguments"]),
-        input: Kind::of(&p["input"]),
-        output: Kind::of(&p["output"]),
-        message: string(&p["message"]),
-        id: string(&p["id"]),
-        timestamp: Kind::of(&p["timestamp"]),
-        cwd: Kind::of(&p["cwd"]),
-        originator: Kind::of(&p["originator"]),
-        cli_version: Kind::of(&p["cli_version"]),
+        call_id: string(&p[key::CALL_ID]),
+        arguments: Kind::of(&p[key::ARGUMENTS]),
+        input: Kind::of(&p[key::INPUT]),
+        output: Kind::of(&p[key::OUTPUT]),
+        message: string(&p[key::MESSAGE]),
+        id: string(&p[key::ID]),
+        timestamp: Kind::of(&p[key::TIMESTAMP]),
+        cwd: Kind::of(&p[key::CWD]),
+        originator: Kind::of(&p[key::ORIGINATOR]),
+        cli_version: Kind::of(&p[key::CLI_VERSION]),
         base_instructions,
         base_instructions_not_object,
     }

@@ -21,6 +21,7 @@ use std::borrow::Cow;
 
 use super::{Fields, Kind, LineView, Obj, PartView, RawBaseInstructions, RawLine, Text};
 use crate::model::json;
+use crate::model::rollout::wire;
 
 /// The nesting limit the validator holds lines to (serde_json's, which Codex has): a line
 /// nested deeper is refused here, and the slow way says why.
@@ -45,9 +46,9 @@ pub(super) fn line(raw: &str) -> Option<LineView<'_>> {
     let mut line = RawLine::default();
     s.fill(&mut line, |s, line, seen, key| {
         match key {
-            "timestamp" => line.timestamp = seen.field(0, || s.opt_text())?,
-            "type" => line.tag = seen.field(1, || s.opt_text())?,
-            "payload" => seen.field(2, || s.payload(&mut line.payload))?,
+            wire::line::TIMESTAMP => line.timestamp = seen.field(0, || s.opt_text())?,
+            wire::line::TYPE => line.tag = seen.field(1, || s.opt_text())?,
+            wire::line::PAYLOAD => seen.field(2, || s.payload(&mut line.payload))?,
             _ => s.skip(1)?,
         }
         Some(())
@@ -411,21 +412,21 @@ impl<'a> Scanner<'a> {
     fn fields(&mut self, fields: &mut Fields<'a>) -> Option<()> {
         self.fill(fields, |s, f, seen, key| {
             match key {
-                "type" => f.kind = seen.field(0, || s.opt_text())?,
-                "role" => f.role = seen.field(1, || s.opt_text())?,
-                "phase" => f.phase = seen.field(2, || s.opt_text())?,
-                "content" => f.content = seen.field(3, || s.nullable(Self::parts))?,
-                "call_id" => f.call_id = seen.field(4, || s.opt_text())?,
-                "arguments" => f.arguments = seen.field(5, || s.kind())?,
-                "input" => f.input = seen.field(6, || s.kind())?,
-                "output" => f.output = seen.field(7, || s.kind())?,
-                "message" => f.message = seen.field(8, || s.opt_text())?,
-                "id" => f.id = seen.field(9, || s.opt_text())?,
-                "timestamp" => f.timestamp = seen.field(10, || s.kind())?,
-                "cwd" => f.cwd = seen.field(11, || s.kind())?,
-                "originator" => f.originator = seen.field(12, || s.kind())?,
-                "cli_version" => f.cli_version = seen.field(13, || s.kind())?,
-                "base_instructions" => {
+                wire::key::TYPE => f.kind = seen.field(0, || s.opt_text())?,
+                wire::key::ROLE => f.role = seen.field(1, || s.opt_text())?,
+                wire::key::PHASE => f.phase = seen.field(2, || s.opt_text())?,
+                wire::key::CONTENT => f.content = seen.field(3, || s.nullable(Self::parts))?,
+                wire::key::CALL_ID => f.call_id = seen.field(4, || s.opt_text())?,
+                wire::key::ARGUMENTS => f.arguments = seen.field(5, || s.kind())?,
+                wire::key::INPUT => f.input = seen.field(6, || s.kind())?,
+                wire::key::OUTPUT => f.output = seen.field(7, || s.kind())?,
+                wire::key::MESSAGE => f.message = seen.field(8, || s.opt_text())?,
+                wire::key::ID => f.id = seen.field(9, || s.opt_text())?,
+                wire::key::TIMESTAMP => f.timestamp = seen.field(10, || s.kind())?,
+                wire::key::CWD => f.cwd = seen.field(11, || s.kind())?,
+                wire::key::ORIGINATOR => f.originator = seen.field(12, || s.kind())?,
+                wire::key::CLI_VERSION => f.cli_version = seen.field(13, || s.kind())?,
+                wire::key::BASE_INSTRUCTIONS => {
                     f.base_instructions =
                         seen.field(14, || s.nullable(|s| s.base_instructions().map(Obj)))?
                 }
@@ -437,7 +438,7 @@ impl<'a> Scanner<'a> {
 
     fn base_instructions(&mut self) -> Option<RawBaseInstructions<'a>> {
         self.record(|s, b: &mut RawBaseInstructions<'a>, seen, key| {
-            if key == "text" {
+            if key == wire::key::TEXT {
                 b.text = seen.field(0, || s.opt_text())?;
                 Some(())
             } else {
@@ -452,8 +453,8 @@ impl<'a> Scanner<'a> {
         self.array(|s| {
             let part = s.record(|s, part: &mut PartView<'a>, seen, key| {
                 match key {
-                    "type" => part.kind = seen.field(0, || s.opt_text())?,
-                    "text" => part.text = seen.field(1, || s.opt_text())?,
+                    wire::key::TYPE => part.kind = seen.field(0, || s.opt_text())?,
+                    wire::key::TEXT => part.text = seen.field(1, || s.opt_text())?,
                     _ => s.skip(4)?,
                 }
                 Some(())

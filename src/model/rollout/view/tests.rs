@@ -159,7 +159,7 @@ fn every_written_item_reads_back() {
         },
     ];
     for item in &items {
-        let raw = round_trip(TAG_RESPONSE_ITEM, item);
+        let raw = round_trip(tag::RESPONSE_ITEM, item);
         let view = read(&raw);
         assert_eq!(
             view.item,
@@ -186,7 +186,7 @@ fn session_meta_events_and_compacted_read_back() {
             branch: "main".into(),
         }),
     };
-    let raw = round_trip(TAG_SESSION_META, &meta);
+    let raw = round_trip(tag::SESSION_META, &meta);
     let expected = RolloutItemView::SessionMeta(SessionMetaView {
         id: text(&meta.id),
         timestamp: Kind::String,
@@ -210,7 +210,7 @@ fn session_meta_events_and_compacted_read_back() {
         },
     ];
     for event in &events {
-        let raw = round_trip(TAG_EVENT_MSG, event);
+        let raw = round_trip(tag::EVENT_MSG, event);
         // No `_` arm, as above.
         let expected = match event {
             EventMsg::UserMessage { message, .. } => EventMsgView::UserMessage {
@@ -223,7 +223,7 @@ fn session_meta_events_and_compacted_read_back() {
         assert_eq!(read(&raw).item, RolloutItemView::EventMsg(expected));
     }
     let raw = round_trip(
-        TAG_COMPACTED,
+        tag::COMPACTED,
         &Compacted {
             message: "summary",
             replacement_history: None,
@@ -240,7 +240,7 @@ fn session_meta_events_and_compacted_read_back() {
             phase: None,
         }]),
     };
-    let raw = round_trip(TAG_COMPACTED, &replacing);
+    let raw = round_trip(tag::COMPACTED, &replacing);
     assert_eq!(read(&raw).item, RolloutItemView::Compacted);
 }
 
@@ -291,9 +291,9 @@ fn what_codex_writes_reads_by_name() {
         assert_eq!(read(&raw).item, RolloutItemView::ResponseItem(expected));
     }
     for (tag, expected) in [
-        (TAG_TURN_CONTEXT, RolloutItemView::TurnContext),
-        (TAG_WORLD_STATE, RolloutItemView::WorldState),
-        (TAG_TOKEN_USAGE_RECORD, RolloutItemView::TokenUsageRecord),
+        (tag::TURN_CONTEXT, RolloutItemView::TurnContext),
+        (tag::WORLD_STATE, RolloutItemView::WorldState),
+        (tag::TOKEN_USAGE_RECORD, RolloutItemView::TokenUsageRecord),
         (
             "event",
             RolloutItemView::Other(Text(Cow::Borrowed("event"))),

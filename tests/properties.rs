@@ -19,6 +19,13 @@
 //! Plain-text reasoning is generated on assistant messages only: on other roles the converter
 //! drops it without a decision, and the accounting quarantines the record (reported on issue 3).
 
+// A test says where it failed by panicking, and reads JSON of any shape.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::wildcard_enum_match_arm
+)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

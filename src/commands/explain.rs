@@ -216,7 +216,13 @@ fn describe(item: &OutItem) -> String {
             } => {
                 let kind = match item.kind {
                     ItemKind::ContextualUser => "contextual user",
-                    _ => role,
+                    ItemKind::RealUser
+                    | ItemKind::Developer
+                    | ItemKind::Assistant
+                    | ItemKind::Reasoning
+                    | ItemKind::Call
+                    | ItemKind::Output
+                    | ItemKind::Compacted => role,
                 };
                 let parts: Vec<String> = content
                     .iter()

@@ -69,7 +69,9 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
     // File by file, in the order given; keys no file sets last.
     errors.sort_by_key(|e| match e {
         RulesError::NotSet { .. } => usize::MAX,
-        _ => file_id(e.path()).unwrap_or(0),
+        RulesError::Read { .. } | RulesError::Syntax { .. } | RulesError::Invalid { .. } => {
+            file_id(e.path()).unwrap_or(0)
+        }
     });
     for err in &errors {
         let diagnostic = diagnostic(err, &file_id, &files, ui.width);

@@ -168,7 +168,13 @@ impl Builder<'_> {
                 let position = developer.iter().take_while(|s| s.first).count();
                 developer.insert(position, section);
             }
-            _ => self.context.developer.push(section),
+            Slot::BaseInstructions
+            | Slot::Developer
+            | Slot::ContextualUser
+            | Slot::Compacted
+            | Slot::Drop
+            | Slot::Quarantine
+            | Slot::User => self.context.developer.push(section),
         }
         Ok(())
     }
@@ -236,7 +242,10 @@ impl Builder<'_> {
                 for part in parts.iter_mut() {
                     match part {
                         Part::Text(t) | Part::Refusal(t) => pieces.push(std::mem::take(t)),
-                        other => {
+                        other @ Part::Image { .. }
+                        | other @ Part::Audio { .. }
+                        | other @ Part::File { .. }
+                        | other @ Part::Unknown { .. } => {
                             let policy = &self.rules.policy;
                             let mut decisions = Vec::new();
                             let item =

@@ -477,7 +477,9 @@ fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
                 .iter()
                 .filter_map(|c| match c {
                     ContentItem::InputImage { image_url, .. } => image_url.as_deref(),
-                    _ => None,
+                    ContentItem::InputText { .. }
+                    | ContentItem::InputAudio { .. }
+                    | ContentItem::OutputText { .. } => None,
                 })
                 .collect(),
         }),

@@ -212,7 +212,10 @@ fn lite_item<'a>(
                     detail: None,
                 }
             }
-            other => other.clone(),
+            other @ ContentItem::InputText { .. }
+            | other @ ContentItem::InputImage { .. }
+            | other @ ContentItem::InputAudio { .. }
+            | other @ ContentItem::OutputText { .. } => other.clone(),
         })
         .collect();
     Cow::Owned(ResponseItem::Message {

@@ -644,7 +644,11 @@ mod tests {
                 crate::model::rollout::ResponseItem::FunctionCall { call_id, .. } => {
                     Some(call_id.clone())
                 }
-                _ => None,
+                crate::model::rollout::ResponseItem::Message { .. }
+                | crate::model::rollout::ResponseItem::Reasoning { .. }
+                | crate::model::rollout::ResponseItem::FunctionCallOutput { .. }
+                | crate::model::rollout::ResponseItem::CustomToolCall { .. }
+                | crate::model::rollout::ResponseItem::CustomToolCallOutput { .. } => None,
             })
             .collect();
         let mut expected: Vec<String> = (2..=taken + 1).map(|k| format!("c#{k}")).collect();

@@ -81,7 +81,9 @@ impl Builder<'_> {
             .into_iter()
             .filter_map(|c| match c {
                 ContentItem::InputText { text } => Some(text),
-                _ => None,
+                ContentItem::InputImage { .. }
+                | ContentItem::InputAudio { .. }
+                | ContentItem::OutputText { .. } => None,
             })
             .collect();
         for text in texts {
@@ -129,7 +131,10 @@ impl Builder<'_> {
                     match part {
                         Part::Text(t) => items.push(text_item(side, std::mem::take(t))),
                         Part::Refusal(t) => items.extend(self.refusal(t, m.index, side)?),
-                        other => {
+                        other @ Part::Image { .. }
+                        | other @ Part::Audio { .. }
+                        | other @ Part::File { .. }
+                        | other @ Part::Unknown { .. } => {
                             let policy = &self.rules.policy;
                             let mut decisions = Vec::new();
                             let item = convert_part(other, side, policy, m.index, &mut decisions)?;

@@ -534,7 +534,11 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
                     .into_iter()
                     .map(|b| match b {
                         Value::String(text) => Part::Text(text),
-                        mut b => match b.get_mut("text").map(std::mem::take) {
+                        mut b @ (Value::Null
+                        | Value::Bool(_)
+                        | Value::Number(_)
+                        | Value::Array(_)
+                        | Value::Object(_)) => match b.get_mut("text").map(std::mem::take) {
                             Some(Value::String(text)) => Part::Text(text),
                             _ => Part::Unknown {
                                 kind: b
@@ -547,7 +551,10 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
                     })
                     .collect(),
             ),
-            other => Content::Text(other.to_string()),
+            other @ Value::Null
+            | other @ Value::Bool(_)
+            | other @ Value::Number(_)
+            | other @ Value::Object(_) => Content::Text(other.to_string()),
         };
         messages.push(Message {
             role: "system".into(),

@@ -61,7 +61,7 @@ pub fn map_content(role: &str, content: Value, policy: &Policies) -> Mapped {
                 m.content = Content::Null;
             }
         }
-        other => {
+        other @ Value::Bool(_) | other @ Value::Number(_) | other @ Value::Object(_) => {
             // A lone block object, as some loggers write it.
             builder.block(other);
         }
@@ -220,7 +220,9 @@ impl Builder<'_> {
         let message = self.open();
         match &mut message.content {
             Content::Parts(parts) => parts.push(part),
-            slot => *slot = Content::Parts(vec![part]),
+            slot @ Content::Missing | slot @ Content::Null | slot @ Content::Text(_) => {
+                *slot = Content::Parts(vec![part])
+            }
         }
     }
 
@@ -353,9 +355,11 @@ impl Builder<'_> {
                     _ => vec![Part::Unknown { kind }],
                 }
             }
-            _ => vec![Part::Unknown {
-                kind: "non-object".to_string(),
-            }],
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => {
+                vec![Part::Unknown {
+                    kind: "non-object".to_string(),
+                }]
+            }
         }
     }
 
@@ -409,7 +413,11 @@ impl Builder<'_> {
                             }
                             Content::Parts(parts)
                         }
-                        other => Content::Text(other.to_string()),
+                        other @ Value::Null
+                        | other @ Value::Bool(_)
+                        | other @ Value::Number(_)
+                        | other @ Value::Array(_)
+                        | other @ Value::Object(_) => Content::Text(other.to_string()),
                     };
                     self.note(rule, &format!("{kind} block as a call output"), 0);
                     self.own_message(Message {
@@ -529,9 +537,11 @@ fn media_part(
                             kind: "document content block".to_string(),
                         },
                     },
-                    _ => Part::Unknown {
-                        kind: "document content block".to_string(),
-                    },
+                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => {
+                        Part::Unknown {
+                            kind: "document content block".to_string(),
+                        }
+                    }
                 })
                 .collect()
         }

@@ -284,7 +284,10 @@ pub fn canonical(value: &Value, drop: &[&str], text_type: &str) -> Value {
                 .map(|v| canonical(v, drop, text_type))
                 .collect(),
         ),
-        other => other.clone(),
+        other @ Value::Null
+        | other @ Value::Bool(_)
+        | other @ Value::Number(_)
+        | other @ Value::String(_) => other.clone(),
     }
 }
 
@@ -312,14 +315,18 @@ fn envelope_part(record: &mut Value, key: &str) -> Option<Value> {
                     }
                     Value::Object(map)
                 }
-                other => other,
+                other @ Value::Null
+                | other @ Value::Bool(_)
+                | other @ Value::Number(_)
+                | other @ Value::String(_)
+                | other @ Value::Array(_) => other,
             }
         }
     };
     match taken {
         Value::String(text) => serde_json::from_str(&text).ok(),
         Value::Object(_) => Some(taken),
-        _ => None,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => None,
     }
 }
 

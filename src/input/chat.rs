@@ -44,7 +44,10 @@ const ROLLOUT_TAGS: [&str; 5] = [
 /// which must read the same whatever paths a rule file names.
 pub fn built_record_rules(rules: &InputRules) -> InputRules {
     let mut built = rules.clone();
-    built.messages_at = vec![crate::rules::PathExpr::parse("messages").expect("a plain key")];
+    // A plain key always parses; were it not to, no path is tried and the record is refused.
+    built.messages_at = crate::rules::PathExpr::parse("messages")
+        .into_iter()
+        .collect();
     built.reply_at = Vec::new();
     built.guess = false;
     built
@@ -66,7 +69,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
                 let v = path.get(&value)?;
                 match v {
                     Value::Array(_) | Value::String(_) => Some(path.clone()),
-                    _ => None,
+                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => None,
                 }
             });
             match found {
@@ -88,7 +91,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
     let mut raw_messages = match list {
         Value::String(text) => vec![user_text(text)],
         Value::Array(items) => flatten_turns(items),
-        _ => Vec::new(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => Vec::new(),
     };
     raw_messages.extend(take_reply(&mut value, rules));
     if raw_messages.is_empty() {
@@ -186,12 +189,14 @@ fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transc
         Json::List(items) if !items.is_empty() && items.iter().all(Tree::is_list) => {
             let turns = items.into_iter().flat_map(|turn| match turn.into_json() {
                 Json::List(messages) => messages,
-                _ => Vec::new(),
+                Json::Null | Json::Bool | Json::Number | Json::String(_) | Json::Object(_) => {
+                    Vec::new()
+                }
             });
             read_messages(turns, 0, &path, rules).ok()?
         }
         Json::List(items) => read_messages(items, 0, &path, rules).ok()?,
-        _ => return None,
+        Json::Null | Json::Bool | Json::Number | Json::Object(_) => return None,
     };
     if let Some(reply) = take_reply(&mut value, rules) {
         messages.extend(read_messages([reply], messages.len(), &path, rules).ok()?);
@@ -278,7 +283,9 @@ fn transcript(
             .filter(|(_, v)| !v.is_null())
             .map(|(k, _)| k.clone())
             .collect(),
-        _ => Vec::new(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+            Vec::new()
+        }
     };
     Transcript {
         messages,
@@ -325,7 +332,9 @@ fn guess_messages(
 fn map_of(value: &Value) -> Option<&Map<String, Value>> {
     match value {
         Value::Object(map) => Some(map),
-        _ => None,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+            None
+        }
     }
 }
 
@@ -340,7 +349,9 @@ fn messages_by_shape(record: Option<&Map<String, Value>>) -> Vec<Vec<String>> {
                     .iter()
                     .all(|item| matches!(item.get("role"), Some(Value::String(_))))
         }
-        _ => false,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_) => {
+            false
+        }
     };
     let mut found = Vec::new();
     for (key, value) in record.into_iter().flatten() {
@@ -392,7 +403,11 @@ fn flatten_turns(items: Vec<Value>) -> Vec<Value> {
             .into_iter()
             .flat_map(|turn| match turn {
                 Value::Array(messages) => messages,
-                _ => Vec::new(),
+                Value::Null
+                | Value::Bool(_)
+                | Value::Number(_)
+                | Value::String(_)
+                | Value::Object(_) => Vec::new(),
             })
             .collect()
     } else {
@@ -404,12 +419,12 @@ fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
     meta.id = rules.id_at.iter().find_map(|p| match p.get(record)? {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
-        _ => None,
+        Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
     });
     meta.created_ms = rules.created_at.iter().find_map(|p| match p.get(record)? {
         Value::Number(n) => epoch_number_to_ms(n.as_f64()?),
         Value::String(s) => parse_rfc3339_ms(s),
-        _ => None,
+        Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
     });
     meta.model = rules
         .model_at
@@ -424,7 +439,13 @@ fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
                 None => value.as_bool() != Some(false),
                 Some(expected) => match value {
                     Value::String(s) => s == expected,
-                    other => serde_json::from_str::<Value>(expected).is_ok_and(|e| &e == other),
+                    other @ Value::Null
+                    | other @ Value::Bool(_)
+                    | other @ Value::Number(_)
+                    | other @ Value::Array(_)
+                    | other @ Value::Object(_) => {
+                        serde_json::from_str::<Value>(expected).is_ok_and(|e| &e == other)
+                    }
                 },
             },
         });
@@ -448,7 +469,10 @@ fn string_at<N: Tree>(value: N, key: &str) -> Result<Option<String>, String> {
     match value.into_json() {
         Json::Null => Ok(None),
         Json::String(s) => Ok(Some(s)),
-        other => Err(format!("`{key}` is a {}, not a string", other.kind())),
+        other @ Json::Bool
+        | other @ Json::Number
+        | other @ Json::List(_)
+        | other @ Json::Object(_) => Err(format!("`{key}` is a {}, not a string", other.kind())),
     }
 }
 
@@ -478,7 +502,10 @@ fn string_or_drop<N: Tree>(
     match value.into_json() {
         Json::Null => None,
         Json::String(s) => Some(s),
-        other => {
+        other @ Json::Bool
+        | other @ Json::Number
+        | other @ Json::List(_)
+        | other @ Json::Object(_) => {
             dropped.push(DroppedField {
                 path: format!("{at}{key}"),
                 found: other.kind(),
@@ -521,7 +548,13 @@ pub(crate) fn read_message<N: Tree>(
 ) -> Result<Message, String> {
     let mut map = match raw.into_json() {
         Json::Object(map) => map,
-        other => return Err(format!("is a {}, not a message object", other.kind())),
+        other @ Json::Null
+        | other @ Json::Bool
+        | other @ Json::Number
+        | other @ Json::String(_)
+        | other @ Json::List(_) => {
+            return Err(format!("is a {}, not a message object", other.kind()))
+        }
     };
     let role = take_string(&mut map, "role")?.ok_or_else(|| "has no `role`".to_string())?;
     // Keep the role as written when an alias renames it, so that the renaming is audited
@@ -601,7 +634,13 @@ where
             for id in ids {
                 match id.into_json() {
                     Json::String(s) => tool_call_ids.push(s),
-                    other => return Err(format!("`tool_call_ids` holds a {}", other.kind())),
+                    other @ Json::Null
+                    | other @ Json::Bool
+                    | other @ Json::Number
+                    | other @ Json::List(_)
+                    | other @ Json::Object(_) => {
+                        return Err(format!("`tool_call_ids` holds a {}", other.kind()))
+                    }
                 }
             }
         }
@@ -631,7 +670,11 @@ where
 fn read_tool_call<N: Tree>(call: N) -> Result<ToolCall, String> {
     let mut map = match call.into_json() {
         Json::Object(map) => map,
-        other => return Err(format!("a tool call is a {}", other.kind())),
+        other @ Json::Null
+        | other @ Json::Bool
+        | other @ Json::Number
+        | other @ Json::String(_)
+        | other @ Json::List(_) => return Err(format!("a tool call is a {}", other.kind())),
     };
     let id = take_string(&mut map, "id")?;
     let custom = map.str_of("type") == Some("custom");
@@ -658,7 +701,11 @@ fn read_tool_call<N: Tree>(call: N) -> Result<ToolCall, String> {
             .ok_or_else(|| "tool call without `function`".to_string())?;
         match function.into_json() {
             Json::Object(f) => read_function(f, false)?,
-            other => return Err(format!("`function` is a {}", other.kind())),
+            other @ Json::Null
+            | other @ Json::Bool
+            | other @ Json::Number
+            | other @ Json::String(_)
+            | other @ Json::List(_) => return Err(format!("`function` is a {}", other.kind())),
         }
     };
     parsed.id = id;
@@ -708,7 +755,9 @@ fn read_part<N: Tree>(
     let mut map = match part {
         Json::String(s) => return Ok(Part::Text(s)),
         Json::Object(map) => map,
-        other => return Err(format!("a content part is a {}", other.kind())),
+        other @ Json::Null | other @ Json::Bool | other @ Json::Number | other @ Json::List(_) => {
+            return Err(format!("a content part is a {}", other.kind()))
+        }
     };
     let kind_name = map
         .str_of("type")

@@ -90,7 +90,7 @@ fn classify(value: Value) -> Line {
             _ if map.get("data").and_then(Value::as_str) == Some("[DONE]") => Line::Done,
             _ => Line::Other("an SSE event that is not a chat.completion.chunk".into()),
         },
-        _ => Line::Other(
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_) => Line::Other(
             "neither a {request, response} pair of the Chat Completions API nor a chat.completion.chunk"
                 .into(),
         ),

@@ -958,7 +958,9 @@ impl Walk<'_> {
                         Value::String(text) => out.push(Part::Text(text.clone())),
                         Value::Object(object) => out.extend(self.object_part(object)),
                         Value::Null => {}
-                        other => out.push(Part::Text(other.to_string())),
+                        other @ Value::Bool(_)
+                        | other @ Value::Number(_)
+                        | other @ Value::Array(_) => out.push(Part::Text(other.to_string())),
                     }
                 }
             }
@@ -1069,7 +1071,7 @@ pub fn without_empty_texts(content: Content) -> Content {
                 Content::Parts(parts)
             }
         }
-        other => other,
+        other @ Content::Missing | other @ Content::Null | other @ Content::Text(_) => other,
     }
 }
 

@@ -210,7 +210,11 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                             .enumerate()
                             .map(|(k, v)| match v {
                                 Value::Object(o) => Ok(o),
-                                other => Err(refuse(format!(
+                                other @ Value::Null
+                                | other @ Value::Bool(_)
+                                | other @ Value::Number(_)
+                                | other @ Value::String(_)
+                                | other @ Value::Array(_) => Err(refuse(format!(
                                     "loglines[{k}] is a JSON {}, not a line",
                                     json_kind(&other)
                                 ))),
@@ -233,7 +237,11 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                 index: record.index,
                 object,
             }),
-            other => read.refused.push((
+            other @ Value::Null
+            | other @ Value::Bool(_)
+            | other @ Value::Number(_)
+            | other @ Value::String(_)
+            | other @ Value::Array(_) => read.refused.push((
                 record.index,
                 refuse(format!(
                     "line is a JSON {}, not a session line",
@@ -478,7 +486,10 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> SourceConversa
             let blocks = match content {
                 Value::Array(blocks) => blocks,
                 Value::Null => Vec::new(),
-                other => vec![other],
+                other @ Value::Bool(_)
+                | other @ Value::Number(_)
+                | other @ Value::String(_)
+                | other @ Value::Object(_) => vec![other],
             };
             match &mut open {
                 Some(response) if response.id == id => response.blocks.extend(blocks),
@@ -624,7 +635,10 @@ fn user_line(
             };
         }
         Value::Array(blocks) => blocks,
-        other => {
+        other @ Value::Null
+        | other @ Value::Bool(_)
+        | other @ Value::Number(_)
+        | other @ Value::Object(_) => {
             let mapped = map_content("user", other, policy);
             return (mapped.messages, mapped.notes.into_vec());
         }

@@ -244,6 +244,8 @@ impl Walk<'_> {
     /// The symlink `name` here, then `rest`: refused without `--follow`; with it, the link is
     /// resolved, and the walk starts again from the root along its target, which must be inside
     /// the tree.
+    // Matches a foreign non-exhaustive enum, which needs a wildcard arm.
+    #[allow(clippy::wildcard_enum_match_arm)]
     fn through_link(&mut self, name: &OsStr, rest: Vec<Step>) -> Result<OwnedFd, Refusal> {
         if !self.follow {
             return Err(Refusal::Symlink);
@@ -254,6 +256,7 @@ impl Walk<'_> {
         }
         let target = std::fs::canonicalize(self.path().join(name)).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Refusal::Missing,
+            // `ErrorKind` is non-exhaustive: a wildcard is the only way to match the rest.
             _ => Refusal::Unreadable,
         })?;
         let root = std::fs::canonicalize(self.root).map_err(|_| Refusal::Unreadable)?;

@@ -75,7 +75,7 @@ fn tape_is_plain(nodes: &[simd_json::Node<'_>]) -> bool {
         let (first_key, count) = match node {
             Node::Array { count, .. } => (None, *count),
             Node::Object { len, count } => (nodes.get(at + 1).filter(|_| *len > 0), *count),
-            _ => continue,
+            Node::String(_) | Node::Static(_) => continue,
         };
         let raw_value = matches!(first_key, Some(Node::String(key)) if is_raw_value_key(key));
         if ends.len() >= MAX_DEPTH || raw_value {

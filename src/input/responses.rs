@@ -113,7 +113,9 @@ fn is_input_list(value: &Value) -> bool {
                         .any(|i| i.get("type").and_then(Value::as_str).is_some())
                 })
         }
-        _ => false,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+            false
+        }
     }
 }
 
@@ -492,7 +494,11 @@ fn text_of(v: Option<&Value>) -> String {
 fn hosted_call(built: &mut Built, id: &str, name: &str, arguments: Value) {
     let arguments = match arguments {
         Value::String(s) => s,
-        other => other.to_string(),
+        other @ Value::Null
+        | other @ Value::Bool(_)
+        | other @ Value::Number(_)
+        | other @ Value::Array(_)
+        | other @ Value::Object(_) => other.to_string(),
     };
     built.call(
         json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}),

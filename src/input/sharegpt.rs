@@ -168,7 +168,11 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
             .into_iter()
             .map(|v| match v {
                 Value::String(s) => s,
-                other => other.to_string(),
+                other @ Value::Null
+                | other @ Value::Bool(_)
+                | other @ Value::Number(_)
+                | other @ Value::Array(_)
+                | other @ Value::Object(_) => other.to_string(),
             })
             .collect(),
         Some(Value::String(one)) => vec![one],
@@ -201,7 +205,10 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
                 vec![Value::Object(turn)]
             }
             Value::Array(list) => list,
-            other => vec![other],
+            other @ Value::Null
+            | other @ Value::Bool(_)
+            | other @ Value::Number(_)
+            | other @ Value::Object(_) => vec![other],
         };
         if let Some(chosen) = map.remove("chosen").filter(|v| !v.is_null()) {
             turns.extend(as_turn(chosen));
@@ -437,13 +444,18 @@ fn observation(
         SharedObservation::Split => {
             let text = match &message.content {
                 Content::Text(t) => Some(t.clone()),
-                _ => None,
+                Content::Missing | Content::Null | Content::Parts(_) => None,
             };
             let items = text
                 .and_then(|t| serde_json::from_str::<Value>(&t).ok())
                 .and_then(|v| match v {
                     Value::Array(items) if items.len() == ids.len() => Some(items),
-                    _ => None,
+                    Value::Null
+                    | Value::Bool(_)
+                    | Value::Number(_)
+                    | Value::String(_)
+                    | Value::Array(_)
+                    | Value::Object(_) => None,
                 });
             match items {
                 Some(items) => {
@@ -454,7 +466,11 @@ fn observation(
                             .into_iter()
                             .map(|item| match item {
                                 Value::String(s) => Part::Text(s),
-                                other => Part::Text(other.to_string()),
+                                other @ Value::Null
+                                | other @ Value::Bool(_)
+                                | other @ Value::Number(_)
+                                | other @ Value::Array(_)
+                                | other @ Value::Object(_) => Part::Text(other.to_string()),
                             })
                             .collect(),
                     );
@@ -494,7 +510,11 @@ fn split_observations(
         for (id, part) in message.tool_call_ids.into_iter().zip(parts) {
             let text = match part {
                 Part::Text(t) => t,
-                _ => String::new(),
+                Part::Image { .. }
+                | Part::Audio { .. }
+                | Part::File { .. }
+                | Part::Refusal(_)
+                | Part::Unknown { .. } => String::new(),
             };
             out.push(Message {
                 role: "tool".into(),
@@ -612,12 +632,12 @@ fn place_images(
             {
                 Vec::new()
             }
-            _ => continue,
+            Content::Missing | Content::Null | Content::Text(_) | Content::Parts(_) => continue,
         };
         let parts_in = match std::mem::take(&mut message.content) {
             Content::Text(_) => texts.into_iter().map(Part::Text).collect(),
             Content::Parts(parts) => parts,
-            other => {
+            other @ Content::Missing | other @ Content::Null => {
                 message.content = other;
                 continue;
             }
@@ -722,12 +742,16 @@ fn read_image(context: &ReadContext<'_>, base: &Path, reference: &str) -> Result
 fn dataset_tools(tools: Value, transcript: &mut Transcript) {
     let parsed = match tools {
         Value::String(text) => serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
-        other => other,
+        other @ Value::Null
+        | other @ Value::Bool(_)
+        | other @ Value::Number(_)
+        | other @ Value::Array(_)
+        | other @ Value::Object(_) => other,
     };
     let list = match parsed {
         Value::Array(list) => list,
         Value::Object(_) => vec![parsed],
-        _ => Vec::new(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Vec::new(),
     };
     let mut names = Vec::new();
     for tool in list {

@@ -139,7 +139,7 @@ fn event_line(event: &Value) -> Line {
             Some(_) => Line::Other,
             None => Line::Data(event.clone()),
         },
-        _ => Line::Other,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => Line::Other,
     }
 }
 

@@ -90,7 +90,11 @@ impl Tree for Value {
     fn into_string(self) -> Result<String, Value> {
         match self {
             Value::String(s) => Ok(s),
-            other => Err(other),
+            other @ Value::Null
+            | other @ Value::Bool(_)
+            | other @ Value::Number(_)
+            | other @ Value::Array(_)
+            | other @ Value::Object(_) => Err(other),
         }
     }
 
@@ -172,7 +176,7 @@ impl<'t> TapeNode<'t> {
     fn object(self) -> Option<TapeObject<'t>> {
         match self.node()? {
             Node::Object { len, .. } => Some(TapeObject::new(self.nodes, self.at, len)),
-            _ => None,
+            Node::String(_) | Node::Array { .. } | Node::Static(_) => None,
         }
     }
 
@@ -312,7 +316,7 @@ impl<'t> Object for TapeObject<'t> {
     fn str_of(&self, key: &str) -> Option<&str> {
         match self.find(key)?.node()? {
             Node::String(s) => Some(s),
-            _ => None,
+            Node::Object { .. } | Node::Array { .. } | Node::Static(_) => None,
         }
     }
 

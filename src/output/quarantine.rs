@@ -93,7 +93,20 @@ impl QuarantineClass {
     pub fn invariant(self) -> Option<Invariant> {
         match self {
             QuarantineClass::Invariant(invariant) => Some(invariant),
-            _ => None,
+            QuarantineClass::Truncated
+            | QuarantineClass::TooLarge
+            | QuarantineClass::InvalidJson
+            | QuarantineClass::InvalidUnicode
+            | QuarantineClass::NotARecord
+            | QuarantineClass::RolloutLine
+            | QuarantineClass::BatchResultWithoutRequest
+            | QuarantineClass::BatchFailed
+            | QuarantineClass::MissingLink
+            | QuarantineClass::NoMessages
+            | QuarantineClass::AmbiguousMessages
+            | QuarantineClass::EmptyMessages
+            | QuarantineClass::BadMessage
+            | QuarantineClass::Rule => None,
         }
     }
 }

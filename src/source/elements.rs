@@ -369,7 +369,9 @@ mod tests {
                     line,
                     index,
                 } => (String::from_utf8(bytes).unwrap(), offset, line, index),
-                other => panic!("{other:?}"),
+                other @ Element::Oversized { .. } | other @ Element::Broken { .. } => {
+                    panic!("{other:?}")
+                }
             })
             .collect()
     }

@@ -113,6 +113,8 @@ pub fn is_conversations_entry(name: &str) -> bool {
 /// whatever their size, and a conversation longer than `--max-record-bytes` is a line the
 /// splitter reports oversized. A break in an entry's JSON between conversations, a truncated
 /// or corrupt entry (its CRC-32 is checked) is a read error at that point.
+// Matches a foreign non-exhaustive enum, which needs a wildcard arm.
+#[allow(clippy::wildcard_enum_match_arm)]
 fn export_conversations(path: &Path) -> io::Result<ExportLines> {
     let mut archive = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;
     let mut entries = Vec::new();
@@ -128,6 +130,8 @@ fn export_conversations(path: &Path) -> io::Result<ExportLines> {
             deflated: match entry.compression() {
                 zip::CompressionMethod::Stored => false,
                 zip::CompressionMethod::Deflated => true,
+                // `CompressionMethod` is non-exhaustive: a binding is the only way to match
+                // the rest.
                 other => {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,

@@ -216,7 +216,15 @@ impl<'l> Walk<'l> {
             | ResponseItemView::ToolSearchCall
             | ResponseItemView::WebSearchCall
             | ResponseItemView::ImageGenerationCall => return,
-            other => format!("`{}`", other.type_name().unwrap_or("(no type)")),
+            other @ ResponseItemView::Reasoning { .. }
+            | other @ ResponseItemView::FunctionCallOutput { .. }
+            | other @ ResponseItemView::CustomToolCallOutput { .. }
+            | other @ ResponseItemView::ToolSearchOutput
+            | other @ ResponseItemView::Compaction
+            | other @ ResponseItemView::GhostSnapshot
+            | other @ ResponseItemView::Other(_) => {
+                format!("`{}`", other.type_name().unwrap_or("(no type)"))
+            }
         };
         out.violation(
             Invariant::ReasoningPlacement,

@@ -17,7 +17,14 @@ pub(super) fn check_session_meta<'l>(
     let base = match lines.first() {
         Some((n, line)) => match &line.item {
             RolloutItemView::SessionMeta(meta) => check_first(*n, meta, file_uuid, out),
-            _ => {
+            RolloutItemView::ResponseItem(_)
+            | RolloutItemView::EventMsg(_)
+            | RolloutItemView::Compacted
+            | RolloutItemView::TurnContext
+            | RolloutItemView::WorldState
+            | RolloutItemView::TokenUsageRecord
+            | RolloutItemView::Other(_)
+            | RolloutItemView::Untagged => {
                 out.violation(
                     Invariant::SessionMeta,
                     *n,

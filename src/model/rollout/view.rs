@@ -170,7 +170,14 @@ impl<'a> LineView<'a> {
     pub fn response_item(&self) -> Option<&ResponseItemView<'a>> {
         match &self.item {
             RolloutItemView::ResponseItem(item) => Some(item),
-            _ => None,
+            RolloutItemView::SessionMeta(_)
+            | RolloutItemView::EventMsg(_)
+            | RolloutItemView::Compacted
+            | RolloutItemView::TurnContext
+            | RolloutItemView::WorldState
+            | RolloutItemView::TokenUsageRecord
+            | RolloutItemView::Other(_)
+            | RolloutItemView::Untagged => None,
         }
     }
 }
@@ -221,7 +228,9 @@ pub fn from_value(line: &Value) -> Option<LineView<'static>> {
     };
     let payload = match &line[wire::line::PAYLOAD] {
         p @ Value::Object(_) => Some(Obj(fields_from_value(p))),
-        _ => None,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+            None
+        }
     };
     Some(
         RawLine {
@@ -402,7 +411,10 @@ fn fields_from_value(p: &Value) -> Fields<'static> {
     let (phase, phase_json) = match &p[key::PHASE] {
         Value::Null => (None, None),
         Value::String(s) => (Some(Text(Cow::Owned(s.clone()))), None),
-        other => (None, Some(other.to_string().into())),
+        other @ Value::Bool(_)
+        | other @ Value::Number(_)
+        | other @ Value::Array(_)
+        | other @ Value::Object(_) => (None, Some(other.to_string().into())),
     };
     let (base_instructions, base_instructions_not_object) = match &p[key::BASE_INSTRUCTIONS] {
         Value::Null => (None, false),
@@ -412,7 +424,7 @@ fn fields_from_value(p: &Value) -> Fields<'static> {
             })),
             false,
         ),
-        _ => (None, true),
+        Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => (None, true),
     };
     Fields {
         kind: string(&p[key::TYPE]),

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::reader::Work;
 use super::record::{Converted, Outcome};
-use super::{format_name, FileCounts, Fingerprint, Portion, Progress};
+use super::{format_name, FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport, WithheldReport};
 use crate::audit::{Action, Summary};
@@ -29,16 +29,14 @@ use crate::output::guard::key;
 use crate::output::manifest::{FileEntry, RolloutEntry};
 use crate::output::quarantine::QuarantineClass;
 use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal};
-use crate::source::SourceFile;
 
 pub struct Collector<'h> {
     home: &'h Home,
     pub summary: Summary,
     quarantine: BufWriter<File>,
     conversations: BufWriter<File>,
-    files: &'h [SourceFile],
-    /// Each input file's content digest, from the plan.
-    digests: Vec<String>,
+    /// The run's files: what part of each the run reads, and its content digest.
+    files: &'h [PlannedFile],
     guard: &'h Guard,
     /// Files being read: records seen and rollouts placed so far.
     open: HashMap<usize, FileEntry>,
@@ -55,8 +53,6 @@ pub struct Collector<'h> {
     formats: HashMap<usize, &'static str>,
     /// The titles sources gave the conversations written, for Codex's thread names.
     thread_names: Vec<crate::output::session_index::IndexEntry>,
-    /// What part of each file the run reads (every file whole, unless sharded).
-    pub portions: Vec<Portion>,
     /// Where each segment started: (file's place in the walk, range, marks).
     segments: Vec<(usize, u64, Marks)>,
     /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
@@ -160,8 +156,7 @@ impl<'h> Collector<'h> {
     pub fn new(
         home: &'h Home,
         summary: Summary,
-        files: &'h [SourceFile],
-        digests: Vec<String>,
+        files: &'h [PlannedFile],
         guard: &'h Guard,
         format: Format,
     ) -> Result<Collector<'h>, OutputError> {
@@ -171,13 +166,12 @@ impl<'h> Collector<'h> {
             quarantine: BufWriter::new(home.create_run_file("quarantine.jsonl")?),
             conversations: BufWriter::new(home.create_run_file("conversations.jsonl")?),
             files,
-            digests,
             guard,
             open: HashMap::new(),
             stats: files
                 .iter()
                 .map(|f| FileStats {
-                    file: f.display.to_string(),
+                    file: f.source.display.to_string(),
                     ..FileStats::default()
                 })
                 .collect(),
@@ -187,7 +181,6 @@ impl<'h> Collector<'h> {
             counts: HashMap::new(),
             formats: HashMap::new(),
             thread_names: Vec::new(),
-            portions: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
             fingerprint: Fingerprint::default(),
@@ -209,12 +202,12 @@ impl<'h> Collector<'h> {
 
     /// The file's place in the walk.
     fn walk_index(&self, file: usize) -> usize {
-        self.portions.get(file).map_or(file, |p| p.index)
+        self.files.get(file).map_or(file, |f| f.portion.index)
     }
 
     /// Whether `file` counts in the file-level numbers.
     fn counted(&self, file: usize) -> bool {
-        self.portions.get(file).is_none_or(|p| p.counted)
+        self.files.get(file).is_none_or(|f| f.portion.counted)
     }
 
     /// The segments as `shard.json` writes them.
@@ -244,7 +237,7 @@ impl<'h> Collector<'h> {
             .enumerate()
             .map(|(i, file)| ShardFile {
                 index: self.walk_index(i),
-                key: file.key.clone(),
+                key: file.source.key.clone(),
                 counted: self.counted(i),
                 stats: self.stats[i].clone(),
             })
@@ -299,7 +292,7 @@ impl<'h> Collector<'h> {
                         bump(&mut self.summary.formats, format, 1);
                     }
                     let mut counts = self.counts.remove(file).unwrap_or_default();
-                    counts.file = self.files[*file].display.to_string();
+                    counts.file = self.files[*file].source.display.to_string();
                     progress.file_done(&counts);
                     self.file_done(*file, manifest)?
                 }
@@ -354,8 +347,7 @@ impl<'h> Collector<'h> {
     }
 
     fn file_entry(&mut self, file: usize) -> &mut FileEntry {
-        let source = &self.files[file];
-        let digest = &self.digests[file];
+        let PlannedFile { source, digest, .. } = &self.files[file];
         let fingerprint = &self.fingerprint;
         self.open.entry(file).or_insert_with(|| FileEntry {
             key: source.origin.clone(),
@@ -544,7 +536,7 @@ impl<'h> Collector<'h> {
         // A record of a split file that left this shard's ranges (a file edited before it,
         // not appended to) may be in another shard's now, under the same path: only the
         // sessions of whole files become orphans here.
-        let split = self.portions.get(file).is_some_and(|p| p.ranges);
+        let split = self.files.get(file).is_some_and(|f| f.portion.ranges);
         let previous = manifest.files.get(&entry.key).filter(|_| !split);
         let gone: Vec<RolloutEntry> = match previous {
             Some(previous) => {
@@ -643,9 +635,9 @@ impl<'h> Collector<'h> {
 
     /// Batch results: joined to a request, or quarantined (no request claimed them). Results
     /// of files left out (unchanged) are not counted again.
-    pub fn batch_results(&mut self, index: &BatchIndex, skip: &[bool]) -> Result<(), OutputError> {
+    pub fn batch_results(&mut self, index: &BatchIndex) -> Result<(), OutputError> {
         for result in index.results() {
-            if skip.get(result.file).copied().unwrap_or(false) {
+            if self.files.get(result.file).is_some_and(|f| f.skip) {
                 continue;
             }
             self.summary.records += 1;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::input::batch::BatchIndex;
 use crate::input::format::{self, Granularity, SourceFormat};
@@ -23,7 +23,7 @@ use crate::model::identity::Occurrences;
 use crate::model::Location;
 use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile};
 
-use super::Portion;
+use super::PlannedFile;
 
 const BATCH_RECORDS: usize = 512;
 const BATCH_BYTES: usize = 4 << 20;
@@ -66,21 +66,19 @@ pub struct Records {
 }
 
 /// The running reader.
-pub struct Reader {
-    pub handle: JoinHandle<()>,
+pub struct Reader<'scope> {
+    pub handle: ScopedJoinHandle<'scope, ()>,
     pub batches: Receiver<Vec<Work>>,
     /// Bytes on disk read so far, across files: what the progress bar measures.
     pub disk_read: Arc<AtomicU64>,
 }
 
 /// What the reader reads.
-pub struct Plan {
-    pub files: Arc<Vec<SourceFile>>,
-    /// Files left out (unchanged since the manifest recorded them).
-    pub skip: Vec<bool>,
-    pub index: Arc<BatchIndex>,
-    /// What part of each file this run reads.
-    pub portions: Vec<Portion>,
+pub struct Plan<'a> {
+    /// The run's files, each with what part of it to read; those left out (unchanged since
+    /// the manifest recorded them) are skipped.
+    pub files: &'a [PlannedFile],
+    pub index: &'a BatchIndex,
     /// The shard, when the run is one.
     pub shard: Option<ShardPlan>,
     /// The signal that asked the run to stop (0: none): stop reading; the file being read is
@@ -97,21 +95,25 @@ pub struct Plan {
     pub readers: usize,
 }
 
-/// Starts the reader thread over the plan's files. Files whose batch results were read ahead
-/// are replayed from `index.leftovers` (what is not a result line).
-pub fn spawn(plan: Plan) -> Reader {
+/// Starts the reader thread over the plan's files, in `scope`: it borrows the plan's files
+/// and index. Files whose batch results were read ahead are replayed from `index.leftovers`
+/// (what is not a result line).
+pub fn spawn<'scope, 'env: 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    plan: Plan<'env>,
+) -> Reader<'scope> {
     let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
     let disk_read = Arc::new(AtomicU64::new(0));
     let disk = Arc::clone(&disk_read);
-    let handle = std::thread::spawn(move || {
+    let handle = scope.spawn(move || {
         // Files read whole from disk go to the prefetch threads when there are several; a
         // small file, a file replayed from the batch index or cut into a shard's ranges is
         // read here.
         let ahead: Vec<usize> = (0..plan.files.len())
-            .filter(|&i| plan.files[i].size >= AHEAD_MIN_BYTES)
-            .filter(|&i| !plan.skip.get(i).copied().unwrap_or(false))
+            .filter(|&i| plan.files[i].source.size >= AHEAD_MIN_BYTES)
+            .filter(|&i| !plan.files[i].skip)
             .filter(|i| !plan.index.leftovers.contains_key(i))
-            .filter(|&i| !plan.portions.get(i).is_some_and(|p| p.ranges))
+            .filter(|&i| !plan.files[i].portion.ranges)
             .collect();
         let threads = if ahead.len() > 1 {
             plan.readers.clamp(1, ahead.len())
@@ -156,9 +158,7 @@ pub fn spawn(plan: Plan) -> Reader {
 fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: &AtomicU64) {
     let Plan {
         files,
-        skip,
         index,
-        portions,
         shard,
         stop,
         from,
@@ -170,8 +170,9 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
     let mut batch = Vec::with_capacity(BATCH_RECORDS);
     let mut batch_bytes = 0;
     let mut disk_before = 0u64;
-    for (file_index, file) in files.iter().enumerate() {
-        if skip.get(file_index).copied().unwrap_or(false) {
+    for (file_index, planned) in files.iter().enumerate() {
+        let file = &planned.source;
+        if planned.skip {
             disk_before += file.size;
             continue;
         }
@@ -189,11 +190,9 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
             }
             None => events(index, file_index, file, &in_file, max_record_bytes, stop),
         };
-        let mut ranges = portions
-            .get(file_index)
-            .filter(|p| p.ranges)
-            .zip(shard)
-            .map(|(_, plan)| Ranges::new(plan, file, compression));
+        let mut ranges = shard
+            .filter(|_| planned.portion.ranges)
+            .map(|plan| Ranges::new(plan, file, compression));
         if ranges.is_none() {
             batch.push(Work::Segment(file_index, 0));
         }
@@ -469,7 +468,7 @@ impl Prefetch {
                 shelf.channels.insert(file_index, from_thread);
             }
             self.ready.notify_all();
-            let reader = records(&files[file_index])
+            let reader = records(&files[file_index].source)
                 .max_record_bytes(plan.max_record_bytes)
                 .stop(stop);
             let counter = reader.disk_counter();
@@ -718,18 +717,28 @@ mod tests {
             .collect()
     }
 
-    fn plan(files: &[SourceFile], skip: Vec<bool>, readers: usize) -> Plan {
-        Plan {
-            files: Arc::new(files.to_vec()),
-            skip,
-            index: Arc::new(BatchIndex::default()),
-            portions: (0..files.len())
-                .map(|index| Portion {
+    /// The files as a run plans them: each whole, those of `skip` left out.
+    fn planned(files: &[SourceFile], skip: &[bool]) -> Vec<PlannedFile> {
+        files
+            .iter()
+            .enumerate()
+            .map(|(index, source)| PlannedFile {
+                source: source.clone(),
+                portion: super::super::Portion {
                     index,
                     ranges: false,
                     counted: true,
-                })
-                .collect(),
+                },
+                skip: skip[index],
+                digest: String::new(),
+            })
+            .collect()
+    }
+
+    fn plan<'a>(files: &'a [PlannedFile], index: &'a BatchIndex, readers: usize) -> Plan<'a> {
+        Plan {
+            files,
+            index,
             shard: None,
             stop: Arc::new(AtomicUsize::new(0)),
             from: None,
@@ -739,9 +748,14 @@ mod tests {
         }
     }
 
-    /// What the reader sent, as text: one entry per record (file, ordinal, bytes) and per
-    /// file's end, in order; and the batches' sizes.
-    fn sent(reader: Reader) -> (Vec<String>, Vec<usize>) {
+    /// What a reader of `files` with `readers` threads ahead sent, as text: one entry per
+    /// record (file, ordinal, bytes) and per file's end, in order; and the batches' sizes.
+    fn sent(files: &[PlannedFile], readers: usize) -> (Vec<String>, Vec<usize>) {
+        let index = BatchIndex::default();
+        std::thread::scope(|scope| received(spawn(scope, plan(files, &index, readers))))
+    }
+
+    fn received(reader: Reader<'_>) -> (Vec<String>, Vec<usize>) {
         let mut events = Vec::new();
         let mut sizes = Vec::new();
         for batch in reader.batches.iter() {
@@ -782,11 +796,12 @@ mod tests {
         skip[3] = true;
         skip[17] = true;
         // One file alone is read by the reader itself, with no thread ahead of it.
-        let (alone, _) = sent(spawn(plan(&files[5..6], vec![false], 4)));
+        let (alone, _) = sent(&planned(&files[5..6], &[false]), 4);
         assert_eq!(alone.len(), lines(5) + 2, "{alone:?}");
-        let (one, one_sizes) = sent(spawn(plan(&files, skip.clone(), 1)));
+        let files = planned(&files, &skip);
+        let (one, one_sizes) = sent(&files, 1);
         for readers in [2, 3, 8, 64] {
-            let (many, sizes) = sent(spawn(plan(&files, skip.clone(), readers)));
+            let (many, sizes) = sent(&files, readers);
             assert_eq!(many, one, "{readers} threads ahead");
             assert_eq!(sizes, one_sizes, "{readers} threads ahead");
         }
@@ -805,14 +820,20 @@ mod tests {
     #[test]
     fn a_reader_that_stops_early_leaves_no_thread_reading_ahead() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let files = archive(dir.path(), 40);
-        let reader = spawn(plan(&files, vec![false; files.len()], 4));
-        let first = reader.batches.recv().expect("a first batch");
-        assert!(!first.is_empty());
-        // The run ends: nobody takes the reader's batches any more.
-        drop(reader.batches);
+        let files = planned(&archive(dir.path(), 40), &[false; 40]);
         let (done, joined) = std::sync::mpsc::channel();
-        std::thread::spawn(move || done.send(reader.handle.join().is_ok()));
+        std::thread::spawn(move || {
+            let index = BatchIndex::default();
+            let ended = std::thread::scope(|scope| {
+                let reader = spawn(scope, plan(&files, &index, 4));
+                let first = reader.batches.recv().expect("a first batch");
+                assert!(!first.is_empty());
+                // The run ends: nobody takes the reader's batches any more.
+                drop(reader.batches);
+                reader.handle.join().is_ok()
+            });
+            done.send(ended)
+        });
         assert_eq!(
             joined.recv_timeout(Duration::from_secs(60)),
             Ok(true),
@@ -826,7 +847,9 @@ mod tests {
         let files = archive(dir.path(), 12);
         let order: Vec<usize> = (0..files.len()).collect();
         let prefetch = Prefetch::new(order.clone(), 2);
-        let plan = plan(&files, vec![false; files.len()], 2);
+        let files = planned(&files, &[false; 12]);
+        let index = BatchIndex::default();
+        let plan = plan(&files, &index, 2);
         std::thread::scope(|scope| {
             for _ in 0..2 {
                 scope.spawn(|| prefetch.run(&plan));

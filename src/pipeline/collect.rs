@@ -136,11 +136,11 @@ impl Timing {
         let per_second = |n: u64| n as f64 / seconds.max(1e-9);
         Timing {
             seconds,
-            records: summary.records,
-            records_per_second: per_second(summary.records),
-            bytes_on_disk: summary.bytes_on_disk,
-            bytes_read: summary.bytes_read,
-            mib_per_second: per_second(summary.bytes_read) / (1024.0 * 1024.0),
+            records: summary.totals.records,
+            records_per_second: per_second(summary.totals.records),
+            bytes_on_disk: summary.totals.bytes_on_disk,
+            bytes_read: summary.totals.bytes_read,
+            mib_per_second: per_second(summary.totals.bytes_read) / (1024.0 * 1024.0),
         }
     }
 }
@@ -193,9 +193,9 @@ impl<'h> Collector<'h> {
         Marks {
             conversations: self.lines.0,
             quarantine: self.lines.1,
-            damaged_files: self.summary.damaged_files.len() as u64,
-            sessions_kept: self.summary.sessions_kept.len() as u64,
-            sessions_replaced: self.summary.sessions_replaced.len() as u64,
+            damaged_files: self.summary.breakdown.damaged_files.len() as u64,
+            sessions_kept: self.summary.home.sessions_kept.len() as u64,
+            sessions_replaced: self.summary.home.sessions_replaced.len() as u64,
             excerpts: self.report.excerpts.len() as u64,
         }
     }
@@ -266,10 +266,10 @@ impl<'h> Collector<'h> {
                     let marks = self.marks();
                     self.segments.push((self.walk_index(*file), *range, marks));
                 }
-                Work::Blank(n) => self.summary.blank_lines += n,
+                Work::Blank(n) => self.summary.totals.blank_lines += n,
                 Work::Damage(damage) => {
                     progress.damage(damage);
-                    self.summary.damaged_files.push(DamageReport {
+                    self.summary.breakdown.damaged_files.push(DamageReport {
                         file: damage.location.path.to_string(),
                         line: damage.location.line,
                         byte_offset: damage.location.byte_offset,
@@ -289,7 +289,7 @@ impl<'h> Collector<'h> {
                 Work::FileEnd(file) => {
                     let format = self.formats.remove(file).unwrap_or("chat");
                     if self.counted(*file) {
-                        bump(&mut self.summary.formats, format, 1);
+                        bump(&mut self.summary.reading.formats, format, 1);
                     }
                     let mut counts = self.counts.remove(file).unwrap_or_default();
                     counts.file = self.files[*file].source.display.to_string();
@@ -298,7 +298,7 @@ impl<'h> Collector<'h> {
                 }
             }
         }
-        self.summary.bytes_read += bytes;
+        self.summary.totals.bytes_read += bytes;
         progress.advance(records, bytes, disk_read);
         Ok(())
     }
@@ -310,7 +310,7 @@ impl<'h> Collector<'h> {
             self.summary.records_not_sampled += 1;
             return Ok(());
         }
-        self.summary.records += 1;
+        self.summary.totals.records += 1;
         self.stats[file].records += 1;
         let counts = self.counts.entry(file).or_default();
         counts.records += 1;
@@ -330,7 +330,7 @@ impl<'h> Collector<'h> {
             Outcome::Merged => {
                 counts.converted += 1;
                 self.stats[file].converted += 1;
-                self.summary.records_merged += 1;
+                self.summary.reading.records_merged += 1;
                 Ok(())
             }
             Outcome::Quarantined(entry) => {
@@ -339,7 +339,7 @@ impl<'h> Collector<'h> {
                 self.quarantined(&entry)
             }
             Outcome::Dropped { rule, .. } => {
-                bump(&mut self.summary.records_dropped, &rule, 1);
+                bump(&mut self.summary.reading.records_dropped, &rule, 1);
                 Ok(())
             }
             Outcome::NotSampled => Ok(()),
@@ -372,28 +372,32 @@ impl<'h> Collector<'h> {
     fn count_placed(&mut self, file: usize, path: &str, placed: &Placed) {
         let summary = &mut self.summary;
         match placed {
-            Placed::Written => summary.sessions_new += 1,
-            Placed::Updated => summary.sessions_updated += 1,
-            Placed::Unchanged => summary.rollouts_unchanged += 1,
+            Placed::Written => summary.home.sessions_new += 1,
+            Placed::Updated => summary.home.sessions_updated += 1,
+            Placed::Unchanged => summary.home.rollouts_unchanged += 1,
             Placed::Kept => {
-                summary.sessions_kept.push(path.to_string());
+                summary.home.sessions_kept.push(path.to_string());
                 self.file_entry(file).pending.push(path.to_string());
             }
-            Placed::Replaced { .. } => summary.sessions_replaced.push(path.to_string()),
-            Placed::Withheld(why) => summary.sessions_withheld.push(WithheldReport {
+            Placed::Replaced { .. } => summary.home.sessions_replaced.push(path.to_string()),
+            Placed::Withheld(why) => summary.home.sessions_withheld.push(WithheldReport {
                 path: path.to_string(),
                 reason: why.name().to_string(),
             }),
-            Placed::Duplicate => summary.sessions_duplicate += 1,
+            Placed::Duplicate => summary.home.sessions_duplicate += 1,
         }
     }
 
     fn quarantined(&mut self, entry: &QuarantineEntry) -> Result<(), OutputError> {
         let summary = &mut self.summary;
-        summary.quarantined += 1;
-        bump(&mut summary.quarantine_reasons, entry.class.name(), 1);
+        summary.totals.quarantined += 1;
+        bump(
+            &mut summary.breakdown.quarantine_reasons,
+            entry.class.name(),
+            1,
+        );
         if let Some(invariant) = entry.class.invariant() {
-            bump(&mut summary.violations, &invariant.to_string(), 1);
+            bump(&mut summary.breakdown.violations, &invariant.to_string(), 1);
         }
         if self.report.report_text && self.report.excerpts.len() < EXCERPTS {
             let raw = entry.raw();
@@ -419,7 +423,7 @@ impl<'h> Collector<'h> {
             done.path.clone_from(path);
             done.relative = std::path::PathBuf::from(path);
         }
-        if let (Format::Responses(options), false) = (self.format, self.summary.dry_run) {
+        if let (Format::Responses(options), false) = (self.format, self.summary.setup.dry_run) {
             let body = match self.bodies.entry(file) {
                 Entry::Occupied(open) => open.into_mut(),
                 Entry::Vacant(slot) => slot.insert(BodyFile::create(
@@ -462,35 +466,39 @@ impl<'h> Collector<'h> {
             });
         }
         let summary = &mut self.summary;
-        summary.converted += 1;
+        summary.totals.converted += 1;
         for (kind, phase) in &done.items {
-            bump(&mut summary.items, kind, 1);
+            bump(&mut summary.breakdown.items, kind, 1);
             if *kind == "message:assistant" {
-                bump(&mut summary.phases, phase.unwrap_or("none"), 1);
+                bump(&mut summary.breakdown.phases, phase.unwrap_or("none"), 1);
             }
         }
-        bump(&mut summary.events, "user_message", done.events.0);
-        bump(&mut summary.events, "agent_message", done.events.1);
+        bump(&mut summary.breakdown.events, "user_message", done.events.0);
+        bump(
+            &mut summary.breakdown.events,
+            "agent_message",
+            done.events.1,
+        );
         for decision in &done.decisions {
-            bump(&mut summary.rules_fired, &decision.rule, 1);
-            bump(&mut summary.actions, decision.action.name(), 1);
+            bump(&mut summary.breakdown.rules_fired, &decision.rule, 1);
+            bump(&mut summary.breakdown.actions, decision.action.name(), 1);
             let by_rule = summary
                 .decisions
                 .entry(decision.action.name().to_string())
                 .or_default();
             bump(by_rule, &decision.rule, 1);
             if let Action::MessagesFoundByShape { path } = &decision.action {
-                bump(&mut summary.messages_by_shape, path, 1);
+                bump(&mut summary.reading.messages_by_shape, path, 1);
             }
         }
         summary.output_bytes += done.output_len;
         for field in &done.ignored {
-            bump(&mut summary.ignored_fields, field, 1);
+            bump(&mut summary.text.ignored_fields, field, 1);
         }
-        summary.text_bytes_in += done.account.bytes_in as u64;
-        summary.text_bytes_out += done.account.bytes_out as u64;
-        summary.text_bytes_dropped += done.account.bytes_dropped as u64;
-        summary.text_bytes_added += done.account.bytes_added as u64;
+        summary.text.text_bytes_in += done.account.bytes_in as u64;
+        summary.text.text_bytes_out += done.account.bytes_out as u64;
+        summary.text.text_bytes_dropped += done.account.bytes_dropped as u64;
+        summary.text.text_bytes_added += done.account.bytes_added as u64;
         self.lines.0 += 1;
         // A title is transcript text: the audit line says its length unless --report-text
         // (the title itself is the Codex thread name, in session_index.jsonl).
@@ -531,7 +539,7 @@ impl<'h> Collector<'h> {
         let entry = self.file_entry(file).clone();
         self.open.remove(&file);
         if self.counted(file) {
-            self.summary.files_done += 1;
+            self.summary.home.files_done += 1;
         }
         // A record of a split file that left this shard's ranges (a file edited before it,
         // not appended to) may be in another shard's now, under the same path: only the
@@ -553,16 +561,16 @@ impl<'h> Collector<'h> {
             None => Vec::new(),
         };
         for rollout in gone {
-            if self.summary.prune {
+            if self.summary.home.prune {
                 self.prune(manifest, &rollout)?;
             } else {
-                self.summary.sessions_left += 1;
-                if !self.summary.dry_run {
+                self.summary.home.sessions_left += 1;
+                if !self.summary.setup.dry_run {
                     manifest.orphan(self.home, rollout, &entry.key)?;
                 }
             }
         }
-        if self.summary.dry_run {
+        if self.summary.setup.dry_run {
             return Ok(());
         }
         manifest.record(self.home, entry)
@@ -579,15 +587,18 @@ impl<'h> Collector<'h> {
             .remove(self.home, &rollout.path, &rollout.digest)?
         {
             Removal::Removed | Removal::Missing => {
-                self.summary.sessions_pruned.push(rollout.path.clone());
-                self.summary.rollouts_removed = self.summary.sessions_pruned.len() as u64;
-                if !self.summary.dry_run {
+                self.summary.home.sessions_pruned.push(rollout.path.clone());
+                self.summary.home.rollouts_removed = self.summary.home.sessions_pruned.len() as u64;
+                if !self.summary.setup.dry_run {
                     manifest.pruned(self.home, &rollout.path)?;
                 }
             }
             Removal::Kept => {
-                self.summary.sessions_not_pruned.push(rollout.path.clone());
-                if !self.summary.dry_run {
+                self.summary
+                    .home
+                    .sessions_not_pruned
+                    .push(rollout.path.clone());
+                if !self.summary.setup.dry_run {
                     let from = manifest
                         .orphans
                         .get(&rollout.path)
@@ -623,7 +634,7 @@ impl<'h> Collector<'h> {
         sessions.sort_by(|a, b| a.path.cmp(&b.path));
         sessions.dedup_by(|a, b| a.path == b.path);
         for key in &gone_files {
-            if !self.summary.dry_run {
+            if !self.summary.setup.dry_run {
                 manifest.forget(self.home, key)?;
             }
         }
@@ -640,9 +651,9 @@ impl<'h> Collector<'h> {
             if self.files.get(result.file).is_some_and(|f| f.skip) {
                 continue;
             }
-            self.summary.records += 1;
+            self.summary.totals.records += 1;
             if result.used() {
-                self.summary.joined += 1;
+                self.summary.totals.joined += 1;
                 continue;
             }
             let location = &result.record.location;
@@ -673,7 +684,7 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
-        if !self.summary.dry_run {
+        if !self.summary.setup.dry_run {
             crate::output::session_index::append(home, &self.thread_names)?;
         }
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical

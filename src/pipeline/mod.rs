@@ -40,7 +40,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::audit::summary::{SettingsChange, ShardReport, UnreadableReport};
+use crate::audit::summary::{
+    Fingerprints, HomeChanges, ReadAgain, SettingsChange, Setup, ShardReport, Totals,
+    UnreadableReport, WalkFindings,
+};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::format::FileCache;
@@ -326,7 +329,7 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
         request,
     );
     interrupted(options, "reading the inputs' digests")?;
-    planned.settings_changed = note_read_again(&planned.again, &home, request);
+    planned.settings_changed = note_read_again(&planned.unsettled, &home, request);
     let mut seen = match shard {
         Some(_) => Some(ResultsSeen::load(&home)?),
         None => None,
@@ -628,7 +631,7 @@ struct Planned {
     /// The paths the walk and the plan could not read, the walk's first.
     unreadable: Vec<UnreadableReport>,
     /// Files read again though unchanged, and why.
-    again: ReadAgain,
+    unsettled: Unsettled,
     settings_changed: Vec<SettingsChange>,
 }
 
@@ -654,14 +657,14 @@ fn plan_files(
         stop: &options.stop,
     };
     let walk_unreadable = unreadable.len();
-    let mut again = ReadAgain::default();
+    let mut unsettled = Unsettled::default();
     let files = plan(
         walk,
         select(walk, shard),
         manifest,
         reading,
         &mut unreadable,
-        &mut again,
+        &mut unsettled,
     );
     note_unreadable(&unreadable[walk_unreadable..], progress);
     if !fresh {
@@ -670,18 +673,22 @@ fn plan_files(
     Planned {
         files,
         unreadable,
-        again,
+        unsettled,
         settings_changed: Vec::new(),
     }
 }
 
 /// Says why files unchanged since the last run are read again: the settings that changed
 /// since (returned, for the summary), and the files with sessions kept pending.
-fn note_read_again(again: &ReadAgain, home: &Home, request: Request<'_>) -> Vec<SettingsChange> {
+fn note_read_again(
+    unsettled: &Unsettled,
+    home: &Home,
+    request: Request<'_>,
+) -> Vec<SettingsChange> {
     let Request {
         options, progress, ..
     } = request;
-    let settings_changed = again.changes(home);
+    let settings_changed = unsettled.changes(home);
     for change in &settings_changed {
         let since = match change.since_run {
             0 => "an earlier run".to_string(),
@@ -698,10 +705,10 @@ fn note_read_again(again: &ReadAgain, home: &Home, request: Request<'_>) -> Vec<
             crate::audit::summary::files_phrase(change.files),
         ));
     }
-    if again.pending > 0 {
+    if unsettled.pending > 0 {
         progress.note(&format!(
             "{} with sessions kept pending (changed in Codex since, while the source has newer data): read again; --force replaces those sessions",
-            crate::audit::summary::files_phrase(again.pending),
+            crate::audit::summary::files_phrase(unsettled.pending),
         ));
     }
     settings_changed
@@ -761,32 +768,44 @@ fn planned_summary(
     let Request { options, rules, .. } = request;
     let counted = || planned.files.iter().filter(|f| f.portion.counted);
     Summary {
-        schema_version: crate::audit::summary::SCHEMA_VERSION,
-        bytes_on_disk: counted().filter(|f| !f.skip).map(|f| f.source.size).sum(),
-        rules: rules.names.clone(),
-        rule_digests: rules.digests.clone(),
-        codex_version: rules.codex_version.clone(),
-        dry_run: options.dry_run,
-        files: counted().count() as u64,
+        setup: Setup {
+            schema_version: crate::audit::summary::SCHEMA_VERSION,
+            rules: rules.names.clone(),
+            rule_digests: rules.digests.clone(),
+            codex_version: rules.codex_version.clone(),
+            dry_run: options.dry_run,
+        },
+        totals: Totals {
+            files: counted().count() as u64,
+            bytes_on_disk: counted().filter(|f| !f.skip).map(|f| f.source.size).sum(),
+            ..Totals::default()
+        },
         run,
-        files_unchanged: counted().filter(|f| f.skip).count() as u64,
-        temporary_files_removed,
-        sample_rate: options.sample.unwrap_or(1.0),
-        skipped_other_extensions: skipped.other_extensions.clone(),
-        skipped_hidden: skipped.hidden,
-        skipped_symlinks: skipped.symlinks,
-        skipped_excluded: skipped.excluded,
-        skipped_unmatched: skipped.unmatched,
-        skipped_codex_homes: skipped.codex_homes.clone(),
-        symlink_loops: skipped.loops.clone(),
-        unreadable: planned.unreadable.clone(),
-        settings_changed: planned.settings_changed.clone(),
-        files_pending: planned.again.pending,
-        fingerprint: crate::audit::summary::Fingerprints {
+        home: HomeChanges {
+            files_unchanged: counted().filter(|f| f.skip).count() as u64,
+            prune: options.prune,
+            ..HomeChanges::default()
+        },
+        read_again: ReadAgain {
+            settings_changed: planned.settings_changed.clone(),
+            files_pending: planned.unsettled.pending,
+        },
+        fingerprint: Fingerprints {
             rules: options.fingerprint.rules.clone(),
             options: options.fingerprint.options.clone(),
         },
-        prune: options.prune,
+        temporary_files_removed,
+        sample_rate: options.sample.unwrap_or(1.0),
+        walk: WalkFindings {
+            skipped_other_extensions: skipped.other_extensions.clone(),
+            skipped_hidden: skipped.hidden,
+            skipped_symlinks: skipped.symlinks,
+            skipped_excluded: skipped.excluded,
+            skipped_unmatched: skipped.unmatched,
+            skipped_codex_homes: skipped.codex_homes.clone(),
+            symlink_loops: skipped.loops.clone(),
+            unreadable: planned.unreadable.clone(),
+        },
         shard: options.shard.as_ref().map(|source| ShardReport {
             index: source.shard.index,
             count: source.shard.count,
@@ -982,13 +1001,13 @@ fn select(walk: &[SourceFile], shard: Option<&ShardPlan>) -> Vec<Portion> {
 /// Files read again though unchanged: their rules or options changed, or sessions of theirs
 /// are pending.
 #[derive(Debug, Default)]
-struct ReadAgain {
+struct Unsettled {
     /// (what changed, the rules and options fingerprints the file was converted with), per file.
     changed: Vec<(&'static str, Fingerprint)>,
     pending: u64,
 }
 
-impl ReadAgain {
+impl Unsettled {
     /// The changes, one line per kind, each naming the last run (with its report still in
     /// `runs/`) that converted under the settings it changed from.
     fn changes(&self, home: &Home) -> Vec<SettingsChange> {
@@ -997,7 +1016,7 @@ impl ReadAgain {
             runs.iter()
                 .rev()
                 .find(|(_, s)| {
-                    !s.dry_run
+                    !s.setup.dry_run
                         && s.fingerprint.rules == old.rules
                         && s.fingerprint.options == old.options
                 })
@@ -1118,7 +1137,7 @@ fn finished_runs(home: &Home) -> Vec<(u32, Summary)> {
 /// Which input files to read: a file whose size and mtime the manifest recorded is unchanged;
 /// one whose content digest it recorded is too (and its new mtime is kept, so the next run
 /// need not read it). An unchanged file is read all the same when the rules or options that
-/// converted it differ from this run's, or when sessions of it are pending (`again` says
+/// converted it differ from this run's, or when sessions of it are pending (`unsettled` says
 /// which). A file that cannot be read is left out and added to `unreadable` (when this run
 /// counts it): the run goes on without it. A signal ends the pre-pass early: the caller then
 /// ends the run.
@@ -1128,7 +1147,7 @@ fn plan(
     manifest: &mut Manifest,
     reading: Reading<'_>,
     unreadable: &mut Vec<UnreadableReport>,
-    again: &mut ReadAgain,
+    unsettled: &mut Unsettled,
 ) -> Vec<PlannedFile> {
     let fingerprint = reading.fingerprint;
     let mut files = Vec::with_capacity(portions.len());
@@ -1157,10 +1176,10 @@ fn plan(
                     rules: entry.rules.clone(),
                     options: entry.options.clone(),
                 };
-                again.changed.push((what, old));
+                unsettled.changed.push((what, old));
             }
             if !entry.pending.is_empty() && counts {
-                again.pending += 1;
+                unsettled.pending += 1;
             }
         }
         match plan_file(source, portion, manifest, reading) {

@@ -132,36 +132,36 @@ fn listed(what: &'static str, paths: Vec<String>) -> Listed {
 /// The sessions' counts, in the order a reader asks about them.
 fn home_rows(summary: &Summary) -> Vec<Row> {
     let rows = [
-        ("new", summary.sessions_new),
+        ("new", summary.home.sessions_new),
         (
             "updated (new content for a session written before)",
-            summary.sessions_updated,
+            summary.home.sessions_updated,
         ),
-        ("unchanged", summary.rollouts_unchanged),
+        ("unchanged", summary.home.rollouts_unchanged),
         (
             "kept pending (changed in Codex; the source has newer data)",
-            summary.sessions_kept.len() as u64,
+            summary.home.sessions_kept.len() as u64,
         ),
         (
             "replaced (--force; a copy kept)",
-            summary.sessions_replaced.len() as u64,
+            summary.home.sessions_replaced.len() as u64,
         ),
         (
             "withheld (archived or deleted by the user)",
-            summary.sessions_withheld.len() as u64,
+            summary.home.sessions_withheld.len() as u64,
         ),
         (
             "duplicate (the same conversation read twice)",
-            summary.sessions_duplicate,
+            summary.home.sessions_duplicate,
         ),
         (
             "left (their record is gone; --prune removes them)",
-            summary.sessions_left,
+            summary.home.sessions_left,
         ),
-        ("pruned", summary.sessions_pruned.len() as u64),
+        ("pruned", summary.home.sessions_pruned.len() as u64),
         (
             "not pruned (changed in Codex)",
-            summary.sessions_not_pruned.len() as u64,
+            summary.home.sessions_not_pruned.len() as u64,
         ),
     ];
     rows.into_iter()
@@ -262,12 +262,12 @@ fn data<'a>(
     files: &'a [FileStats],
     options: &'a ReportOptions,
 ) -> ReportData<'a> {
-    let quarantine_rate = summary.quarantined as f64 / summary.records.max(1) as f64;
+    let quarantine_rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
     let mut reasons = Vec::new();
-    if summary.violations.values().sum::<u64>() > 0 {
+    if summary.breakdown.violations.values().sum::<u64>() > 0 {
         reasons.push(format!(
             "{} conversations broke an invariant of the target",
-            summary.violations.values().sum::<u64>()
+            summary.breakdown.violations.values().sum::<u64>()
         ));
     }
     if quarantine_rate > options.max_quarantine_rate {
@@ -277,16 +277,16 @@ fn data<'a>(
             100.0 * options.max_quarantine_rate
         ));
     }
-    if !summary.damaged_files.is_empty() {
+    if !summary.breakdown.damaged_files.is_empty() {
         reasons.push(format!(
             "{} input files are damaged",
-            summary.damaged_files.len()
+            summary.breakdown.damaged_files.len()
         ));
     }
-    if !summary.sessions_kept.is_empty() {
+    if !summary.home.sessions_kept.is_empty() {
         reasons.push(format!(
             "{} kept pending: changed in Codex since written while the source has newer data (--force replaces it, keeping a copy)",
-            match summary.sessions_kept.len() {
+            match summary.home.sessions_kept.len() {
                 1 => "1 session".to_string(),
                 n => format!("{n} sessions"),
             }
@@ -324,22 +324,23 @@ fn data<'a>(
         let reading = (options.seconds - options.convert_seconds).max(0.0);
         Estimate {
             rate,
-            conversations: (summary.converted as f64 / rate).round() as u64,
+            conversations: (summary.totals.converted as f64 / rate).round() as u64,
             output_bytes: (summary.output_bytes as f64 / rate).round() as u64,
             seconds: reading + options.convert_seconds / rate,
         }
     });
     let withheld = summary
+        .home
         .sessions_withheld
         .iter()
         .map(|w| format!("{} ({})", w.path, w.reason))
         .collect();
     let listed = [
-        listed("kept pending", summary.sessions_kept.clone()),
-        listed("replaced", summary.sessions_replaced.clone()),
+        listed("kept pending", summary.home.sessions_kept.clone()),
+        listed("replaced", summary.home.sessions_replaced.clone()),
         listed("withheld", withheld),
-        listed("pruned", summary.sessions_pruned.clone()),
-        listed("not pruned", summary.sessions_not_pruned.clone()),
+        listed("pruned", summary.home.sessions_pruned.clone()),
+        listed("not pruned", summary.home.sessions_not_pruned.clone()),
     ]
     .into_iter()
     .filter(|l| !l.paths.is_empty())
@@ -353,11 +354,12 @@ fn data<'a>(
         max_quarantine_rate: options.max_quarantine_rate,
         quarantine_rate,
         changes,
-        quarantine: rows(&summary.quarantine_reasons),
+        quarantine: rows(&summary.breakdown.quarantine_reasons),
         rule_files: summary
+            .setup
             .rules
             .iter()
-            .zip(&summary.rule_digests)
+            .zip(&summary.setup.rule_digests)
             .map(|(name, digest)| Row2 {
                 name: name.clone(),
                 digest: digest.clone(),
@@ -387,19 +389,19 @@ fn rows(map: &BTreeMap<String, u64>) -> Vec<Row> {
 
 fn charts(summary: &Summary, files: &[FileStats]) -> Result<Vec<Chart>, ReportError> {
     let mut outcome = vec![
-        ("converted".to_string(), summary.converted),
-        ("joined (batch results)".to_string(), summary.joined),
+        ("converted".to_string(), summary.totals.converted),
+        ("joined (batch results)".to_string(), summary.totals.joined),
     ];
-    if summary.records_merged > 0 {
+    if summary.reading.records_merged > 0 {
         outcome.push((
             "merged into a conversation".to_string(),
-            summary.records_merged,
+            summary.reading.records_merged,
         ));
     }
-    for (rule, n) in &summary.records_dropped {
+    for (rule, n) in &summary.reading.records_dropped {
         outcome.push((format!("dropped: {rule}"), *n));
     }
-    for (class, n) in &summary.quarantine_reasons {
+    for (class, n) in &summary.breakdown.quarantine_reasons {
         outcome.push((format!("quarantined: {class}"), *n));
     }
     let repairs: BTreeMap<String, u64> = summary
@@ -416,10 +418,13 @@ fn charts(summary: &Summary, files: &[FileStats]) -> Result<Vec<Chart>, ReportEr
     worst.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let charts = [
         ("Conversations by outcome", outcome),
-        ("Decisions by rule", pairs(&summary.rules_fired)),
-        ("Assistant messages by phase", pairs(&summary.phases)),
+        ("Decisions by rule", pairs(&summary.breakdown.rules_fired)),
+        (
+            "Assistant messages by phase",
+            pairs(&summary.breakdown.phases),
+        ),
         ("Repairs by kind", pairs(&repairs)),
-        ("Items written by type", pairs(&summary.items)),
+        ("Items written by type", pairs(&summary.breakdown.items)),
         ("Files with the most quarantined records", worst),
     ];
     charts
@@ -520,6 +525,7 @@ fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::summary::Totals;
 
     #[test]
     fn a_chart_is_an_svg_with_a_bar_per_value() {
@@ -532,8 +538,11 @@ mod tests {
     #[test]
     fn verdicts_follow_the_thresholds() {
         let mut summary = Summary {
-            records: 100,
-            converted: 100,
+            totals: Totals {
+                records: 100,
+                converted: 100,
+                ..Totals::default()
+            },
             ..Summary::default()
         };
         let options = ReportOptions::default();
@@ -544,8 +553,8 @@ mod tests {
             .or_default()
             .insert("policy.missing_output".into(), 3);
         assert_eq!(data(&summary, &[], &options).verdict, "ready with repairs");
-        summary.converted = 99;
-        summary.quarantined = 1;
+        summary.totals.converted = 99;
+        summary.totals.quarantined = 1;
         assert_eq!(data(&summary, &[], &options).verdict, "blocked");
         let lenient = ReportOptions {
             max_quarantine_rate: 0.05,
@@ -560,8 +569,11 @@ mod tests {
     #[test]
     fn an_interrupted_run_says_so_at_the_top_of_both_reports() {
         let summary = Summary {
-            records: 10,
-            converted: 10,
+            totals: Totals {
+                records: 10,
+                converted: 10,
+                ..Totals::default()
+            },
             interrupted: Some("SIGTERM".into()),
             ..Summary::default()
         };

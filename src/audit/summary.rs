@@ -1,4 +1,12 @@
 //! Run counters: what was read, converted, quarantined, decided and repaired.
+//!
+//! [`Summary`] is made of parts ([`Setup`], [`Totals`], [`Breakdown`], ...), flattened into
+//! the one object of `summary.json`. [`Merge`] adds the parts of two runs' summaries (`report
+//! merge`: the shards'), each taken apart by a pattern that names every field; this module
+//! denies unused variables, so a field named there but not merged is an error too.
+
+// A field of a part named in its merge's pattern and not merged fails the build.
+#![deny(unused_variables)]
 
 use std::collections::BTreeMap;
 
@@ -74,8 +82,67 @@ pub struct ShardReport {
 }
 
 /// The whole run, as written to `rollover/summary.json` and printed at the end.
+///
+/// Its counters are grouped in parts, each flattened into the one JSON object `summary.json`
+/// has always been (the parts follow its order of fields). `report merge` adds the shards'
+/// summaries up with [`Merge`], which names every field of every part: a counter added
+/// without deciding how shards merge it does not compile.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Summary {
+    #[serde(flatten)]
+    pub setup: Setup,
+    #[serde(flatten)]
+    pub totals: Totals,
+    #[serde(flatten)]
+    pub breakdown: Breakdown,
+    #[serde(flatten)]
+    pub text: TextCounts,
+    /// How long the run took. Not in `summary.json`, which stays byte-identical for the same
+    /// input: it is in the run's `timing.json`.
+    #[serde(skip, default)]
+    pub seconds: f64,
+    /// The run's number: its report files are in `rollover/runs/NNNN/`.
+    pub run: u32,
+    /// `SIGINT` or `SIGTERM` when a signal stopped the run. Files it had not finished are not
+    /// in the manifest: the next run converts them.
+    pub interrupted: Option<String>,
+    #[serde(flatten)]
+    pub home: HomeChanges,
+    #[serde(flatten)]
+    pub read_again: ReadAgain,
+    /// The reports' verdict (`ready`, `ready with repairs`, `blocked`, ...).
+    #[serde(default)]
+    pub verdict: String,
+    /// The fingerprints of the rules and of the output options of this run (what the manifest
+    /// records with each file it converts).
+    #[serde(default)]
+    pub fingerprint: Fingerprints,
+    /// Temporary files a killed run had left, removed at the start of this one.
+    pub temporary_files_removed: u64,
+    /// Every decision, by action, then by the rule behind it.
+    pub decisions: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Records audited, as a share of all (`--sample`): 1 when every record was.
+    pub sample_rate: f64,
+    /// Records left out by `--sample`.
+    pub records_not_sampled: u64,
+    /// Bytes of the rollouts written (or, in a dry run, that would be).
+    pub output_bytes: u64,
+    #[serde(flatten)]
+    pub walk: WalkFindings,
+    #[serde(flatten)]
+    pub reading: Reading,
+    /// A shard's run (`--shard K/N`): which shard; absent in an unsharded run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardReport>,
+    /// A run merged by `report merge` from this many shards; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_shards: Option<u32>,
+}
+
+/// What the run was set up with: the same in every shard of a sharded run (`report merge`
+/// checks), so never added up.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Setup {
     /// The version of this file's schema (README "Report files"); bumped on any change that
     /// is not a new optional field.
     pub schema_version: u32,
@@ -84,6 +151,11 @@ pub struct Summary {
     pub rule_digests: Vec<String>,
     pub codex_version: String,
     pub dry_run: bool,
+}
+
+/// Files and bytes read, records and what became of them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Totals {
     pub files: u64,
     /// Size on disk of the input files read (compressed, for compressed files).
     pub bytes_on_disk: u64,
@@ -95,6 +167,12 @@ pub struct Summary {
     pub quarantined: u64,
     /// Batch result lines joined to their request (converted as part of it).
     pub joined: u64,
+}
+
+/// The totals by kind: quarantined records by reason and the damaged files; what was written
+/// by item, event and phase; the decisions by rule and action; violations by invariant.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Breakdown {
     /// Quarantined records by reason class.
     pub quarantine_reasons: BTreeMap<String, u64>,
     pub damaged_files: Vec<DamageReport>,
@@ -109,20 +187,23 @@ pub struct Summary {
     pub actions: BTreeMap<String, u64>,
     /// Conversations quarantined by the validator, by invariant.
     pub violations: BTreeMap<String, u64>,
+}
+
+/// Where the transcripts' text went ([`crate::audit::accounting`]), and the input fields the
+/// readers ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TextCounts {
     pub text_bytes_in: u64,
     pub text_bytes_out: u64,
     pub text_bytes_dropped: u64,
     pub text_bytes_added: u64,
     pub ignored_fields: BTreeMap<String, u64>,
-    /// How long the run took. Not in `summary.json`, which stays byte-identical for the same
-    /// input: it is in the run's `timing.json`.
-    #[serde(skip, default)]
-    pub seconds: f64,
-    /// The run's number: its report files are in `rollover/runs/NNNN/`.
-    pub run: u32,
-    /// `SIGINT` or `SIGTERM` when a signal stopped the run. Files it had not finished are not
-    /// in the manifest: the next run converts them.
-    pub interrupted: Option<String>,
+}
+
+/// What the run did to the output home (a dry run: would do): the input files it recorded,
+/// the rollouts and sessions it wrote, kept, replaced, withheld, left or pruned.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HomeChanges {
     /// Input files unchanged since the manifest recorded them: not converted again.
     pub files_unchanged: u64,
     /// Input files converted completely and recorded in the manifest.
@@ -158,28 +239,23 @@ pub struct Summary {
     pub sessions_not_pruned: Vec<String>,
     /// `--prune` was given.
     pub prune: bool,
+}
+
+/// Input files read again though unchanged since the run that converted them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReadAgain {
     /// Files read again because the rules or the options changed since the run that
     /// converted them.
     pub settings_changed: Vec<SettingsChange>,
     /// Files read again because sessions of theirs were kept pending.
     pub files_pending: u64,
-    /// The reports' verdict (`ready`, `ready with repairs`, `blocked`, ...).
-    #[serde(default)]
-    pub verdict: String,
-    /// The fingerprints of the rules and of the output options of this run (what the manifest
-    /// records with each file it converts).
-    #[serde(default)]
-    pub fingerprint: Fingerprints,
-    /// Temporary files a killed run had left, removed at the start of this one.
-    pub temporary_files_removed: u64,
-    /// Every decision, by action, then by the rule behind it.
-    pub decisions: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Records audited, as a share of all (`--sample`): 1 when every record was.
-    pub sample_rate: f64,
-    /// Records left out by `--sample`.
-    pub records_not_sampled: u64,
-    /// Bytes of the rollouts written (or, in a dry run, that would be).
-    pub output_bytes: u64,
+}
+
+/// What the walk of the inputs left out, and the paths the run could not read. Every shard
+/// walks every input: `report merge` takes the first shard's, and adds each shard's own
+/// unreadable files ([`ShardReport::walk_unreadable`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WalkFindings {
     /// Files found by walking a folder that are not record files, by extension (`.txt`,
     /// `(none)`).
     pub skipped_other_extensions: BTreeMap<String, u64>,
@@ -199,6 +275,12 @@ pub struct Summary {
     pub symlink_loops: Vec<String>,
     /// Files and folders that could not be read; the run went on without them.
     pub unreadable: Vec<UnreadableReport>,
+}
+
+/// How the source formats' readers read the records: the formats, the messages found by
+/// shape, the records merged into a conversation or dropped by a rule.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Reading {
     /// Records whose messages were found by shape (no `messages_at` path held them), by path.
     pub messages_by_shape: BTreeMap<String, u64>,
     /// Input files read, by source format (`chat`, `claude-code`, ...).
@@ -212,12 +294,6 @@ pub struct Summary {
     /// by the rule's id.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub records_dropped: BTreeMap<String, u64>,
-    /// A shard's run (`--shard K/N`): which shard; absent in an unsharded run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<ShardReport>,
-    /// A run merged by `report merge` from this many shards; absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged_shards: Option<u32>,
 }
 
 /// Every input file was Chat Completions (or there was none).
@@ -235,92 +311,223 @@ pub const SCHEMA_VERSION: u32 = 1;
 impl Summary {
     /// Something was quarantined or a file damaged: the run exits 1 so a scheduler can act.
     pub fn has_findings(&self) -> bool {
-        self.quarantined > 0
-            || !self.damaged_files.is_empty()
-            || !self.unreadable.is_empty()
-            || !self.symlink_loops.is_empty()
+        self.totals.quarantined > 0
+            || !self.breakdown.damaged_files.is_empty()
+            || !self.walk.unreadable.is_empty()
+            || !self.walk.symlink_loops.is_empty()
     }
 
     /// Records read = converted + merged into a conversation + quarantined + joined +
     /// dropped by a rule: nothing is lost without a trace.
     pub fn adds_up(&self) -> bool {
-        let dropped: u64 = self.records_dropped.values().sum();
-        self.records
-            == self.converted + self.records_merged + self.quarantined + self.joined + dropped
+        let Totals {
+            records,
+            converted,
+            quarantined,
+            joined,
+            ..
+        } = self.totals;
+        let dropped: u64 = self.reading.records_dropped.values().sum();
+        records == converted + self.reading.records_merged + quarantined + joined + dropped
     }
 }
 
-impl Summary {
-    /// Adds another part of the same run's counters and counts by key to these (`report
-    /// merge`: one shard's to the others'). Lists and the walk's skips, which are not sums,
-    /// are left to the caller.
-    pub fn add_counts(&mut self, other: &Summary) {
-        let sums = [
-            (&mut self.files, other.files),
-            (&mut self.bytes_on_disk, other.bytes_on_disk),
-            (&mut self.bytes_read, other.bytes_read),
-            (&mut self.records, other.records),
-            (&mut self.blank_lines, other.blank_lines),
-            (&mut self.converted, other.converted),
-            (&mut self.quarantined, other.quarantined),
-            (&mut self.joined, other.joined),
-            (&mut self.records_merged, other.records_merged),
-            (&mut self.text_bytes_in, other.text_bytes_in),
-            (&mut self.text_bytes_out, other.text_bytes_out),
-            (&mut self.text_bytes_dropped, other.text_bytes_dropped),
-            (&mut self.text_bytes_added, other.text_bytes_added),
-            (&mut self.files_unchanged, other.files_unchanged),
-            (&mut self.files_done, other.files_done),
-            (&mut self.rollouts_unchanged, other.rollouts_unchanged),
-            (&mut self.rollouts_removed, other.rollouts_removed),
-            (&mut self.sessions_new, other.sessions_new),
-            (&mut self.sessions_updated, other.sessions_updated),
-            (&mut self.sessions_duplicate, other.sessions_duplicate),
-            (&mut self.sessions_left, other.sessions_left),
-            (&mut self.files_pending, other.files_pending),
-            (
-                &mut self.temporary_files_removed,
-                other.temporary_files_removed,
-            ),
-            (&mut self.records_not_sampled, other.records_not_sampled),
-            (&mut self.output_bytes, other.output_bytes),
-        ];
-        for (total, part) in sums {
-            *total += part;
+/// Adds another part of the same run's counters to these (`report merge`: one shard's to the
+/// others'). Each implementation takes `other` apart with a pattern that names every field
+/// (no `..`): a field added to a part fails to compile until its merge is written here, and
+/// one named but not merged is an unused variable, denied in this module. Fields that are
+/// not sums say so with `_` and why.
+pub trait Merge {
+    fn merge_from(&mut self, other: &Self);
+}
+
+impl Merge for u64 {
+    fn merge_from(&mut self, other: &u64) {
+        *self += other;
+    }
+}
+
+/// Counts by key (and counts by key by key): added key by key.
+impl<V: Merge + Default> Merge for BTreeMap<String, V> {
+    fn merge_from(&mut self, other: &Self) {
+        for (key, value) in other {
+            self.entry(key.clone()).or_default().merge_from(value);
         }
-        let maps = [
-            (&mut self.quarantine_reasons, &other.quarantine_reasons),
-            (&mut self.items, &other.items),
-            (&mut self.events, &other.events),
-            (&mut self.phases, &other.phases),
-            (&mut self.rules_fired, &other.rules_fired),
-            (&mut self.actions, &other.actions),
-            (&mut self.violations, &other.violations),
-            (&mut self.ignored_fields, &other.ignored_fields),
-            (&mut self.messages_by_shape, &other.messages_by_shape),
-            (&mut self.formats, &other.formats),
-            (&mut self.records_dropped, &other.records_dropped),
-        ];
-        for (total, part) in maps {
-            for (key, n) in part {
-                bump(total, key, *n);
-            }
-        }
-        self.sessions_withheld
-            .extend(other.sessions_withheld.iter().cloned());
-        self.sessions_pruned
-            .extend(other.sessions_pruned.iter().cloned());
-        self.sessions_not_pruned
-            .extend(other.sessions_not_pruned.iter().cloned());
-        self.settings_changed
-            .extend(other.settings_changed.iter().cloned());
-        self.prune |= other.prune;
-        for (action, by_rule) in &other.decisions {
-            let total = self.decisions.entry(action.clone()).or_default();
-            for (rule, n) in by_rule {
-                bump(total, rule, *n);
-            }
-        }
+    }
+}
+
+/// A list whose order is the shards' (not the walk's): the other's entries after these.
+impl<T: Clone> Merge for Vec<T> {
+    fn merge_from(&mut self, other: &Self) {
+        self.extend(other.iter().cloned());
+    }
+}
+
+impl Merge for Summary {
+    /// The parts that are the same in every shard, or the merged run's own, are left as they
+    /// are: the caller sets them.
+    fn merge_from(&mut self, other: &Self) {
+        let Summary {
+            // The same in every shard (`report merge` checks): the first shard's.
+            setup: _,
+            fingerprint: _,
+            sample_rate: _,
+            // Every shard walks every input: the first shard's, and each one's own unreadable
+            // files, which the caller adds.
+            walk: _,
+            totals,
+            breakdown,
+            text,
+            home,
+            read_again,
+            reading,
+            temporary_files_removed,
+            decisions,
+            records_not_sampled,
+            output_bytes,
+            // The merged run's own: its number, time and verdict. An interrupted shard is not
+            // merged, and the merged run is no shard.
+            seconds: _,
+            run: _,
+            interrupted: _,
+            verdict: _,
+            shard: _,
+            merged_shards: _,
+        } = other;
+        self.totals.merge_from(totals);
+        self.breakdown.merge_from(breakdown);
+        self.text.merge_from(text);
+        self.home.merge_from(home);
+        self.read_again.merge_from(read_again);
+        self.reading.merge_from(reading);
+        self.temporary_files_removed
+            .merge_from(temporary_files_removed);
+        self.decisions.merge_from(decisions);
+        self.records_not_sampled.merge_from(records_not_sampled);
+        self.output_bytes.merge_from(output_bytes);
+    }
+}
+
+impl Merge for Totals {
+    fn merge_from(&mut self, other: &Self) {
+        let Totals {
+            files,
+            bytes_on_disk,
+            bytes_read,
+            records,
+            blank_lines,
+            converted,
+            quarantined,
+            joined,
+        } = other;
+        self.files.merge_from(files);
+        self.bytes_on_disk.merge_from(bytes_on_disk);
+        self.bytes_read.merge_from(bytes_read);
+        self.records.merge_from(records);
+        self.blank_lines.merge_from(blank_lines);
+        self.converted.merge_from(converted);
+        self.quarantined.merge_from(quarantined);
+        self.joined.merge_from(joined);
+    }
+}
+
+impl Merge for Breakdown {
+    fn merge_from(&mut self, other: &Self) {
+        let Breakdown {
+            quarantine_reasons,
+            // In the walk's order: the caller puts the shards' back by their segments.
+            damaged_files: _,
+            items,
+            events,
+            phases,
+            rules_fired,
+            actions,
+            violations,
+        } = other;
+        self.quarantine_reasons.merge_from(quarantine_reasons);
+        self.items.merge_from(items);
+        self.events.merge_from(events);
+        self.phases.merge_from(phases);
+        self.rules_fired.merge_from(rules_fired);
+        self.actions.merge_from(actions);
+        self.violations.merge_from(violations);
+    }
+}
+
+impl Merge for TextCounts {
+    fn merge_from(&mut self, other: &Self) {
+        let TextCounts {
+            text_bytes_in,
+            text_bytes_out,
+            text_bytes_dropped,
+            text_bytes_added,
+            ignored_fields,
+        } = other;
+        self.text_bytes_in.merge_from(text_bytes_in);
+        self.text_bytes_out.merge_from(text_bytes_out);
+        self.text_bytes_dropped.merge_from(text_bytes_dropped);
+        self.text_bytes_added.merge_from(text_bytes_added);
+        self.ignored_fields.merge_from(ignored_fields);
+    }
+}
+
+impl Merge for HomeChanges {
+    fn merge_from(&mut self, other: &Self) {
+        let HomeChanges {
+            files_unchanged,
+            files_done,
+            rollouts_unchanged,
+            rollouts_removed,
+            // In the walk's order: the caller puts the shards' back by their segments.
+            sessions_kept: _,
+            sessions_replaced: _,
+            sessions_new,
+            sessions_updated,
+            sessions_withheld,
+            sessions_duplicate,
+            sessions_left,
+            sessions_pruned,
+            sessions_not_pruned,
+            prune,
+        } = other;
+        self.files_unchanged.merge_from(files_unchanged);
+        self.files_done.merge_from(files_done);
+        self.rollouts_unchanged.merge_from(rollouts_unchanged);
+        self.rollouts_removed.merge_from(rollouts_removed);
+        self.sessions_new.merge_from(sessions_new);
+        self.sessions_updated.merge_from(sessions_updated);
+        self.sessions_withheld.merge_from(sessions_withheld);
+        self.sessions_duplicate.merge_from(sessions_duplicate);
+        self.sessions_left.merge_from(sessions_left);
+        self.sessions_pruned.merge_from(sessions_pruned);
+        self.sessions_not_pruned.merge_from(sessions_not_pruned);
+        self.prune |= prune;
+    }
+}
+
+impl Merge for ReadAgain {
+    fn merge_from(&mut self, other: &Self) {
+        let ReadAgain {
+            settings_changed,
+            files_pending,
+        } = other;
+        self.settings_changed.merge_from(settings_changed);
+        self.files_pending.merge_from(files_pending);
+    }
+}
+
+impl Merge for Reading {
+    fn merge_from(&mut self, other: &Self) {
+        let Reading {
+            messages_by_shape,
+            formats,
+            records_merged,
+            records_dropped,
+        } = other;
+        self.messages_by_shape.merge_from(messages_by_shape);
+        self.formats.merge_from(formats);
+        self.records_merged.merge_from(records_merged);
+        self.records_dropped.merge_from(records_dropped);
     }
 }
 
@@ -340,6 +547,243 @@ pub fn bump<K: AsRef<str> + ?Sized>(map: &mut BTreeMap<String, u64>, key: &K, by
         Some(count) => *count += by,
         None => {
             map.insert(key.to_string(), by);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// A summary with every field set (optional ones present), as `summary.json` writes it:
+    /// the fields and their order are those of the flat struct the parts replaced.
+    const EVERY_FIELD: &str = r#"{
+  "schema_version": 1,
+  "rules": [
+    "builtin"
+  ],
+  "rule_digests": [
+    "ab"
+  ],
+  "codex_version": "0.1",
+  "dry_run": false,
+  "files": 3,
+  "bytes_on_disk": 4,
+  "bytes_read": 5,
+  "records": 6,
+  "blank_lines": 7,
+  "converted": 8,
+  "quarantined": 9,
+  "joined": 10,
+  "quarantine_reasons": {
+    "invalid_json": 11
+  },
+  "damaged_files": [
+    {
+      "file": "a.jsonl.zst",
+      "line": 12,
+      "byte_offset": 13,
+      "compressed_offset": 14,
+      "message": "cut short"
+    }
+  ],
+  "items": {
+    "message:user": 15
+  },
+  "events": {
+    "user_message": 16
+  },
+  "phases": {
+    "none": 17
+  },
+  "rules_fired": {
+    "policy.x": 18
+  },
+  "actions": {
+    "classified": 19
+  },
+  "violations": {
+    "unpaired": 20
+  },
+  "text_bytes_in": 21,
+  "text_bytes_out": 22,
+  "text_bytes_dropped": 23,
+  "text_bytes_added": 24,
+  "ignored_fields": {
+    "id": 25
+  },
+  "run": 26,
+  "interrupted": "SIGINT",
+  "files_unchanged": 27,
+  "files_done": 28,
+  "rollouts_unchanged": 29,
+  "rollouts_removed": 30,
+  "sessions_kept": [
+    "kept.jsonl"
+  ],
+  "sessions_replaced": [
+    "replaced.jsonl"
+  ],
+  "sessions_new": 31,
+  "sessions_updated": 32,
+  "sessions_withheld": [
+    {
+      "path": "withheld.jsonl",
+      "reason": "archived"
+    }
+  ],
+  "sessions_duplicate": 33,
+  "sessions_left": 34,
+  "sessions_pruned": [
+    "pruned.jsonl"
+  ],
+  "sessions_not_pruned": [
+    "not-pruned.jsonl"
+  ],
+  "prune": true,
+  "settings_changed": [
+    {
+      "what": "rules",
+      "since_run": 35,
+      "files": 36
+    }
+  ],
+  "files_pending": 37,
+  "verdict": "blocked",
+  "fingerprint": {
+    "rules": "r",
+    "options": "o"
+  },
+  "temporary_files_removed": 38,
+  "decisions": {
+    "classified": {
+      "policy.x": 39
+    }
+  },
+  "sample_rate": 0.5,
+  "records_not_sampled": 40,
+  "output_bytes": 41,
+  "skipped_other_extensions": {
+    ".txt": 42
+  },
+  "skipped_hidden": 43,
+  "skipped_symlinks": 44,
+  "skipped_excluded": 45,
+  "skipped_unmatched": 46,
+  "skipped_codex_homes": [
+    "home"
+  ],
+  "symlink_loops": [
+    "loop"
+  ],
+  "unreadable": [
+    {
+      "path": "unreadable.jsonl",
+      "message": "denied"
+    }
+  ],
+  "messages_by_shape": {
+    "/messages": 47
+  },
+  "formats": {
+    "chat": 48
+  },
+  "records_merged": 49,
+  "records_dropped": {
+    "claude-code.progress": 50
+  },
+  "shard": {
+    "index": 0,
+    "count": 2,
+    "index_from": "--shard",
+    "count_from": "--shard",
+    "split_bytes": 51,
+    "rollover_version": "0.1.0",
+    "format": "codex",
+    "max_quarantine_rate": 0.0,
+    "report_text": false,
+    "walk_unreadable": 1
+  },
+  "merged_shards": 2
+}"#;
+
+    fn every_field() -> Summary {
+        serde_json::from_str(EVERY_FIELD).expect("a summary")
+    }
+
+    #[test]
+    fn summary_json_is_one_object_with_every_field_in_its_order() {
+        let written = serde_json::to_string_pretty(&every_field()).expect("JSON");
+        assert_eq!(written, EVERY_FIELD);
+    }
+
+    /// What `report merge` does with each field of a shard's summary, checked from the JSON so
+    /// that a new field is checked too: a number (in a map too) is added up, a list whose order
+    /// is the shards' is joined; what is the same in every shard, in the walk's order, or the
+    /// merged run's own is left to the caller, and listed here.
+    #[test]
+    fn merging_a_shard_twice_adds_every_counter_twice() {
+        let shard = every_field();
+        let mut merged = Summary::default();
+        merged.merge_from(&shard);
+        merged.merge_from(&shard);
+        let left_to_the_caller = [
+            "schema_version",
+            "rules",
+            "rule_digests",
+            "codex_version",
+            "dry_run",
+            "damaged_files",
+            "run",
+            "interrupted",
+            "sessions_kept",
+            "sessions_replaced",
+            "verdict",
+            "fingerprint",
+            "sample_rate",
+            "skipped_other_extensions",
+            "skipped_hidden",
+            "skipped_symlinks",
+            "skipped_excluded",
+            "skipped_unmatched",
+            "skipped_codex_homes",
+            "symlink_loops",
+            "unreadable",
+            "shard",
+            "merged_shards",
+        ];
+        let twice = |value: &Value| -> Value {
+            match value {
+                Value::Number(n) => Value::from(n.as_u64().unwrap_or_default() * 2),
+                Value::Array(list) => Value::Array(list.iter().chain(list).cloned().collect()),
+                Value::Object(map) => map
+                    .iter()
+                    .map(|(k, v)| {
+                        let n = v.as_u64().map(|n| Value::from(n * 2));
+                        let by_rule = v.as_object().map(|inner| {
+                            inner
+                                .iter()
+                                .map(|(k, v)| (k.clone(), Value::from(v.as_u64().unwrap_or(0) * 2)))
+                                .collect()
+                        });
+                        (k.clone(), n.or(by_rule).unwrap_or(Value::Null))
+                    })
+                    .collect(),
+                Value::Bool(b) => Value::Bool(*b),
+                Value::Null | Value::String(_) => value.clone(),
+            }
+        };
+        let shard = serde_json::to_value(&shard).expect("JSON");
+        let merged = serde_json::to_value(&merged).expect("JSON");
+        let (Value::Object(shard), Value::Object(merged)) = (shard, merged) else {
+            panic!("a summary is a JSON object");
+        };
+        for (field, value) in &shard {
+            if left_to_the_caller.contains(&field.as_str()) {
+                continue;
+            }
+            assert_eq!(merged.get(field), Some(&twice(value)), "{field}");
         }
     }
 }

@@ -241,18 +241,18 @@ fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
         };
         return Exit::Interrupted(number);
     }
-    let rate = summary.quarantined as f64 / summary.records.max(1) as f64;
+    let rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
     let quarantine_finding = match max_rate {
         Some(max) => rate > max,
-        None => summary.quarantined > 0,
+        None => summary.totals.quarantined > 0,
     };
     Exit::findings_if(
         quarantine_finding
-            || !summary.damaged_files.is_empty()
-            || !summary.unreadable.is_empty()
-            || !summary.symlink_loops.is_empty()
+            || !summary.breakdown.damaged_files.is_empty()
+            || !summary.walk.unreadable.is_empty()
+            || !summary.walk.symlink_loops.is_empty()
             // Newer source data held back: someone must decide (--force, or leave it).
-            || !summary.sessions_kept.is_empty(),
+            || !summary.home.sessions_kept.is_empty(),
     )
 }
 
@@ -449,7 +449,7 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
     let lines = out.lines;
     println!(
         "rollover convert{}",
-        if s.dry_run {
+        if s.setup.dry_run {
             " (dry run: no rollout written)"
         } else {
             ""
@@ -464,60 +464,68 @@ fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
 fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
     out.text(
         "rules",
-        format!("{} (Codex {})", s.rules.join(", "), s.codex_version),
+        format!(
+            "{} (Codex {})",
+            s.setup.rules.join(", "),
+            s.setup.codex_version
+        ),
     );
     let mut files = vec![
         format!(
             "{}: {} on disk",
-            plural(s.files, "input file", "input files"),
-            bytes(s.bytes_on_disk)
+            plural(s.totals.files, "input file", "input files"),
+            bytes(s.totals.bytes_on_disk)
         ),
-        format!("{} decompressed", bytes(s.bytes_read)),
+        format!("{} decompressed", bytes(s.totals.bytes_read)),
     ];
-    if s.blank_lines > 0 {
-        files.push(plural(s.blank_lines, "blank line", "blank lines"));
+    if s.totals.blank_lines > 0 {
+        files.push(plural(s.totals.blank_lines, "blank line", "blank lines"));
     }
     out.list("files", files);
-    if !crate::audit::summary::only_chat(&s.formats) {
-        let formats = s.formats.iter().map(|(f, n)| format!("{f} {}", group(*n)));
+    if !crate::audit::summary::only_chat(&s.reading.formats) {
+        let formats = s
+            .reading
+            .formats
+            .iter()
+            .map(|(f, n)| format!("{f} {}", group(*n)));
         out.list("formats", formats.collect());
     }
-    let mut joined = if s.joined > 0 {
-        format!(" + batch results joined {}", group(s.joined))
+    let mut joined = if s.totals.joined > 0 {
+        format!(" + batch results joined {}", group(s.totals.joined))
     } else {
         String::new()
     };
-    if s.records_merged > 0 {
+    if s.reading.records_merged > 0 {
         joined.push_str(&format!(
             " + merged into a conversation {}",
-            group(s.records_merged)
+            group(s.reading.records_merged)
         ));
     }
-    let dropped: u64 = s.records_dropped.values().sum();
+    let dropped: u64 = s.reading.records_dropped.values().sum();
     if dropped > 0 {
         joined.push_str(&format!(" + dropped by rule {}", group(dropped)));
     }
-    let quarantined = format!("quarantined {}", group(s.quarantined));
+    let quarantined = format!("quarantined {}", group(s.totals.quarantined));
     out.text(
         "records",
         format!(
             "{} = {} + {}{joined}",
-            group(s.records),
-            ui.ok(&format!("converted {}", group(s.converted))),
-            if s.quarantined > 0 {
+            group(s.totals.records),
+            ui.ok(&format!("converted {}", group(s.totals.converted))),
+            if s.totals.quarantined > 0 {
                 ui.bad(&quarantined)
             } else {
                 quarantined
             }
         ),
     );
-    for (class, n) in &s.quarantine_reasons {
+    for (class, n) in &s.breakdown.quarantine_reasons {
         out.text("", format!("quarantined {class}: {}", group(*n)));
     }
-    for (rule, n) in &s.records_dropped {
+    for (rule, n) in &s.reading.records_dropped {
         out.text("", format!("dropped by {rule}: {}", group(*n)));
     }
-    for (path, n) in &s.messages_by_shape {
+    for (path, n) in &s.reading.messages_by_shape {
         out.text("guessed",
             format!(
                 "messages found at `{path}` by shape in {}: pass `--messages-at {path}` to make it explicit",
@@ -525,14 +533,14 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
             ),
         );
     }
-    let other_extensions = s.skipped_other_extensions.values().sum::<u64>();
+    let other_extensions = s.walk.skipped_other_extensions.values().sum::<u64>();
     let skips = other_extensions
-        + s.skipped_hidden
-        + s.skipped_symlinks
-        + s.skipped_excluded
-        + s.skipped_unmatched
-        + s.skipped_codex_homes.len() as u64;
-    if skips > 0 || !s.unreadable.is_empty() || !s.symlink_loops.is_empty() {
+        + s.walk.skipped_hidden
+        + s.walk.skipped_symlinks
+        + s.walk.skipped_excluded
+        + s.walk.skipped_unmatched
+        + s.walk.skipped_codex_homes.len() as u64;
+    if skips > 0 || !s.walk.unreadable.is_empty() || !s.walk.symlink_loops.is_empty() {
         out.list(
             "skipped",
             [
@@ -541,40 +549,40 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
                     plural(other_extensions, "other extension", "other extensions"),
                 ),
                 (
-                    s.skipped_hidden,
-                    format!("{} hidden", group(s.skipped_hidden)),
+                    s.walk.skipped_hidden,
+                    format!("{} hidden", group(s.walk.skipped_hidden)),
                 ),
                 (
-                    s.skipped_symlinks,
-                    format!("{} symlinks", group(s.skipped_symlinks)),
+                    s.walk.skipped_symlinks,
+                    format!("{} symlinks", group(s.walk.skipped_symlinks)),
                 ),
                 (
-                    s.skipped_excluded,
-                    format!("{} excluded", group(s.skipped_excluded)),
+                    s.walk.skipped_excluded,
+                    format!("{} excluded", group(s.walk.skipped_excluded)),
                 ),
                 (
-                    s.skipped_unmatched,
-                    format!("{} matching no --glob", group(s.skipped_unmatched)),
+                    s.walk.skipped_unmatched,
+                    format!("{} matching no --glob", group(s.walk.skipped_unmatched)),
                 ),
                 (
-                    s.skipped_codex_homes.len() as u64,
+                    s.walk.skipped_codex_homes.len() as u64,
                     plural(
-                        s.skipped_codex_homes.len() as u64,
+                        s.walk.skipped_codex_homes.len() as u64,
                         "Codex home",
                         "Codex homes",
                     ),
                 ),
                 (
-                    s.symlink_loops.len() as u64,
+                    s.walk.symlink_loops.len() as u64,
                     plural(
-                        s.symlink_loops.len() as u64,
+                        s.walk.symlink_loops.len() as u64,
                         "symlink loop",
                         "symlink loops",
                     ),
                 ),
                 (
-                    s.unreadable.len() as u64,
-                    format!("{} unreadable", group(s.unreadable.len() as u64)),
+                    s.walk.unreadable.len() as u64,
+                    format!("{} unreadable", group(s.walk.unreadable.len() as u64)),
                 ),
             ]
             .into_iter()
@@ -583,7 +591,7 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
             .collect(),
         );
     }
-    for d in &s.damaged_files {
+    for d in &s.breakdown.damaged_files {
         out.text(
             "damaged",
             format!(
@@ -599,9 +607,9 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
 
 /// What was written: items, phases, rules, violations, text, time.
 fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
-    out.list("items", counted(&s.items));
-    out.list("phases", counted(&s.phases));
-    let mut fired: Vec<(&String, &u64)> = s.rules_fired.iter().collect();
+    out.list("items", counted(&s.breakdown.items));
+    out.list("phases", counted(&s.breakdown.phases));
+    let mut fired: Vec<(&String, &u64)> = s.breakdown.rules_fired.iter().collect();
     fired.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let mut shown: Vec<String> = fired
         .iter()
@@ -623,16 +631,16 @@ fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
         ));
     }
     out.list("rules fired", shown);
-    out.list("violations", counted(&s.violations));
-    if s.converted > 0 {
+    out.list("violations", counted(&s.breakdown.violations));
+    if s.totals.converted > 0 {
         out.text(
             "text bytes",
             format!(
                 "in {} + added {} = out {} + dropped {}",
-                group(s.text_bytes_in),
-                group(s.text_bytes_added),
-                group(s.text_bytes_out),
-                group(s.text_bytes_dropped)
+                group(s.text.text_bytes_in),
+                group(s.text.text_bytes_added),
+                group(s.text.text_bytes_out),
+                group(s.text.text_bytes_dropped)
             ),
         );
     }
@@ -642,8 +650,8 @@ fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
         format!(
             "{:.2} s, {} records/s, {} decompressed",
             s.seconds,
-            group((s.records as f64 / secs) as u64),
-            bytes_per_second(s.bytes_read as f64 / secs)
+            group((s.totals.records as f64 / secs) as u64),
+            bytes_per_second(s.totals.bytes_read as f64 / secs)
         ),
     );
 }
@@ -652,20 +660,20 @@ fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
 /// zero left out.
 fn session_counts(s: &Summary) -> Vec<String> {
     let counts = [
-        (s.sessions_new, "new"),
-        (s.sessions_updated, "updated"),
-        (s.rollouts_unchanged, "unchanged"),
-        (s.sessions_kept.len() as u64, "kept pending"),
-        (s.sessions_replaced.len() as u64, "replaced"),
-        (s.sessions_withheld.len() as u64, "withheld"),
-        (s.sessions_duplicate, "duplicate"),
+        (s.home.sessions_new, "new"),
+        (s.home.sessions_updated, "updated"),
+        (s.home.rollouts_unchanged, "unchanged"),
+        (s.home.sessions_kept.len() as u64, "kept pending"),
+        (s.home.sessions_replaced.len() as u64, "replaced"),
+        (s.home.sessions_withheld.len() as u64, "withheld"),
+        (s.home.sessions_duplicate, "duplicate"),
         (
-            s.sessions_left,
+            s.home.sessions_left,
             "left (their record is gone; --prune removes them)",
         ),
-        (s.sessions_pruned.len() as u64, "pruned"),
+        (s.home.sessions_pruned.len() as u64, "pruned"),
         (
-            s.sessions_not_pruned.len() as u64,
+            s.home.sessions_not_pruned.len() as u64,
             "not pruned (changed in Codex)",
         ),
     ];
@@ -691,43 +699,43 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
     let sessions = session_counts(s);
     if !sessions.is_empty() {
         // A dry run's counts are the plan: what a run would do.
-        let label = if s.dry_run { "plan" } else { "sessions" };
+        let label = if s.setup.dry_run { "plan" } else { "sessions" };
         out.text(label, sessions.join(", "));
     }
-    if s.files_unchanged > 0 {
+    if s.home.files_unchanged > 0 {
         out.text(
             "incremental",
             format!(
                 "{} unchanged since the manifest recorded them (not read)",
-                plural(s.files_unchanged, "file", "files")
+                plural(s.home.files_unchanged, "file", "files")
             ),
         );
     }
-    if !s.sessions_kept.is_empty() {
+    if !s.home.sessions_kept.is_empty() {
         out.text(
             "kept",
             ui.warn(&format!(
                 "{} changed in Codex since written, while the source has newer data: kept and pending (--force replaces; listed in the report)",
-                plural(s.sessions_kept.len() as u64, "session", "sessions")
+                plural(s.home.sessions_kept.len() as u64, "session", "sessions")
             )),
         );
     }
-    if !s.sessions_withheld.is_empty() {
+    if !s.home.sessions_withheld.is_empty() {
         out.text(
             "withheld",
             format!(
                 "{} archived or deleted since written: not written again (--force writes them)",
-                plural(s.sessions_withheld.len() as u64, "session", "sessions")
+                plural(s.home.sessions_withheld.len() as u64, "session", "sessions")
             ),
         );
     }
-    if !s.sessions_replaced.is_empty() {
+    if !s.home.sessions_replaced.is_empty() {
         out.text(
             "replaced",
             format!(
                 "{} (copies in {})",
                 plural(
-                    s.sessions_replaced.len() as u64,
+                    s.home.sessions_replaced.len() as u64,
                     "changed session",
                     "changed sessions"
                 ),
@@ -746,7 +754,7 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
     let run = state.join("runs").join(format!("{:04}", s.run));
     out.text("output", args.out.display().to_string());
     out.text("report", run.join("summary.json").display().to_string());
-    if s.quarantined > 0 {
+    if s.totals.quarantined > 0 {
         out.text(
             "quarantine",
             run.join("quarantine.jsonl").display().to_string(),

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
-use crate::audit::summary::ShardReport;
+use crate::audit::summary::{Merge, ShardReport, WalkFindings};
 use crate::audit::Summary;
 use crate::cli::ReportMergeArgs;
 use crate::commands::ui::{group, Ui};
@@ -73,13 +73,13 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
     })?;
     let summary = write(home, merged, &runs)?;
     drop(lock);
-    let rate = summary.quarantined as f64 / summary.records.max(1) as f64;
+    let rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
     let max_rate = runs[0].report.max_quarantine_rate;
     let exit = Exit::findings_if(
         rate > max_rate
-            || !summary.damaged_files.is_empty()
-            || !summary.unreadable.is_empty()
-            || !summary.symlink_loops.is_empty(),
+            || !summary.breakdown.damaged_files.is_empty()
+            || !summary.walk.unreadable.is_empty()
+            || !summary.walk.symlink_loops.is_empty(),
     );
     if args.json {
         let mut out = serde_json::to_value(&summary).context("writing the JSON summary")?;
@@ -97,14 +97,14 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
         println!("rollover report merge: {count} shards");
         println!(
             "  records      {} = converted {} + merged {} + quarantined {} + joined {} + dropped by rule {}",
-            group(summary.records),
-            group(summary.converted),
-            group(summary.records_merged),
-            group(summary.quarantined),
-            group(summary.joined),
-            group(summary.records_dropped.values().sum())
+            group(summary.totals.records),
+            group(summary.totals.converted),
+            group(summary.reading.records_merged),
+            group(summary.totals.quarantined),
+            group(summary.totals.joined),
+            group(summary.reading.records_dropped.values().sum())
         );
-        println!("  files        {}", group(summary.files));
+        println!("  files        {}", group(summary.totals.files));
         println!("  report       {}", folder.join("summary.json").display());
     }
     Ok(exit)
@@ -239,9 +239,12 @@ fn check_same(runs: &[ShardRun]) -> Result<()> {
         let differences = [
             (
                 "rules",
-                a.rule_digests != b.rule_digests || a.rules != b.rules,
+                a.setup.rule_digests != b.setup.rule_digests || a.setup.rules != b.setup.rules,
             ),
-            ("Codex version", a.codex_version != b.codex_version),
+            (
+                "Codex version",
+                a.setup.codex_version != b.setup.codex_version,
+            ),
             (
                 "output options (--cwd, --wire, --messages-at, ...)",
                 a.fingerprint.options != b.fingerprint.options,
@@ -252,7 +255,7 @@ fn check_same(runs: &[ShardRun]) -> Result<()> {
             ),
             ("--split-bytes", ra.split_bytes != rb.split_bytes),
             ("--format", ra.format != rb.format),
-            ("--dry-run", a.dry_run != b.dry_run),
+            ("--dry-run", a.setup.dry_run != b.setup.dry_run),
             ("--sample", a.sample_rate != b.sample_rate),
             (
                 "--max-quarantine-rate",
@@ -294,36 +297,34 @@ struct Merged {
 
 fn merge(runs: &[ShardRun]) -> Merged {
     let first = &runs[0];
-    // The walk's findings are the same in every shard (each walks every input): shard 0's.
+    // The setup is the same in every shard (checked), and so are the walk's findings (each
+    // walks every input): shard 0's, with only the unreadable files the walk found.
+    let walk_unreadable = first
+        .report
+        .walk_unreadable
+        .min(first.summary.walk.unreadable.len());
     let mut summary = Summary {
-        rules: first.summary.rules.clone(),
-        rule_digests: first.summary.rule_digests.clone(),
-        codex_version: first.summary.codex_version.clone(),
+        setup: first.summary.setup.clone(),
         fingerprint: first.summary.fingerprint.clone(),
-        schema_version: first.summary.schema_version,
-        dry_run: first.summary.dry_run,
         sample_rate: first.summary.sample_rate,
-        skipped_other_extensions: first.summary.skipped_other_extensions.clone(),
-        skipped_hidden: first.summary.skipped_hidden,
-        skipped_symlinks: first.summary.skipped_symlinks,
-        skipped_excluded: first.summary.skipped_excluded,
-        skipped_unmatched: first.summary.skipped_unmatched,
-        skipped_codex_homes: first.summary.skipped_codex_homes.clone(),
-        symlink_loops: first.summary.symlink_loops.clone(),
-        unreadable: first.summary.unreadable[..first
-            .report
-            .walk_unreadable
-            .min(first.summary.unreadable.len())]
-            .to_vec(),
+        walk: WalkFindings {
+            unreadable: first.summary.walk.unreadable[..walk_unreadable].to_vec(),
+            ..first.summary.walk.clone()
+        },
         merged_shards: Some(runs.len() as u32),
         ..Summary::default()
     };
     for run in runs {
-        summary.add_counts(&run.summary);
-        let own = run.report.walk_unreadable.min(run.summary.unreadable.len());
+        summary.merge_from(&run.summary);
+        // The files of its own that a shard could not read.
+        let own = run
+            .report
+            .walk_unreadable
+            .min(run.summary.walk.unreadable.len());
         summary
+            .walk
             .unreadable
-            .extend_from_slice(&run.summary.unreadable[own..]);
+            .extend_from_slice(&run.summary.walk.unreadable[own..]);
     }
     // Every file's place in the walk, and its counts added over the shards that read it.
     let mut files: BTreeMap<usize, FileStats> = BTreeMap::new();
@@ -374,22 +375,25 @@ fn merge(runs: &[ShardRun]) -> Merged {
         };
         lines.push((*n, [counts[0], counts[1]]));
         let s = &run.summary;
-        summary.damaged_files.extend(
-            s.damaged_files
+        summary.breakdown.damaged_files.extend(
+            s.breakdown
+                .damaged_files
                 .get(slice(2))
                 .unwrap_or_default()
                 .iter()
                 .cloned(),
         );
-        summary.sessions_kept.extend(
-            s.sessions_kept
+        summary.home.sessions_kept.extend(
+            s.home
+                .sessions_kept
                 .get(slice(3))
                 .unwrap_or_default()
                 .iter()
                 .cloned(),
         );
-        summary.sessions_replaced.extend(
-            s.sessions_replaced
+        summary.home.sessions_replaced.extend(
+            s.home
+                .sessions_replaced
                 .get(slice(4))
                 .unwrap_or_default()
                 .iter()

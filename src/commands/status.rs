@@ -133,20 +133,20 @@ fn runs(dir: &Path, last: usize) -> Vec<RunLine> {
             let s: Summary = serde_json::from_str(&text).ok()?;
             Some(RunLine {
                 run: *run,
-                dry_run: s.dry_run,
+                dry_run: s.setup.dry_run,
                 verdict: if s.interrupted.is_some() {
                     "interrupted: incomplete".to_string()
                 } else {
                     s.verdict.clone()
                 },
                 interrupted: s.interrupted.clone(),
-                records: s.records,
-                converted: s.converted,
-                quarantined: s.quarantined,
-                sessions_new: s.sessions_new,
-                sessions_updated: s.sessions_updated,
-                sessions_kept: s.sessions_kept.len(),
-                sessions_pruned: s.sessions_pruned.len(),
+                records: s.totals.records,
+                converted: s.totals.converted,
+                quarantined: s.totals.quarantined,
+                sessions_new: s.home.sessions_new,
+                sessions_updated: s.home.sessions_updated,
+                sessions_kept: s.home.sessions_kept.len(),
+                sessions_pruned: s.home.sessions_pruned.len(),
             })
         })
         .collect()

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::reader::Work;
 use super::record::{Converted, Outcome};
-use super::{format_name, FileCounts, Fingerprint, Portion, Progress};
+use super::{format_name, FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport, WithheldReport};
 use crate::audit::{Action, Summary};
@@ -29,16 +29,14 @@ use crate::output::guard::key;
 use crate::output::manifest::{FileEntry, RolloutEntry};
 use crate::output::quarantine::QuarantineClass;
 use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal};
-use crate::source::SourceFile;
 
 pub struct Collector<'h> {
     home: &'h Home,
     pub summary: Summary,
     quarantine: BufWriter<File>,
     conversations: BufWriter<File>,
-    files: &'h [SourceFile],
-    /// Each input file's content digest, from the plan.
-    digests: Vec<String>,
+    /// The run's files: what part of each the run reads, and its content digest.
+    files: &'h [PlannedFile],
     guard: &'h Guard,
     /// Files being read: records seen and rollouts placed so far.
     open: HashMap<usize, FileEntry>,
@@ -55,8 +53,6 @@ pub struct Collector<'h> {
     formats: HashMap<usize, &'static str>,
     /// The titles sources gave the conversations written, for Codex's thread names.
     thread_names: Vec<crate::output::session_index::IndexEntry>,
-    /// What part of each file the run reads (every file whole, unless sharded).
-    pub portions: Vec<Portion>,
     /// Where each segment started: (file's place in the walk, range, marks).
     segments: Vec<(usize, u64, Marks)>,
     /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
@@ -140,11 +136,11 @@ impl Timing {
         let per_second = |n: u64| n as f64 / seconds.max(1e-9);
         Timing {
             seconds,
-            records: summary.records,
-            records_per_second: per_second(summary.records),
-            bytes_on_disk: summary.bytes_on_disk,
-            bytes_read: summary.bytes_read,
-            mib_per_second: per_second(summary.bytes_read) / (1024.0 * 1024.0),
+            records: summary.totals.records,
+            records_per_second: per_second(summary.totals.records),
+            bytes_on_disk: summary.totals.bytes_on_disk,
+            bytes_read: summary.totals.bytes_read,
+            mib_per_second: per_second(summary.totals.bytes_read) / (1024.0 * 1024.0),
         }
     }
 }
@@ -160,8 +156,7 @@ impl<'h> Collector<'h> {
     pub fn new(
         home: &'h Home,
         summary: Summary,
-        files: &'h [SourceFile],
-        digests: Vec<String>,
+        files: &'h [PlannedFile],
         guard: &'h Guard,
         format: Format,
     ) -> Result<Collector<'h>, OutputError> {
@@ -171,13 +166,12 @@ impl<'h> Collector<'h> {
             quarantine: BufWriter::new(home.create_run_file("quarantine.jsonl")?),
             conversations: BufWriter::new(home.create_run_file("conversations.jsonl")?),
             files,
-            digests,
             guard,
             open: HashMap::new(),
             stats: files
                 .iter()
                 .map(|f| FileStats {
-                    file: f.display.to_string(),
+                    file: f.source.display.to_string(),
                     ..FileStats::default()
                 })
                 .collect(),
@@ -187,7 +181,6 @@ impl<'h> Collector<'h> {
             counts: HashMap::new(),
             formats: HashMap::new(),
             thread_names: Vec::new(),
-            portions: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
             fingerprint: Fingerprint::default(),
@@ -200,21 +193,21 @@ impl<'h> Collector<'h> {
         Marks {
             conversations: self.lines.0,
             quarantine: self.lines.1,
-            damaged_files: self.summary.damaged_files.len() as u64,
-            sessions_kept: self.summary.sessions_kept.len() as u64,
-            sessions_replaced: self.summary.sessions_replaced.len() as u64,
+            damaged_files: self.summary.breakdown.damaged_files.len() as u64,
+            sessions_kept: self.summary.home.sessions_kept.len() as u64,
+            sessions_replaced: self.summary.home.sessions_replaced.len() as u64,
             excerpts: self.report.excerpts.len() as u64,
         }
     }
 
     /// The file's place in the walk.
     fn walk_index(&self, file: usize) -> usize {
-        self.portions.get(file).map_or(file, |p| p.index)
+        self.files.get(file).map_or(file, |f| f.portion.index)
     }
 
     /// Whether `file` counts in the file-level numbers.
     fn counted(&self, file: usize) -> bool {
-        self.portions.get(file).is_none_or(|p| p.counted)
+        self.files.get(file).is_none_or(|f| f.portion.counted)
     }
 
     /// The segments as `shard.json` writes them.
@@ -244,7 +237,7 @@ impl<'h> Collector<'h> {
             .enumerate()
             .map(|(i, file)| ShardFile {
                 index: self.walk_index(i),
-                key: file.key.clone(),
+                key: file.source.key.clone(),
                 counted: self.counted(i),
                 stats: self.stats[i].clone(),
             })
@@ -273,10 +266,10 @@ impl<'h> Collector<'h> {
                     let marks = self.marks();
                     self.segments.push((self.walk_index(*file), *range, marks));
                 }
-                Work::Blank(n) => self.summary.blank_lines += n,
+                Work::Blank(n) => self.summary.totals.blank_lines += n,
                 Work::Damage(damage) => {
                     progress.damage(damage);
-                    self.summary.damaged_files.push(DamageReport {
+                    self.summary.breakdown.damaged_files.push(DamageReport {
                         file: damage.location.path.to_string(),
                         line: damage.location.line,
                         byte_offset: damage.location.byte_offset,
@@ -296,16 +289,16 @@ impl<'h> Collector<'h> {
                 Work::FileEnd(file) => {
                     let format = self.formats.remove(file).unwrap_or("chat");
                     if self.counted(*file) {
-                        bump(&mut self.summary.formats, format, 1);
+                        bump(&mut self.summary.reading.formats, format, 1);
                     }
                     let mut counts = self.counts.remove(file).unwrap_or_default();
-                    counts.file = self.files[*file].display.to_string();
+                    counts.file = self.files[*file].source.display.to_string();
                     progress.file_done(&counts);
                     self.file_done(*file, manifest)?
                 }
             }
         }
-        self.summary.bytes_read += bytes;
+        self.summary.totals.bytes_read += bytes;
         progress.advance(records, bytes, disk_read);
         Ok(())
     }
@@ -317,7 +310,7 @@ impl<'h> Collector<'h> {
             self.summary.records_not_sampled += 1;
             return Ok(());
         }
-        self.summary.records += 1;
+        self.summary.totals.records += 1;
         self.stats[file].records += 1;
         let counts = self.counts.entry(file).or_default();
         counts.records += 1;
@@ -337,7 +330,7 @@ impl<'h> Collector<'h> {
             Outcome::Merged => {
                 counts.converted += 1;
                 self.stats[file].converted += 1;
-                self.summary.records_merged += 1;
+                self.summary.reading.records_merged += 1;
                 Ok(())
             }
             Outcome::Quarantined(entry) => {
@@ -346,7 +339,7 @@ impl<'h> Collector<'h> {
                 self.quarantined(&entry)
             }
             Outcome::Dropped { rule, .. } => {
-                bump(&mut self.summary.records_dropped, &rule, 1);
+                bump(&mut self.summary.reading.records_dropped, &rule, 1);
                 Ok(())
             }
             Outcome::NotSampled => Ok(()),
@@ -354,8 +347,7 @@ impl<'h> Collector<'h> {
     }
 
     fn file_entry(&mut self, file: usize) -> &mut FileEntry {
-        let source = &self.files[file];
-        let digest = &self.digests[file];
+        let PlannedFile { source, digest, .. } = &self.files[file];
         let fingerprint = &self.fingerprint;
         self.open.entry(file).or_insert_with(|| FileEntry {
             key: source.origin.clone(),
@@ -380,28 +372,32 @@ impl<'h> Collector<'h> {
     fn count_placed(&mut self, file: usize, path: &str, placed: &Placed) {
         let summary = &mut self.summary;
         match placed {
-            Placed::Written => summary.sessions_new += 1,
-            Placed::Updated => summary.sessions_updated += 1,
-            Placed::Unchanged => summary.rollouts_unchanged += 1,
+            Placed::Written => summary.home.sessions_new += 1,
+            Placed::Updated => summary.home.sessions_updated += 1,
+            Placed::Unchanged => summary.home.rollouts_unchanged += 1,
             Placed::Kept => {
-                summary.sessions_kept.push(path.to_string());
+                summary.home.sessions_kept.push(path.to_string());
                 self.file_entry(file).pending.push(path.to_string());
             }
-            Placed::Replaced { .. } => summary.sessions_replaced.push(path.to_string()),
-            Placed::Withheld(why) => summary.sessions_withheld.push(WithheldReport {
+            Placed::Replaced { .. } => summary.home.sessions_replaced.push(path.to_string()),
+            Placed::Withheld(why) => summary.home.sessions_withheld.push(WithheldReport {
                 path: path.to_string(),
                 reason: why.name().to_string(),
             }),
-            Placed::Duplicate => summary.sessions_duplicate += 1,
+            Placed::Duplicate => summary.home.sessions_duplicate += 1,
         }
     }
 
     fn quarantined(&mut self, entry: &QuarantineEntry) -> Result<(), OutputError> {
         let summary = &mut self.summary;
-        summary.quarantined += 1;
-        bump(&mut summary.quarantine_reasons, entry.class.name(), 1);
+        summary.totals.quarantined += 1;
+        bump(
+            &mut summary.breakdown.quarantine_reasons,
+            entry.class.name(),
+            1,
+        );
         if let Some(invariant) = entry.class.invariant() {
-            bump(&mut summary.violations, &invariant.to_string(), 1);
+            bump(&mut summary.breakdown.violations, &invariant.to_string(), 1);
         }
         if self.report.report_text && self.report.excerpts.len() < EXCERPTS {
             let raw = entry.raw();
@@ -427,7 +423,7 @@ impl<'h> Collector<'h> {
             done.path.clone_from(path);
             done.relative = std::path::PathBuf::from(path);
         }
-        if let (Format::Responses(options), false) = (self.format, self.summary.dry_run) {
+        if let (Format::Responses(options), false) = (self.format, self.summary.setup.dry_run) {
             let body = match self.bodies.entry(file) {
                 Entry::Occupied(open) => open.into_mut(),
                 Entry::Vacant(slot) => slot.insert(BodyFile::create(
@@ -470,35 +466,39 @@ impl<'h> Collector<'h> {
             });
         }
         let summary = &mut self.summary;
-        summary.converted += 1;
+        summary.totals.converted += 1;
         for (kind, phase) in &done.items {
-            bump(&mut summary.items, kind, 1);
+            bump(&mut summary.breakdown.items, kind, 1);
             if *kind == "message:assistant" {
-                bump(&mut summary.phases, phase.unwrap_or("none"), 1);
+                bump(&mut summary.breakdown.phases, phase.unwrap_or("none"), 1);
             }
         }
-        bump(&mut summary.events, "user_message", done.events.0);
-        bump(&mut summary.events, "agent_message", done.events.1);
+        bump(&mut summary.breakdown.events, "user_message", done.events.0);
+        bump(
+            &mut summary.breakdown.events,
+            "agent_message",
+            done.events.1,
+        );
         for decision in &done.decisions {
-            bump(&mut summary.rules_fired, &decision.rule, 1);
-            bump(&mut summary.actions, decision.action.name(), 1);
+            bump(&mut summary.breakdown.rules_fired, &decision.rule, 1);
+            bump(&mut summary.breakdown.actions, decision.action.name(), 1);
             let by_rule = summary
                 .decisions
                 .entry(decision.action.name().to_string())
                 .or_default();
             bump(by_rule, &decision.rule, 1);
             if let Action::MessagesFoundByShape { path } = &decision.action {
-                bump(&mut summary.messages_by_shape, path, 1);
+                bump(&mut summary.reading.messages_by_shape, path, 1);
             }
         }
         summary.output_bytes += done.output_len;
         for field in &done.ignored {
-            bump(&mut summary.ignored_fields, field, 1);
+            bump(&mut summary.text.ignored_fields, field, 1);
         }
-        summary.text_bytes_in += done.account.bytes_in as u64;
-        summary.text_bytes_out += done.account.bytes_out as u64;
-        summary.text_bytes_dropped += done.account.bytes_dropped as u64;
-        summary.text_bytes_added += done.account.bytes_added as u64;
+        summary.text.text_bytes_in += done.account.bytes_in as u64;
+        summary.text.text_bytes_out += done.account.bytes_out as u64;
+        summary.text.text_bytes_dropped += done.account.bytes_dropped as u64;
+        summary.text.text_bytes_added += done.account.bytes_added as u64;
         self.lines.0 += 1;
         // A title is transcript text: the audit line says its length unless --report-text
         // (the title itself is the Codex thread name, in session_index.jsonl).
@@ -539,12 +539,12 @@ impl<'h> Collector<'h> {
         let entry = self.file_entry(file).clone();
         self.open.remove(&file);
         if self.counted(file) {
-            self.summary.files_done += 1;
+            self.summary.home.files_done += 1;
         }
         // A record of a split file that left this shard's ranges (a file edited before it,
         // not appended to) may be in another shard's now, under the same path: only the
         // sessions of whole files become orphans here.
-        let split = self.portions.get(file).is_some_and(|p| p.ranges);
+        let split = self.files.get(file).is_some_and(|f| f.portion.ranges);
         let previous = manifest.files.get(&entry.key).filter(|_| !split);
         let gone: Vec<RolloutEntry> = match previous {
             Some(previous) => {
@@ -561,16 +561,16 @@ impl<'h> Collector<'h> {
             None => Vec::new(),
         };
         for rollout in gone {
-            if self.summary.prune {
+            if self.summary.home.prune {
                 self.prune(manifest, &rollout)?;
             } else {
-                self.summary.sessions_left += 1;
-                if !self.summary.dry_run {
+                self.summary.home.sessions_left += 1;
+                if !self.summary.setup.dry_run {
                     manifest.orphan(self.home, rollout, &entry.key)?;
                 }
             }
         }
-        if self.summary.dry_run {
+        if self.summary.setup.dry_run {
             return Ok(());
         }
         manifest.record(self.home, entry)
@@ -587,15 +587,18 @@ impl<'h> Collector<'h> {
             .remove(self.home, &rollout.path, &rollout.digest)?
         {
             Removal::Removed | Removal::Missing => {
-                self.summary.sessions_pruned.push(rollout.path.clone());
-                self.summary.rollouts_removed = self.summary.sessions_pruned.len() as u64;
-                if !self.summary.dry_run {
+                self.summary.home.sessions_pruned.push(rollout.path.clone());
+                self.summary.home.rollouts_removed = self.summary.home.sessions_pruned.len() as u64;
+                if !self.summary.setup.dry_run {
                     manifest.pruned(self.home, &rollout.path)?;
                 }
             }
             Removal::Kept => {
-                self.summary.sessions_not_pruned.push(rollout.path.clone());
-                if !self.summary.dry_run {
+                self.summary
+                    .home
+                    .sessions_not_pruned
+                    .push(rollout.path.clone());
+                if !self.summary.setup.dry_run {
                     let from = manifest
                         .orphans
                         .get(&rollout.path)
@@ -631,7 +634,7 @@ impl<'h> Collector<'h> {
         sessions.sort_by(|a, b| a.path.cmp(&b.path));
         sessions.dedup_by(|a, b| a.path == b.path);
         for key in &gone_files {
-            if !self.summary.dry_run {
+            if !self.summary.setup.dry_run {
                 manifest.forget(self.home, key)?;
             }
         }
@@ -643,14 +646,14 @@ impl<'h> Collector<'h> {
 
     /// Batch results: joined to a request, or quarantined (no request claimed them). Results
     /// of files left out (unchanged) are not counted again.
-    pub fn batch_results(&mut self, index: &BatchIndex, skip: &[bool]) -> Result<(), OutputError> {
+    pub fn batch_results(&mut self, index: &BatchIndex) -> Result<(), OutputError> {
         for result in index.results() {
-            if skip.get(result.file).copied().unwrap_or(false) {
+            if self.files.get(result.file).is_some_and(|f| f.skip) {
                 continue;
             }
-            self.summary.records += 1;
+            self.summary.totals.records += 1;
             if result.used() {
-                self.summary.joined += 1;
+                self.summary.totals.joined += 1;
                 continue;
             }
             let location = &result.record.location;
@@ -681,7 +684,7 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
-        if !self.summary.dry_run {
+        if !self.summary.setup.dry_run {
             crate::output::session_index::append(home, &self.thread_names)?;
         }
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical

@@ -33,14 +33,17 @@ use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::audit::summary::{SettingsChange, ShardReport, UnreadableReport};
+use crate::audit::summary::{
+    Fingerprints, HomeChanges, ReadAgain, SettingsChange, Setup, ShardReport, Totals,
+    UnreadableReport, WalkFindings,
+};
 use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::format::FileCache;
@@ -51,9 +54,10 @@ use crate::output::manifest::file_digest_unless;
 use crate::output::results_seen::ResultsSeen;
 use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
+use crate::source::discover::Spool;
 use crate::source::{
-    discover, open, Compression, Damage, ShardPlan, ShardSource, Share, Skipped, SourceError,
-    SourceFile, WalkOptions,
+    discover, open, Compression, Damage, Discovery, ShardPlan, ShardSource, Share, Skipped,
+    SourceError, SourceFile, WalkOptions,
 };
 use collect::Collector;
 use reader::Work;
@@ -181,431 +185,371 @@ pub struct FileCounts {
     pub quarantined: u64,
 }
 
-/// Runs the whole conversion and returns the summary.
+/// One input file as the run plans it. The reader, the workers and the collector number the
+/// run's files by their place in one `[PlannedFile]`, so what the run knows of a file travels
+/// together instead of in vectors kept aligned by hand.
+#[derive(Debug, Clone)]
+pub struct PlannedFile {
+    pub source: SourceFile,
+    /// What part of it this run reads.
+    pub portion: Portion,
+    /// Unchanged since the manifest recorded it, under this run's settings: not read.
+    pub skip: bool,
+    /// Its content digest, recorded in the manifest with the sessions it converts to (the
+    /// manifest's own, when its size and mtime are unchanged).
+    pub digest: String,
+}
+
+/// What the command gave the run, passed through its phases as one value.
+#[derive(Clone, Copy)]
+struct Request<'a> {
+    options: &'a Options,
+    rules: &'a RuleSet,
+    progress: &'a dyn Progress,
+}
+
+/// What [`prepare`] decided, before anything is converted: the [`RunPlan`] every later stage
+/// reads, and what [`execute`] and [`finish`] change or use up.
+struct Prepared {
+    plan: RunPlan,
+    manifest: Manifest,
+    /// The Batch API results of the walk, kept for what this run counts: the workers join
+    /// requests with them, then [`finish`] counts those no request claimed.
+    index: BatchIndex,
+    /// The summary as far as the plan knows it (files, the walk's skips, the settings).
+    summary: Summary,
+    /// Held until the run is done: the home's lock, and the copies of streams the reader reads.
+    lock: RunLock,
+    spools: Vec<Spool>,
+}
+
+/// What the run reads and where it writes: fixed once prepared, borrowed by the later stages.
+struct RunPlan {
+    home: Home,
+    /// The home had no session yet: a dry run's report is its `latest`, as a run's would be.
+    fresh: bool,
+    shard: Option<ShardPlan>,
+    /// Every file of the walk, whatever the shard: Batch API results join requests anywhere,
+    /// and `--prune` forgets only files gone from it.
+    walk: Vec<SourceFile>,
+    /// The files this run reads or leaves unchanged, in input order.
+    files: Vec<PlannedFile>,
+    guard: Guard,
+    /// A shard's record of the other shards' results files, saved when the run is done.
+    seen: Option<ResultsSeen>,
+}
+
+/// What [`execute`] hands to [`finish`].
+struct Executed<'p> {
+    /// Every batch in: the report lines written, the counters added up.
+    collector: Collector<'p>,
+    /// The converting pool: a shard's claims of Batch API results run on it.
+    workers: rayon::ThreadPool,
+    convert_seconds: f64,
+    /// Bytes on disk the reader read, for the last progress update.
+    disk_read: u64,
+}
+
+/// Runs the whole conversion and returns the summary: [`prepare`] decides what the run reads
+/// and takes the output, [`execute`] converts and writes, [`finish`] counts what only the end
+/// knows and records the run.
 pub fn run(
     options: &Options,
     rules: &RuleSet,
     progress: &dyn Progress,
 ) -> Result<Summary, PipelineError> {
     let started = Instant::now();
+    let request = Request {
+        options,
+        rules,
+        progress,
+    };
+    let Prepared {
+        plan,
+        mut manifest,
+        index,
+        summary,
+        lock,
+        spools,
+    } = prepare(request)?;
+    let executed = execute(&plan, &index, &mut manifest, summary, request)?;
+    let summary = finish(&plan, executed, index, &mut manifest, request, started)?;
+    drop(lock);
+    // The temporary copies of streams are removed only now: the reader is done with them.
+    drop(spools);
+    Ok(summary)
+}
+
+/// The first phase: walks the inputs, takes the output home's lock, reads the manifest,
+/// decides which files (and which part of each) the run reads, and finds the Batch API
+/// results. Nothing is converted yet; a signal here ends the run with nothing written but the
+/// run's folder.
+fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
+    let Request {
+        options, progress, ..
+    } = request;
     // Discovery first: a run with nothing to read stops before it writes into the output.
     let discovery = discover(&options.inputs, Some(&options.out), &options.walk)?;
     interrupted(options, "walking the inputs")?;
-    let skipped = &discovery.skipped;
-    if discovery.files.is_empty() && skipped.unreadable.is_empty() && skipped.loops.is_empty() {
+    let Discovery {
+        files: mut walk,
+        skipped,
+        spools,
+    } = discovery;
+    if walk.is_empty() && skipped.unreadable.is_empty() && skipped.loops.is_empty() {
         return Err(PipelineError::NothingToDo {
-            found: nothing_found(options, skipped),
+            found: nothing_found(options, &skipped),
         });
     }
-    for note in skipped.notes() {
-        progress.note(&note);
-    }
-    for path in &skipped.loops {
-        progress.note(&format!("symlink loop at {path}: skipped"));
-    }
-    for entry in &skipped.unreadable {
-        progress.note(&format!(
-            "cannot read {}: {}; skipped",
-            entry.path, entry.message
-        ));
-    }
+    let unreadable = note_skipped(&skipped, progress);
     let shard = options.shard.as_ref().map(|source| ShardPlan {
         shard: source.shard,
         split_bytes: options.split_bytes,
         // A Responses body file is written per input file: one shard must write all of it.
         split: options.format == Format::Codex,
     });
-    let mut home = match &shard {
-        Some(plan) => Home::for_shard(&options.out, &plan.shard.folder_name()),
-        None => Home::new(&options.out),
-    };
-    home.durable = options.durable;
-    for note in home.check_linked_folders(options.walk.follow)? {
-        progress.note(&note);
-    }
-    let lock = RunLock::acquire_within(&home, options.wait, &options.stop, |pid| {
-        progress.note(&RunLock::waiting_note(&home, pid, options.wait));
-    })?;
-    if let Some(pid) = lock.taken_over_from {
-        progress.note(&format!(
-            "took over the lock left by pid {pid}, which is no longer running"
-        ));
-    }
+    let (mut home, lock) = lock_home(options, shard.as_ref(), progress)?;
     let mut manifest = Manifest::load(&home)?;
     check_format(&home, &manifest, options.format)?;
-    // A home with no session yet: a dry run's report is its `latest`, as a run's would be.
     let fresh = manifest.files.is_empty() && manifest.orphans.is_empty();
     let (run_number, killed_run) = home.start_run()?;
+    // A killed run (or one whose manifest had to be recovered) may have left temporary files.
     let temporary_files_removed = if manifest.recovered || killed_run {
         home.remove_temporary_files()?
     } else {
         0
     };
-    let mut files = discovery.files;
-    dedupe_keys(&mut files);
-    // Every file of the walk, whatever the shard: `--prune` forgets only files gone from it.
-    let walked: HashSet<String> = files.iter().map(|f| f.origin.clone()).collect();
-    // Batch API results join requests anywhere: every file of the walk is looked at for them,
-    // whatever share of it this run reads.
-    let walk = files.clone();
-    let mut portions = select(&mut files, shard.as_ref());
-    let mut unreadable: Vec<UnreadableReport> = skipped
-        .unreadable
-        .iter()
-        .map(|u| UnreadableReport {
-            path: u.path.clone(),
-            message: u.message.clone(),
-        })
-        .collect();
-    // A dry run (and `audit`) reads every input: its report is the plan of the whole run.
-    let full = options.full || options.dry_run;
-    let mut planned = Planned::default();
-    let (mut skip, digests) = plan(
-        &mut files,
-        &mut portions,
+    dedupe_keys(&mut walk);
+    let mut planned = plan_files(
+        &walk,
+        shard.as_ref(),
         &mut manifest,
-        Reading {
-            full,
-            fingerprint: &options.fingerprint,
-            stop: &options.stop,
-        },
-        &mut unreadable,
-        &mut planned,
+        unreadable,
+        fresh,
+        request,
     );
-    for entry in unreadable.iter().skip(skipped.unreadable.len()) {
-        progress.note(&format!(
-            "cannot read {}: {}; skipped",
-            entry.path, entry.message
-        ));
-    }
-    if !fresh {
-        progress.note(&plan_line(
-            &files, &portions, &skip, &digests, &manifest, full,
-        ));
-    }
     interrupted(options, "reading the inputs' digests")?;
-    let settings_changed = planned.changes(&home);
-    for change in &settings_changed {
-        let since = match change.since_run {
-            0 => "an earlier run".to_string(),
-            n => format!("run {n:04}"),
-        };
-        let verb = if options.dry_run {
-            "would be converted again"
-        } else {
-            "converted again"
-        };
-        progress.note(&format!(
-            "{} changed since {since}: {} {verb}",
-            change.what,
-            crate::audit::summary::files_phrase(change.files),
-        ));
-    }
-    if planned.pending > 0 {
-        progress.note(&format!(
-            "{} with sessions kept pending (changed in Codex since, while the source has newer data): read again; --force replaces those sessions",
-            crate::audit::summary::files_phrase(planned.pending),
-        ));
-    }
-    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let mut batch_index = BatchIndex::scan(&walk, &rules.input, repair, &options.stop);
-    interrupted(options, "looking for Batch API results")?;
-    // Each file of the walk's index among this run's files, if it reads it.
-    let mut run_of = vec![None; walk.len()];
-    for (i, portion) in portions.iter().enumerate() {
-        run_of[portion.index] = Some(i);
-    }
-    // The files of the walk this run converts whole (not a split file's ranges).
-    let converted: Vec<bool> = run_of
-        .iter()
-        .map(|i| i.is_some_and(|i: usize| !portions[i].ranges))
-        .collect();
-    // When a Batch API results file changed, every file is read: its requests may be anywhere.
-    // A shard knows its own results files' changes from its manifest, the others' from what it
-    // saw of them last.
+    planned.settings_changed = note_read_again(&planned.unsettled, &home, request);
     let mut seen = match shard {
         Some(_) => Some(ResultsSeen::load(&home)?),
         None => None,
     };
-    let mut results_changed = false;
-    for &w in batch_index.results_files() {
-        let file = &walk[w];
-        let changed = match (run_of[w], seen.as_mut()) {
-            (Some(i), _) => !skip[i],
-            (None, Some(seen)) => seen.changed(&file.key, file.size, file.mtime_ns, &file.path),
-            // Unsharded, a file the plan could not read: it is not converted.
-            (None, None) => false,
-        };
-        results_changed |= changed;
-    }
-    if results_changed {
-        skip.iter_mut().for_each(|s| *s = false);
-    }
-    // The results of a file left out (unchanged) were counted when it was read.
-    batch_index.keep(&run_of, |w, location| {
-        run_of[w].is_some_and(|i| !skip[i]) && owns_result(shard.as_ref(), &walk[w], location)
-    });
-    let batch_index = Arc::new(batch_index);
-    let files = Arc::new(files);
+    let index = scan_results(
+        &walk,
+        shard.as_ref(),
+        seen.as_mut(),
+        &mut planned.files,
+        request,
+    )?;
     let guard = if options.dry_run {
         Guard::planning(manifest.rollout_digests(), options.force)
     } else {
         Guard::new(manifest.rollout_digests(), options.force)
     };
-    let bytes_on_disk = files
-        .iter()
-        .zip(&skip)
-        .zip(&portions)
-        .filter(|((_, s), p)| !**s && p.counted)
-        .map(|((f, _), _)| f.size)
-        .sum();
-    let summary = Summary {
-        schema_version: crate::audit::summary::SCHEMA_VERSION,
-        bytes_on_disk,
-        rules: rules.names.clone(),
-        rule_digests: rules.digests.clone(),
-        codex_version: rules.codex_version.clone(),
-        dry_run: options.dry_run,
-        files: portions.iter().filter(|p| p.counted).count() as u64,
-        run: run_number,
-        files_unchanged: skip
-            .iter()
-            .zip(&portions)
-            .filter(|(s, p)| **s && p.counted)
-            .count() as u64,
+    let summary = planned_summary(
+        request,
+        &planned,
+        &skipped,
+        run_number,
         temporary_files_removed,
-        sample_rate: options.sample.unwrap_or(1.0),
-        skipped_other_extensions: skipped.other_extensions.clone(),
-        skipped_hidden: skipped.hidden,
-        skipped_symlinks: skipped.symlinks,
-        skipped_excluded: skipped.excluded,
-        skipped_unmatched: skipped.unmatched,
-        skipped_codex_homes: skipped.codex_homes.clone(),
-        symlink_loops: skipped.loops.clone(),
-        unreadable,
-        settings_changed,
-        files_pending: planned.pending,
-        fingerprint: crate::audit::summary::Fingerprints {
-            rules: options.fingerprint.rules.clone(),
-            options: options.fingerprint.options.clone(),
+    );
+    Ok(Prepared {
+        plan: RunPlan {
+            home,
+            fresh,
+            shard,
+            walk,
+            files: planned.files,
+            guard,
+            seen,
         },
-        prune: options.prune,
-        shard: options.shard.as_ref().map(|source| ShardReport {
-            index: source.shard.index,
-            count: source.shard.count,
-            index_from: source.index_from.to_string(),
-            count_from: source.count_from.to_string(),
-            split_bytes: options.split_bytes,
-            rollover_version: env!("CARGO_PKG_VERSION").to_string(),
-            format: format_name(options.format).to_string(),
-            max_quarantine_rate: options.max_quarantine_rate,
-            report_text: options.report_text,
-            walk_unreadable: skipped.unreadable.len(),
-        }),
-        ..Summary::default()
-    };
-    let mut collector = Collector::new(&home, summary, &files, digests, &guard, options.format)?;
-    collector.portions = portions.clone();
-    collector.fingerprint = options.fingerprint.clone();
-    collector.walked = walked;
-    if let Format::Responses(responses) = options.format {
-        collector.body_paths = body_paths(&files, &manifest, responses.compress);
-    }
-    collector.report.max_quarantine_rate = options.max_quarantine_rate;
-    collector.report.report_text = options.report_text;
-    let mut convert_seconds = 0.0;
-    let to_read = files.iter().zip(&skip).filter(|(_, s)| !**s);
+        manifest,
+        index,
+        summary,
+        lock,
+        spools,
+    })
+}
+
+/// The second phase: the reader (one thread, with its read-ahead threads) sends the planned
+/// files' records in batches; the workers convert each batch in parallel; the collector (a
+/// thread of its own) has the writers place the batch's rollouts and records it, in input
+/// order, while the workers convert the next. Ends when every file is read, a signal stopped
+/// the reader, or a stage failed.
+fn execute<'p>(
+    plan: &'p RunPlan,
+    index: &BatchIndex,
+    manifest: &mut Manifest,
+    summary: Summary,
+    request: Request<'_>,
+) -> Result<Executed<'p>, PipelineError> {
+    let Request {
+        options,
+        rules,
+        progress,
+    } = request;
+    let collector = collector(plan, summary, manifest, options)?;
+    let to_read = plan.files.iter().filter(|f| !f.skip);
     progress.start(
         to_read.clone().count() as u64,
-        to_read.map(|(f, _)| f.size).sum(),
+        to_read.map(|f| f.source.size).sum(),
     );
     let threads = options.jobs.unwrap_or(0);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| PipelineError::Pool {
-            threads,
-            message: e.to_string(),
-        })?;
-
+    let workers = thread_pool(threads, None)?;
     // Codex rollouts are written by their own pool, on the collector's thread, while the
     // converting pool works on the next batch: a rollout's file is mostly the kernel's work
     // (creating it, copying its bytes into the page cache, the rename), which on one thread
     // would stand in line with the conversion.
     // A dry run's writers only plan: they read what is on disk to decide what a run would do.
     let writers = match options.format {
-        Format::Codex => Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("rollover-write-{i}"))
-                .build()
-                .map_err(|e| PipelineError::Pool {
-                    threads,
-                    message: e.to_string(),
-                })?,
-        ),
+        Format::Codex => Some(thread_pool(threads, Some("rollover-write"))?),
         Format::Responses(_) => None,
     };
-
-    let reader = reader::spawn(reader::Plan {
-        files: Arc::clone(&files),
-        skip: skip.clone(),
-        index: Arc::clone(&batch_index),
-        portions,
-        shard,
-        stop: Arc::clone(&options.stop),
-        from: options.from,
-        max_record_bytes: options.max_record_bytes,
-        max_conversation_bytes: options.max_conversation_bytes,
-        // Decompressing takes 25-40 % of a record's CPU (zstd; 181 M instructions to the
-        // worker's 276 M on agent transcripts, 158 M to 464 M on small records): half as many
-        // files at once as workers keep them fed, and leave 2 cores uncrowded.
-        readers: pool.current_num_threads().div_ceil(2),
-    });
-    // The ordered collector runs on its own thread, fed in batch order through a channel of
-    // one: it places batch n's rollouts and records the batch while the workers convert
-    // batch n+1 (on the main thread, it was ~5-15 % of a run spent with every worker idle).
-    let (to_collector, collected) = sync_channel::<ConvertedBatch>(1);
-    let caches: Vec<FileCache> = files.iter().map(|_| FileCache::default()).collect();
-    let mut failure: Option<PipelineError> = None;
-    let collected = std::thread::scope(|scope| {
-        let manifest = &mut manifest;
-        let (home, guard) = (&home, &guard);
-        let collecting = scope.spawn(move || {
-            let mut collector = collector;
-            let mut claims = Claims::default();
-            for mut done in collected.iter() {
-                if let Some(writers) = &writers {
-                    claims.mark_duplicates(&mut done.outcomes);
-                    writers.install(|| place_batch(&mut done.outcomes, home, guard))?;
-                }
-                collector.batch(
-                    &done.batch,
-                    done.outcomes,
-                    progress,
-                    done.disk_read,
-                    manifest,
-                )?;
-            }
-            Ok::<_, OutputError>(collector)
-        });
-        for batch in reader.batches.iter() {
-            let work = AssertUnwindSafe(|| {
-                let context = BatchContext {
-                    files: &files,
-                    caches: &caches,
-                    rules,
-                    index: &batch_index,
-                    options,
-                };
-                pool.install(|| convert_batch(&batch, &context))
-            });
-            let converting = Instant::now();
-            let caught = catch_unwind(work);
-            convert_seconds += converting.elapsed().as_secs_f64();
-            // Batches are converted in order: a file whose end is in this one has nothing left
-            // to read (a zip export's directory and handle are let go here, not at the run's end).
-            for done in &batch {
-                if let Work::FileEnd(file) = done {
-                    if let Some(cache) = caches.get(*file) {
-                        cache.clear();
-                    }
-                }
-            }
-            let outcomes = match caught {
-                Ok(outcomes) => outcomes,
-                Err(panic) => {
-                    failure = Some(panicked("convert", panic.as_ref()));
-                    break;
-                }
-            };
-            let disk_read = reader.disk_read.load(Ordering::Relaxed);
-            // The collector hung up: it failed, and says why when joined.
-            let converted = ConvertedBatch {
-                batch,
-                outcomes,
-                disk_read,
-            };
-            if to_collector.send(converted).is_err() {
-                break;
-            }
-        }
+    let caches: Vec<FileCache> = plan.files.iter().map(|_| FileCache::default()).collect();
+    let context = BatchContext {
+        files: &plan.files,
+        caches: &caches,
+        rules,
+        index,
+        options,
+    };
+    let (read, collected, converting, disk_read) = std::thread::scope(|scope| {
+        let reader = reader::spawn(
+            scope,
+            reader::Plan {
+                files: &plan.files,
+                index,
+                shard: plan.shard,
+                stop: Arc::clone(&options.stop),
+                from: options.from,
+                max_record_bytes: options.max_record_bytes,
+                max_conversation_bytes: options.max_conversation_bytes,
+                // Decompressing takes 25-40 % of a record's CPU (zstd; 181 M instructions to
+                // the worker's 276 M on agent transcripts, 158 M to 464 M on small records):
+                // half as many files at once as workers keep them fed, and leave 2 cores
+                // uncrowded.
+                readers: workers.current_num_threads().div_ceil(2),
+            },
+        );
+        // The ordered collector runs on its own thread, fed in batch order through a channel
+        // of one: it places batch n's rollouts and records the batch while the workers convert
+        // batch n+1 (on the main thread, it was ~5-15 % of a run spent with every worker idle).
+        let (to_collector, converted) = sync_channel::<ConvertedBatch>(1);
+        let writers = writers.as_ref();
+        let collecting =
+            scope.spawn(move || collect(converted, collector, writers, plan, manifest, progress));
+        let converting = convert(&reader, &context, &workers, &to_collector);
         drop(to_collector);
-        match collecting.join() {
+        let collected = match collecting.join() {
             Ok(done) => done.map_err(PipelineError::from),
             Err(panic) => Err(panicked("collect", panic.as_ref())),
-        }
+        };
+        // Dropping the receiver unblocks a reader still sending, so the join below returns.
+        drop(reader.batches);
+        let read = reader.handle.join();
+        let disk_read = reader.disk_read.load(Ordering::Relaxed);
+        (read, collected, converting, disk_read)
     });
-    // Dropping the receiver unblocks a reader still sending, so the join below returns.
-    drop(reader.batches);
-    if let Err(panic) = reader.handle.join() {
+    if let Err(panic) = read {
         return Err(panicked("reader", panic.as_ref()));
     }
     // The collector's failure came first: it stopped the conversion of later batches.
-    let mut collector = match (collected, failure) {
-        (Err(err), _) | (Ok(_), Some(err)) => return Err(err),
-        (Ok(collector), None) => collector,
-    };
+    let collector = collected?;
+    let convert_seconds = converting?;
+    Ok(Executed {
+        collector,
+        workers,
+        convert_seconds,
+        disk_read,
+    })
+}
+
+/// The third phase: when no signal stopped the run, counts the Batch API results no request
+/// of the run claimed (a shard first looks for their requests in the other shards' files) and
+/// prunes with `--prune`; then writes the summary and the reports, saves the manifest, points
+/// `latest` at the run and removes the oldest run folders (`--keep-runs`).
+fn finish(
+    plan: &RunPlan,
+    executed: Executed<'_>,
+    index: BatchIndex,
+    manifest: &mut Manifest,
+    request: Request<'_>,
+    started: Instant,
+) -> Result<Summary, PipelineError> {
+    let Request {
+        options, progress, ..
+    } = request;
+    let Executed {
+        mut collector,
+        workers,
+        convert_seconds,
+        disk_read,
+    } = executed;
     let signal = options.stop.load(Ordering::Relaxed);
     if signal == 0 {
-        // The reader and the workers are done with the index: it is this thread's alone.
-        let index = Arc::try_unwrap(batch_index).map_err(|_| PipelineError::Panicked {
-            stage: "collect",
-            message: "the batch results were still shared after the conversion".to_string(),
-        })?;
-        if shard.is_some() {
-            let unclaimed = index.unclaimed();
-            if unclaimed > 0 {
-                progress.note(&format!(
-                    "{unclaimed} Batch API results of this shard's files have no request in them: looking for their requests in the other shards' files"
-                ));
-            }
-            let walk = claims::Walk {
-                files: &walk,
-                converted: &converted,
-            };
-            pool.install(|| claims::claim_elsewhere(&index, &walk, rules, options));
+        if plan.shard.is_some() {
+            claim_in_other_shards(plan, &index, &workers, request);
         }
-        // After every file's report lines, as in an unsharded run: one segment per results
-        // file (per range, split), at a place past the walk's files (a segment's file past
-        // the run's files is its place itself), so that `report merge` orders the shards'
-        // results as the walk does.
-        let disk_read = reader.disk_read.load(Ordering::Relaxed);
-        let groups = index.into_groups(|result| {
-            let file = &walk[result.walk_file];
-            let range = match &shard {
-                Some(plan) if plan.is_split(file) => {
-                    plan.range_of(result.record.location.byte_offset)
-                }
-                Some(_) | None => 0,
-            };
-            (result.walk_file, range)
-        });
-        for ((w, range), group) in groups {
-            let segment = [Work::Segment(walk.len() + w, range)];
-            collector.batch(
-                &segment,
-                vec![Vec::new()],
-                progress,
-                disk_read,
-                &mut manifest,
-            )?;
-            collector.batch_results(&group, &skip)?;
-        }
+        count_results(plan, index, &mut collector, manifest, progress, disk_read)?;
         if options.prune {
-            collector.prune_gone(&mut manifest)?;
+            collector.prune_gone(manifest)?;
         }
     }
     collector.summary.interrupted = signal_name(signal);
     collector.report.convert_seconds = convert_seconds;
     let summary = collector.finish(started.elapsed().as_secs_f64())?;
+    record_run(plan, manifest, request)?;
+    Ok(summary)
+}
+
+/// A shard's Batch API results that no request of its own claimed: their requests are looked
+/// for in the files of the walk it did not convert ([`claims`]), on the workers.
+fn claim_in_other_shards(
+    plan: &RunPlan,
+    index: &BatchIndex,
+    workers: &rayon::ThreadPool,
+    request: Request<'_>,
+) {
+    let unclaimed = index.unclaimed();
+    if unclaimed > 0 {
+        request.progress.note(&format!(
+            "{unclaimed} Batch API results of this shard's files have no request in them: looking for their requests in the other shards' files"
+        ));
+    }
+    // The files of the walk this run converts whole (not a split file's ranges): their
+    // requests joined already.
+    let mut converted = vec![false; plan.walk.len()];
+    for file in plan.files.iter().filter(|f| !f.portion.ranges) {
+        if let Some(whole) = converted.get_mut(file.portion.index) {
+            *whole = true;
+        }
+    }
+    let walk = claims::Walk {
+        files: &plan.walk,
+        converted: &converted,
+    };
+    workers.install(|| claims::claim_elsewhere(index, &walk, request.rules, request.options));
+}
+
+/// Records the finished run in the home: the manifest saved and `latest` pointed at the run
+/// (a dry run's only in a fresh home; otherwise `latest-plan`), the oldest run folders
+/// removed (`--keep-runs`).
+fn record_run(
+    plan: &RunPlan,
+    manifest: &mut Manifest,
+    request: Request<'_>,
+) -> Result<(), PipelineError> {
+    let Request {
+        options, progress, ..
+    } = request;
+    let home = &plan.home;
     if !options.dry_run {
-        manifest.save(&home)?;
-        if let Some(seen) = &seen {
-            seen.save(&home)?;
+        manifest.save(home)?;
+        if let Some(seen) = &plan.seen {
+            seen.save(home)?;
         }
         home.mark_latest()?;
-    } else if fresh {
+    } else if plan.fresh {
         home.mark_latest()?;
     } else {
         // A plan leaves `latest` on the last real run.
@@ -623,10 +567,394 @@ pub fn run(
             )),
         }
     }
-    drop(lock);
-    // The temporary copies of streams are removed only now: the reader is done with them.
-    drop(discovery.spools);
-    Ok(summary)
+    Ok(())
+}
+
+/// The output home of the run (a shard's own folder in a sharded run), its linked folders
+/// checked, and its lock, waiting for another run's as `--wait` says.
+fn lock_home(
+    options: &Options,
+    shard: Option<&ShardPlan>,
+    progress: &dyn Progress,
+) -> Result<(Home, RunLock), PipelineError> {
+    let mut home = match shard {
+        Some(plan) => Home::for_shard(&options.out, &plan.shard.folder_name()),
+        None => Home::new(&options.out),
+    };
+    home.durable = options.durable;
+    for note in home.check_linked_folders(options.walk.follow)? {
+        progress.note(&note);
+    }
+    let lock = RunLock::acquire_within(&home, options.wait, &options.stop, |pid| {
+        progress.note(&RunLock::waiting_note(&home, pid, options.wait));
+    })?;
+    if let Some(pid) = lock.taken_over_from {
+        progress.note(&format!(
+            "took over the lock left by pid {pid}, which is no longer running"
+        ));
+    }
+    Ok((home, lock))
+}
+
+/// Says what the walk left out; returns the paths it could not read, for the summary.
+fn note_skipped(skipped: &Skipped, progress: &dyn Progress) -> Vec<UnreadableReport> {
+    for note in skipped.notes() {
+        progress.note(&note);
+    }
+    for path in &skipped.loops {
+        progress.note(&format!("symlink loop at {path}: skipped"));
+    }
+    let unreadable: Vec<UnreadableReport> = skipped
+        .unreadable
+        .iter()
+        .map(|u| UnreadableReport {
+            path: u.path.clone(),
+            message: u.message.clone(),
+        })
+        .collect();
+    note_unreadable(&unreadable, progress);
+    unreadable
+}
+
+fn note_unreadable(unreadable: &[UnreadableReport], progress: &dyn Progress) {
+    for entry in unreadable {
+        progress.note(&format!(
+            "cannot read {}: {}; skipped",
+            entry.path, entry.message
+        ));
+    }
+}
+
+/// What [`plan_files`] decided.
+struct Planned {
+    files: Vec<PlannedFile>,
+    /// The paths the walk and the plan could not read, the walk's first.
+    unreadable: Vec<UnreadableReport>,
+    /// Files read again though unchanged, and why.
+    unsettled: Unsettled,
+    settings_changed: Vec<SettingsChange>,
+}
+
+/// The files of the walk this run reads ([`select`], [`plan`]), said to the user as they are
+/// decided: the files that cannot be read (`unreadable`: the walk's, to which the plan's are
+/// added), then the plan's line.
+fn plan_files(
+    walk: &[SourceFile],
+    shard: Option<&ShardPlan>,
+    manifest: &mut Manifest,
+    mut unreadable: Vec<UnreadableReport>,
+    fresh: bool,
+    request: Request<'_>,
+) -> Planned {
+    let Request {
+        options, progress, ..
+    } = request;
+    // A dry run (and `audit`) reads every input: its report is the plan of the whole run.
+    let full = options.full || options.dry_run;
+    let reading = Reading {
+        full,
+        fingerprint: &options.fingerprint,
+        stop: &options.stop,
+    };
+    let walk_unreadable = unreadable.len();
+    let mut unsettled = Unsettled::default();
+    let files = plan(
+        walk,
+        select(walk, shard),
+        manifest,
+        reading,
+        &mut unreadable,
+        &mut unsettled,
+    );
+    note_unreadable(&unreadable[walk_unreadable..], progress);
+    if !fresh {
+        progress.note(&plan_line(&files, manifest, full));
+    }
+    Planned {
+        files,
+        unreadable,
+        unsettled,
+        settings_changed: Vec::new(),
+    }
+}
+
+/// Says why files unchanged since the last run are read again: the settings that changed
+/// since (returned, for the summary), and the files with sessions kept pending.
+fn note_read_again(
+    unsettled: &Unsettled,
+    home: &Home,
+    request: Request<'_>,
+) -> Vec<SettingsChange> {
+    let Request {
+        options, progress, ..
+    } = request;
+    let settings_changed = unsettled.changes(home);
+    for change in &settings_changed {
+        let since = match change.since_run {
+            0 => "an earlier run".to_string(),
+            n => format!("run {n:04}"),
+        };
+        let verb = if options.dry_run {
+            "would be converted again"
+        } else {
+            "converted again"
+        };
+        progress.note(&format!(
+            "{} changed since {since}: {} {verb}",
+            change.what,
+            crate::audit::summary::files_phrase(change.files),
+        ));
+    }
+    if unsettled.pending > 0 {
+        progress.note(&format!(
+            "{} with sessions kept pending (changed in Codex since, while the source has newer data): read again; --force replaces those sessions",
+            crate::audit::summary::files_phrase(unsettled.pending),
+        ));
+    }
+    settings_changed
+}
+
+/// The Batch API results of every file of the walk, kept for what this run counts. When a
+/// results file changed since the last run, every planned file is read again (`files`' skips
+/// cleared): its requests may be anywhere. A shard knows its own results files' changes from
+/// its manifest, the others' from what it saw of them last.
+fn scan_results(
+    walk: &[SourceFile],
+    shard: Option<&ShardPlan>,
+    mut seen: Option<&mut ResultsSeen>,
+    files: &mut [PlannedFile],
+    request: Request<'_>,
+) -> Result<BatchIndex, PipelineError> {
+    let Request { options, rules, .. } = request;
+    let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
+    let mut index = BatchIndex::scan(walk, &rules.input, repair, &options.stop);
+    interrupted(options, "looking for Batch API results")?;
+    // Each file of the walk's index among this run's files, if it reads it.
+    let mut run_of = vec![None; walk.len()];
+    for (i, file) in files.iter().enumerate() {
+        if let Some(slot) = run_of.get_mut(file.portion.index) {
+            *slot = Some(i);
+        }
+    }
+    let mut results_changed = false;
+    for &w in index.results_files() {
+        let file = &walk[w];
+        let changed = match (run_of[w], seen.as_deref_mut()) {
+            (Some(i), _) => !files[i].skip,
+            (None, Some(seen)) => seen.changed(&file.key, file.size, file.mtime_ns, &file.path),
+            // Unsharded, a file the plan could not read: it is not converted.
+            (None, None) => false,
+        };
+        results_changed |= changed;
+    }
+    if results_changed {
+        files.iter_mut().for_each(|f| f.skip = false);
+    }
+    // The results of a file left out (unchanged) were counted when it was read.
+    index.keep(&run_of, |w, location| {
+        run_of[w].is_some_and(|i| !files[i].skip) && owns_result(shard, &walk[w], location)
+    });
+    Ok(index)
+}
+
+/// The summary as the plan knows it, before anything is converted.
+fn planned_summary(
+    request: Request<'_>,
+    planned: &Planned,
+    skipped: &Skipped,
+    run: u32,
+    temporary_files_removed: u64,
+) -> Summary {
+    let Request { options, rules, .. } = request;
+    let counted = || planned.files.iter().filter(|f| f.portion.counted);
+    Summary {
+        setup: Setup {
+            schema_version: crate::audit::summary::SCHEMA_VERSION,
+            rules: rules.names.clone(),
+            rule_digests: rules.digests.clone(),
+            codex_version: rules.codex_version.clone(),
+            dry_run: options.dry_run,
+        },
+        totals: Totals {
+            files: counted().count() as u64,
+            bytes_on_disk: counted().filter(|f| !f.skip).map(|f| f.source.size).sum(),
+            ..Totals::default()
+        },
+        run,
+        home: HomeChanges {
+            files_unchanged: counted().filter(|f| f.skip).count() as u64,
+            prune: options.prune,
+            ..HomeChanges::default()
+        },
+        read_again: ReadAgain {
+            settings_changed: planned.settings_changed.clone(),
+            files_pending: planned.unsettled.pending,
+        },
+        fingerprint: Fingerprints {
+            rules: options.fingerprint.rules.clone(),
+            options: options.fingerprint.options.clone(),
+        },
+        temporary_files_removed,
+        sample_rate: options.sample.unwrap_or(1.0),
+        walk: WalkFindings {
+            skipped_other_extensions: skipped.other_extensions.clone(),
+            skipped_hidden: skipped.hidden,
+            skipped_symlinks: skipped.symlinks,
+            skipped_excluded: skipped.excluded,
+            skipped_unmatched: skipped.unmatched,
+            skipped_codex_homes: skipped.codex_homes.clone(),
+            symlink_loops: skipped.loops.clone(),
+            unreadable: planned.unreadable.clone(),
+        },
+        shard: options.shard.as_ref().map(|source| ShardReport {
+            index: source.shard.index,
+            count: source.shard.count,
+            index_from: source.index_from.to_string(),
+            count_from: source.count_from.to_string(),
+            split_bytes: options.split_bytes,
+            rollover_version: env!("CARGO_PKG_VERSION").to_string(),
+            format: format_name(options.format).to_string(),
+            max_quarantine_rate: options.max_quarantine_rate,
+            report_text: options.report_text,
+            walk_unreadable: skipped.unreadable.len(),
+        }),
+        ..Summary::default()
+    }
+}
+
+/// The collector of the run's outcomes, in the run's report folder.
+fn collector<'p>(
+    plan: &'p RunPlan,
+    summary: Summary,
+    manifest: &Manifest,
+    options: &Options,
+) -> Result<Collector<'p>, OutputError> {
+    let mut collector = Collector::new(
+        &plan.home,
+        summary,
+        &plan.files,
+        &plan.guard,
+        options.format,
+    )?;
+    collector.fingerprint = options.fingerprint.clone();
+    collector.walked = plan.walk.iter().map(|f| f.origin.clone()).collect();
+    if let Format::Responses(responses) = options.format {
+        collector.body_paths = body_paths(&plan.files, manifest, responses.compress);
+    }
+    collector.report.max_quarantine_rate = options.max_quarantine_rate;
+    collector.report.report_text = options.report_text;
+    Ok(collector)
+}
+
+/// A pool of `threads` threads (0: one per core), named `{name}-{i}` when named.
+fn thread_pool(
+    threads: usize,
+    name: Option<&'static str>,
+) -> Result<rayon::ThreadPool, PipelineError> {
+    let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
+    if let Some(name) = name {
+        builder = builder.thread_name(move |i| format!("{name}-{i}"));
+    }
+    builder.build().map_err(|e| PipelineError::Pool {
+        threads,
+        message: e.to_string(),
+    })
+}
+
+/// The workers' loop, on the calling thread: each batch the reader sends is converted on the
+/// pool and sent on to the collector, until the reader is done or the collector hangs up (it
+/// failed, and says why when joined). Returns the seconds spent converting, or the failure
+/// of a worker.
+fn convert(
+    reader: &reader::Reader<'_>,
+    context: &BatchContext<'_>,
+    workers: &rayon::ThreadPool,
+    to_collector: &SyncSender<ConvertedBatch>,
+) -> Result<f64, PipelineError> {
+    let mut seconds = 0.0;
+    for batch in reader.batches.iter() {
+        let converting = Instant::now();
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            workers.install(|| convert_batch(&batch, context))
+        }));
+        seconds += converting.elapsed().as_secs_f64();
+        // Batches are converted in order: a file whose end is in this one has nothing left
+        // to read (a zip export's directory and handle are let go here, not at the run's end).
+        for done in &batch {
+            if let Work::FileEnd(file) = done {
+                if let Some(cache) = context.caches.get(*file) {
+                    cache.clear();
+                }
+            }
+        }
+        let outcomes = caught.map_err(|panic| panicked("convert", panic.as_ref()))?;
+        let converted = ConvertedBatch {
+            batch,
+            outcomes,
+            disk_read: reader.disk_read.load(Ordering::Relaxed),
+        };
+        if to_collector.send(converted).is_err() {
+            break;
+        }
+    }
+    Ok(seconds)
+}
+
+/// The collector's loop, on its own thread: in batch order, marks the sessions an earlier
+/// conversation of the run placed, has the writers place the rest, and records the batch.
+fn collect<'p>(
+    converted: Receiver<ConvertedBatch>,
+    mut collector: Collector<'p>,
+    writers: Option<&rayon::ThreadPool>,
+    plan: &'p RunPlan,
+    manifest: &mut Manifest,
+    progress: &dyn Progress,
+) -> Result<Collector<'p>, OutputError> {
+    let mut claims = Claims::default();
+    for mut done in converted.iter() {
+        if let Some(writers) = writers {
+            claims.mark_duplicates(&mut done.outcomes);
+            writers.install(|| place_batch(&mut done.outcomes, &plan.home, &plan.guard))?;
+        }
+        collector.batch(
+            &done.batch,
+            done.outcomes,
+            progress,
+            done.disk_read,
+            manifest,
+        )?;
+    }
+    Ok(collector)
+}
+
+/// Counts the Batch API results this run counts, once every file's report lines are in, as
+/// in an unsharded run: one segment per results file (per range, split), at a place past the
+/// walk's files (a segment's file past the run's files is its place itself), so that `report
+/// merge` orders the shards' results as the walk does.
+fn count_results(
+    plan: &RunPlan,
+    index: BatchIndex,
+    collector: &mut Collector<'_>,
+    manifest: &mut Manifest,
+    progress: &dyn Progress,
+    disk_read: u64,
+) -> Result<(), OutputError> {
+    let groups = index.into_groups(|result| {
+        let file = &plan.walk[result.walk_file];
+        let range = match &plan.shard {
+            Some(shard) if shard.is_split(file) => {
+                shard.range_of(result.record.location.byte_offset)
+            }
+            Some(_) | None => 0,
+        };
+        (result.walk_file, range)
+    });
+    for ((w, range), group) in groups {
+        let segment = [Work::Segment(plan.walk.len() + w, range)];
+        collector.batch(&segment, vec![Vec::new()], progress, disk_read, manifest)?;
+        collector.batch_results(&group)?;
+    }
+    Ok(())
 }
 
 /// Whether this run counts the Batch API result at `location` of `file`: every result in an
@@ -643,9 +971,9 @@ fn owns_result(shard: Option<&ShardPlan>, file: &SourceFile, location: &Location
 
 /// The files this run reads, and what part of each: every file whole in an unsharded run;
 /// a shard keeps its own files and the split files one of whose ranges it owns.
-fn select(files: &mut Vec<SourceFile>, shard: Option<&ShardPlan>) -> Vec<Portion> {
+fn select(walk: &[SourceFile], shard: Option<&ShardPlan>) -> Vec<Portion> {
     let Some(shard) = shard else {
-        return (0..files.len())
+        return (0..walk.len())
             .map(|index| Portion {
                 index,
                 ranges: false,
@@ -654,36 +982,32 @@ fn select(files: &mut Vec<SourceFile>, shard: Option<&ShardPlan>) -> Vec<Portion
             .collect();
     };
     let mut portions = Vec::new();
-    let mut index = 0;
-    files.retain(|file| {
+    for (index, file) in walk.iter().enumerate() {
         // Only a split file is opened here, to see whether its size counts its ranges.
         let compressed = shard.is_split(file)
             && open(&file.path).map_or(true, |o| o.compression != Compression::None);
         let share = shard.share(file, compressed);
-        let kept = share != Share::None;
-        if kept {
+        if share != Share::None {
             portions.push(Portion {
                 index,
                 ranges: share == Share::Ranges,
                 counted: shard.counts_file(file),
             });
         }
-        index += 1;
-        kept
-    });
+    }
     portions
 }
 
-/// What the plan found beside changed files: files read again because their rules or options
-/// changed, or because sessions of theirs are pending.
+/// Files read again though unchanged: their rules or options changed, or sessions of theirs
+/// are pending.
 #[derive(Debug, Default)]
-struct Planned {
+struct Unsettled {
     /// (what changed, the rules and options fingerprints the file was converted with), per file.
     changed: Vec<(&'static str, Fingerprint)>,
     pending: u64,
 }
 
-impl Planned {
+impl Unsettled {
     /// The changes, one line per kind, each naming the last run (with its report still in
     /// `runs/`) that converted under the settings it changed from.
     fn changes(&self, home: &Home) -> Vec<SettingsChange> {
@@ -692,7 +1016,7 @@ impl Planned {
             runs.iter()
                 .rev()
                 .find(|(_, s)| {
-                    !s.dry_run
+                    !s.setup.dry_run
                         && s.fingerprint.rules == old.rules
                         && s.fingerprint.options == old.options
                 })
@@ -722,23 +1046,13 @@ impl Planned {
 
 /// What the run will read, said before it reads: `plan: read 5 files (2 new, 1 changed, 2
 /// again: their rules, options or pending sessions); 40 unchanged`.
-fn plan_line(
-    files: &[SourceFile],
-    portions: &[Portion],
-    skip: &[bool],
-    digests: &[String],
-    manifest: &Manifest,
-    full: bool,
-) -> String {
+fn plan_line(files: &[PlannedFile], manifest: &Manifest, full: bool) -> String {
     let (mut new, mut changed, mut again, mut unchanged) = (0u64, 0u64, 0u64, 0u64);
-    for (i, file) in files.iter().enumerate() {
-        if !portions.get(i).is_none_or(|p| p.counted) {
-            continue;
-        }
-        match manifest.files.get(&file.origin) {
+    for file in files.iter().filter(|f| f.portion.counted) {
+        match manifest.files.get(&file.source.origin) {
             None => new += 1,
-            Some(_) if skip[i] => unchanged += 1,
-            Some(entry) if entry.digest != digests[i] => changed += 1,
+            Some(_) if file.skip => unchanged += 1,
+            Some(entry) if entry.digest != file.digest => changed += 1,
             Some(_) => again += 1,
         }
     }
@@ -771,10 +1085,14 @@ fn plan_line(
 /// files whose names give the same output file (`x.jsonl` and `x.jsonl.zst`; a same-named
 /// export of another day, whose bodies the home holds) must not overwrite each other. The
 /// later gets a name of its own, `x.<8 hex of its origin>.jsonl`. Returns those names by file.
-fn body_paths(files: &[SourceFile], manifest: &Manifest, compress: bool) -> HashMap<usize, String> {
+fn body_paths(
+    files: &[PlannedFile],
+    manifest: &Manifest,
+    compress: bool,
+) -> HashMap<usize, String> {
     let mut used: HashSet<String> = HashSet::new();
     let mut out = HashMap::new();
-    for (index, file) in files.iter().enumerate() {
+    for (index, file) in files.iter().map(|f| &f.source).enumerate() {
         let usual =
             crate::output::guard::key(&crate::model::responses::output_path(&file.key, compress));
         let taken = used.contains(&usual) || manifest.listed_by_other(&usual, &file.origin);
@@ -819,33 +1137,31 @@ fn finished_runs(home: &Home) -> Vec<(u32, Summary)> {
 /// Which input files to read: a file whose size and mtime the manifest recorded is unchanged;
 /// one whose content digest it recorded is too (and its new mtime is kept, so the next run
 /// need not read it). An unchanged file is read all the same when the rules or options that
-/// converted it differ from this run's, or when sessions of it are pending. Returns the files
-/// to skip and every file's digest. A file that cannot be read is taken out of `files` (and
-/// its portion out of `portions`) and added to `unreadable`: the run goes on without it.
+/// converted it differ from this run's, or when sessions of it are pending (`unsettled` says
+/// which). A file that cannot be read is left out and added to `unreadable` (when this run
+/// counts it): the run goes on without it. A signal ends the pre-pass early: the caller then
+/// ends the run.
 fn plan(
-    files: &mut Vec<SourceFile>,
-    portions: &mut Vec<Portion>,
+    walk: &[SourceFile],
+    portions: Vec<Portion>,
     manifest: &mut Manifest,
     reading: Reading<'_>,
     unreadable: &mut Vec<UnreadableReport>,
-    planned: &mut Planned,
-) -> (Vec<bool>, Vec<String>) {
+    unsettled: &mut Unsettled,
+) -> Vec<PlannedFile> {
     let fingerprint = reading.fingerprint;
-    let mut skip = Vec::with_capacity(files.len());
-    let mut digests = Vec::with_capacity(files.len());
-    let mut kept = Vec::with_capacity(files.len());
-    let mut counted = portions.iter().map(|p| p.counted);
-    files.retain(|file| {
-        // A signal ends the pre-pass: the caller ends the run.
+    let mut files = Vec::with_capacity(portions.len());
+    for portion in portions {
         if reading.stop.load(Ordering::Relaxed) != 0 {
-            kept.push(false);
-            return false;
+            break;
         }
         failpoint("plan");
+        let Some(source) = walk.get(portion.index) else {
+            continue;
+        };
         // A split file is read by several shards: the one that counts it reports it.
-        let mut lost = Vec::new();
-        let counts = counted.next().unwrap_or(true);
-        if let Some(entry) = manifest.files.get(&file.origin) {
+        let counts = portion.counted;
+        if let Some(entry) = manifest.files.get(&source.origin) {
             let what = match (
                 entry.rules != fingerprint.rules,
                 entry.options != fingerprint.options,
@@ -860,22 +1176,19 @@ fn plan(
                     rules: entry.rules.clone(),
                     options: entry.options.clone(),
                 };
-                planned.changed.push((what, old));
+                unsettled.changed.push((what, old));
             }
             if !entry.pending.is_empty() && counts {
-                planned.pending += 1;
+                unsettled.pending += 1;
             }
         }
-        let keep = plan_file(file, manifest, reading, &mut lost, &mut skip, &mut digests);
-        if counts {
-            unreadable.append(&mut lost);
+        match plan_file(source, portion, manifest, reading) {
+            Ok(file) => files.push(file),
+            Err(lost) if counts => unreadable.push(lost),
+            Err(_) => {}
         }
-        kept.push(keep);
-        keep
-    });
-    let mut kept = kept.into_iter();
-    portions.retain(|_| kept.next().unwrap_or(false));
-    (skip, digests)
+    }
+    files
 }
 
 /// How the plan reads the inputs: every file (`--full`, a dry run) or the changed ones, for
@@ -887,54 +1200,48 @@ struct Reading<'a> {
     stop: &'a AtomicUsize,
 }
 
-/// [`plan`] for one file: false when it cannot be read.
+/// [`plan`] for one file, or why it cannot be read.
 fn plan_file(
-    file: &SourceFile,
+    source: &SourceFile,
+    portion: Portion,
     manifest: &mut Manifest,
     reading: Reading<'_>,
-    unreadable: &mut Vec<UnreadableReport>,
-    skip: &mut Vec<bool>,
-    digests: &mut Vec<String>,
-) -> bool {
+) -> Result<PlannedFile, UnreadableReport> {
     let Reading {
         full,
         fingerprint,
         stop,
     } = reading;
-    let entry = manifest.files.get_mut(&file.origin);
+    let entry = manifest.files.get_mut(&source.origin);
     // Read again, whatever its content: converted by other rules or options, or pending.
     let unsettled = entry.as_ref().is_some_and(|e| {
         e.rules != fingerprint.rules || e.options != fingerprint.options || !e.pending.is_empty()
     });
     let read_anyway = full || unsettled;
+    let planned = |skip: bool, digest: String| PlannedFile {
+        source: source.clone(),
+        portion,
+        skip,
+        digest,
+    };
     if let Some(entry) = &entry {
-        if entry.size == file.size && entry.mtime_ns == file.mtime_ns {
-            skip.push(!read_anyway);
-            digests.push(entry.digest.clone());
-            return true;
+        if entry.size == source.size && entry.mtime_ns == source.mtime_ns {
+            return Ok(planned(!read_anyway, entry.digest.clone()));
         }
     }
-    let digest = match file_digest_unless(&file.path, stop) {
-        Ok(digest) => digest,
-        Err(err) => {
-            unreadable.push(UnreadableReport {
-                path: file.display.to_string(),
-                message: err.to_string(),
-            });
-            return false;
-        }
-    };
+    let digest = file_digest_unless(&source.path, stop).map_err(|err| UnreadableReport {
+        path: source.display.to_string(),
+        message: err.to_string(),
+    })?;
     let same = match entry {
         Some(entry) if entry.digest == digest => {
-            entry.size = file.size;
-            entry.mtime_ns = file.mtime_ns;
+            entry.size = source.size;
+            entry.mtime_ns = source.mtime_ns;
             true
         }
         Some(_) | None => false,
     };
-    skip.push(same && !read_anyway);
-    digests.push(digest);
-    true
+    Ok(planned(same && !read_anyway, digest))
 }
 
 /// A pre-pass (the walk, the digests, the Batch API scan) stops early when a signal comes: its
@@ -1003,7 +1310,7 @@ fn signal_name(signal: usize) -> Option<String> {
 
 /// What every worker of a batch reads.
 struct BatchContext<'a> {
-    files: &'a [SourceFile],
+    files: &'a [PlannedFile],
     /// What readers keep per file between calls, by file index; cleared at each file's end.
     caches: &'a [FileCache],
     rules: &'a RuleSet,
@@ -1021,7 +1328,7 @@ fn convert_batch(batch: &[Work], context: &BatchContext<'_>) -> Vec<Vec<Outcome>
                 return Vec::new();
             };
             failpoint("convert");
-            let file = &context.files[work.file];
+            let file = &context.files[work.file].source;
             let options = context.options;
             let context = record::WorkContext {
                 read: crate::input::format::ReadContext {

@@ -5,17 +5,17 @@
 //! marker; an uncompressed file is read no further than the shard's last range.
 //!
 //! When there are several files to read (of 64 KiB or more), up to half of `--jobs` of them
-//! are decompressed and split at once by [`Prefetch`] threads, each into its own bounded
+//! are decompressed and split at once by [`ReadAhead`] threads, each into its own bounded
 //! channel, and the reader takes them in order: one zstd stream decompresses on one thread
 //! only, and on agent transcripts that thread needs 65 % of a worker's time, so a single
 //! reader would feed no more than ~1.5 workers on a machine with more cores. What the reader
 //! sends is the same either way.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::Arc;
+use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::input::batch::BatchIndex;
 use crate::input::format::{self, Granularity, SourceFormat};
@@ -23,16 +23,16 @@ use crate::model::identity::Occurrences;
 use crate::model::Location;
 use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile};
 
-use super::Portion;
+use super::PlannedFile;
 
 const BATCH_RECORDS: usize = 512;
 const BATCH_BYTES: usize = 4 << 20;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
-/// A prefetched file is handed over in chunks of this many bytes of records (or events)...
+/// A file read ahead is handed over in chunks of this many bytes of records (or events)...
 const CHUNK_BYTES: usize = 1 << 20;
 const CHUNK_EVENTS: usize = 256;
-/// ...of which this many wait in its channel: what a prefetch thread holds besides its
+/// ...of which this many wait in its channel: what a read-ahead thread holds besides its
 /// decoder.
 const CHUNKS_AHEAD: usize = 2;
 /// A smaller file is read by the reader itself: handing a file over costs ~15-25 µs (a
@@ -66,21 +66,19 @@ pub struct Records {
 }
 
 /// The running reader.
-pub struct Reader {
-    pub handle: JoinHandle<()>,
+pub struct Reader<'scope> {
+    pub handle: ScopedJoinHandle<'scope, ()>,
     pub batches: Receiver<Vec<Work>>,
     /// Bytes on disk read so far, across files: what the progress bar measures.
     pub disk_read: Arc<AtomicU64>,
 }
 
 /// What the reader reads.
-pub struct Plan {
-    pub files: Arc<Vec<SourceFile>>,
-    /// Files left out (unchanged since the manifest recorded them).
-    pub skip: Vec<bool>,
-    pub index: Arc<BatchIndex>,
-    /// What part of each file this run reads.
-    pub portions: Vec<Portion>,
+pub struct Plan<'a> {
+    /// The run's files, each with what part of it to read; those left out (unchanged since
+    /// the manifest recorded them) are skipped.
+    pub files: &'a [PlannedFile],
+    pub index: &'a BatchIndex,
     /// The shard, when the run is one.
     pub shard: Option<ShardPlan>,
     /// The signal that asked the run to stop (0: none): stop reading; the file being read is
@@ -97,48 +95,39 @@ pub struct Plan {
     pub readers: usize,
 }
 
-/// Starts the reader thread over the plan's files. Files whose batch results were read ahead
-/// are replayed from `index.leftovers` (what is not a result line).
-pub fn spawn(plan: Plan) -> Reader {
+/// Starts the reader thread over the plan's files, in `scope`: it borrows the plan's files
+/// and index. Files whose batch results were read ahead are replayed from `index.leftovers`
+/// (what is not a result line).
+pub fn spawn<'scope, 'env: 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    plan: Plan<'env>,
+) -> Reader<'scope> {
     let (sender, batches) = sync_channel::<Vec<Work>>(BATCHES_AHEAD);
     let disk_read = Arc::new(AtomicU64::new(0));
     let disk = Arc::clone(&disk_read);
-    let handle = std::thread::spawn(move || {
-        // Files read whole from disk go to the prefetch threads when there are several; a
+    let handle = scope.spawn(move || {
+        // Files read whole from disk go to the read-ahead threads when there are several; a
         // small file, a file replayed from the batch index or cut into a shard's ranges is
         // read here.
         let ahead: Vec<usize> = (0..plan.files.len())
-            .filter(|&i| plan.files[i].size >= AHEAD_MIN_BYTES)
-            .filter(|&i| !plan.skip.get(i).copied().unwrap_or(false))
+            .filter(|&i| plan.files[i].source.size >= AHEAD_MIN_BYTES)
+            .filter(|&i| !plan.files[i].skip)
             .filter(|i| !plan.index.leftovers.contains_key(i))
-            .filter(|&i| !plan.portions.get(i).is_some_and(|p| p.ranges))
+            .filter(|&i| !plan.files[i].portion.ranges)
             .collect();
         let threads = if ahead.len() > 1 {
             plan.readers.clamp(1, ahead.len())
         } else {
             0
         };
-        let prefetch = Prefetch::new(ahead, threads);
+        let plan = &plan;
         std::thread::scope(|scope| {
-            // A thread the system will not start leaves its files to the others (and to the
-            // reader itself, when none starts).
-            let threads: Vec<_> = (0..threads)
-                .map_while(|i| {
-                    std::thread::Builder::new()
-                        .name(format!("rollover-read-{i}"))
-                        .spawn_scoped(scope, || prefetch.run(&plan))
-                        .ok()
-                })
-                .collect();
-            prefetch.started(threads.len());
-            {
-                // Whatever the reader leaves unread, even by a panic, its prefetch threads
-                // stop reading, so that they can be joined.
-                let _close = Closing(&prefetch);
-                read(&plan, &prefetch, &sender, &disk);
-            }
-            // A prefetch thread's panic is the reader's, with its own message.
-            for thread in threads {
+            // Dropped however the reader ends, a panic too: its threads then end, and the
+            // scope can join them.
+            let mut ahead = ReadAhead::start(scope, plan, ahead, threads);
+            read(plan, &mut ahead, &sender, &disk);
+            // A read-ahead thread's panic is the reader's, with its own message.
+            for thread in ahead.finish() {
                 if let Err(panic) = thread.join() {
                     std::panic::resume_unwind(panic);
                 }
@@ -153,12 +142,10 @@ pub fn spawn(plan: Plan) -> Reader {
 }
 
 /// The reader's loop: every file in order, its events into batches.
-fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: &AtomicU64) {
+fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, disk: &AtomicU64) {
     let Plan {
         files,
-        skip,
         index,
-        portions,
         shard,
         stop,
         from,
@@ -170,30 +157,32 @@ fn read(plan: &Plan, prefetch: &Prefetch, sender: &SyncSender<Vec<Work>>, disk: 
     let mut batch = Vec::with_capacity(BATCH_RECORDS);
     let mut batch_bytes = 0;
     let mut disk_before = 0u64;
-    for (file_index, file) in files.iter().enumerate() {
-        if skip.get(file_index).copied().unwrap_or(false) {
+    for (file_index, planned) in files.iter().enumerate() {
+        let file = &planned.source;
+        if planned.skip {
             disk_before += file.size;
             continue;
         }
         let mut ordinal = 0u64;
         let in_file = Arc::new(AtomicU64::new(0));
         let mut stopped = false;
-        // A prefetched file is whole only once its last chunk came; until then it counts as
+        // A file read ahead is whole only once its last chunk came; until then it counts as
         // stopped (as a file the reader reads itself is until its last event).
         let complete = Arc::new(AtomicBool::new(true));
-        let (events, compression) = match prefetch.take(file_index) {
+        let (events, compression) = match ahead.take(file_index) {
             Some(chunks) => {
                 complete.store(false, Ordering::Relaxed);
                 // Its compression matters only to a shard's ranges, never read ahead.
-                (prefetched(chunks, &in_file, &complete), Compression::None)
+                (
+                    read_ahead_events(chunks, &in_file, &complete),
+                    Compression::None,
+                )
             }
             None => events(index, file_index, file, &in_file, max_record_bytes, stop),
         };
-        let mut ranges = portions
-            .get(file_index)
-            .filter(|p| p.ranges)
-            .zip(shard)
-            .map(|(_, plan)| Ranges::new(plan, file, compression));
+        let mut ranges = shard
+            .filter(|_| planned.portion.ranges)
+            .map(|plan| Ranges::new(plan, file, compression));
         if ranges.is_none() {
             batch.push(Work::Segment(file_index, 0));
         }
@@ -378,194 +367,177 @@ impl FileRecords {
     }
 }
 
-/// A chunk of one file's events, the bytes of the file on disk read when it was cut, and
-/// whether it is the file's last.
-type Chunk = (Vec<RecordEvent>, u64, bool);
+/// A piece of one file read ahead, as its thread hands it to the reader.
+struct Chunk {
+    events: Vec<RecordEvent>,
+    /// Bytes of the file on disk read when the chunk was cut.
+    disk_read: u64,
+    /// The file's last chunk: a channel that ends without one lost its thread mid-file.
+    last: bool,
+}
 
-/// Files decompressed and split ahead of the reader, in its order, by a few threads: each
-/// thread takes the next file not yet taken and sends its events in chunks into a channel of
-/// its own, bounded, which the reader drains when it comes to that file. The threads take
-/// files in order, at most one each past the file the reader is on, and the reader reads
-/// them in order: the file the reader waits for is always being read, so none waits on
-/// another forever, and what is held ahead is bounded by the thread count, whatever the
-/// files' number or size.
-struct Prefetch {
-    /// The files to read ahead, in the reader's order.
+/// A file for a read-ahead thread: its index among the run's files, and where its chunks go.
+type Job = (usize, SyncSender<Chunk>);
+
+/// Files decompressed and split ahead of the reader by a few threads. The reader hands the
+/// files out in its own order, the k-th to thread k mod n, each with a bounded channel for
+/// its chunks, and takes the channels back in the same order. Each thread reads the files
+/// handed to it one after the other, each to its end (or until the reader drops its
+/// channel). The reader hands out one file per thread beyond the file it is on, no more.
+///
+/// So the file the reader waits for is always being read: the thread it was handed to
+/// finished its earlier files, which came before it in the reader's order, so the reader
+/// drained them to their last chunk (or dropped them) before it came to this one. What is
+/// held ahead is bounded by the thread count: at most one file per thread, each with at most
+/// [`CHUNKS_AHEAD`] chunks in its channel. A thread that panics drops its channels, and the
+/// jobs queued for it with theirs: the reader sees a file end without its last chunk and
+/// stops. When the reader is done, or unwinds, dropping this closes the threads' queues and
+/// the channels it did not take, and every thread ends.
+struct ReadAhead<'scope> {
+    /// The files to read ahead, in the reader's order, and the first of them not handed out.
     files: Vec<usize>,
-    /// The next of `files` to take.
-    next: AtomicUsize,
-    /// Each taken file's channel, until the reader takes it.
-    state: Mutex<Shelf>,
-    ready: Condvar,
+    next: usize,
+    /// Each thread's queue of files. Unbounded, though it never holds more than two: handing
+    /// a file out must not wait for a thread, which may itself be waiting for the reader.
+    queues: Vec<Sender<Job>>,
+    /// The files handed out that the reader has not taken yet, in order, with their channels.
+    handed: VecDeque<(usize, Receiver<Chunk>)>,
+    threads: Vec<ScopedJoinHandle<'scope, ()>>,
 }
 
-#[derive(Default)]
-struct Shelf {
-    channels: HashMap<usize, Receiver<Chunk>>,
-    /// How many of the files the reader has taken: a thread may take the file at position
-    /// `p` of [`Prefetch::files`] once `p < taken + threads`.
-    taken: usize,
-    /// The threads reading ahead.
-    threads: usize,
-    /// Threads that are done (no file left, or a stop).
-    finished: usize,
-    /// The reader is done: channels are no longer kept.
-    closed: bool,
-}
-
-impl Prefetch {
-    fn new(files: Vec<usize>, threads: usize) -> Prefetch {
-        Prefetch {
-            files: if threads == 0 { Vec::new() } else { files },
-            next: AtomicUsize::new(0),
-            state: Mutex::new(Shelf {
-                threads,
-                ..Shelf::default()
-            }),
-            ready: Condvar::new(),
-        }
-    }
-
-    /// How many of the threads asked for did start.
-    fn started(&self, threads: usize) {
-        self.shelf().threads = threads;
-        self.ready.notify_all();
-    }
-
-    fn shelf(&self) -> std::sync::MutexGuard<'_, Shelf> {
-        // A thread panicking while holding the lock leaves nothing half-written in a `Shelf`.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn wait<'a>(
-        &self,
-        shelf: std::sync::MutexGuard<'a, Shelf>,
-    ) -> std::sync::MutexGuard<'a, Shelf> {
-        self.ready.wait(shelf).unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// One prefetch thread: files in turn until none is left, the run stops or the reader is
-    /// done. A file is read to its end unless the reader drops it: a stop is the reader's to
-    /// see, between two events, as when it reads a file itself.
-    fn run(&self, plan: &Plan) {
-        let (files, stop) = (&plan.files, &plan.stop);
-        // Counted as finished however it ends, a panic too: the reader never waits for a file
-        // no thread will bring.
-        let _finished = Finished(self);
-        loop {
-            let position = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(&file_index) = self.files.get(position) else {
+impl<'scope> ReadAhead<'scope> {
+    /// Starts `threads` threads over `files` (in the reader's order) and hands each its first
+    /// file. A thread the system will not start leaves its files to the others (and to the
+    /// reader itself, when none starts).
+    fn start<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        plan: &'env Plan<'_>,
+        files: Vec<usize>,
+        threads: usize,
+    ) -> ReadAhead<'scope> {
+        let mut ahead = ReadAhead {
+            files,
+            next: 0,
+            queues: Vec::new(),
+            handed: VecDeque::new(),
+            threads: Vec::new(),
+        };
+        for i in 0..threads {
+            let (queue, jobs) = channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name(format!("rollover-read-{i}"))
+                .spawn_scoped(scope, move || read_ahead(jobs, plan));
+            let Ok(thread) = spawned else {
                 break;
             };
-            let (to_reader, from_thread) = sync_channel::<Chunk>(CHUNKS_AHEAD);
-            {
-                let mut shelf = self.shelf();
-                while position >= shelf.taken + shelf.threads && !shelf.closed {
-                    shelf = self.wait(shelf);
-                }
-                if shelf.closed || stop.load(Ordering::Relaxed) != 0 {
-                    break;
-                }
-                shelf.channels.insert(file_index, from_thread);
-            }
-            self.ready.notify_all();
-            let reader = records(&files[file_index])
-                .max_record_bytes(plan.max_record_bytes)
-                .stop(stop);
-            let counter = reader.disk_counter();
-            let mut chunk = Vec::new();
-            let mut bytes = 0;
-            let mut dropped = false;
-            for event in reader {
-                if let RecordEvent::Record(record) = &event {
-                    bytes += record.bytes.len();
-                }
-                chunk.push(event);
-                if bytes >= CHUNK_BYTES || chunk.len() >= CHUNK_EVENTS {
-                    super::failpoint("prefetch");
-                    let read = counter.load(Ordering::Relaxed);
-                    if to_reader
-                        .send((std::mem::take(&mut chunk), read, false))
-                        .is_err()
-                    {
-                        dropped = true;
-                        break;
-                    }
-                    bytes = 0;
-                }
-            }
-            if !dropped {
-                super::failpoint("prefetch");
-                let _ = to_reader.send((chunk, counter.load(Ordering::Relaxed), true));
-            }
+            ahead.queues.push(queue);
+            ahead.threads.push(thread);
+        }
+        ahead.hand_out();
+        ahead
+    }
+
+    /// Hands out the next files, in order, until every thread has one beyond the reader's.
+    fn hand_out(&mut self) {
+        while self.handed.len() < self.queues.len() {
+            let Some(&file) = self.files.get(self.next) else {
+                return;
+            };
+            let (to_reader, chunks) = sync_channel::<Chunk>(CHUNKS_AHEAD);
+            // A thread that is gone (it panicked) drops the job, and with it the sender: the
+            // reader finds the file's channel closed.
+            let _ = self.queues[self.next % self.queues.len()].send((file, to_reader));
+            self.handed.push_back((file, chunks));
+            self.next += 1;
         }
     }
 
-    /// The chunks of `file_index`, once a thread has taken it; `None` when the file is not
-    /// read ahead (the reader reads it itself) or the run stopped before it was taken.
-    fn take(&self, file_index: usize) -> Option<Receiver<Chunk>> {
-        self.files.binary_search(&file_index).ok()?;
-        let mut shelf = self.shelf();
-        let channel = loop {
-            if let Some(channel) = shelf.channels.remove(&file_index) {
-                break Some(channel);
+    /// The chunks of `file` when it is read ahead; `None` when the reader reads it itself.
+    /// The reader takes its files in order: the one read ahead next is the first handed out.
+    fn take(&mut self, file: usize) -> Option<Receiver<Chunk>> {
+        if self.handed.front().is_none_or(|(first, _)| *first != file) {
+            return None;
+        }
+        let (_, chunks) = self.handed.pop_front()?;
+        self.hand_out();
+        Some(chunks)
+    }
+
+    /// The reader is done: closes the threads' queues and the channels it did not take, so
+    /// that every thread ends; returns them to be joined.
+    fn finish(self) -> Vec<ScopedJoinHandle<'scope, ()>> {
+        let ReadAhead {
+            queues,
+            handed,
+            threads,
+            ..
+        } = self;
+        drop(queues);
+        drop(handed);
+        threads
+    }
+}
+
+/// One read-ahead thread: the files handed to it, in turn, until the reader closes its queue
+/// or the run stops. A file is read to its end unless the reader drops its channel: a stop is
+/// the reader's to see, between two events, as when it reads a file itself.
+fn read_ahead(jobs: Receiver<Job>, plan: &Plan<'_>) {
+    for (file, to_reader) in jobs {
+        if plan.stop.load(Ordering::Relaxed) != 0 {
+            return;
+        }
+        let reader = records(&plan.files[file].source)
+            .max_record_bytes(plan.max_record_bytes)
+            .stop(&plan.stop);
+        let counter = reader.disk_counter();
+        let mut events = Vec::new();
+        let mut bytes = 0;
+        let mut dropped = false;
+        for event in reader {
+            if let RecordEvent::Record(record) = &event {
+                bytes += record.bytes.len();
             }
-            if shelf.finished == shelf.threads {
-                break None;
+            events.push(event);
+            if bytes >= CHUNK_BYTES || events.len() >= CHUNK_EVENTS {
+                super::failpoint("prefetch");
+                let chunk = Chunk {
+                    events: std::mem::take(&mut events),
+                    disk_read: counter.load(Ordering::Relaxed),
+                    last: false,
+                };
+                if to_reader.send(chunk).is_err() {
+                    dropped = true;
+                    break;
+                }
+                bytes = 0;
             }
-            shelf = self.wait(shelf);
-        };
-        shelf.taken += 1;
-        drop(shelf);
-        self.ready.notify_all();
-        channel
-    }
-
-    /// The reader is done: drop the channels it did not take, so their threads stop, and
-    /// wake the threads waiting for their turn.
-    fn close(&self) {
-        let mut shelf = self.shelf();
-        shelf.closed = true;
-        shelf.channels.clear();
-        drop(shelf);
-        self.ready.notify_all();
+        }
+        if !dropped {
+            super::failpoint("prefetch");
+            let _ = to_reader.send(Chunk {
+                events,
+                disk_read: counter.load(Ordering::Relaxed),
+                last: true,
+            });
+        }
     }
 }
 
-/// Counts a prefetch thread as finished when it ends, or unwinds.
-struct Finished<'a>(&'a Prefetch);
-
-impl Drop for Finished<'_> {
-    fn drop(&mut self) {
-        self.0.shelf().finished += 1;
-        self.0.ready.notify_all();
-    }
-}
-
-/// Closes the [`Prefetch`] when the reader is done, or unwinds.
-struct Closing<'a>(&'a Prefetch);
-
-impl Drop for Closing<'_> {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
-/// A prefetched file's events, as [`events`] gives a file read here; `complete` is set when
+/// A file's events read ahead, as [`events`] gives a file read here; `complete` is set when
 /// its last chunk arrives. A channel that ends without it lost its thread mid-file.
-fn prefetched<'a>(
+fn read_ahead_events<'a>(
     chunks: Receiver<Chunk>,
     in_file: &Arc<AtomicU64>,
     complete: &Arc<AtomicBool>,
 ) -> Events<'a> {
     let in_file = Arc::clone(in_file);
     let complete = Arc::clone(complete);
-    Box::new(chunks.into_iter().flat_map(move |(events, read, last)| {
-        in_file.store(read, Ordering::Relaxed);
-        if last {
+    Box::new(chunks.into_iter().flat_map(move |chunk| {
+        in_file.store(chunk.disk_read, Ordering::Relaxed);
+        if chunk.last {
             complete.store(true, Ordering::Relaxed);
         }
-        events.into_iter().map(|e| (e, None))
+        chunk.events.into_iter().map(|e| (e, None))
     }))
 }
 
@@ -718,18 +690,28 @@ mod tests {
             .collect()
     }
 
-    fn plan(files: &[SourceFile], skip: Vec<bool>, readers: usize) -> Plan {
-        Plan {
-            files: Arc::new(files.to_vec()),
-            skip,
-            index: Arc::new(BatchIndex::default()),
-            portions: (0..files.len())
-                .map(|index| Portion {
+    /// The files as a run plans them: each whole, those of `skip` left out.
+    fn planned(files: &[SourceFile], skip: &[bool]) -> Vec<PlannedFile> {
+        files
+            .iter()
+            .enumerate()
+            .map(|(index, source)| PlannedFile {
+                source: source.clone(),
+                portion: super::super::Portion {
                     index,
                     ranges: false,
                     counted: true,
-                })
-                .collect(),
+                },
+                skip: skip[index],
+                digest: String::new(),
+            })
+            .collect()
+    }
+
+    fn plan<'a>(files: &'a [PlannedFile], index: &'a BatchIndex, readers: usize) -> Plan<'a> {
+        Plan {
+            files,
+            index,
             shard: None,
             stop: Arc::new(AtomicUsize::new(0)),
             from: None,
@@ -739,9 +721,14 @@ mod tests {
         }
     }
 
-    /// What the reader sent, as text: one entry per record (file, ordinal, bytes) and per
-    /// file's end, in order; and the batches' sizes.
-    fn sent(reader: Reader) -> (Vec<String>, Vec<usize>) {
+    /// What a reader of `files` with `readers` threads ahead sent, as text: one entry per
+    /// record (file, ordinal, bytes) and per file's end, in order; and the batches' sizes.
+    fn sent(files: &[PlannedFile], readers: usize) -> (Vec<String>, Vec<usize>) {
+        let index = BatchIndex::default();
+        std::thread::scope(|scope| received(spawn(scope, plan(files, &index, readers))))
+    }
+
+    fn received(reader: Reader<'_>) -> (Vec<String>, Vec<usize>) {
         let mut events = Vec::new();
         let mut sizes = Vec::new();
         for batch in reader.batches.iter() {
@@ -782,11 +769,12 @@ mod tests {
         skip[3] = true;
         skip[17] = true;
         // One file alone is read by the reader itself, with no thread ahead of it.
-        let (alone, _) = sent(spawn(plan(&files[5..6], vec![false], 4)));
+        let (alone, _) = sent(&planned(&files[5..6], &[false]), 4);
         assert_eq!(alone.len(), lines(5) + 2, "{alone:?}");
-        let (one, one_sizes) = sent(spawn(plan(&files, skip.clone(), 1)));
+        let files = planned(&files, &skip);
+        let (one, one_sizes) = sent(&files, 1);
         for readers in [2, 3, 8, 64] {
-            let (many, sizes) = sent(spawn(plan(&files, skip.clone(), readers)));
+            let (many, sizes) = sent(&files, readers);
             assert_eq!(many, one, "{readers} threads ahead");
             assert_eq!(sizes, one_sizes, "{readers} threads ahead");
         }
@@ -805,14 +793,20 @@ mod tests {
     #[test]
     fn a_reader_that_stops_early_leaves_no_thread_reading_ahead() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let files = archive(dir.path(), 40);
-        let reader = spawn(plan(&files, vec![false; files.len()], 4));
-        let first = reader.batches.recv().expect("a first batch");
-        assert!(!first.is_empty());
-        // The run ends: nobody takes the reader's batches any more.
-        drop(reader.batches);
+        let files = planned(&archive(dir.path(), 40), &[false; 40]);
         let (done, joined) = std::sync::mpsc::channel();
-        std::thread::spawn(move || done.send(reader.handle.join().is_ok()));
+        std::thread::spawn(move || {
+            let index = BatchIndex::default();
+            let ended = std::thread::scope(|scope| {
+                let reader = spawn(scope, plan(&files, &index, 4));
+                let first = reader.batches.recv().expect("a first batch");
+                assert!(!first.is_empty());
+                // The run ends: nobody takes the reader's batches any more.
+                drop(reader.batches);
+                reader.handle.join().is_ok()
+            });
+            done.send(ended)
+        });
         assert_eq!(
             joined.recv_timeout(Duration::from_secs(60)),
             Ok(true),
@@ -820,39 +814,44 @@ mod tests {
         );
     }
 
+    /// The files handed out and not yet taken.
+    fn handed(ahead: &ReadAhead<'_>) -> Vec<usize> {
+        ahead.handed.iter().map(|(file, _)| *file).collect()
+    }
+
     #[test]
     fn threads_read_no_further_ahead_than_one_file_each() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let files = archive(dir.path(), 12);
-        let order: Vec<usize> = (0..files.len()).collect();
-        let prefetch = Prefetch::new(order.clone(), 2);
-        let plan = plan(&files, vec![false; files.len()], 2);
+        let files = planned(&archive(dir.path(), 12), &[false; 12]);
+        let index = BatchIndex::default();
+        let plan = plan(&files, &index, 2);
+        // Every third file is the reader's own: the others are read ahead, in order.
+        let order: Vec<usize> = (0..files.len()).filter(|i| i % 3 != 1).collect();
         std::thread::scope(|scope| {
-            for _ in 0..2 {
-                scope.spawn(|| prefetch.run(&plan));
-            }
-            // Nothing is taken yet: the two threads hold the first two files, and wait.
-            std::thread::sleep(Duration::from_millis(300));
-            {
-                let shelf = prefetch.shelf();
-                let mut held: Vec<usize> = shelf.channels.keys().copied().collect();
-                held.sort();
-                assert_eq!(held, vec![0, 1]);
-            }
-            // Taken in order, every file comes whole (its last chunk says so).
-            for &file in &order {
-                let chunks = prefetch.take(file).expect("read ahead");
+            let mut ahead = ReadAhead::start(scope, &plan, order.clone(), 2);
+            // Nothing taken yet: the two threads have the first two files, no more.
+            assert_eq!(handed(&ahead), order[..2]);
+            // A file the reader reads itself is not handed out.
+            assert!(ahead.take(1).is_none());
+            for (n, &file) in order.iter().enumerate() {
+                let chunks = ahead.take(file).expect("read ahead");
+                // While the reader is on a file, one more per thread is handed out.
+                let beyond = &order[n + 1..(n + 3).min(order.len())];
+                assert_eq!(handed(&ahead), beyond, "reader on file {file}");
+                // Taken in order, every file comes whole (its last chunk says so).
                 let mut records = 0;
                 let mut last = false;
-                for (events, _, end) in chunks {
-                    records += events.len();
-                    last = end;
+                for chunk in chunks {
+                    assert!(!last, "file {file}: a chunk after its last");
+                    records += chunk.events.len();
+                    last = chunk.last;
                 }
                 assert_eq!(records, lines(file), "file {file}");
                 assert!(last, "file {file} came without its last chunk");
-                assert!(prefetch.shelf().channels.len() <= 2);
             }
-            prefetch.close();
+            for thread in ahead.finish() {
+                thread.join().expect("a read-ahead thread");
+            }
         });
     }
 }

@@ -4,11 +4,9 @@
 //! the summary accounts for every record; each case of the list is pinned with the
 //! exact items written.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Home, Workdir};
+use crate::common::{Home, Workdir};
 use serde_json::{json, Value};
 
 fn corpus(set: &str) -> PathBuf {

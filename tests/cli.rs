@@ -1,9 +1,7 @@
 //! The command line around conversion: `--dry-run`, rule files given with `--rules`,
 //! `rules check`, `rules policies`, exit codes for usage errors.
 
-mod common;
-
-use common::Workdir;
+use crate::common::{self, Workdir};
 use serde_json::json;
 
 #[test]

@@ -4,15 +4,15 @@
 //! is compared with the one recorded in `tests/golden/digests.txt`.
 //!
 //! A change that is meant to change the output re-records the digests with
-//! `ROLLOVER_BLESS=1 cargo test --release --test digest` and says why in its commit.
-
-mod common;
+//! `ROLLOVER_BLESS=1 cargo test --release --test tests digest::` and says why in its commit.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+use crate::common;
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/digests.txt");
 

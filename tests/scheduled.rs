@@ -1,12 +1,8 @@
 //! Scheduled conversion jobs (issue 8): incremental, resumable, safe to kill, one at a time,
 //! private. Each test runs the real binary.
 
-mod common;
-#[path = "scheduled/identity.rs"]
 mod identity;
-#[path = "scheduled/sequences.rs"]
 mod sequences;
-#[path = "scheduled/state_files.rs"]
 mod state_files;
 
 use std::collections::BTreeMap;
@@ -16,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Workdir;
+use crate::common::Workdir;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rollover");

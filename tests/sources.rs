@@ -2,8 +2,6 @@
 //! Claude Code sessions (issue 12). Each test pins one case of the issue's list with the exact
 //! items written.
 
-mod common;
-
 use std::path::Path;
 
 use rollover::convert::{convert, Conversation, OutPayload, RecordKey};
@@ -12,6 +10,8 @@ use rollover::input::format::{FileRead, FormatReader};
 use rollover::model::transcript::{SourceNote, Transcript};
 use rollover::rules::RuleSet;
 use serde_json::{json, Value};
+
+use crate::common;
 
 fn rules() -> RuleSet {
     RuleSet::builtin().expect("built-in rules load")

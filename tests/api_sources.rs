@@ -4,18 +4,9 @@
 //! the summary accounts for every record; each case of the list is pinned with the
 //! exact items written.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Home, Workdir};
+use crate::common::{Home, Workdir};
 use serde_json::{json, Value};
 
 fn corpus(set: &str) -> PathBuf {

@@ -9,13 +9,6 @@
 //! this test with the file and line. Changing the architecture means changing this list, in the
 //! same commit as the README.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
@@ -171,4 +164,65 @@ fn the_path_reader_sees_grouped_and_inline_paths() {
             (2, "convert".to_string())
         ]
     );
+}
+
+/// The module a `.rs` file of `tests/` must be declared in: `X/mod.rs` or `X.rs` for a file
+/// in folder `X`, `tests.rs` for a file directly in `tests/`; a `mod.rs` is declared where its
+/// folder would be.
+fn declaring_file(tests: &Path, file: &Path) -> std::path::PathBuf {
+    let mut dir = file.parent().expect("a file has a folder");
+    if file.file_name().is_some_and(|n| n == "mod.rs") {
+        dir = dir.parent().expect("below tests/");
+    }
+    if dir == tests {
+        tests.join("tests.rs")
+    } else if dir.join("mod.rs").is_file() {
+        dir.join("mod.rs")
+    } else {
+        dir.with_extension("rs")
+    }
+}
+
+/// With `autotests = false` Cargo builds one test binary, tests/tests.rs: a file added to
+/// `tests/` and declared nowhere would compile to nothing and its tests would never run.
+#[test]
+fn every_test_file_is_a_module_of_the_one_binary() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut files = Vec::new();
+    rust_files(&tests, &mut files);
+    files.sort();
+    let mut undeclared = Vec::new();
+    for file in &files {
+        if *file == tests.join("tests.rs") {
+            continue;
+        }
+        let module = if file.file_name().is_some_and(|n| n == "mod.rs") {
+            file.parent().and_then(Path::file_name)
+        } else {
+            file.file_stem()
+        }
+        .expect("a module name")
+        .to_string_lossy()
+        .into_owned();
+        let parent = declaring_file(&tests, file);
+        let text = fs::read_to_string(&parent).unwrap_or_default();
+        let declared = text.lines().any(|line| {
+            let line = line.trim().trim_start_matches("pub ");
+            line == format!("mod {module};")
+        });
+        if !declared {
+            undeclared.push(format!(
+                "{}: no `mod {module};` in {}",
+                file.strip_prefix(&tests).unwrap_or(file).display(),
+                parent.strip_prefix(&tests).unwrap_or(&parent).display()
+            ));
+        }
+    }
+    assert!(
+        undeclared.is_empty(),
+        "test files that are not part of the test binary:\n{}",
+        undeclared.join("\n")
+    );
+    // The check sees the modules of tests.rs and of a folder.
+    assert!(files.contains(&tests.join("scheduled/identity.rs")));
 }

@@ -1,16 +1,7 @@
 //! The command line around conversion: `--dry-run`, rule files given with `--rules`,
 //! `rules check`, `rules policies`, exit codes for usage errors.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod common;
-
-use common::Workdir;
+use crate::common::{self, Workdir};
 use serde_json::json;
 
 #[test]

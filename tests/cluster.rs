@@ -5,13 +5,6 @@
 //! an Indexed Job with one completion per shard and a merge Job on the same shared volume.
 //! The Slurm example runs for real in `tests/slurm.sh`.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
 use std::fs;
 use std::path::PathBuf;
 

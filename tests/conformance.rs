@@ -22,15 +22,6 @@
 //!
 //! The last two tests break a rollout on purpose and prove the check reports it.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod conformance_support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,9 +31,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use conformance_support::{
-    check_resume, codex, edit_rollout, is_fresh_context, read_rollout_lines, run_with_timeout,
-    write_codex_config, FakeServer,
+use crate::conformance_support::{
+    self, check_resume, codex, edit_rollout, is_fresh_context, read_rollout_lines,
+    run_with_timeout, write_codex_config, FakeServer,
 };
 
 /// At least this many rollouts are resumed.

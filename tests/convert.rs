@@ -4,20 +4,12 @@
 //! `HOME/rollover/` with exact JSON values. Fixtures are inline and follow
 //! `shared/spec/migration.md` sections 2 and 4; each test is named for the behaviour it pins.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod common;
-
 use std::io::Write;
 
 use serde_json::{json, Value};
 
-use common::{
+use crate::body;
+use crate::common::{
     assert_body, assert_json_eq, assistant_turn, event, item, user_turn, Home, Rollout, Workdir,
 };
 

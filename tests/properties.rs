@@ -1,30 +1,39 @@
-//! Property tests over random chat transcripts in every input shape of migration.md section 2.
+//! Property tests over random transcripts of every source format, converted by the real binary.
 //!
-//! Each case is one JSONL file of 12 to 20 random records (messages / body.messages / batch
-//! result / input string or list / history / question turns / bare list, plus some broken
-//! lines), converted by the real binary with `--jobs 1` and `--jobs 2`. Properties:
-//! - the run ends with exit 0 (nothing quarantined) or 1 (something quarantined), never a panic
-//!   or a usage/I-O error;
-//! - `summary.records == converted + quarantined`, one rollout per converted record, one
-//!   quarantine line per quarantined record, each with a non-empty reason and the record's
-//!   exact bytes;
+//! Three properties, each over its own inputs:
+//! - `convert_is_total_accounted_valid_and_deterministic`: one JSONL file of 12 to 20 random
+//!   Chat Completions records in every input shape of migration.md section 2 (messages /
+//!   body.messages / batch result / input string or list / history / question turns / bare
+//!   list, plus some broken lines);
+//! - `every_source_format_is_total_accounted_valid_and_deterministic`: a folder of one random
+//!   file of each of the seven source formats (`properties/formats.rs`), each found by
+//!   detection (the summary's `formats` must name all seven);
+//! - `any_thread_count_writes_the_same_tree_over_batches_and_read_ahead`: an archive that spans
+//!   several batches (over 512 records) and several files read ahead (64 KiB or more), beside
+//!   small files and a file of each other format, converted with `--jobs` 1, 2 and 3.
+//!
+//! What must hold for each run:
+//! - it ends with exit 0 (nothing quarantined) or 1 (something quarantined), never a panic or a
+//!   usage/I-O error;
+//! - every record is accounted for: `records` is the number of lines given, and equals
+//!   converted + merged into a conversation + quarantined + joined + dropped by a rule; one
+//!   rollout per new session, one audit line per conversation, one quarantine line per
+//!   quarantined record, each with a non-empty reason and the record's exact bytes;
 //! - every conversation's text account balances (invariant 12), and no record is quarantined
 //!   by the invariants or the accounting (that would be a converter bug);
+//! - the audit lines and quarantine lines come in input order (files in walk order, lines
+//!   rising within a file);
 //! - `rollover validate HOME` passes on everything written;
-//! - both thread counts write byte-identical homes.
+//! - every thread count writes byte-identical homes (all but `timing.json`).
 //!
-//! `PROPTEST_CASES` sets the number of cases (default 24: about 15 s in a debug build);
+//! `PROPTEST_CASES` sets the number of cases of the first two (default 24 and 12); the third
+//! runs an eighth as many (at least 2), each ~3 runs of ~1,000 conversations.
 //! `ROLLOVER_PROP_DEBUG=1` prints each case's counts and any invariant quarantine.
 //!
 //! Plain-text reasoning is generated on assistant messages only: on other roles the converter
 //! drops it without a decision, and the accounting quarantines the record (reported on issue 3).
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
+mod formats;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -321,13 +330,29 @@ fn record() -> impl Strategy<Value = Vec<u8>> {
                 }
                 _ => json!({"messages": msgs, "choices": [{"finish_reason": "stop"}]}),
             };
-            let line = value
-                .to_string()
-                .replace(LONE_HIGH, "\\ud800")
-                .replace(LONE_LOW, "\\udc00")
-                .replace(PAIR, "\\ud83d\\ude00");
-            line.into_bytes()
+            line(&value)
         })
+}
+
+/// A first record's line: `value` serialised without its placeholders. A file's format is
+/// detected from its first record, which must parse for that (lone surrogates do not).
+fn plain_line(value: &Value) -> Vec<u8> {
+    value
+        .to_string()
+        .replace(LONE_HIGH, "")
+        .replace(LONE_LOW, "")
+        .replace(PAIR, "")
+        .into_bytes()
+}
+
+/// A record's line: `value` serialised, its placeholders made the escapes they stand for.
+fn line(value: &Value) -> Vec<u8> {
+    value
+        .to_string()
+        .replace(LONE_HIGH, "\\ud800")
+        .replace(LONE_LOW, "\\udc00")
+        .replace(PAIR, "\\ud83d\\ude00")
+        .into_bytes()
 }
 
 /// One `rollover` run: exit code, stdout, stderr.
@@ -366,129 +391,234 @@ fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-fn check_case(lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
+/// The input of a case: files (path below the input folder `in/`, in walk order) and their
+/// lines, without `\n`.
+type Inputs = BTreeMap<String, Vec<Vec<u8>>>;
+
+/// Writes `inputs` under `dir/in/`.
+fn write_inputs(dir: &Path, inputs: &Inputs) {
+    for (name, lines) in inputs {
+        let mut bytes = Vec::new();
+        for line in lines {
+            bytes.extend_from_slice(line);
+            bytes.push(b'\n');
+        }
+        let path = dir.join("in").join(name);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("create input folder");
+        std::fs::write(path, bytes).expect("write input");
+    }
+}
+
+/// Converts `dir/in` once for each `--jobs` value, checks every property on each home and
+/// that all wrote the same files. `formats`: the summary's count of files by format, when the
+/// case knows it.
+fn check_case(
+    inputs: &Inputs,
+    jobs: &[&str],
+    formats: Option<&BTreeMap<String, u64>>,
+) -> Result<(), TestCaseError> {
     let work = tempfile::tempdir().expect("temp dir");
     let dir = work.path();
-    let mut input = Vec::new();
-    for line in lines {
-        input.extend_from_slice(line);
-        input.push(b'\n');
-    }
-    std::fs::write(dir.join("in.jsonl"), &input).expect("write input");
-
+    write_inputs(dir, inputs);
     let mut homes = Vec::new();
-    for jobs in ["1", "2"] {
+    for jobs in jobs {
         let home = format!("home{jobs}");
-        let (code, stdout, stderr) = rollover(
-            dir,
-            &["convert", "in.jsonl", "--out", &home, "--jobs", jobs],
-        );
+        let (code, stdout, stderr) =
+            rollover(dir, &["convert", "in", "--out", &home, "--jobs", jobs]);
         let shown =
             format!("convert --jobs {jobs}: exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}");
         prop_assert!(code == 0 || code == 1, "{}", shown);
         prop_assert!(!stderr.contains("panicked"), "{}", shown);
-
-        let summary: Value = serde_json::from_slice(
-            &std::fs::read(dir.join(&home).join("rollover/runs/0001/summary.json"))
-                .expect("summary.json"),
-        )
-        .expect("summary is JSON");
-        let count = |key: &str| required_count(&summary, key);
-        let (records, converted, quarantined) =
-            (count("records"), count("converted"), count("quarantined"));
-        if std::env::var_os("ROLLOVER_PROP_DEBUG").is_some() && jobs == "1" {
-            eprintln!(
-                "case: converted {converted}, quarantined {:?}, items {}, actions {}",
-                summary["quarantine_reasons"], summary["items"], summary["actions"]
-            );
-            let q = std::fs::read_to_string(
-                dir.join(&home).join("rollover/runs/0001/quarantine.jsonl"),
-            )
-            .unwrap_or_default();
-            for entry in q.lines().filter(|l| l.contains("\"class\":\"invariant\"")) {
-                eprintln!("  {entry}");
-            }
-        }
-        prop_assert_eq!(records, lines.len() as u64, "{}", shown);
-        prop_assert_eq!(records, converted + quarantined, "{}", shown);
-        prop_assert_eq!(code, i32::from(quarantined > 0), "{}", shown);
-        prop_assert_eq!(
-            count("text_bytes_in") + count("text_bytes_added"),
-            count("text_bytes_out") + count("text_bytes_dropped"),
-            "{}",
-            shown
-        );
-
         let files = tree(&dir.join(&home));
+        check_home(inputs, &files, code, formats, &shown)?;
+
+        let (vcode, vout, verr) = rollover(dir, &["validate", "--json", &home]);
+        let report: Value = serde_json::from_str(&vout).unwrap_or(Value::Null);
         let rollouts = files
             .keys()
             .filter(|k| k.starts_with("sessions/") && k.ends_with(".jsonl"))
             .count() as u64;
-        prop_assert_eq!(rollouts, converted, "{}", shown);
-
-        let quarantine = String::from_utf8(files["rollover/runs/0001/quarantine.jsonl"].clone())
-            .expect("quarantine is UTF-8");
-        let entries: Vec<Value> = quarantine
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("quarantine line is JSON"))
-            .collect();
-        prop_assert_eq!(entries.len() as u64, quarantined, "{}", shown);
-        for entry in &entries {
-            let reason = entry["reason"].as_str().unwrap_or("");
-            prop_assert!(!reason.trim().is_empty(), "empty reason: {}", entry);
-            prop_assert!(
-                !entry["class"].as_str().unwrap_or("").is_empty(),
-                "{}",
-                entry
-            );
-            // The converter's output always passes the invariants and the accounting: a
-            // record quarantined by them is a converter bug hidden as a quarantine.
-            prop_assert_ne!(entry["class"].as_str(), Some("invariant"), "{}", entry);
-            // The record is kept unchanged: its exact bytes are the input line's.
-            let line = entry["line"].as_u64().expect("line") as usize;
-            let raw = match (entry["record"].as_str(), entry["record_base64"].as_str()) {
-                (Some(text), _) => text.as_bytes().to_vec(),
-                (None, Some(b64)) => {
-                    use base64::Engine;
-                    base64::engine::general_purpose::STANDARD
-                        .decode(b64)
-                        .expect("base64")
-                }
-                (None, None) => Vec::new(),
-            };
-            prop_assert_eq!(
-                &raw,
-                &lines[line - 1],
-                "quarantine keeps the record: {}",
-                entry
-            );
-        }
-        for conversation in
-            String::from_utf8_lossy(&files["rollover/runs/0001/conversations.jsonl"]).lines()
-        {
-            let c: Value = serde_json::from_str(conversation).expect("conversation line");
-            let a = &c["account"];
-            let n = |k: &str| required_count(a, k);
-            prop_assert_eq!(
-                n("bytes_in") + n("bytes_added"),
-                n("bytes_out") + n("bytes_dropped"),
-                "unbalanced: {}",
-                c
-            );
-        }
-
-        let (vcode, vout, verr) = rollover(dir, &["validate", "--json", &home]);
-        let report: Value = serde_json::from_str(&vout).unwrap_or(Value::Null);
         prop_assert_eq!(vcode, 0, "validate {}:\n{}\n{}", home, vout, verr);
-        prop_assert_eq!(report["files"].as_u64(), Some(converted), "{}", vout);
-        homes.push(files);
+        prop_assert_eq!(report["files"].as_u64(), Some(rollouts), "{}", vout);
+        homes.push((jobs, files));
     }
-    prop_assert!(
-        homes[0] == homes[1],
-        "--jobs 1 and --jobs 2 wrote different files: {:?} vs {:?}",
-        homes[0].keys().collect::<Vec<_>>(),
-        homes[1].keys().collect::<Vec<_>>()
+    let (first_jobs, first) = &homes[0];
+    for (jobs, files) in &homes[1..] {
+        if files != first {
+            let differ: Vec<&String> = first
+                .keys()
+                .chain(files.keys())
+                .filter(|k| first.get(*k) != files.get(*k))
+                .collect();
+            prop_assert!(
+                false,
+                "--jobs {} and --jobs {} wrote different files: {:?}",
+                first_jobs,
+                jobs,
+                differ
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Every property of one home written from `inputs`.
+fn check_home(
+    inputs: &Inputs,
+    files: &BTreeMap<String, Vec<u8>>,
+    code: i32,
+    formats: Option<&BTreeMap<String, u64>>,
+    shown: &str,
+) -> Result<(), TestCaseError> {
+    let report = |name: &str| {
+        String::from_utf8(files[&format!("rollover/runs/0001/{name}")].clone())
+            .expect("a report is UTF-8")
+    };
+    let summary: Value = serde_json::from_str(&report("summary.json")).expect("summary is JSON");
+    let count = |key: &str| required_count(&summary, key);
+    let (records, converted, quarantined) =
+        (count("records"), count("converted"), count("quarantined"));
+    if std::env::var_os("ROLLOVER_PROP_DEBUG").is_some() {
+        eprintln!(
+            "case: records {records}, converted {converted}, merged {:?}, dropped {:?}, \
+             quarantined {:?}, formats {}, items {}",
+            summary.get("records_merged"),
+            summary.get("records_dropped"),
+            summary["quarantine_reasons"],
+            summary["formats"],
+            summary["items"]
+        );
+        for entry in report("quarantine.jsonl")
+            .lines()
+            .filter(|l| l.contains("\"class\":\"invariant\""))
+        {
+            eprintln!("  {entry}");
+        }
+    }
+    if let Some(formats) = formats {
+        let found: BTreeMap<String, u64> =
+            serde_json::from_value(summary["formats"].clone()).expect("formats by name");
+        prop_assert_eq!(&found, formats, "{}", shown);
+    }
+
+    // Every record accounted for.
+    let given: u64 = inputs.values().map(|lines| lines.len() as u64).sum();
+    prop_assert_eq!(records, given, "{}", shown);
+    let optional = |key: &str| summary.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let dropped: u64 = summary
+        .get("records_dropped")
+        .and_then(Value::as_object)
+        .map(|by_rule| by_rule.values().filter_map(Value::as_u64).sum())
+        .unwrap_or(0);
+    prop_assert_eq!(
+        records,
+        converted + optional("records_merged") + quarantined + count("joined") + dropped,
+        "records = converted + merged + quarantined + joined + dropped\n{}",
+        shown
     );
+    let damaged = summary["damaged_files"]
+        .as_array()
+        .is_some_and(|d| !d.is_empty());
+    prop_assert_eq!(code, i32::from(quarantined > 0 || damaged), "{}", shown);
+    prop_assert_eq!(
+        count("text_bytes_in") + count("text_bytes_added"),
+        count("text_bytes_out") + count("text_bytes_dropped"),
+        "{}",
+        shown
+    );
+    let rollouts = files
+        .keys()
+        .filter(|k| k.starts_with("sessions/") && k.ends_with(".jsonl"))
+        .count() as u64;
+    let sessions_new = optional("sessions_new");
+    prop_assert_eq!(rollouts, sessions_new, "{}", shown);
+    prop_assert_eq!(
+        converted,
+        sessions_new + optional("sessions_duplicate"),
+        "{}",
+        shown
+    );
+
+    // One quarantine line per quarantined record, with the record's exact bytes.
+    let quarantine = report("quarantine.jsonl");
+    let entries: Vec<Value> = quarantine
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("quarantine line is JSON"))
+        .collect();
+    prop_assert_eq!(entries.len() as u64, quarantined, "{}", shown);
+    for entry in &entries {
+        let reason = entry["reason"].as_str().unwrap_or("");
+        prop_assert!(!reason.trim().is_empty(), "empty reason: {}", entry);
+        prop_assert!(
+            !entry["class"].as_str().unwrap_or("").is_empty(),
+            "{}",
+            entry
+        );
+        // The converter's output always passes the invariants and the accounting: a
+        // record quarantined by them is a converter bug hidden as a quarantine.
+        prop_assert_ne!(entry["class"].as_str(), Some("invariant"), "{}", entry);
+        let raw = match (entry["record"].as_str(), entry["record_base64"].as_str()) {
+            (Some(text), _) => text.as_bytes().to_vec(),
+            (None, Some(b64)) => {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .expect("base64")
+            }
+            (None, None) => Vec::new(),
+        };
+        let source = entry["source"].as_str().unwrap_or("");
+        let lines = source.strip_prefix("in/").and_then(|name| inputs.get(name));
+        prop_assert!(
+            lines.is_some(),
+            "quarantined from an unknown file: {}",
+            entry
+        );
+        let line = entry["line"].as_u64().expect("line") as usize;
+        prop_assert_eq!(
+            Some(&raw),
+            lines.and_then(|l| l.get(line - 1)),
+            "quarantine keeps the record: {}",
+            entry
+        );
+    }
+
+    // One audit line per conversation, each account balanced.
+    let conversations: Vec<Value> = report("conversations.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("conversation line"))
+        .collect();
+    prop_assert_eq!(conversations.len() as u64, converted, "{}", shown);
+    for c in &conversations {
+        let a = &c["account"];
+        let n = |k: &str| required_count(a, k);
+        prop_assert_eq!(
+            n("bytes_in") + n("bytes_added"),
+            n("bytes_out") + n("bytes_dropped"),
+            "unbalanced: {}",
+            c
+        );
+    }
+
+    // Both reports in input order: files as walked, lines rising within a file.
+    for (name, lines) in [("conversations", &conversations), ("quarantine", &entries)] {
+        let order: Vec<(Vec<String>, u64)> = lines
+            .iter()
+            .map(|l| {
+                let source = l["source"].as_str().unwrap_or("");
+                let parts: Vec<String> = source.split('/').map(str::to_string).collect();
+                (parts, l["line"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        prop_assert!(
+            order == sorted,
+            "{}.jsonl is not in input order: {:?}",
+            name,
+            order
+        );
+    }
     Ok(())
 }
 
@@ -497,6 +627,109 @@ fn cases() -> u32 {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(24)
+}
+
+/// A file name's format prefix, so that the walk (by name) takes them in this order.
+const FORMATS: [&str; 7] = [
+    "anthropic",
+    "chat",
+    "chat-stream",
+    "chatgpt",
+    "claude-code",
+    "responses",
+    "sharegpt",
+];
+
+/// One file of each of the seven source formats: `NAME.jsonl` for the format `NAME`.
+fn every_format() -> impl Strategy<Value = Inputs> {
+    (
+        formats::anthropic(),
+        prop::collection::vec(record(), 3..8),
+        formats::chat_stream(),
+        formats::chatgpt(0),
+        formats::claude_code(0),
+        formats::responses(),
+        formats::sharegpt(),
+    )
+        .prop_map(
+            |(anthropic, chat, chat_stream, chatgpt, claude_code, responses, sharegpt)| {
+                let chat = once_chat(chat);
+                [
+                    anthropic,
+                    chat,
+                    chat_stream,
+                    chatgpt,
+                    claude_code,
+                    responses,
+                    sharegpt,
+                ]
+                .into_iter()
+                .zip(FORMATS)
+                .map(|(lines, name)| (format!("{name}.jsonl"), lines))
+                .collect()
+            },
+        )
+}
+
+/// Chat records, the first a plain `{"messages": [...]}` one, so the file is detected as chat
+/// whatever the other records are (a broken first line would make it a file of no format).
+fn once_chat(mut records: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    records.insert(
+        0,
+        line(&json!({"messages": [{"role": "user", "content": "hello"}]})),
+    );
+    records
+}
+
+/// `lines` repeated until they make at least `bytes` bytes: a file the reader reads ahead.
+fn at_least(lines: Vec<Vec<u8>>, bytes: usize) -> Vec<Vec<u8>> {
+    let mut out = lines.clone();
+    let mut size: usize = out.iter().map(|l| l.len() + 1).sum();
+    for line in lines.iter().cycle() {
+        if size >= bytes {
+            break;
+        }
+        size += line.len() + 1;
+        out.push(line.clone());
+    }
+    out
+}
+
+/// 64 KiB: from this size, a file is read ahead by its own thread (`AHEAD_MIN_BYTES` in
+/// src/pipeline/reader.rs). A batch holds 512 records at most (`BATCH_RECORDS`).
+const READ_AHEAD: usize = 64 << 10;
+const BATCH_RECORDS: usize = 512;
+
+/// An archive of several batches: three chat files of 64 KiB or more (read ahead) between two
+/// small ones, a ShareGPT dataset (read record by record) and a Claude Code session (read as
+/// a whole) of 64 KiB or more, and one file of each format.
+fn archive() -> impl Strategy<Value = Inputs> {
+    (
+        prop::collection::vec(prop::collection::vec(record(), 60..90), 3),
+        prop::collection::vec(prop::collection::vec(record(), 1..6), 2),
+        formats::sharegpt(),
+        formats::claude_code(1),
+        every_format(),
+    )
+        .prop_map(|(big, small, sharegpt, session, others)| {
+            let mut inputs = others;
+            for (i, records) in big.into_iter().enumerate() {
+                let lines = at_least(once_chat(records), READ_AHEAD);
+                inputs.insert(format!("chat/big-{i}.jsonl"), lines);
+            }
+            for (i, records) in small.into_iter().enumerate() {
+                inputs.insert(format!("chat/small-{i}.jsonl"), once_chat(records));
+            }
+            inputs.insert(
+                "sharegpt/big.jsonl".to_string(),
+                at_least(sharegpt, READ_AHEAD),
+            );
+            inputs.insert(
+                "claude-code/big.jsonl".to_string(),
+                at_least(session, READ_AHEAD),
+            );
+            inputs
+        })
 }
 
 proptest! {
@@ -510,7 +743,49 @@ proptest! {
     fn convert_is_total_accounted_valid_and_deterministic(
         lines in prop::collection::vec(record(), 12..=20)
     ) {
-        check_case(&lines)?;
+        let inputs: Inputs = [("in.jsonl".to_string(), lines)].into_iter().collect();
+        check_case(&inputs, &["1", "2"], None)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(Config {
+        cases: cases().div_ceil(2),
+        max_shrink_iters: 100,
+        ..Config::default()
+    })]
+
+    #[test]
+    fn every_source_format_is_total_accounted_valid_and_deterministic(inputs in every_format()) {
+        let formats = FORMATS.iter().map(|f| (f.to_string(), 1)).collect();
+        check_case(&inputs, &["1", "2"], Some(&formats))?;
+    }
+}
+
+proptest! {
+    // Each case converts ~1,000 conversations three times: few cases, and a failure shrinks
+    // only a little (every step is three conversions).
+    #![proptest_config(Config {
+        cases: (cases() / 8).max(2),
+        max_shrink_iters: 8,
+        ..Config::default()
+    })]
+
+    #[test]
+    fn any_thread_count_writes_the_same_tree_over_batches_and_read_ahead(inputs in archive()) {
+        // What the case claims to cover: several batches, several files read ahead.
+        let records: usize = inputs.values().map(Vec::len).sum();
+        prop_assert!(records > 2 * BATCH_RECORDS, "{} records", records);
+        let ahead = inputs
+            .values()
+            .filter(|lines| lines.iter().map(|l| l.len() + 1).sum::<usize>() >= READ_AHEAD)
+            .count();
+        prop_assert!(ahead >= 5, "{} files to read ahead", ahead);
+        let mut formats: BTreeMap<String, u64> = FORMATS.iter().map(|f| (f.to_string(), 1)).collect();
+        formats.insert("chat".to_string(), 6);
+        formats.insert("sharegpt".to_string(), 2);
+        formats.insert("claude-code".to_string(), 2);
+        check_case(&inputs, &["1", "2", "3"], Some(&formats))?;
     }
 }
 

@@ -2,21 +2,12 @@
 //! transcript text by default, numbers that add up against the written rollouts, a real browser
 //! rendering the page, `explain`, `report diff`, and sampled dry runs.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Workdir;
+use crate::common::Workdir;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rollover");

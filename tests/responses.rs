@@ -2,13 +2,6 @@
 //! `samples/`, `../shared/corpora` and the golden input deserializing into async-openai's typed
 //! model of the Responses create-request.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;

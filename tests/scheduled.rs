@@ -1,19 +1,8 @@
 //! Scheduled conversion jobs (issue 8): incremental, resumable, safe to kill, one at a time,
 //! private. Each test runs the real binary.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod common;
-#[path = "scheduled/identity.rs"]
 mod identity;
-#[path = "scheduled/sequences.rs"]
 mod sequences;
-#[path = "scheduled/state_files.rs"]
 mod state_files;
 
 use std::collections::BTreeMap;
@@ -21,15 +10,20 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::Workdir;
+use crate::common::Workdir;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rollover");
 
 /// A generated archive: `files` JSONL files of `per_file` small chat conversations each.
 fn archive(wd: &Workdir, files: usize, per_file: usize) {
+    archive_padded(wd, files, per_file, 0);
+}
+
+/// [`archive`], each answer `pad` bytes longer: fewer records fill a batch (4 MiB at most).
+fn archive_padded(wd: &Workdir, files: usize, per_file: usize, pad: usize) {
+    let padding = "x".repeat(pad);
     for f in 0..files {
         let mut text = String::new();
         for r in 0..per_file {
@@ -39,7 +33,7 @@ fn archive(wd: &Workdir, files: usize, per_file: usize) {
                 "messages": [
                     {"role": "system", "content": format!("You help with file {f}.")},
                     {"role": "user", "content": format!("Question {r} about archive file {f}?")},
-                    {"role": "assistant", "content": format!("Answer {r}: it holds record {r}.")},
+                    {"role": "assistant", "content": format!("Answer {r}: it holds record {r}.{padding}")},
                 ]
             });
             text.push_str(&record.to_string());
@@ -151,10 +145,30 @@ fn summary(home: &Path) -> Value {
     serde_json::from_slice(&bytes).expect("summary is JSON")
 }
 
+/// `convert` with `ROLLOVER_FAILPOINT=FAILPOINT` set.
+fn rollover_with_failpoint(dir: &Path, failpoint: &str, args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .env("ROLLOVER_FAILPOINT", failpoint)
+        .output()
+        .expect("run rollover")
+}
+
+/// A run killed with SIGKILL at any point (the failpoint `die-after:N`: the process sends itself
+/// SIGKILL once its writers have placed N rollouts, other writers perhaps mid-file), then run
+/// again, leaves exactly the rollouts and manifest of a run never interrupted, and no
+/// temporary file. The 800 records and 8 file ends make two batches (512 at most): the first
+/// (507 records) is placed before the collector records its five whole files in the
+/// manifest's journal. The kills land at the first rollout, inside the first batch and at its
+/// last rollout (nothing recorded yet), at the first of the second (five files recorded), at a
+/// file's last rollout and the next, and at the last rollout, before the run records its end.
+/// One killed home also has its journal's last line cut, as a kill in the middle of that
+/// append leaves it. Each rollout costs a file creation (~1 ms here), hence the size.
 #[test]
 fn killed_at_any_point_then_rerun_gives_the_uninterrupted_tree() {
     let wd = Workdir::new("kill");
-    let (files, per_file) = (10, 2_000);
+    let (files, per_file) = (8, 100);
     archive(&wd, files, per_file);
     let total = files * per_file;
     let out = rollover(wd.root(), &["convert", "archive", "--out", "clean"]);
@@ -167,42 +181,56 @@ fn killed_at_any_point_then_rerun_gives_the_uninterrupted_tree() {
     let expected = state(&wd.path("clean"));
     assert_eq!(count_rollouts(&wd.path("clean/sessions")), total);
 
-    // Five kill points, chosen from the run's progress: after 1/6 .. 5/6 of the rollouts.
-    let mut killed_at = Vec::new();
-    for k in 1..=5 {
-        let home = format!("killed-{k}");
-        let threshold = total * k / 6;
-        let mut child = spawn(wd.root(), &["convert", "archive", "--out", &home]);
-        let started = Instant::now();
-        loop {
-            let done = count_rollouts(&wd.path(&home).join("sessions"));
-            if done >= threshold {
-                child.kill().expect("SIGKILL");
-                killed_at.push(done);
-                break;
-            }
-            if child.try_wait().expect("wait").is_some() {
-                killed_at.push(total);
-                break;
-            }
-            assert!(started.elapsed() < Duration::from_secs(120), "run too slow");
-            std::thread::sleep(Duration::from_millis(5));
+    let (mut cut_journal, mut recorded_files) = (false, Vec::new());
+    for n in [1, 300, 507, 508, 600, 601, total - 1, total] {
+        let home = format!("killed-{n}");
+        let killed = rollover_with_failpoint(
+            wd.root(),
+            &format!("die-after:{n}"),
+            &["convert", "archive", "--out", &home],
+        );
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&killed.status),
+            Some(9),
+            "die-after:{n} did not kill the run: {}",
+            String::from_utf8_lossy(&killed.stderr)
+        );
+        let home = wd.path(&home);
+        // The kill left the work unfinished: at least N rollouts, and no finished manifest.
+        assert!(count_rollouts(&home.join("sessions")) >= n, "die-after:{n}");
+        assert!(
+            !home.join("rollover/manifest").exists(),
+            "die-after:{n}: the killed run finished its manifest"
+        );
+        let journal = home.join("rollover/manifest.journal");
+        let recorded = fs::read_to_string(&journal).unwrap_or_default();
+        recorded_files.push(recorded.lines().count());
+        if !cut_journal && recorded.lines().count() >= 2 {
+            // Half of its last line, as a kill in the middle of that append leaves it.
+            let last = recorded.trim_end().rfind('\n').expect("two lines") + 1;
+            let cut = last + (recorded.len() - last) / 2;
+            fs::write(&journal, &recorded[..cut]).expect("cut the journal");
+            cut_journal = true;
         }
-        child.wait().expect("reap");
-        let again = rollover(wd.root(), &["convert", "archive", "--out", &home]);
+        let again = rollover(
+            wd.root(),
+            &["convert", "archive", "--out", &format!("killed-{n}")],
+        );
         assert_eq!(
             again.status.code(),
             Some(0),
-            "{}",
+            "die-after:{n}, run again: {}",
             String::from_utf8_lossy(&again.stderr)
         );
-        assert_same_state(&expected, &wd.path(&home), &home);
+        assert_same_state(&expected, &home, &format!("die-after:{n}"));
         // The killed run's folder was taken back: one finished run, numbered 0001.
-        assert_eq!(summary(&wd.path(&home))["run"], 1, "{home}");
+        assert_eq!(summary(&home)["run"], 1, "die-after:{n}");
     }
-    // At least most kills landed mid-run (not after the run had finished by itself).
-    let mid_run = killed_at.iter().filter(|n| **n < total).count();
-    assert!(mid_run >= 4, "kills at {killed_at:?} of {total}");
+    // Kills both before any file was recorded and after some were.
+    assert!(
+        recorded_files.contains(&0) && recorded_files.iter().any(|n| *n >= 2) && cut_journal,
+        "files in the journal at each kill: {recorded_files:?}"
+    );
 }
 
 #[test]
@@ -595,24 +623,21 @@ fn a_write_failure_names_the_path_once_exits_2_and_records_nothing_as_done() {
 #[test]
 fn sigint_stops_cleanly_with_complete_reports_exit_130_and_the_rerun_resumes() {
     let wd = Workdir::new("sigint");
-    let (files, per_file) = (10, 2_000);
-    archive(&wd, files, per_file);
+    // Records of ~60 KB, ~68 to a batch of 4 MiB: nine batches. The signal comes in the first;
+    // the reader, a few batches ahead of the writers at most, stops well before the end (at
+    // about 340 of the 600 here).
+    let (files, per_file) = (12, 50);
+    archive_padded(&wd, files, per_file, 60_000);
     let out = rollover(wd.root(), &["convert", "archive", "--out", "clean"]);
     assert_eq!(out.status.code(), Some(0));
     let expected = state(&wd.path("clean"));
 
-    let child = spawn(wd.root(), &["convert", "archive", "--out", "home"]);
-    let started = Instant::now();
-    while count_rollouts(&wd.path("home/sessions")) < files * per_file / 3 {
-        assert!(started.elapsed() < Duration::from_secs(120), "run too slow");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("send SIGINT");
-    assert!(status.success());
-    let output = child.wait_with_output().expect("wait");
+    // SIGINT once 50 rollouts are placed: the process signals itself there.
+    let output = rollover_with_failpoint(
+        wd.root(),
+        "sigint-after:50",
+        &["convert", "archive", "--out", "home"],
+    );
     assert_eq!(
         output.status.code(),
         Some(130),

@@ -4,21 +4,13 @@
 //! order, a summary whose numbers add up to the unsharded run's; also when Batch API requests
 //! and their results files are in different shards (issue 25).
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::Workdir;
+use crate::common;
+use crate::common::Workdir;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rollover");

@@ -2,15 +2,6 @@
 //! Claude Code sessions (issue 12). Each test pins one case of the issue's list with the exact
 //! items written.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
-mod common;
-
 use std::path::Path;
 
 use rollover::convert::{convert, Conversation, OutPayload, RecordKey};
@@ -19,6 +10,8 @@ use rollover::input::format::{FileRead, FormatReader};
 use rollover::model::transcript::{SourceNote, Transcript};
 use rollover::rules::RuleSet;
 use serde_json::{json, Value};
+
+use crate::common;
 
 fn rules() -> RuleSet {
     RuleSet::builtin().expect("built-in rules load")

@@ -6,13 +6,6 @@
 //! Every test runs the real binary in its own temporary folder; on a failed expectation the
 //! command, its status, stdout and stderr are printed.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::wildcard_enum_match_arm
-)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

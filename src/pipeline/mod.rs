@@ -1413,6 +1413,7 @@ fn place_batch(
         converted_mut(std::slice::from_mut(outcomes)).try_for_each(|done| {
             if done.placed.is_none() {
                 done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+                failpoint("placed");
             }
             done.bytes = Vec::new();
             Ok(())
@@ -1423,10 +1424,14 @@ fn place_batch(
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that
 /// a failing thread fails the run (exit 2, the stage named) instead of ending it early with a
 /// summary that looks complete; `ROLLOVER_FAILPOINT=slow:STAGE` makes it take 20 ms a call, so
-/// that a signal surely comes while it runs. Read once; costs one atomic load per call
-/// otherwise.
+/// that a signal surely comes while it runs. `ROLLOVER_FAILPOINT=die-after:N` sends the process
+/// SIGKILL once the writers have placed N rollouts (`kill -9`: no destructor, flush or cleanup
+/// runs) and `sigint-after:N` sends it SIGINT there, so that the kill and interrupt tests stop a
+/// run at a point they choose instead of polling its output. Read once; costs one atomic load
+/// per call otherwise.
 pub fn failpoint(stage: &str) {
     static FAILPOINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    static PLACED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let armed = FAILPOINT.get_or_init(|| std::env::var("ROLLOVER_FAILPOINT").ok());
     let Some(armed) = armed.as_deref() else {
         return;
@@ -1436,6 +1441,19 @@ pub fn failpoint(stage: &str) {
     }
     if armed.strip_prefix("slow:") == Some(stage) {
         std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let after = |prefix: &str| armed.strip_prefix(prefix)?.parse::<u64>().ok();
+    let signal = match (after("die-after:"), after("sigint-after:")) {
+        (Some(n), _) => Some((n, signal_hook::consts::SIGKILL)),
+        (None, Some(n)) => Some((n, signal_hook::consts::SIGINT)),
+        (None, None) => None,
+    };
+    if let (Some((n, signal)), "placed") = (signal, stage) {
+        // Counted over every writer thread: the one that places the N-th rollout signals.
+        let placed = PLACED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if placed == n && signal_hook::low_level::raise(signal).is_err() {
+            panic!("failpoint `{armed}`: cannot send the signal");
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::common::{Home, Run, Workdir};
+use crate::common::{Home, Run, Workdir};
 
 /// Long enough for a loaded machine, short enough that a hang fails the test.
 const DEADLINE: Duration = Duration::from_secs(30);

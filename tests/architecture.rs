@@ -190,6 +190,13 @@ fn every_test_file_is_a_module_of_the_one_binary() {
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let mut files = Vec::new();
     rust_files(&tests, &mut files);
+    // A folder with a Cargo.toml is a crate of its own (tests/typed-checks), not a module.
+    files.retain(|file| {
+        !file
+            .ancestors()
+            .take_while(|dir| *dir != tests)
+            .any(|dir| dir.join("Cargo.toml").is_file())
+    });
     files.sort();
     let mut undeclared = Vec::new();
     for file in &files {

@@ -8,8 +8,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::PodSpec;
+use rollover_typed_checks::{Job, PodSpec};
 
 fn manifest() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/cluster/k8s-job.yaml");
@@ -18,16 +17,8 @@ fn manifest() -> String {
 
 /// Every document as a `Job`, with the paths of the fields the type would have ignored.
 fn jobs(text: &str) -> Vec<(Job, Vec<String>)> {
-    serde_yaml_ng::Deserializer::from_str(text)
-        .map(|document| {
-            let mut unknown = Vec::new();
-            let job: Job = serde_ignored::deserialize(document, |path| {
-                unknown.push(path.to_string());
-            })
-            .unwrap_or_else(|e| panic!("a document is not a batch/v1 Job: {e}"));
-            (job, unknown)
-        })
-        .collect()
+    rollover_typed_checks::jobs(text)
+        .unwrap_or_else(|e| panic!("a document is not a batch/v1 Job: {e}"))
 }
 
 fn pod(job: &Job) -> &PodSpec {

@@ -23,6 +23,9 @@ use crate::common;
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/digests.txt");
 const FILE_DIGESTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/file-digests.txt");
 
+/// The files a digest covers, by path.
+type Files = BTreeMap<String, Vec<u8>>;
+
 /// The input sets, by the name the golden file uses.
 fn sets() -> Vec<(&'static str, PathBuf)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -38,7 +41,7 @@ fn sets() -> Vec<(&'static str, PathBuf)> {
 }
 
 /// Every file below `dir`, as (path relative to `base`, bytes), sorted by path.
-fn files_below(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+fn files_below(base: &Path, dir: &Path, out: &mut Files) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -58,12 +61,8 @@ fn files_below(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
 }
 
 /// What a conversion of `input` by `binary` writes: the folder it is in (removed when
-/// dropped) and the files the digest covers, by path.
-fn convert_set(
-    name: &str,
-    input: &Path,
-    binary: &Path,
-) -> (common::Workdir, BTreeMap<String, Vec<u8>>) {
+/// dropped) and the files the digest covers.
+fn convert_set(name: &str, input: &Path, binary: &Path) -> (common::Workdir, Files) {
     let work = common::Workdir::new(&format!("digest-{name}"));
     let home = work.path("home");
     // Run from the input's parent with a relative path, as a user would: the reports name the
@@ -95,7 +94,7 @@ fn convert_set(
 }
 
 /// The digest of an output tree, as `tests/golden/digests.txt` records it.
-fn tree_digest(files: &BTreeMap<String, Vec<u8>>) -> String {
+fn tree_digest(files: &Files) -> String {
     let mut hasher = Sha256::new();
     for (path, bytes) in files {
         hasher.update(path.as_bytes());
@@ -124,7 +123,7 @@ const FILES_HEADER: &str = "\
 ";
 
 /// `tests/golden/file-digests.txt` for the converted sets.
-fn file_digests_text(converted: &[(&str, BTreeMap<String, Vec<u8>>)]) -> String {
+fn file_digests_text(converted: &[(&str, Files)]) -> String {
     let mut text = FILES_HEADER.to_string();
     for (name, files) in converted {
         text.push_str(&format!("[{name}]\n"));
@@ -213,12 +212,7 @@ fn first_differing_lines(expected: &[u8], actual: &[u8]) -> String {
 
 /// Which file of set `name` differs from what was recorded, the record that wrote it, its
 /// first lines, and (with `ROLLOVER_DIGEST_BASELINE`) how it differs from the baseline's.
-fn explain(
-    name: &str,
-    input: &Path,
-    files: &BTreeMap<String, Vec<u8>>,
-    recorded: Option<&Vec<String>>,
-) -> String {
+fn explain(name: &str, input: &Path, files: &Files, recorded: Option<&Vec<String>>) -> String {
     let Some(recorded) = recorded else {
         return format!("  {name}: no file digests recorded for this set\n");
     };
@@ -313,7 +307,7 @@ fn output_trees_match_the_recorded_digests() {
         .collect();
     if std::env::var_os("ROLLOVER_BLESS").is_some() {
         fs::write(GOLDEN, &text).expect("write golden digests");
-        let mut by_name: Vec<(&str, BTreeMap<String, Vec<u8>>)> = converted
+        let mut by_name: Vec<(&str, Files)> = converted
             .into_iter()
             .map(|(name, (_, files))| (name, files))
             .collect();

@@ -6,7 +6,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use async_openai::types::responses::{CreateResponse, Tool};
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -103,7 +102,7 @@ fn adapt(mut body: Value) -> Value {
             if item["type"] != "additional_tools" {
                 return true;
             }
-            let tools: Result<Vec<Tool>, _> = serde_json::from_value(item["tools"].clone());
+            let tools = rollover_typed_checks::tools(item["tools"].clone());
             assert!(tools.is_ok(), "additional_tools: {tools:?}");
             false
         });
@@ -137,8 +136,19 @@ fn every_body_deserializes_into_the_typed_create_request() {
         assert!(lines.len() > 10, "too few bodies: {}", lines.len());
         for line in lines {
             let body: Value = serde_json::from_str(&line).expect("a JSON line");
-            let typed: Result<CreateResponse, _> = serde_json::from_value(adapt(body));
+            let typed = rollover_typed_checks::create_response(adapt(body));
             assert!(typed.is_ok(), "{flags:?}: {typed:?}\n{line}");
         }
     }
+}
+
+/// The typed check can fail: a body the create-request does not model is refused, with
+/// serde's reason.
+#[test]
+fn a_body_outside_the_typed_model_is_refused() {
+    let body = serde_json::json!({"model": "gpt-5", "input": [{"type": "message", "role": 7}]});
+    let refused = rollover_typed_checks::create_response(body);
+    assert!(refused.is_err_and(|e| !e.is_empty()));
+    let tools = rollover_typed_checks::tools(serde_json::json!([{"type": "no_such_tool"}]));
+    assert!(tools.is_err());
 }

@@ -37,6 +37,8 @@ fn sets() -> Vec<(&'static str, PathBuf)> {
         ("openai-evals", corpora.join("openai-evals")),
         ("swe-agent", corpora.join("swe-agent")),
         ("toolbench", corpora.join("toolbench")),
+        // The seven source formats, real public transcripts (corpora/README.md).
+        ("sources", corpora.join("sources")),
     ]
 }
 

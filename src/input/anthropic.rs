@@ -21,7 +21,8 @@ use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
 use super::batch::{batch_result, is_anthropic_result};
-use super::blocks::{add_note, map_content, renumber, Notes};
+use super::blocks::{add_note, map_content, Notes};
+use super::builder::TranscriptBuilder;
 use super::chain::{self, request_body, response_body};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::sse::{self, Line, Unreadable};
@@ -524,7 +525,6 @@ fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut File
 
 fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
     let policy = &context.rules.policy;
-    let mut transcript = Transcript::default();
     let mut messages = Vec::new();
     if let Some(system) = entry.system {
         let content = match system {
@@ -591,13 +591,21 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
         messages.append(&mut mapped.messages);
         notes.merge(mapped.notes);
     }
-    transcript.source_notes = notes.into_vec();
     if messages.iter().all(|m| m.role == "system") {
         return Err(InputError::EmptyMessages("messages".into()));
     }
-    renumber(&mut messages);
-    transcript.messages = messages;
-    transcript.tools = entry
+    let mut built = TranscriptBuilder::with_meta(RecordMeta {
+        id: entry.id,
+        created_ms: entry.created_ms,
+        model: entry.model,
+        finished,
+        messages_at: "messages".into(),
+        format: FORMAT,
+        ..RecordMeta::default()
+    });
+    built.messages(messages);
+    built.notes(notes);
+    let tools = entry
         .tools
         .into_iter()
         .map(|tool| {
@@ -618,17 +626,11 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
             json!({"type": "function", "function": Value::Object(function)})
         })
         .collect();
-    transcript.ignored_fields = entry.ignored;
-    transcript.meta = RecordMeta {
-        id: entry.id,
-        created_ms: entry.created_ms,
-        model: entry.model,
-        finished,
-        messages_at: "messages".into(),
-        format: FORMAT,
-        ..RecordMeta::default()
-    };
-    Ok(transcript)
+    built.tools(tools);
+    for field in entry.ignored {
+        built.ignore(field);
+    }
+    built.finish()
 }
 
 #[cfg(test)]

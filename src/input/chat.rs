@@ -8,6 +8,7 @@ use super::format::{
     SourceFormat,
 };
 use super::tree::{Json, Object, TapeNode, Tree};
+use super::builder::TranscriptBuilder;
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
 use crate::model::transcript::{
@@ -38,20 +39,6 @@ const ROLLOUT_TAGS: [&str; 5] = [
     "turn_context",
     "compacted",
 ];
-
-/// The rules `rules` with messages read from `messages` only and no reply appended: for a
-/// record another format's reader built (`{"messages": [...], "model", "id", "created"}`),
-/// which must read the same whatever paths a rule file names.
-pub fn built_record_rules(rules: &InputRules) -> InputRules {
-    let mut built = rules.clone();
-    // A plain key always parses; were it not to, no path is tried and the record is refused.
-    built.messages_at = crate::rules::PathExpr::parse("messages")
-        .into_iter()
-        .collect();
-    built.reply_at = Vec::new();
-    built.guess = false;
-    built
-}
 
 /// Reads a parsed record as a conversation, moving its strings out of `value`.
 pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, InputError> {
@@ -98,7 +85,7 @@ pub fn extract(mut value: Value, rules: &InputRules) -> Result<Transcript, Input
         return Err(InputError::EmptyMessages(path));
     }
     let messages = read_messages(raw_messages, 0, &path, rules)?;
-    Ok(transcript(value, meta, tools, path, messages))
+    transcript(value, meta, tools, path, messages)
 }
 
 impl SourceFormat {
@@ -204,7 +191,7 @@ fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transc
     if messages.is_empty() {
         return None;
     }
-    Some(transcript(value, meta, tools, path, messages))
+    transcript(value, meta, tools, path, messages).ok()
 }
 
 /// A record's bare string of messages: one user message.
@@ -274,26 +261,35 @@ fn transcript(
     tools: Vec<Value>,
     path: String,
     messages: Vec<Message>,
-) -> Transcript {
+) -> Result<Transcript, InputError> {
     meta.messages_at = path;
-    meta.format = "chat";
-    let ignored_fields = match &value {
-        Value::Object(map) => map
-            .iter()
-            .filter(|(_, v)| !v.is_null())
-            .map(|(k, _)| k.clone())
-            .collect(),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
-            Vec::new()
+    meta.format = SourceFormat::CHAT.name();
+    let mut built = TranscriptBuilder::with_meta(meta);
+    built.tools(tools);
+    if let Value::Object(map) = &value {
+        for (key, _) in map.iter().filter(|(_, v)| !v.is_null()) {
+            built.ignore(key.clone());
         }
-    };
-    Transcript {
-        messages,
-        meta,
-        ignored_fields,
-        tools,
-        source_notes: Vec::new(),
     }
+    built.messages(messages);
+    built.finish()
+}
+
+/// The messages of a Chat Completions list as a source holds it (a logged request's
+/// `messages`, an OpenAI-style dataset row): a list of messages or of turns, each read as a
+/// chat record's message is, at `path`. `more` says that messages follow the list (a logged
+/// reply), so the list is not one of turns. Refused when the list is empty and nothing follows.
+pub(crate) fn read_message_list(
+    items: Vec<Value>,
+    more: bool,
+    path: &str,
+    rules: &InputRules,
+) -> Result<Vec<Message>, InputError> {
+    let items = if more { items } else { flatten_turns(items) };
+    if items.is_empty() && !more {
+        return Err(InputError::EmptyMessages(path.to_string()));
+    }
+    read_messages(items, 0, path, rules)
 }
 
 /// No configured path holds messages: a batch result without its request, or (unless
@@ -415,7 +411,7 @@ fn flatten_turns(items: Vec<Value>) -> Vec<Value> {
     }
 }
 
-fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
+pub(crate) fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMeta) {
     meta.id = rules.id_at.iter().find_map(|p| match p.get(record)? {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -556,30 +552,9 @@ pub(crate) fn read_message<N: Tree>(
             return Err(format!("is a {}, not a message object", other.kind()))
         }
     };
-    let role = take_string(&mut map, "role")?.ok_or_else(|| "has no `role`".to_string())?;
-    // Keep the role as written when an alias renames it, so that the renaming is audited
-    // (a silent rename would be a decision without a trace).
-    let (role, aliased_from) = match aliases.get(&role) {
-        Some(alias) => (alias.clone(), Some(role)),
-        None => (role, None),
-    };
+    let (role, aliased_from) = read_role(map.take("role"), aliases)?;
     let mut dropped = Vec::new();
-    let content = match map.take("content").map(Tree::into_json) {
-        None => Content::Missing,
-        Some(Json::Null) => Content::Null,
-        Some(Json::String(s)) => Content::Text(s),
-        Some(Json::List(parts)) => Content::Parts(
-            parts
-                .into_iter()
-                .enumerate()
-                .map(|(i, part)| read_part(part.into_json(), &PartAt(i), &mut dropped))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        Some(single @ Json::Object(_)) => {
-            Content::Parts(vec![read_part(single, &"content.", &mut dropped)?])
-        }
-        Some(other) => return Err(format!("`content` is a {}", other.kind())),
-    };
+    let content = read_content(map.take("content"), &mut dropped)?;
     let mut tool_calls = Vec::new();
     match map.take("tool_calls").map(Tree::into_json) {
         None | Some(Json::Null) => {}
@@ -616,6 +591,58 @@ pub(crate) fn read_message<N: Tree>(
         ignored_fields,
         dropped_fields: dropped,
         ..Message::default()
+    })
+}
+
+/// A message's `role` (a string), renamed by the rule file's role aliases: the role, and the
+/// role as written when an alias renamed it (so that the renaming is audited: a silent rename
+/// would be a decision without a trace).
+#[inline]
+pub(crate) fn read_role<N: Tree>(
+    role: Option<N>,
+    aliases: &std::collections::BTreeMap<String, String>,
+) -> Result<(String, Option<String>), String> {
+    let role = match role {
+        None => None,
+        Some(value) => string_at(value, "role")?,
+    };
+    let role = role.ok_or_else(|| "has no `role`".to_string())?;
+    Ok(alias_role(role, aliases))
+}
+
+/// `role` after the rule file's role aliases, and the role as written when one renamed it.
+pub(crate) fn alias_role(
+    role: String,
+    aliases: &std::collections::BTreeMap<String, String>,
+) -> (String, Option<String>) {
+    match aliases.get(&role) {
+        Some(alias) => (alias.clone(), Some(role)),
+        None => (role, None),
+    }
+}
+
+/// A message's `content`: missing, `null`, a string, a list of parts or one part (an
+/// object); part fields of the wrong type are left out and recorded in `dropped`.
+#[inline]
+pub(crate) fn read_content<N: Tree>(
+    content: Option<N>,
+    dropped: &mut Vec<DroppedField>,
+) -> Result<Content, String> {
+    Ok(match content.map(Tree::into_json) {
+        None => Content::Missing,
+        Some(Json::Null) => Content::Null,
+        Some(Json::String(s)) => Content::Text(s),
+        Some(Json::List(parts)) => Content::Parts(
+            parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, part)| read_part(part.into_json(), &PartAt(i), dropped))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(single @ Json::Object(_)) => {
+            Content::Parts(vec![read_part(single, &"content.", dropped)?])
+        }
+        Some(other) => return Err(format!("`content` is a {}", other.kind())),
     })
 }
 

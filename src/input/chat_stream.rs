@@ -10,19 +10,21 @@
 //!
 //! Requests resend the whole history, so the pairs of a file are grouped into chains
 //! ([`super::chain`]); each chain is one conversation (`policy.resent_history`), its last
-//! request's messages plus the reply, read by the Chat Completions reader
-//! ([`super::chat::extract`]) exactly as a `{"messages": [...]}` record would be.
+//! request's messages (read by the Chat Completions message reader,
+//! [`super::chat::read_message_list`]) then the reply, built as a [`Message`]
+//! ([`super::builder::TranscriptBuilder`]).
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::chain::{self, request_body, response_body};
-use super::chat::{built_record_rules, extract};
+use super::builder::TranscriptBuilder;
+use super::chat::{alias_role, read_message_list, read_meta};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::sse::{self, Line as SseLine};
 use super::InputError;
-use crate::model::transcript::SourceNote;
+use crate::model::transcript::{Content, Message, SourceNote, ToolCall, Transcript};
 use crate::rules::policy::ResentHistory;
 use crate::rules::Builtin;
 
@@ -200,11 +202,17 @@ fn not_format(problem: String) -> InputError {
     }
 }
 
+/// The reply to a request: the logged message, or the one reassembled from its chunks.
+enum Reply {
+    Logged(Value),
+    Streamed(Box<Message>),
+}
+
 /// One logged request (or bare stream) and its reply.
 struct Entry {
     records: Vec<usize>,
     history: Vec<Value>,
-    reply: Option<Value>,
+    reply: Option<Reply>,
     chunks: Vec<Value>,
     /// `model`, `id`, `created`, `tools`, `finish_reason` of the exchange.
     facts: Map<String, Value>,
@@ -273,7 +281,10 @@ fn pair_entry(value: &mut Value, index: usize) -> Result<Entry, String> {
                 if let Some(reason) = first.get("finish_reason").filter(|v| !v.is_null()) {
                     entry.facts.insert("finish_reason".into(), reason.clone());
                 }
-                entry.reply = first.get_mut("message").map(std::mem::take);
+                entry.reply = first
+                    .get_mut("message")
+                    .map(std::mem::take)
+                    .map(Reply::Logged);
             }
         }
     }
@@ -300,8 +311,12 @@ fn append(slot: &mut Option<String>, delta: Option<&Value>) {
     }
 }
 
-/// Reassembles chunks into each choice's message, by choice index.
-pub fn assemble(chunks: &[Value]) -> (BTreeMap<u64, Value>, Map<String, Value>) {
+/// Reassembles chunks into each choice's message, by choice index; its role after the rule
+/// file's role aliases.
+fn assemble(
+    chunks: &[Value],
+    aliases: &BTreeMap<String, String>,
+) -> (BTreeMap<u64, Message>, Map<String, Value>) {
     let mut choices: BTreeMap<u64, ChoiceAcc> = BTreeMap::new();
     let mut facts = Map::new();
     for chunk in chunks {
@@ -372,87 +387,70 @@ pub fn assemble(chunks: &[Value]) -> (BTreeMap<u64, Value>, Map<String, Value>) 
     let messages = choices
         .into_iter()
         .map(|(index, acc)| {
-            let mut message = Map::new();
-            message.insert(
-                "role".into(),
-                json!(acc.role.unwrap_or_else(|| "assistant".into())),
-            );
-            message.insert(
-                "content".into(),
-                acc.content.map_or(Value::Null, Value::String),
-            );
-            if let Some(text) = acc.refusal {
-                message.insert("refusal".into(), json!(text));
-            }
-            if let Some(text) = acc.reasoning_content {
-                message.insert("reasoning_content".into(), json!(text));
-            } else if let Some(text) = acc.reasoning {
-                message.insert("reasoning".into(), json!(text));
-            }
-            if !acc.calls.is_empty() {
-                let calls: Vec<Value> = acc
-                    .calls
-                    .into_values()
-                    .map(|(id, kind, name, arguments)| {
-                        let kind = kind.unwrap_or_else(|| "function".into());
-                        let mut call = json!({"type": kind});
-                        if let Some(id) = id {
-                            call["id"] = json!(id);
-                        }
-                        if kind == "custom" {
-                            call["custom"] = json!({"name": name, "input": arguments});
-                        } else {
-                            call["function"] = json!({"name": name, "arguments": arguments});
-                        }
-                        call
-                    })
-                    .collect();
-                message.insert("tool_calls".into(), Value::Array(calls));
-            }
-            if let Some((name, arguments)) = acc.function_call {
-                message.insert(
-                    "function_call".into(),
-                    json!({"name": name, "arguments": arguments}),
-                );
-            }
-            if let Some(reason) = acc.finish_reason {
+            if let Some(reason) = &acc.finish_reason {
                 if index == 0 {
-                    facts.insert("finish_reason".into(), reason);
+                    facts.insert("finish_reason".into(), reason.clone());
                 }
             }
-            (index, Value::Object(message))
+            (index, acc.into_message(aliases))
         })
         .collect();
     (messages, facts)
 }
 
-fn text_len(message: &Value) -> usize {
-    ["content", "reasoning_content", "reasoning", "refusal"]
-        .iter()
-        .filter_map(|k| message.get(*k).and_then(Value::as_str))
-        .map(str::len)
-        .sum::<usize>()
-        + message
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.pointer("/function/arguments").and_then(Value::as_str))
-            .map(str::len)
-            .sum::<usize>()
+impl ChoiceAcc {
+    /// The choice's message. A call's `type` other than `custom` is a function call.
+    fn into_message(self, aliases: &BTreeMap<String, String>) -> Message {
+        let (role, aliased_from) = alias_role(self.role.unwrap_or_else(|| "assistant".into()), aliases);
+        let tool_calls = self
+            .calls
+            .into_values()
+            .map(|(id, kind, name, arguments)| ToolCall {
+                id,
+                name,
+                arguments,
+                custom: kind.as_deref() == Some("custom"),
+                ..ToolCall::default()
+            })
+            .collect();
+        let function_call = self.function_call.map(|(name, arguments)| ToolCall {
+            name,
+            arguments,
+            ..ToolCall::default()
+        });
+        Message {
+            role,
+            aliased_from,
+            content: self.content.map_or(Content::Null, Content::Text),
+            tool_calls,
+            function_call,
+            refusal: self.refusal,
+            reasoning: self.reasoning_content.or(self.reasoning),
+            ..Message::default()
+        }
+    }
 }
 
-fn finish(entry: &mut Entry) {
+/// The text bytes of a choice beyond the first: what dropping it removes.
+fn text_len(message: &Message) -> usize {
+    let calls = message.tool_calls.iter().filter(|c| !c.custom);
+    message.content.texts().iter().map(|t| t.len()).sum::<usize>()
+        + message.reasoning.as_ref().map_or(0, String::len)
+        + message.refusal.as_ref().map_or(0, String::len)
+        + calls.map(|c| c.arguments.len()).sum::<usize>()
+}
+
+fn finish(entry: &mut Entry, aliases: &BTreeMap<String, String>) {
     if entry.chunks.is_empty() {
         return;
     }
-    let (mut messages, facts) = assemble(&std::mem::take(&mut entry.chunks));
+    let (mut messages, facts) = assemble(&std::mem::take(&mut entry.chunks), aliases);
     for (k, v) in facts {
         entry.facts.entry(k).or_insert(v);
     }
     let first = messages.keys().next().copied();
     if let Some(first) = first {
-        entry.reply = messages.remove(&first);
+        entry.reply = messages.remove(&first).map(|m| Reply::Streamed(Box::new(m)));
     }
     if !messages.is_empty() {
         let bytes = messages.values().map(text_len).sum();
@@ -468,7 +466,7 @@ impl chain::Link for Entry {
 
 fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut FileRead) {
     for entry in &mut entries {
-        finish(entry);
+        finish(entry, &context.rules.input.role_aliases);
     }
     let merge = context.rules.policy.resent_history == ResentHistory::Merge;
     let histories: Vec<Vec<Value>> = entries
@@ -504,28 +502,48 @@ fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut 
     });
 }
 
-fn transcript(
-    entry: Entry,
-    context: &ReadContext<'_>,
-) -> Result<crate::model::transcript::Transcript, InputError> {
-    let mut messages = entry.history;
-    messages.extend(entry.reply);
-    let mut record = entry.facts;
-    if let Some(reason) = record.remove("finish_reason") {
-        record.insert("choices".into(), json!([{"finish_reason": reason}]));
+/// Where the audit says a logged exchange's messages are: the request's `messages`.
+const MESSAGES_AT: &str = "messages";
+
+/// The conversation of the chain's last exchange: its request's messages, as the chat reader
+/// reads a message list, then the reply.
+fn transcript(mut entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
+    let rules = &context.rules.input;
+    let mut built = TranscriptBuilder::new(SourceFormat::CHAT_STREAM, MESSAGES_AT);
+    let reason = entry.facts.remove("finish_reason");
+    let facts = Value::Object(entry.facts);
+    read_meta(&facts, rules, &mut built.meta);
+    built.meta.finished |= reason.as_ref().and_then(Value::as_str) == Some("stop");
+    if let Some(Value::Array(tools)) = facts.get("tools") {
+        built.tools(tools.clone());
     }
-    record.insert("messages".into(), Value::Array(messages));
-    let mut transcript = extract(
-        Value::Object(record),
-        &built_record_rules(&context.rules.input),
-    )?;
-    transcript.meta.format = FORMAT;
-    Ok(transcript)
+    // The finish reason is the response's `choices[0].finish_reason`: its field is `choices`.
+    let mut ignored: Vec<&str> = facts.as_object().into_iter().flat_map(|f| f.keys()).map(String::as_str).collect();
+    if reason.is_some() {
+        ignored.push("choices");
+    }
+    ignored.sort_unstable();
+    for field in ignored {
+        built.ignore(field);
+    }
+    let mut history = entry.history;
+    let streamed = match entry.reply {
+        Some(Reply::Logged(reply)) => {
+            history.push(reply);
+            None
+        }
+        Some(Reply::Streamed(reply)) => Some(*reply),
+        None => None,
+    };
+    built.messages(read_message_list(history, streamed.is_some(), MESSAGES_AT, rules)?);
+    built.messages(streamed);
+    built.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use crate::model::transcript::{Content, ToolCall};
     use crate::rules::RuleSet;
     use std::path::Path;

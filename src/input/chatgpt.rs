@@ -32,6 +32,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::blocks::add_note;
+use super::builder::TranscriptBuilder;
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
@@ -513,18 +514,18 @@ pub fn conversation(
         "title",
         "current_node",
     ];
-    let ignored_fields = object
+    let ignored_fields: Vec<String> = object
         .keys()
         .filter(|k| !known.contains(&k.as_str()))
         .cloned()
         .collect();
-    Ok(Transcript {
-        messages,
-        meta,
-        ignored_fields,
-        tools: Vec::new(),
-        source_notes: walk.notes,
-    })
+    let mut built = TranscriptBuilder::with_meta(meta);
+    built.messages(messages);
+    built.notes(walk.notes);
+    for field in ignored_fields {
+        built.ignore(field);
+    }
+    built.finish()
 }
 
 /// Node ids from the root to `current` (or, without one, to the latest leaf), guarding

@@ -32,6 +32,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use super::builder::TranscriptBuilder;
 use super::blocks::{map_content, Notes};
 use super::format::{
     DroppedRecord, FileRead, FormatReader, Granularity, InputRecord, ReadContext,
@@ -301,6 +302,7 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
         .chain(chains.iter().flatten())
         .find_map(|l| l.object.get("sessionId").and_then(Value::as_str))
         .map(str::to_string);
+    let mut sessions = Vec::new();
     for chain in chains {
         match policy.sidechain {
             Sidechain::Drop => {
@@ -313,33 +315,42 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                 }
             }
             Sidechain::Rollout => {
-                let mut conversation = session(chain, rules, &titles);
-                let meta = &mut conversation.transcript.meta;
-                meta.parent_source_id = session_id.clone();
-                read.conversations.push(conversation);
+                let mut session = session(chain, rules, &titles);
+                if let Ok(transcript) = &mut session.transcript {
+                    transcript.meta.parent_source_id = session_id.clone();
+                }
+                sessions.push(session);
             }
         }
     }
     if !main.is_empty() {
-        let mut conversation = session(main, rules, &titles);
-        conversation.transcript.meta.unicode_repairs = repairs;
-        read.conversations.push(conversation);
-    }
-    // A record read as several lines (loglines) is named once.
-    for conversation in &mut read.conversations {
-        conversation.records.dedup();
-    }
-    read.conversations.retain(|c| !c.records.is_empty());
-    // A session whose lines hold no message at all converts to nothing: refused, with why.
-    let (empty, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut read.conversations)
-        .into_iter()
-        .partition(|c| c.transcript.messages.is_empty());
-    read.conversations = kept;
-    for conversation in empty {
-        for index in conversation.records {
-            let err = InputError::EmptyMessages("session lines".to_string());
-            read.refused.push((index, err));
+        let mut session = session(main, rules, &titles);
+        if let Ok(transcript) = &mut session.transcript {
+            transcript.meta.unicode_repairs = repairs;
         }
+        sessions.push(session);
+    }
+    // A session whose lines hold no message at all converts to nothing: refused, with why.
+    let mut empty = Vec::new();
+    for Session {
+        transcript,
+        mut records,
+    } in sessions
+    {
+        // A record read as several lines (loglines) is named once.
+        records.dedup();
+        match transcript {
+            _ if records.is_empty() => {}
+            Ok(transcript) => read.conversations.push(SourceConversation {
+                transcript,
+                records,
+            }),
+            Err(_) => empty.extend(records),
+        }
+    }
+    for index in empty {
+        let err = InputError::EmptyMessages("session lines".to_string());
+        read.refused.push((index, err));
     }
     read
 }
@@ -423,7 +434,7 @@ struct Response {
 }
 
 /// A session's lines (file order) to one conversation.
-fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> SourceConversation {
+fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
     let policy = &rules.policy;
     let mut meta = RecordMeta {
         format: FORMAT,
@@ -528,16 +539,22 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> SourceConversa
     meta.id = meta.source_id.clone();
     let mut ignored_fields: Vec<String> = ignored.into_iter().collect();
     ignored_fields.sort();
-    SourceConversation {
-        transcript: Transcript {
-            messages,
-            meta,
-            ignored_fields,
-            tools: Vec::new(),
-            source_notes: notes.into_vec(),
-        },
+    let mut built = TranscriptBuilder::with_meta(meta);
+    built.messages(messages);
+    built.notes(notes);
+    for field in ignored_fields {
+        built.ignore(field);
+    }
+    Session {
+        transcript: built.finish(),
         records,
     }
+}
+
+/// A session's conversation (refused when its lines hold no message) and its lines.
+struct Session {
+    transcript: Result<Transcript, InputError>,
+    records: Vec<usize>,
 }
 
 /// Envelope keys read (or deliberately not converted: ids, the CLI-side tool result copy).

@@ -10,6 +10,15 @@
 //! part of a conversation, refused with an [`InputError`], or dropped by a rule; the pipeline
 //! quarantines what is refused and checks that every record is accounted for.
 //!
+//! Every reader emits its conversations through one [`builder::TranscriptBuilder`]: messages,
+//! texts, calls (parallel calls join one assistant message), outputs (`failed` when the source
+//! marks the call as failed), reasoning (attached to the message it explains), notes of what a
+//! rule dropped, and the record's facts; the builder numbers the messages and refuses an empty
+//! conversation alike for every format. No reader builds another format's JSON to be read
+//! again: what a source writes as Chat Completions messages (a logged request's `messages`, an
+//! OpenAI-style dataset row) is read by the chat reader's message reader
+//! ([`chat::read_message_list`]), everything else is built field by field.
+//!
 //! What the readers share: [`parse`] (simd-json, Unicode repair), [`blocks`] (content blocks
 //! of Claude Code and Anthropic), [`chain`] (the one chain driver of the three API logs),
 //! [`sse`] (SSE lines and logged events), [`batch`] (Batch API results joined to their
@@ -19,6 +28,7 @@
 pub mod anthropic;
 pub mod batch;
 pub mod blocks;
+pub mod builder;
 pub mod chain;
 pub mod chat;
 pub mod chat_stream;

@@ -26,14 +26,14 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::{Map, Value};
 
-use super::blocks::add_note;
-use super::chat::{built_record_rules, extract};
+use super::builder::TranscriptBuilder;
+use super::chat::read_message_list;
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
 use super::inside::{Refusal, IMAGE_CAP};
 use super::InputError;
-use crate::model::transcript::{Content, Message, Part, RecordMeta, ToolCall, Transcript};
+use crate::model::transcript::{Content, Message, Part, ToolCall, Transcript};
 use crate::rules::policy::{MissingImage, SharedObservation};
 use crate::rules::template::fill;
 use crate::rules::{Builtin, PolicyId, ShareGptTags};
@@ -157,7 +157,8 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
     let Value::Object(map) = &mut value else {
         return Err(not_format("a row is not a JSON object"));
     };
-    let mut transcript = Transcript::default();
+    let messages_at = if classic { "conversations" } else { "messages" };
+    let mut built = TranscriptBuilder::new(SourceFormat::SHAREGPT, messages_at);
     let tools = map.remove("tools");
     let system = match map.remove("system") {
         Some(Value::String(text)) if !text.is_empty() => Some(text),
@@ -219,8 +220,7 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
                 .filter_map(|t| t.get(&tags.content_tag).and_then(Value::as_str))
                 .map(str::len)
                 .sum();
-            add_note(
-                &mut transcript.source_notes,
+            built.note(
                 Builtin::PreferenceRejected.rule_id(),
                 "rejected answer of a preference row",
                 1,
@@ -235,11 +235,12 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
         };
         typed_messages(list, context, &mut messages)?;
     } else if map.get("messages").is_some_and(Value::is_array) {
-        // OpenAI style: the Chat Completions reader, then the media.
-        let list = map.remove("messages").unwrap_or(Value::Null);
-        let built = serde_json::json!({ "messages": list });
-        let read = extract(built, &built_record_rules(rules))?;
-        messages.extend(read.messages);
+        // OpenAI style: the Chat Completions message reader, then the media.
+        let list = match map.remove("messages") {
+            Some(Value::Array(list)) => list,
+            _ => Vec::new(),
+        };
+        messages.extend(read_message_list(list, false, "messages", rules)?);
     } else {
         return Err(not_format(
             "no `conversations` of {from, value} turns and no `messages` list",
@@ -250,32 +251,24 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
             .iter()
             .any(|m| m.content.texts().iter().any(|t| t.contains("<image>")))
     {
-        place_images(&mut messages, images, context, &mut transcript)?;
+        place_images(&mut messages, images, context, &mut built)?;
     }
     if let Some(tools) = tools {
-        dataset_tools(tools, &mut transcript);
-        transcript.ignored_fields.push("tools".into());
+        dataset_tools(tools, &mut built);
+        built.ignore("tools");
     }
     // What is left of the row is not converted.
     for (key, v) in map.iter() {
         if !v.is_null() {
-            transcript.ignored_fields.push(key.clone());
+            built.ignore(key.clone());
         }
     }
-    split_observations(&mut messages, &mut transcript.source_notes);
+    split_observations(&mut messages, &mut built);
     if messages.is_empty() {
         return Err(InputError::EmptyMessages("conversations".into()));
     }
-    for (index, message) in messages.iter_mut().enumerate() {
-        message.index = index;
-    }
-    transcript.messages = messages;
-    transcript.meta = RecordMeta {
-        messages_at: if classic { "conversations" } else { "messages" }.into(),
-        format: FORMAT,
-        ..RecordMeta::default()
-    };
-    Ok(transcript)
+    built.messages(messages);
+    built.finish()
 }
 
 /// The role a turn's tag names, after `[input.sharegpt]` and the role aliases.
@@ -489,7 +482,7 @@ const SPLIT_MARK: &str = "\u{0}split";
 /// Turns each observation marked for splitting into one tool message per call.
 fn split_observations(
     messages: &mut Vec<Message>,
-    notes: &mut Vec<crate::model::transcript::SourceNote>,
+    built: &mut TranscriptBuilder,
 ) {
     let mut out = Vec::with_capacity(messages.len());
     for message in messages.drain(..) {
@@ -500,8 +493,7 @@ fn split_observations(
         let Content::Parts(parts) = message.content else {
             continue;
         };
-        add_note(
-            notes,
+        built.note(
             PolicyId::SharedObservation.rule_id(),
             "observation split one item per parallel call",
             1,
@@ -617,7 +609,7 @@ fn place_images(
     messages: &mut [Message],
     images: Vec<String>,
     context: &ReadContext<'_>,
-    transcript: &mut Transcript,
+    built: &mut TranscriptBuilder,
 ) -> Result<(), InputError> {
     let base = context.path.parent().unwrap_or(Path::new("."));
     let mut next = images.into_iter();
@@ -673,7 +665,7 @@ fn place_images(
                         match policy.missing_image {
                             MissingImage::Placeholder => {
                                 let note = format!("{what}: placeholder");
-                                add_note(&mut transcript.source_notes, rule, &note, 1, 0);
+                                built.note(rule, &note, 1, 0);
                                 parts.push(Part::Text(fill(
                                     &policy.missing_image_template,
                                     &[("path", &path)],
@@ -681,7 +673,7 @@ fn place_images(
                             }
                             MissingImage::Drop => {
                                 let note = format!("{what}: dropped");
-                                add_note(&mut transcript.source_notes, rule, &note, 1, 0);
+                                built.note(rule, &note, 1, 0);
                             }
                             MissingImage::Quarantine => {
                                 let problem = match refusal {
@@ -709,8 +701,7 @@ fn place_images(
     }
     let left: Vec<String> = next.collect();
     if !left.is_empty() {
-        add_note(
-            &mut transcript.source_notes,
+        built.note(
             PolicyId::MissingImage.rule_id(),
             "image with no <image> placeholder: not placed",
             left.len() as u64,
@@ -739,7 +730,7 @@ fn read_image(context: &ReadContext<'_>, base: &Path, reference: &str) -> Result
 
 /// The row's `tools` (a JSON string of function schemas, or a list): the transcript's tools
 /// and a note naming them.
-fn dataset_tools(tools: Value, transcript: &mut Transcript) {
+fn dataset_tools(tools: Value, built: &mut TranscriptBuilder) {
     let parsed = match tools {
         Value::String(text) => serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
         other @ Value::Null
@@ -765,15 +756,14 @@ fn dataset_tools(tools: Value, transcript: &mut Transcript) {
         let mut wrapped = Map::new();
         wrapped.insert("type".into(), Value::String("function".into()));
         wrapped.insert("function".into(), function);
-        transcript.tools.push(Value::Object(wrapped));
+        built.tool(Value::Object(wrapped));
     }
     let what = if names.is_empty() {
         "dataset tools: none readable".to_string()
     } else {
         format!("dataset tools: {}", names.join(", "))
     };
-    add_note(
-        &mut transcript.source_notes,
+    built.note(
         Builtin::DatasetTools.rule_id(),
         &what,
         1,

@@ -100,8 +100,16 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The record: `FILE` (its first record) or `FILE:LINE` (the record starting on that line).
+    /// The record: `FILE` (its first record) or `FILE:LINE` (the record starting on that
+    /// line), in any source format; or, with SESSION, the output folder of `convert`.
     pub record: String,
+    /// A session of the output folder RECORD: its id or its rollout's path. Its source record
+    /// is found through the run reports and the manifest, and read with the run's rules.
+    pub session: Option<String>,
+    /// Read the file as this source format instead of detecting it from its first record
+    /// (as for convert).
+    #[arg(long, value_name = "FORMAT")]
+    pub from: Option<String>,
     /// Rule files, applied in order (`default` names the built-in rules). Default: built-in.
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,

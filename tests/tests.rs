@@ -25,6 +25,7 @@ mod cluster;
 mod conformance;
 mod convert;
 mod digest;
+mod explain;
 mod inputs;
 mod properties;
 mod report;

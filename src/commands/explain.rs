@@ -1,9 +1,12 @@
-//! `rollover explain FILE[:LINE]`: one record through the converter, shown message by message:
-//! the input message (index, role, size), each decision with the rule behind it (repairs and
-//! drops marked `!`), and the items it became. The tool a reviewer uses to question a number.
-//! Sizes and ids only, no transcript text, like the reports.
+//! `rollover explain FILE[:LINE]` or `rollover explain OUT SESSION`: one conversation through
+//! the converter, shown message by message: the input message (index, role, size), each
+//! decision with the rule behind it (repairs and drops marked `!`), and the items it became.
+//! The tool a reviewer uses to question a number. The file is read as `convert` reads it
+//! ([`crate::pipeline::record::read_file`]: any format, detected or `--from`), so the session id
+//! is the one `convert` writes; from a home, the session's record is found through the run
+//! reports and the manifest. Sizes and ids only, no transcript text, like the reports.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -13,17 +16,42 @@ use crate::audit::{Action, Decision};
 use crate::cli::ExplainArgs;
 use crate::commands::convert::load_rules;
 use crate::commands::Exit;
+use crate::convert::render::renderer;
 use crate::convert::{convert, ItemKind, OutItem, OutPayload, RecordKey};
-use crate::input::{extract, parse_record};
-use crate::model::identity::Occurrences;
+use crate::input::batch::BatchIndex;
+use crate::input::SourceFormat;
+use crate::model::responses::Format;
 use crate::model::rollout::{ResponseItem, ToolOutput};
 use crate::model::transcript::{Content, Message};
-use crate::source::{discover, records, RawRecord, RecordEvent, WalkOptions};
+use crate::output::manifest::Manifest;
+use crate::output::Home;
+use crate::pipeline::record::{read_file, Outcome, ReadConversation};
+use crate::rules::RuleSet;
+use crate::source::{discover, RawRecord, WalkOptions};
 use crate::validate;
 
 pub fn run(args: &ExplainArgs) -> Result<Exit> {
-    let rules = load_rules(&args.rules, &args.messages_at)?;
-    let (path, line) = split_line(&args.record);
+    let target = match &args.session {
+        None => {
+            let (path, line) = split_line(&args.record);
+            Target {
+                path,
+                line,
+                from: None,
+                rules: args.rules.clone(),
+                written: None,
+            }
+        }
+        Some(session) => find_session(Path::new(&args.record), session, &args.rules)?,
+    };
+    let rules = load_rules(&target.rules, &args.messages_at)?;
+    let from = match args.from.as_deref().or(target.from.as_deref()) {
+        Some(name) => Some(
+            name.parse::<SourceFormat>()
+                .map_err(|e| anyhow::anyhow!("--from: {e}"))?,
+        ),
+        None => None,
+    };
     let walk = WalkOptions {
         hidden: true,
         follow: true,
@@ -31,29 +59,258 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         filter: Default::default(),
         stop: Default::default(),
     };
-    let found = discover(std::slice::from_ref(&path), None, &walk)
-        .with_context(|| format!("explaining {}", args.record))?;
+    let path = &target.path;
+    let found = discover(std::slice::from_ref(path), None, &walk)
+        .with_context(|| format!("explaining {}", path.display()))?;
     let Some(file) = found.files.first() else {
         bail!("{} holds no record file", path.display());
     };
-    let record = find_record(file, line)?;
-    let (value, repairs) = parse_record(&record.bytes, true)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", record.location))?;
-    let mut transcript =
-        extract(value, &rules.input).map_err(|e| anyhow::anyhow!("{}: {e}", record.location))?;
-    transcript.meta.unicode_repairs = repairs;
+    let (works, damage) = read_file(file, from, &rules, &BatchIndex::default());
+    let Some((work, at)) = works.iter().find_map(|w| {
+        let at = w
+            .work
+            .records
+            .iter()
+            .position(|(r, _)| target.line.is_none_or(|l| r.location.line == l))?;
+        Some((w, at))
+    }) else {
+        if let Some(damage) = damage {
+            bail!(
+                "{}: {} (before the record asked for)",
+                damage.location,
+                damage.message
+            );
+        }
+        match target.line {
+            Some(l) => bail!("{}: no record starts on line {l}", file.display),
+            None => bail!("{}: holds no record", file.display),
+        }
+    };
+    let (record, _) = &work.work.records[at];
+    let format = work.work.format;
+    // The conversation holding the record, or what became of the record on its own.
+    let read = work.conversations.iter().find(|c| c.indexes.contains(&at));
+    let explained = match (read, &work.outcomes[at]) {
+        (Some(read), _) => {
+            let (first, _) = &work.work.records[read.indexes[0]];
+            explain(read, first, &file.key, format, &rules)
+        }
+        (None, Some(Outcome::Quarantined(entry))) => {
+            Explained::refused(record, format, entry.class.name(), entry.reason.clone())
+        }
+        (None, Some(Outcome::Dropped { rule, what })) => Explained::refused(
+            record,
+            format,
+            "dropped",
+            format!("{what}, dropped by rule `{rule}`: it holds no conversation"),
+        ),
+        (None, Some(Outcome::Converted(_) | Outcome::Merged | Outcome::NotSampled) | None) => {
+            Explained::refused(
+                record,
+                format,
+                "not_a_record",
+                format!("the {format} reader gave no account of this record (a bug: please report it with the file)"),
+            )
+        }
+    };
+    let mismatch = target
+        .written
+        .as_ref()
+        .filter(|written| **written != explained.session_id);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json!(explained))?);
+    } else {
+        print!("{}", explained.text());
+        if let Some(written) = mismatch {
+            println!(
+                "note: convert wrote this record as session {written}; read again now it gives {} (the file, the rules or the options changed since)",
+                explained.session_id
+            );
+        }
+    }
+    Ok(Exit::findings_if(
+        explained.refused.is_some() || !explained.violations.is_empty() || mismatch.is_some(),
+    ))
+}
+
+/// `FILE:LINE` → (FILE, LINE); a path whose last part is not a number is all path.
+fn split_line(text: &str) -> (PathBuf, Option<u64>) {
+    if let Some((path, line)) = text.rsplit_once(':') {
+        if let Ok(line) = line.parse::<u64>() {
+            return (PathBuf::from(path), Some(line));
+        }
+    }
+    (PathBuf::from(text), None)
+}
+
+/// What to explain: a record of a file, and for a session of a home, what convert wrote.
+struct Target {
+    path: PathBuf,
+    line: Option<u64>,
+    /// The format the run read the file as.
+    from: Option<String>,
+    rules: Vec<PathBuf>,
+    /// The session id convert wrote for the record.
+    written: Option<String>,
+}
+
+/// The source record of `session` (an id, or a rollout's path) in the home `out`: the newest
+/// run report line that wrote it names the file (as the run was given it) and the line; the
+/// manifest gives the file's full path and format; the run's summary its rule files (unless
+/// `rules` names others).
+fn find_session(out: &Path, session: &str, rules: &[PathBuf]) -> Result<Target> {
+    let runs_dir = out.join("rollover").join("runs");
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&runs_dir)
+        .with_context(|| {
+            format!(
+                "{} is not the output folder of a conversion (no rollover/runs): name the --out folder convert wrote",
+                out.display()
+            )
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    runs.sort();
+    // A rollout path names its session at the end of its file name; an id is the id.
+    let wanted = Path::new(session)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(|n| n.trim_end_matches(".zst").trim_end_matches(".jsonl"))
+        .unwrap_or(session);
+    for run in runs.iter().rev() {
+        let Ok(file) = std::fs::File::open(run.join("conversations.jsonl")) else {
+            continue;
+        };
+        for line in std::io::BufRead::lines(std::io::BufReader::new(file)) {
+            let line = line.with_context(|| format!("reading {}", run.display()))?;
+            if !line.contains(wanted) && !wanted.contains("rollout-") {
+                continue;
+            }
+            let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            let id = entry["id"].as_str().unwrap_or_default();
+            if id.is_empty() || !(id == wanted || wanted.ends_with(id)) {
+                continue;
+            }
+            let source = entry["source"].as_str().unwrap_or_default();
+            let line_no = entry["line"].as_u64();
+            let manifest = Manifest::load(&Home::new(out))
+                .with_context(|| format!("reading the manifest of {}", out.display()))?;
+            let listed = manifest.files.values().find(|f| f.name == source);
+            let path = match listed {
+                Some(f) => PathBuf::from(&f.key),
+                None => PathBuf::from(source),
+            };
+            if !path.exists() {
+                bail!(
+                    "session {id} was converted from {source}, which is no longer at {}: explain it from where the file is now with `rollover explain FILE:{}`",
+                    path.display(),
+                    line_no.unwrap_or(1)
+                );
+            }
+            let run_rules: Vec<PathBuf> = if rules.is_empty() {
+                run_rules(run)
+            } else {
+                rules.to_vec()
+            };
+            return Ok(Target {
+                path,
+                line: line_no,
+                from: listed.and_then(|f| f.format.clone()),
+                rules: run_rules,
+                written: Some(id.to_string()),
+            });
+        }
+    }
+    bail!(
+        "no run of {} wrote session {session}: give a session id or a rollout path from `rollover status {}`",
+        out.display(),
+        out.display()
+    )
+}
+
+/// The rule files a run read (its summary's `rules`; `default` is the built-in set).
+fn run_rules(run: &Path) -> Vec<PathBuf> {
+    let summary = std::fs::read(run.join("summary.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+    summary
+        .as_ref()
+        .and_then(|s| s["rules"].as_array())
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|n| n.as_str())
+                .filter(|n| *n != "default")
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The conversation `read` (its first record `first`) through the converter, as convert
+/// converts it: keyed by the file, its decisions by message, the items it became, and the
+/// invariants on the written bytes. A conversation the converter refuses shows its input
+/// messages and why.
+fn explain(
+    read: &ReadConversation,
+    first: &RawRecord,
+    source_key: &str,
+    format: SourceFormat,
+    rules: &RuleSet,
+) -> Explained {
+    let transcript = read.transcript.clone();
     let inputs: Vec<InputMessage> = transcript.messages.iter().map(InputMessage::of).collect();
     let key = RecordKey {
-        source: &file.key,
-        record: record.id,
+        source: source_key,
+        record: first.id,
     };
-    let conversation = convert(transcript, &rules, &key)
-        .map_err(|e| anyhow::anyhow!("{}: quarantined: {e}", record.location))?;
-    let bytes = conversation.to_bytes();
+    let records = read.indexes.len();
+    let mut conversation = match convert(transcript, rules, &key) {
+        Ok(conversation) => conversation,
+        Err(err) => {
+            let at = err
+                .message
+                .map(|m| format!(" at message {m}"))
+                .unwrap_or_default();
+            let mut explained = Explained::refused(
+                first,
+                format,
+                "rule",
+                format!("{}{at} (rule `{}`)", err.reason, err.rule),
+            );
+            explained.records = records;
+            explained.messages = inputs
+                .into_iter()
+                .map(|input| MessageView {
+                    input,
+                    decisions: Vec::new(),
+                    items: Vec::new(),
+                })
+                .collect();
+            return explained;
+        }
+    };
+    let bytes = match renderer(Format::Codex).render(&mut conversation, rules) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            let mut explained = Explained::refused(
+                first,
+                format,
+                "rule",
+                format!("{} (rule `{}`)", err.reason, err.rule),
+            );
+            explained.records = records;
+            return explained;
+        }
+    };
     let violations = validate::check(&bytes, Some(&conversation.meta.id), &rules.markers);
     let base = conversation.meta.base_instructions.as_ref();
-    let explained = Explained {
-        record: format!("{}", record.location),
+    Explained {
+        record: format!("{}", first.location),
+        format: format.name().to_string(),
+        records,
         session_id: conversation.meta.id.clone(),
         base_instructions_chars: base.map(|b| b.text.chars().count()),
         messages: inputs
@@ -72,55 +329,53 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
             items: items_of(&conversation.items, None),
         },
         violations: violations.iter().map(|v| v.to_string()).collect(),
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!(explained))?);
-    } else {
-        print!("{}", explained.text());
-    }
-    Ok(Exit::findings_if(!violations.is_empty()))
-}
-
-/// `FILE:LINE` → (FILE, LINE); a path whose last part is not a number is all path.
-fn split_line(text: &str) -> (PathBuf, Option<u64>) {
-    if let Some((path, line)) = text.rsplit_once(':') {
-        if let Ok(line) = line.parse::<u64>() {
-            return (PathBuf::from(path), Some(line));
-        }
-    }
-    (PathBuf::from(text), None)
-}
-
-/// The record starting on `line` (or the first), with its identity in the file (counted as
-/// the reader of `convert` counts it, so the session id is the one convert writes).
-fn find_record(file: &crate::source::SourceFile, line: Option<u64>) -> Result<RawRecord> {
-    let mut occurrences = Occurrences::default();
-    for event in records(file) {
-        match event {
-            RecordEvent::Record(mut record) => {
-                record.id = occurrences.next(&record.bytes);
-                if line.is_none_or(|l| record.location.line == l) {
-                    return Ok(record);
-                }
-            }
-            RecordEvent::Blank(_) => {}
-            RecordEvent::Damage(damage) => bail!("{}: {}", damage.location, damage.message),
-        }
-    }
-    match line {
-        Some(l) => bail!("{}: no record starts on line {l}", file.display),
-        None => bail!("{}: holds no record", file.display),
+        refused: None,
     }
 }
 
 #[derive(Debug, Serialize)]
 struct Explained {
     record: String,
+    /// The source format the file was read as.
+    format: String,
+    /// The records the conversation was read from (several for a session file or a log).
+    records: usize,
     session_id: String,
     base_instructions_chars: Option<usize>,
     messages: Vec<MessageView>,
     synthesized: SynthesizedView,
     violations: Vec<String>,
+    /// Why the record would be quarantined (or dropped), when it would be.
+    refused: Option<RefusedView>,
+}
+
+#[derive(Debug, Serialize)]
+struct RefusedView {
+    class: String,
+    reason: String,
+}
+
+impl Explained {
+    /// A record that becomes no session: its class and why.
+    fn refused(record: &RawRecord, format: SourceFormat, class: &str, reason: String) -> Explained {
+        Explained {
+            record: format!("{}", record.location),
+            format: format.name().to_string(),
+            records: 1,
+            session_id: String::new(),
+            base_instructions_chars: None,
+            messages: Vec::new(),
+            synthesized: SynthesizedView {
+                decisions: Vec::new(),
+                items: Vec::new(),
+            },
+            violations: Vec::new(),
+            refused: Some(RefusedView {
+                class: class.to_string(),
+                reason,
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -283,7 +538,18 @@ fn content_type(item: &crate::model::rollout::ContentItem) -> &'static str {
 
 impl Explained {
     fn text(&self) -> String {
-        let mut out = format!("{}: session {}\n", self.record, self.session_id);
+        let records = match self.records {
+            1 => String::new(),
+            n => format!(", {n} records"),
+        };
+        let mut out = if self.session_id.is_empty() {
+            format!("{} ({}{records}): no session\n", self.record, self.format)
+        } else {
+            format!(
+                "{} ({}{records}): session {}\n",
+                self.record, self.format, self.session_id
+            )
+        };
         if let Some(chars) = self.base_instructions_chars {
             out.push_str(&format!(
                 "base instructions: {chars} chars (session_meta)\n"
@@ -302,7 +568,10 @@ impl Explained {
             }
             out.push_str(&format!("[{}] {} ({what})\n", i.index, i.role));
             push_decisions(&mut out, &m.decisions);
-            if m.items.is_empty() && m.decisions.iter().all(|d| !d.changes) {
+            if self.refused.is_none()
+                && m.items.is_empty()
+                && m.decisions.iter().all(|d| !d.changes)
+            {
                 out.push_str("    → (no item of its own: see the decisions above)\n");
             }
             for item in &m.items {
@@ -315,6 +584,13 @@ impl Explained {
             for item in &self.synthesized.items {
                 out.push_str(&format!("    → {item}\n"));
             }
+        }
+        if let Some(refused) = &self.refused {
+            out.push_str(&format!(
+                "quarantined ({}): {}\n",
+                refused.class, refused.reason
+            ));
+            return out;
         }
         match self.violations.len() {
             0 => out.push_str("invariants: all hold\n"),

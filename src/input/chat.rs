@@ -3,12 +3,12 @@
 
 use serde_json::{Map, Value};
 
+use super::builder::TranscriptBuilder;
 use super::format::{
     FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
     SourceFormat,
 };
 use super::tree::{Json, Object, TapeNode, Tree};
-use super::builder::TranscriptBuilder;
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
 use crate::model::transcript::{

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::chain::{self, request_body, response_body};
 use super::builder::TranscriptBuilder;
+use super::chain::{self, request_body, response_body};
 use super::chat::{alias_role, read_message_list, read_meta};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::sse::{self, Line as SseLine};
@@ -401,7 +401,8 @@ fn assemble(
 impl ChoiceAcc {
     /// The choice's message. A call's `type` other than `custom` is a function call.
     fn into_message(self, aliases: &BTreeMap<String, String>) -> Message {
-        let (role, aliased_from) = alias_role(self.role.unwrap_or_else(|| "assistant".into()), aliases);
+        let (role, aliased_from) =
+            alias_role(self.role.unwrap_or_else(|| "assistant".into()), aliases);
         let tool_calls = self
             .calls
             .into_values()
@@ -434,7 +435,12 @@ impl ChoiceAcc {
 /// The text bytes of a choice beyond the first: what dropping it removes.
 fn text_len(message: &Message) -> usize {
     let calls = message.tool_calls.iter().filter(|c| !c.custom);
-    message.content.texts().iter().map(|t| t.len()).sum::<usize>()
+    message
+        .content
+        .texts()
+        .iter()
+        .map(|t| t.len())
+        .sum::<usize>()
         + message.reasoning.as_ref().map_or(0, String::len)
         + message.refusal.as_ref().map_or(0, String::len)
         + calls.map(|c| c.arguments.len()).sum::<usize>()
@@ -450,7 +456,9 @@ fn finish(entry: &mut Entry, aliases: &BTreeMap<String, String>) {
     }
     let first = messages.keys().next().copied();
     if let Some(first) = first {
-        entry.reply = messages.remove(&first).map(|m| Reply::Streamed(Box::new(m)));
+        entry.reply = messages
+            .remove(&first)
+            .map(|m| Reply::Streamed(Box::new(m)));
     }
     if !messages.is_empty() {
         let bytes = messages.values().map(text_len).sum();
@@ -518,7 +526,12 @@ fn transcript(mut entry: Entry, context: &ReadContext<'_>) -> Result<Transcript,
         built.tools(tools.clone());
     }
     // The finish reason is the response's `choices[0].finish_reason`: its field is `choices`.
-    let mut ignored: Vec<&str> = facts.as_object().into_iter().flat_map(|f| f.keys()).map(String::as_str).collect();
+    let mut ignored: Vec<&str> = facts
+        .as_object()
+        .into_iter()
+        .flat_map(|f| f.keys())
+        .map(String::as_str)
+        .collect();
     if reason.is_some() {
         ignored.push("choices");
     }
@@ -535,7 +548,12 @@ fn transcript(mut entry: Entry, context: &ReadContext<'_>) -> Result<Transcript,
         Some(Reply::Streamed(reply)) => Some(*reply),
         None => None,
     };
-    built.messages(read_message_list(history, streamed.is_some(), MESSAGES_AT, rules)?);
+    built.messages(read_message_list(
+        history,
+        streamed.is_some(),
+        MESSAGES_AT,
+        rules,
+    )?);
     built.messages(streamed);
     built.finish()
 }
@@ -543,9 +561,9 @@ fn transcript(mut entry: Entry, context: &ReadContext<'_>) -> Result<Transcript,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use crate::model::transcript::{Content, ToolCall};
     use crate::rules::RuleSet;
+    use serde_json::json;
     use std::path::Path;
 
     fn read_lines(lines: &[&str]) -> FileRead {

@@ -32,8 +32,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::builder::TranscriptBuilder;
 use super::blocks::{map_content, Notes};
+use super::builder::TranscriptBuilder;
 use super::format::{
     DroppedRecord, FileRead, FormatReader, Granularity, InputRecord, ReadContext,
     SourceConversation, SourceFormat,

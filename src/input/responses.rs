@@ -621,8 +621,7 @@ impl Items<'_> {
                 if logs_only {
                     content = Content::Text(content.texts().join("\n"));
                 }
-                self.built
-                    .output(Some(call_id.to_string()), content, false);
+                self.built.output(Some(call_id.to_string()), content, false);
             }
             "image_generation_call" => {
                 let prompt = text_of(item.get("revised_prompt"));
@@ -635,8 +634,7 @@ impl Items<'_> {
                     }]),
                     _ => Content::Text(String::new()),
                 };
-                self.built
-                    .output(Some(call_id.to_string()), content, false);
+                self.built.output(Some(call_id.to_string()), content, false);
             }
             "mcp_call" => {
                 let label = text_of(item.get("server_label"));

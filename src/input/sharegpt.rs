@@ -480,10 +480,7 @@ fn observation(
 const SPLIT_MARK: &str = "\u{0}split";
 
 /// Turns each observation marked for splitting into one tool message per call.
-fn split_observations(
-    messages: &mut Vec<Message>,
-    built: &mut TranscriptBuilder,
-) {
+fn split_observations(messages: &mut Vec<Message>, built: &mut TranscriptBuilder) {
     let mut out = Vec::with_capacity(messages.len());
     for message in messages.drain(..) {
         if message.name.as_deref() != Some(SPLIT_MARK) {
@@ -763,12 +760,7 @@ fn dataset_tools(tools: Value, built: &mut TranscriptBuilder) {
     } else {
         format!("dataset tools: {}", names.join(", "))
     };
-    built.note(
-        Builtin::DatasetTools.rule_id(),
-        &what,
-        1,
-        0,
-    );
+    built.note(Builtin::DatasetTools.rule_id(), &what, 1, 0);
 }
 
 #[cfg(test)]

@@ -359,15 +359,83 @@ fn settle(done: &mut Converted, context: &WorkContext<'_>) {
     }
 }
 
+/// A conversation a reader made of records of one work, before it is converted.
+#[derive(Debug)]
+pub struct ReadConversation {
+    /// The records it claimed (indexes into the work's records), in order: the first carries
+    /// it, the others are [`Outcome::Merged`] into it.
+    pub indexes: Vec<usize>,
+    pub transcript: Transcript,
+}
+
 /// The records not yet given an outcome: size and damage checks, parse (or the reader's fast
-/// path), the reader, then each conversation through [`finish`].
+/// path), the reader ([`read_work`]), then each conversation through [`finish`].
 fn read_and_convert(
     reader: &dyn FormatReader,
     work: &Records,
     context: &WorkContext<'_>,
     outcomes: &mut [Option<Outcome>],
 ) {
-    let rules = context.read.rules;
+    let per_conversation = reader.granularity() == Granularity::File;
+    let rate = context.sample.unwrap_or(1.0);
+    for ReadConversation {
+        indexes,
+        transcript,
+    } in read_work(reader, work, &context.read, context.batch, outcomes)
+    {
+        let Some(&first) = indexes.first() else {
+            continue;
+        };
+        let (record, ordinal) = &work.records[first];
+        if per_conversation && !sampled(context.read.key, *ordinal, rate) {
+            for &i in &indexes {
+                outcomes[i] = Some(Outcome::NotSampled);
+            }
+            continue;
+        }
+        let finished = finish(
+            transcript,
+            &record.location,
+            context.read.key,
+            record.id,
+            context.read.rules,
+            context.format,
+        );
+        outcomes[first] = Some(match finished {
+            Ok(mut done) => {
+                done.records = indexes.len() as u64;
+                // Settled now, so that the render buffer is the next conversation's.
+                settle(&mut done, context);
+                Outcome::Converted(done)
+            }
+            Err((class, reason)) => {
+                // One quarantine line per record, each unchanged.
+                for &i in &indexes[1..] {
+                    let (other, _) = &work.records[i];
+                    let reason =
+                        format!("part of the conversation at {}: {reason}", record.location);
+                    outcomes[i] = Some(refuse(other, class, &reason));
+                }
+                refuse(record, class, &reason)
+            }
+        });
+    }
+}
+
+/// The reading half of a work: each record not yet given an outcome is checked (size,
+/// damage), parsed (or read by the format's fast path) and handed to the reader; what it
+/// refuses or drops gets its outcome here, and the conversations it read come back, each
+/// having claimed its records ([`Outcome::Merged`] until the caller decides) and counted its
+/// Unicode repairs. `explain` reads a file through this too, so that it reads what `convert`
+/// reads.
+pub fn read_work(
+    reader: &dyn FormatReader,
+    work: &Records,
+    read_context: &ReadContext<'_>,
+    batch: &BatchIndex,
+    outcomes: &mut [Option<Outcome>],
+) -> Vec<ReadConversation> {
+    let rules = read_context.rules;
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
     let mut inputs = Vec::with_capacity(work.records.len());
     let mut repairs = vec![0usize; work.records.len()];
@@ -390,10 +458,9 @@ fn read_and_convert(
         }
         // A format's own reading of the raw bytes (Chat Completions: straight from the
         // parser's tape), when no Batch API result is to be joined into the record.
-        let read_fast = context
-            .batch
+        let read_fast = batch
             .is_empty()
-            .then(|| reader.read_fast(&record.bytes, &context.read))
+            .then(|| reader.read_fast(&record.bytes, read_context))
             .flatten();
         let parsed = match read_fast {
             Some(FastRead::Read(transcript)) => {
@@ -409,7 +476,7 @@ fn read_and_convert(
         match parsed {
             Ok((mut value, repaired)) => {
                 // A Batch API request gets its result read ahead (Anthropic Message Batches).
-                context.batch.join(&mut value);
+                batch.join(&mut value);
                 repairs[index] = repaired;
                 inputs.push(InputRecord {
                     value,
@@ -429,7 +496,7 @@ fn read_and_convert(
     let mut read = if inputs.is_empty() {
         FileRead::default()
     } else {
-        reader.read(inputs, &context.read)
+        reader.read(inputs, read_context)
     };
     // Read fast or not, a record's conversations come in its order.
     if !fast.is_empty() {
@@ -450,8 +517,7 @@ fn read_and_convert(
             });
         }
     }
-    let per_conversation = reader.granularity() == Granularity::File;
-    let rate = context.sample.unwrap_or(1.0);
+    let mut conversations = Vec::with_capacity(read.conversations.len());
     for conversation in read.conversations {
         // Each record is claimed once: by the first conversation (or refusal) that names it.
         let mut indexes = Vec::with_capacity(conversation.records.len());
@@ -461,45 +527,17 @@ fn read_and_convert(
                 indexes.push(i);
             }
         }
-        let Some(&first) = indexes.first() else {
-            continue;
-        };
-        let (record, ordinal) = &work.records[first];
-        if per_conversation && !sampled(context.read.key, *ordinal, rate) {
-            for &i in &indexes {
-                outcomes[i] = Some(Outcome::NotSampled);
-            }
+        if indexes.is_empty() {
             continue;
         }
         let mut transcript = conversation.transcript;
         transcript.meta.unicode_repairs = indexes.iter().map(|&i| repairs[i]).sum();
-        let finished = finish(
+        conversations.push(ReadConversation {
+            indexes,
             transcript,
-            &record.location,
-            context.read.key,
-            record.id,
-            rules,
-            context.format,
-        );
-        outcomes[first] = Some(match finished {
-            Ok(mut done) => {
-                done.records = indexes.len() as u64;
-                // Settled now, so that the render buffer is the next conversation's.
-                settle(&mut done, context);
-                Outcome::Converted(done)
-            }
-            Err((class, reason)) => {
-                // One quarantine line per record, each unchanged.
-                for &i in &indexes[1..] {
-                    let (other, _) = &work.records[i];
-                    let reason =
-                        format!("part of the conversation at {}: {reason}", record.location);
-                    outcomes[i] = Some(refuse(other, class, &reason));
-                }
-                refuse(record, class, &reason)
-            }
         });
     }
+    conversations
 }
 
 /// One file's decompressed `bytes` through every stage `convert` runs on a file, in memory:
@@ -560,6 +598,73 @@ pub fn process_bytes(
         }
     }
     outcomes
+}
+
+/// One work of a file as [`read_file`] reads it: its records, what became of those the reader
+/// refused or dropped, and the conversations it read (not converted).
+pub struct WorkRead {
+    pub work: Records,
+    pub outcomes: Vec<Option<Outcome>>,
+    pub conversations: Vec<ReadConversation>,
+}
+
+/// A file read as `convert` reads it, up to its conversations: split into records, grouped
+/// for its format (`from` as `--from` does, else the first record decides) as the reader
+/// thread groups them, each work through [`read_work`]. Nothing is converted or written.
+/// Damage ends the file: the works before it stand, and the damage comes back with them.
+/// Memory: the file's records and transcripts (what `explain` shows of one conversation).
+pub fn read_file(
+    file: &crate::source::SourceFile,
+    from: Option<SourceFormat>,
+    rules: &RuleSet,
+    batch: &BatchIndex,
+) -> (Vec<WorkRead>, Option<crate::source::Damage>) {
+    let cache = crate::input::format::FileCache::default();
+    let read_context = ReadContext {
+        rules,
+        path: &file.path,
+        key: &file.key,
+        root: file.path.parent(),
+        follow: false,
+        cache: &cache,
+    };
+    let mut grouped = FileRecords::new(0, from);
+    let mut works = Vec::new();
+    let mut damage = None;
+    let mut ordinal = 0;
+    for event in crate::source::records(file) {
+        match event {
+            RecordEvent::Record(mut record) => {
+                grouped.identify(&mut record);
+                works.extend(grouped.route(record, ordinal));
+                ordinal += 1;
+            }
+            RecordEvent::Blank(_) => {}
+            RecordEvent::Damage(found) => {
+                damage = Some(found);
+                break;
+            }
+        }
+    }
+    works.extend(grouped.finish());
+    let reads = works
+        .into_iter()
+        .filter_map(|work| match work {
+            Work::Records(work) => Some(work),
+            Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => None,
+        })
+        .map(|work| {
+            let reader = crate::input::format::reader(work.format);
+            let mut outcomes: Vec<Option<Outcome>> = work.records.iter().map(|_| None).collect();
+            let conversations = read_work(reader, &work, &read_context, batch, &mut outcomes);
+            WorkRead {
+                work,
+                outcomes,
+                conversations,
+            }
+        })
+        .collect();
+    (reads, damage)
 }
 
 /// A refusal: the class and the reason of a quarantine.

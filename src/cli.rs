@@ -283,6 +283,12 @@ pub struct ConvertArgs {
     /// text otherwise); the reports say so at the top.
     #[arg(long)]
     pub report_text: bool,
+    /// Write review pages into the run's report folder (`review/index.html`, linked from
+    /// report.html): for each rule that fired, each repair and each quarantine reason, the
+    /// first N conversations side by side (source messages, decisions, what was written).
+    /// These pages hold transcript text; each says so at its top.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub review: Option<u32>,
     /// What to write: `codex` rollouts under OUT/sessions/, or `responses` API request bodies,
     /// one JSONL file per input file under OUT/responses/ (one line per conversation; always
     /// below it: a `..` of the input's path is written as a folder named `%2E%2E`). One OUT

@@ -249,7 +249,7 @@ fn the_numbers_add_up_against_a_real_run() {
 }
 
 /// Debian's Chromium, installed if missing (loudly: the test never skips).
-fn chromium() -> PathBuf {
+pub(crate) fn chromium() -> PathBuf {
     for name in ["chromium", "chromium-browser"] {
         if let Ok(out) = Command::new("which").arg(name).output() {
             if out.status.success() {

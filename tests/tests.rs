@@ -30,6 +30,7 @@ mod inputs;
 mod properties;
 mod report;
 mod responses;
+mod review;
 mod scheduled;
 mod sharding;
 mod sources;

@@ -5,6 +5,7 @@
 pub mod accounting;
 pub mod decision;
 pub mod report;
+pub mod review;
 pub mod summary;
 
 pub use decision::{Action, Decision};

@@ -45,6 +45,8 @@ pub struct ReportOptions {
     /// Short excerpts of quarantined records (`--report-text`); empty otherwise.
     pub excerpts: Vec<Excerpt>,
     pub report_text: bool,
+    /// Review pages are written beside the report (`--review`): report.html links them.
+    pub review: bool,
     /// The run's seconds, for the estimate of a sampled run.
     pub seconds: f64,
     /// Seconds spent converting the sampled records (not reading them).
@@ -101,6 +103,7 @@ struct ReportData<'a> {
     worst_files: Vec<&'a FileStats>,
     charts: Vec<Chart>,
     report_text: bool,
+    review: bool,
     excerpts: &'a [Excerpt],
     estimate: Option<Estimate>,
     /// What the run did to the home's sessions (a dry run: would do), counts of zero left out.
@@ -369,6 +372,7 @@ fn data<'a>(
         worst_files: worst,
         charts: Vec::new(),
         report_text: options.report_text,
+        review: options.review,
         excerpts: &options.excerpts,
         estimate,
     }

@@ -85,6 +85,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         sample: args.sample,
         max_quarantine_rate: args.max_quarantine_rate.unwrap_or(0.0),
         report_text: args.report_text,
+        review: args.review.is_some(),
         from,
         walk: WalkOptions {
             hidden: args.hidden,
@@ -121,6 +122,18 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
             return Err(err);
         }
     };
+    let stdin = args
+        .inputs
+        .iter()
+        .any(|i| i.as_os_str() == "-")
+        .then_some(args.stdin_name.as_str());
+    let review = match args.review {
+        Some(n) => Some(
+            super::review::write(&args.out, summary.run, n as usize, &rules, from, stdin)
+                .with_context(|| format!("writing the review pages of run {}", summary.run))?,
+        ),
+        None => None,
+    };
     let exit = exit_for(&summary, args.max_quarantine_rate);
     if args.json {
         let mut out = serde_json::to_value(&summary).context("writing the JSON summary")?;
@@ -131,6 +144,14 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
         println!("{out}");
     } else if !ui.quiet {
         print_summary(&summary, args, ui);
+        if let Some(review) = review {
+            println!(
+                "review: {} {} with transcript text: {}",
+                review.pages,
+                if review.pages == 1 { "page" } else { "pages" },
+                review.index.display()
+            );
+        }
     }
     Ok(exit)
 }

@@ -456,7 +456,7 @@ fn items_of(items: &[OutItem], origin: Option<usize>) -> Vec<String> {
 }
 
 /// One item in a line: its type, role or kind, ids and sizes.
-fn describe(item: &OutItem) -> String {
+pub(super) fn describe(item: &OutItem) -> String {
     let chars = |t: &str| t.chars().count();
     match &item.payload {
         OutPayload::Compacted(text) => format!("compacted ({} chars)", chars(text)),

@@ -419,6 +419,7 @@ fn merge(runs: &[ShardRun]) -> Merged {
             max_quarantine_rate: first.report.max_quarantine_rate,
             excerpts,
             report_text: first.report.report_text,
+            review: false,
             seconds,
             convert_seconds: seconds,
         },

@@ -14,6 +14,7 @@ pub mod convert;
 pub mod explain;
 pub mod merge;
 pub mod report;
+pub mod review;
 pub mod rules;
 pub mod status;
 pub mod ui;

@@ -116,6 +116,8 @@ pub struct Options {
     pub max_quarantine_rate: f64,
     /// Short excerpts of quarantined records in the report (`--report-text`).
     pub report_text: bool,
+    /// `--review N`: report.html links the review pages the command writes after the run.
+    pub review: bool,
     /// Hidden files, symlinks, the key of standard input.
     pub walk: WalkOptions,
     /// What the last stage writes (`--format`).
@@ -843,6 +845,7 @@ fn collector<'p>(
     }
     collector.report.max_quarantine_rate = options.max_quarantine_rate;
     collector.report.report_text = options.report_text;
+    collector.report.review = options.review;
     Ok(collector)
 }
 

@@ -403,13 +403,8 @@ impl Progress for Reporter {
     }
 
     fn damage(&self, damage: &Damage) {
-        let at = damage
-            .compressed_offset
-            .map(|c| format!(", compressed byte {c}"))
-            .unwrap_or_default();
         self.line(format!(
-            "rollover: {}{at}: {}; the records before it were read",
-            damage.location, damage.message
+            "rollover: {damage}; the records before it were read"
         ));
     }
 

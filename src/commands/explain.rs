@@ -25,7 +25,8 @@ use crate::model::rollout::{ResponseItem, ToolOutput};
 use crate::model::transcript::{Content, Message};
 use crate::output::manifest::Manifest;
 use crate::output::Home;
-use crate::pipeline::record::{read_file, Outcome, ReadConversation};
+use crate::model::quarantine::QuarantineReason;
+use crate::pipeline::record::{read_file, Outcome, ReadConversation, Refusal};
 use crate::rules::RuleSet;
 use crate::source::{discover, RawRecord, WalkOptions};
 use crate::validate;
@@ -75,11 +76,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         Some((w, at))
     }) else {
         if let Some(damage) = damage {
-            bail!(
-                "{}: {} (before the record asked for)",
-                damage.location,
-                damage.message
-            );
+            bail!("{damage} (before the record asked for)");
         }
         match target.line {
             Some(l) => bail!("{}: no record starts on line {l}", file.display),
@@ -105,12 +102,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
             format!("{what}, dropped by rule `{rule}`: it holds no conversation"),
         ),
         (None, Some(Outcome::Converted(_) | Outcome::Merged | Outcome::NotSampled) | None) => {
-            Explained::refused(
-                record,
-                format,
-                "not_a_record",
-                format!("the {format} reader gave no account of this record (a bug: please report it with the file)"),
-            )
+            Explained::refusal(record, format, &Refusal::Unaccounted(format))
         }
     };
     let mismatch = target
@@ -270,16 +262,7 @@ fn explain(
     let mut conversation = match convert(transcript, rules, &key) {
         Ok(conversation) => conversation,
         Err(err) => {
-            let at = err
-                .message
-                .map(|m| format!(" at message {m}"))
-                .unwrap_or_default();
-            let mut explained = Explained::refused(
-                first,
-                format,
-                "rule",
-                format!("{}{at} (rule `{}`)", err.reason, err.rule),
-            );
+            let mut explained = Explained::refusal(first, format, &Refusal::Rule(err));
             explained.records = records;
             explained.messages = inputs
                 .into_iter()
@@ -295,12 +278,7 @@ fn explain(
     let bytes = match renderer(Format::Codex).render(&mut conversation, rules) {
         Ok(bytes) => bytes,
         Err(err) => {
-            let mut explained = Explained::refused(
-                first,
-                format,
-                "rule",
-                format!("{} (rule `{}`)", err.reason, err.rule),
-            );
+            let mut explained = Explained::refusal(first, format, &Refusal::Rule(err));
             explained.records = records;
             return explained;
         }
@@ -308,7 +286,7 @@ fn explain(
     let violations = validate::check(&bytes, Some(&conversation.meta.id), &rules.markers);
     let base = conversation.meta.base_instructions.as_ref();
     Explained {
-        record: format!("{}", first.location),
+        record: first.location.to_string(),
         format: format.name().to_string(),
         records,
         session_id: conversation.meta.id.clone(),
@@ -356,10 +334,16 @@ struct RefusedView {
 }
 
 impl Explained {
+    /// A record the pipeline would quarantine for `why`: its class and reason as the
+    /// quarantine line writes them (without the location, which `record` gives).
+    fn refusal(record: &RawRecord, format: SourceFormat, why: &Refusal) -> Explained {
+        Explained::refused(record, format, why.class().name(), why.to_string())
+    }
+
     /// A record that becomes no session: its class and why.
     fn refused(record: &RawRecord, format: SourceFormat, class: &str, reason: String) -> Explained {
         Explained {
-            record: format!("{}", record.location),
+            record: record.location.to_string(),
             format: format.name().to_string(),
             records: 1,
             session_id: String::new(),

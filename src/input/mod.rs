@@ -48,6 +48,8 @@ pub use parse::parse_record;
 
 use thiserror::Error;
 
+use crate::model::quarantine::{QuarantineClass, QuarantineReason};
+
 /// Why a record could not be read as a conversation.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum InputError {
@@ -94,4 +96,30 @@ pub enum InputError {
         index: usize,
         problem: String,
     },
+}
+
+/// Each error's class, beside the error: a new variant is classed here, where the compiler
+/// asks for it, not in a list kept by the quarantine's writer.
+impl QuarantineReason for InputError {
+    fn class(&self) -> QuarantineClass {
+        match self {
+            InputError::InvalidJson(_) => QuarantineClass::InvalidJson,
+            InputError::InvalidUnicode(_) => QuarantineClass::InvalidUnicode,
+            InputError::Truncated => QuarantineClass::Truncated,
+            InputError::NotARecord(_) | InputError::NotInFormat { .. } => {
+                QuarantineClass::NotARecord
+            }
+            InputError::RolloutLine(_) => QuarantineClass::RolloutLine,
+            InputError::BatchResultWithoutRequest(_) => {
+                QuarantineClass::BatchResultWithoutRequest
+            }
+            InputError::NoMessages(_) => QuarantineClass::NoMessages,
+            InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
+            InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,
+            InputError::BadMessage { .. } => QuarantineClass::BadMessage,
+            InputError::RefusedByRule { .. } => QuarantineClass::Rule,
+            InputError::MissingLink(_) => QuarantineClass::MissingLink,
+            InputError::BatchFailed { .. } => QuarantineClass::BatchFailed,
+        }
+    }
 }

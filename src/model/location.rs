@@ -22,3 +22,32 @@ impl fmt::Display for Location {
         write!(f, ")")
     }
 }
+
+impl Location {
+    /// `cause`, found here.
+    pub fn at<E>(&self, cause: E) -> Located<E> {
+        Located {
+            location: self.clone(),
+            cause,
+        }
+    }
+}
+
+/// A cause with the place it was found, which formats the two as the style asks of every
+/// per-record error: `archive/2024-05.jsonl.zst:1842 (byte 918233): invalid JSON: ...`. The
+/// one way a location is put in front of a reason, so that it is never left out and never
+/// spelt by hand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Located<E> {
+    pub location: Location,
+    pub cause: E,
+}
+
+impl<E: fmt::Display> fmt::Display for Located<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.cause)
+    }
+}
+
+/// No `source`: the cause is already in the message, and an error chain would print it twice.
+impl<E: fmt::Display + fmt::Debug> std::error::Error for Located<E> {}

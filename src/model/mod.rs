@@ -15,17 +15,23 @@
 //! - [`conversation`]: a converted conversation's items, each with its kind and origin.
 //! - [`time`]: the wire format's timestamps (RFC 3339, milliseconds, `Z`), read and written;
 //!   the one piece of logic here, because both sides of the wire need the same format.
-//! - [`location`]: where a record came from (file, line, byte offset), carried by every error.
+//! - [`location`]: where a record came from (file, line, byte offset), and [`Located`], a
+//!   cause with its location that formats both (`file:line (byte N): cause`).
+//! - [`quarantine`]: a quarantine's class (`bad_message`, `too_large`, `invariant`, ...) and
+//!   the stage that refused the record; [`invariant`]: the invariants a rollout keeps. Both
+//!   are named by the stages that refuse records and by the writer of `quarantine.jsonl`.
 //! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
 //!   and occurrence), from which its session id is made.
 
 pub mod conversation;
 pub mod identity;
+pub mod invariant;
 pub mod json;
 pub mod location;
+pub mod quarantine;
 pub mod responses;
 pub mod rollout;
 pub mod time;
 pub mod transcript;
 
-pub use location::Location;
+pub use location::{Located, Location};

@@ -17,7 +17,7 @@ use std::io::{BufWriter, Write};
 use serde::{Deserialize, Serialize};
 
 use super::reader::Work;
-use super::record::{Converted, Outcome};
+use super::record::{Converted, Outcome, Refusal};
 use super::{format_name, FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport, WithheldReport};
@@ -27,7 +27,6 @@ use crate::model::responses::Format;
 use crate::output::bodies::BodyFile;
 use crate::output::guard::key;
 use crate::output::manifest::{FileEntry, RolloutEntry};
-use crate::output::quarantine::QuarantineClass;
 use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal};
 
 pub struct Collector<'h> {
@@ -656,19 +655,9 @@ impl<'h> Collector<'h> {
                 self.summary.totals.joined += 1;
                 continue;
             }
-            let location = &result.record.location;
-            let (class, reason) = match result.failure() {
-                // An Anthropic result with no message: its own reason says more.
-                Some(failure) => (
-                    QuarantineClass::BatchFailed,
-                    format!("{location}: {failure} (its request is not in the input)"),
-                ),
-                None => (
-                    QuarantineClass::BatchResultWithoutRequest,
-                    format!("{location}: batch result line whose request (same custom_id) is not in the input"),
-                ),
-            };
-            let entry = QuarantineEntry::new(location, class, reason, &result.record.bytes);
+            // An Anthropic result with no message: its own reason says more.
+            let why = Refusal::UnclaimedResult(result.failure());
+            let entry = QuarantineEntry::new(&result.record.location.at(why), &result.record.bytes);
             self.quarantined(&entry)?;
         }
         Ok(())

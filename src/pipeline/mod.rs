@@ -28,6 +28,7 @@ pub mod claims;
 pub mod collect;
 pub mod reader;
 pub mod record;
+mod refusal;
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -3,6 +3,7 @@
 //! It does no I/O: the caller writes what it returns.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -11,7 +12,7 @@ use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
 use crate::convert::render::renderer;
-use crate::convert::{convert, ConvertError, ItemKind, OutPayload, RecordKey};
+use crate::convert::{convert, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::format::{
     FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
@@ -19,15 +20,16 @@ use crate::input::format::{
 use crate::input::SourceFormat;
 use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
+use crate::model::Located;
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::Transcript;
 use crate::output::manifest::digest;
-use crate::output::quarantine::QuarantineClass;
 use crate::output::{Placed, QuarantineEntry};
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{records_in, RawRecord, RecordEvent};
-use crate::validate::{self, Invariant};
+pub use super::refusal::Refusal;
+use crate::validate;
 
 /// What became of one record: every record of a [`Records`] work ends in exactly one.
 #[derive(Debug)]
@@ -196,32 +198,11 @@ pub fn finish(
         source: source_key,
         record,
     };
-    let mut conversation = match convert(transcript, rules, &key) {
-        Ok(c) => c,
-        Err(ConvertError {
-            rule,
-            reason,
-            message,
-        }) => {
-            let at = message
-                .map(|m| format!(" at message {m}"))
-                .unwrap_or_default();
-            return Err((
-                QuarantineClass::Rule,
-                format!("{reason}{at} (rule `{rule}`)"),
-            ));
-        }
-    };
-    let bytes = match renderer(format).render(&mut conversation, rules) {
-        Ok(bytes) => bytes,
-        Err(ConvertError { rule, reason, .. }) => {
-            return Err((QuarantineClass::Rule, format!("{reason} (rule `{rule}`)")))
-        }
-    };
-    let account = match check(&bytes, &conversation, bytes_in, rules, format) {
-        Ok(account) => account,
-        Err((class, reason)) => return Err((class, reason)),
-    };
+    let mut conversation = convert(transcript, rules, &key).map_err(Refusal::Rule)?;
+    let bytes = renderer(format)
+        .render(&mut conversation, rules)
+        .map_err(Refusal::Rule)?;
+    let account = check(&bytes, &conversation, bytes_in, rules, format)?;
     let items = conversation.items.iter().map(item_kind).collect();
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();
     // The path as text, then as a path (`Path::display` read it back through a lossy UTF-8
@@ -281,15 +262,14 @@ pub struct WorkContext<'a> {
     pub baseline: bool,
 }
 
-/// A quarantine of `record` on its own, unchanged; `reason` is prefixed with its location.
-fn refuse(record: &RawRecord, class: QuarantineClass, reason: &dyn std::fmt::Display) -> Outcome {
-    let reason = format!("{}: {reason}", record.location);
-    Outcome::Quarantined(QuarantineEntry::new(
-        &record.location,
-        class,
-        reason,
-        &record.bytes,
-    ))
+/// A quarantine of `record` on its own, unchanged, refused for `why` at its location.
+fn refuse(record: &RawRecord, why: Refusal) -> Outcome {
+    quarantine(record, &record.location.at(why))
+}
+
+/// A quarantine of `record`, unchanged, for `cause`.
+fn quarantine(record: &RawRecord, cause: &Located<Refusal>) -> Outcome {
+    Outcome::Quarantined(QuarantineEntry::new(cause, &record.bytes))
 }
 
 /// The one way records become outcomes, whatever their format: the work's records through
@@ -333,12 +313,8 @@ fn process_with(
         .iter()
         .zip(outcomes)
         .map(|((record, _), outcome)| {
-            let mut outcome = outcome.unwrap_or_else(|| {
-                let reason = format!(
-                    "the {format} reader gave no account of this record (a bug: please report it with the file)"
-                );
-                refuse(record, QuarantineClass::NotARecord, &reason)
-            });
+            let mut outcome =
+                outcome.unwrap_or_else(|| refuse(record, Refusal::Unaccounted(format)));
             if let (Outcome::Converted(done), true) = (&mut outcome, context.baseline) {
                 settle(done, context);
             }
@@ -408,15 +384,15 @@ fn read_and_convert(
                 settle(&mut done, context);
                 Outcome::Converted(done)
             }
-            Err((class, reason)) => {
-                // One quarantine line per record, each unchanged.
+            Err(why) => {
+                // One quarantine line per record, each unchanged; the later ones point to the
+                // first.
+                let first = Arc::new(record.location.at(why));
                 for &i in &indexes[1..] {
                     let (other, _) = &work.records[i];
-                    let reason =
-                        format!("part of the conversation at {}: {reason}", record.location);
-                    outcomes[i] = Some(refuse(other, class, &reason));
+                    outcomes[i] = Some(refuse(other, Refusal::PartOf(Arc::clone(&first))));
                 }
-                refuse(record, class, &reason)
+                quarantine(record, &first)
             }
         });
     }
@@ -444,16 +420,12 @@ pub fn read_work(
         if outcomes[index].is_some() {
             continue;
         }
-        if let Some((class, reason)) = too_large(record) {
-            outcomes[index] = Some(refuse(record, class, &reason));
+        if let Some(why) = too_large(record) {
+            outcomes[index] = Some(refuse(record, why));
             continue;
         }
         if record.truncated {
-            outcomes[index] = Some(refuse(
-                record,
-                QuarantineClass::Truncated,
-                &InputError::Truncated,
-            ));
+            outcomes[index] = Some(refuse(record, Refusal::Input(InputError::Truncated)));
             continue;
         }
         // A format's own reading of the raw bytes (Chat Completions: straight from the
@@ -490,7 +462,7 @@ pub fn read_work(
                 index,
                 repairs: 0,
             }),
-            Err(err) => outcomes[index] = Some(refuse(record, input_class(&err), &err)),
+            Err(err) => outcomes[index] = Some(refuse(record, Refusal::Input(err))),
         }
     }
     let mut read = if inputs.is_empty() {
@@ -506,7 +478,7 @@ pub fn read_work(
     for (index, err) in read.refused {
         if let Some(slot @ None) = outcomes.get_mut(index) {
             let (record, _) = &work.records[index];
-            *slot = Some(refuse(record, input_class(&err), &err));
+            *slot = Some(refuse(record, Refusal::Input(err)));
         }
     }
     for dropped in read.dropped {
@@ -667,17 +639,13 @@ pub fn read_file(
     (reads, damage)
 }
 
-/// A refusal: the class and the reason of a quarantine.
-pub type Refusal = (QuarantineClass, String);
-
 /// The refusal of a record longer than `--max-record-bytes`, whose first bytes only were read.
 fn too_large(record: &RawRecord) -> Option<Refusal> {
     let size = record.oversized?;
-    let reason = format!(
-        "the record is {size} bytes, more than --max-record-bytes: not read (the quarantine keeps its first {} bytes)",
-        record.bytes.len()
-    );
-    Some((QuarantineClass::TooLarge, reason))
+    Some(Refusal::TooLarge {
+        size,
+        kept: record.bytes.len(),
+    })
 }
 
 /// The invariants on the written bytes, then the text accounting.
@@ -695,21 +663,17 @@ fn check(
         ),
         Format::Responses(_) => (validate::responses::check_body(bytes), "body"),
     };
-    if let Some(first) = violations.first() {
-        let reason = format!("[{}] {what} {}", first.invariant, first);
-        return Err((QuarantineClass::Invariant(first.invariant), reason));
+    let mut violations = violations.into_iter();
+    if let Some(first) = violations.next() {
+        return Err(Refusal::Invariants {
+            what,
+            first,
+            more: violations.collect(),
+        });
     }
     let account = conversation.account(bytes_in);
     if !account.balanced() {
-        let reason = format!(
-            "[{}] text bytes in {} + added {} != out {} + dropped {}",
-            Invariant::Accounting,
-            account.bytes_in,
-            account.bytes_added,
-            account.bytes_out,
-            account.bytes_dropped
-        );
-        return Err((QuarantineClass::Invariant(Invariant::Accounting), reason));
+        return Err(Refusal::Unbalanced(account));
     }
     Ok(account)
 }
@@ -718,16 +682,12 @@ fn check(
 /// must stay close to in throughput (`samples/bench.sh`).
 pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
     let location = &record.location;
-    if let Some((class, reason)) = too_large(record) {
-        return Outcome::Quarantined(QuarantineEntry::new(location, class, reason, &record.bytes));
+    if let Some(why) = too_large(record) {
+        return refuse(record, why);
     }
     let value = match parse_record(&record.bytes, true) {
         Ok((value, _)) => value,
-        Err(err) => {
-            let entry =
-                QuarantineEntry::new(location, input_class(&err), err.to_string(), &record.bytes);
-            return Outcome::Quarantined(entry);
-        }
+        Err(err) => return refuse(record, Refusal::Input(err)),
     };
     let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
     bytes.push(b'\n');
@@ -753,25 +713,6 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         records: 1,
         links: Links::default(),
     }))
-}
-
-pub fn input_class(err: &InputError) -> QuarantineClass {
-    match err {
-        InputError::InvalidJson(_) => QuarantineClass::InvalidJson,
-        InputError::InvalidUnicode(_) => QuarantineClass::InvalidUnicode,
-        InputError::Truncated => QuarantineClass::Truncated,
-        InputError::NotARecord(_) => QuarantineClass::NotARecord,
-        InputError::RolloutLine(_) => QuarantineClass::RolloutLine,
-        InputError::BatchResultWithoutRequest(_) => QuarantineClass::BatchResultWithoutRequest,
-        InputError::NoMessages(_) => QuarantineClass::NoMessages,
-        InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
-        InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,
-        InputError::BadMessage { .. } => QuarantineClass::BadMessage,
-        InputError::NotInFormat { .. } => QuarantineClass::NotARecord,
-        InputError::RefusedByRule { .. } => QuarantineClass::Rule,
-        InputError::MissingLink(_) => QuarantineClass::MissingLink,
-        InputError::BatchFailed { .. } => QuarantineClass::BatchFailed,
-    }
 }
 
 /// Keys of the record and its messages that nothing converts, for the audit.
@@ -1098,7 +1039,7 @@ not json
         let Outcome::Quarantined(entry) = outcome else {
             panic!("expected a quarantine, got {outcome:?}");
         };
-        assert_eq!(entry.class, QuarantineClass::Rule);
+        assert_eq!(entry.class, crate::model::quarantine::QuarantineClass::Rule);
         assert_eq!(
             entry.class.stage(),
             crate::output::quarantine::Stage::Convert

@@ -57,6 +57,18 @@ pub struct Damage {
     pub message: String,
 }
 
+/// Where the file broke and why, as the run reports it:
+/// `path:line (byte N), compressed byte C: message`.
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.location)?;
+        if let Some(compressed) = self.compressed_offset {
+            write!(f, ", compressed byte {compressed}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
 /// What reading a file yields, in order.
 #[derive(Debug)]
 pub enum RecordEvent {

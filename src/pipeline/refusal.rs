@@ -83,8 +83,11 @@ impl fmt::Display for Refusal {
                 }
                 write!(f, " (rule `{rule}`)")
             }
-            Refusal::Invariants { what, first, .. } => {
-                write!(f, "[{}] {what} {first}", first.invariant)
+            // Every violation, the first one's invariant (the class) in front:
+            // `[3-roles] rollout line 2: [3-roles] ...; line 5: [6-call_pairing] ...`.
+            Refusal::Invariants { what, first, more } => {
+                write!(f, "[{}] {what} {first}", first.invariant)?;
+                more.iter().try_for_each(|v| write!(f, "; {v}"))
             }
             Refusal::Unbalanced(account) => write!(
                 f,
@@ -107,5 +110,67 @@ impl fmt::Display for Refusal {
             ),
             Refusal::PartOf(first) => write!(f, "part of the conversation at {first}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::quarantine::QuarantineClass;
+    use crate::model::Location;
+    use crate::output::QuarantineEntry;
+
+    fn at(line: u64) -> Location {
+        Location {
+            path: "in.jsonl".into(),
+            line,
+            byte_offset: 10 * line,
+            element: None,
+        }
+    }
+
+    fn violation(invariant: Invariant, line: usize, message: &str) -> Violation {
+        Violation {
+            invariant,
+            line,
+            message: message.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_violation_is_in_the_reason_and_the_first_is_the_class() {
+        let why = Refusal::Invariants {
+            what: "rollout",
+            first: violation(Invariant::Roles, 2, "role `wizard`"),
+            more: vec![violation(Invariant::CallPairing, 5, "no output")],
+        };
+        let entry = QuarantineEntry::new(&at(3).at(why), b"{}");
+        assert_eq!(entry.class, QuarantineClass::Invariant(Invariant::Roles));
+        assert_eq!(
+            entry.reason,
+            "in.jsonl:3 (byte 30): [3-roles] rollout line 2: [3-roles] role `wizard`; \
+             line 5: [6-call_pairing] no output"
+        );
+    }
+
+    #[test]
+    fn a_later_record_of_a_refused_conversation_names_both_places_and_the_first_class() {
+        let first = Arc::new(at(1).at(Refusal::Unbalanced(Account {
+            bytes_in: 3,
+            bytes_out: 2,
+            bytes_dropped: 0,
+            bytes_added: 0,
+        })));
+        let entry = QuarantineEntry::new(&at(2).at(Refusal::PartOf(first)), b"{}");
+        assert_eq!(
+            entry.class,
+            QuarantineClass::Invariant(Invariant::Accounting)
+        );
+        assert_eq!(
+            entry.reason,
+            "in.jsonl:2 (byte 20): part of the conversation at in.jsonl:1 (byte 10): \
+             [12-accounting] text bytes in 3 + added 0 != out 2 + dropped 0"
+        );
+        assert_eq!((entry.line, entry.byte_offset), (2, 20));
     }
 }

@@ -39,7 +39,7 @@ impl SourceFormat {
     pub const ANTHROPIC: SourceFormat = SourceFormat::named("anthropic");
 }
 
-const FORMAT: &str = SourceFormat::ANTHROPIC.name();
+const FORMAT: SourceFormat = SourceFormat::ANTHROPIC;
 
 /// Whether a request body looks like the Messages API's (not Chat Completions').
 fn is_messages_request(body: &Value) -> bool {
@@ -600,7 +600,7 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
         model: entry.model,
         finished,
         messages_at: "messages".into(),
-        format: FORMAT,
+        format: Some(FORMAT),
         ..RecordMeta::default()
     });
     built.messages(messages);

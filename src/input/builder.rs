@@ -44,7 +44,7 @@ impl TranscriptBuilder {
     pub fn new(format: SourceFormat, messages_at: impl Into<String>) -> TranscriptBuilder {
         TranscriptBuilder {
             meta: RecordMeta {
-                format: format.name(),
+                format: Some(format),
                 messages_at: messages_at.into(),
                 ..RecordMeta::default()
             },

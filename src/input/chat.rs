@@ -263,7 +263,7 @@ fn transcript(
     messages: Vec<Message>,
 ) -> Result<Transcript, InputError> {
     meta.messages_at = path;
-    meta.format = SourceFormat::CHAT.name();
+    meta.format = Some(SourceFormat::CHAT);
     let mut built = TranscriptBuilder::with_meta(meta);
     built.tools(tools);
     if let Value::Object(map) = &value {

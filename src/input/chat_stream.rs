@@ -35,7 +35,7 @@ impl SourceFormat {
     pub const CHAT_STREAM: SourceFormat = SourceFormat::named("chat-stream");
 }
 
-const FORMAT: &str = SourceFormat::CHAT_STREAM.name();
+const FORMAT: SourceFormat = SourceFormat::CHAT_STREAM;
 
 /// Whether `value` is a `chat.completion.chunk`.
 fn is_chunk(value: &Value) -> bool {
@@ -624,7 +624,7 @@ mod tests {
             }]
         );
         assert_eq!(c.transcript.meta.model.as_deref(), Some("m"));
-        assert_eq!(c.transcript.meta.format, "chat-stream");
+        assert_eq!(c.transcript.meta.format, Some(FORMAT));
     }
 
     #[test]

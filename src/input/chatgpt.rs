@@ -50,10 +50,10 @@ pub struct ChatGptReader;
 /// The name the audit writes.
 impl SourceFormat {
     /// ChatGPT data exports (conversations.json, the export zip, single conversations).
-    pub const CHATGPT: SourceFormat = SourceFormat::named("chatgpt");
+    pub const CHATGPT: SourceFormat = SourceFormat::named("chatgpt").with_global_ids();
 }
 
-const FORMAT: &str = SourceFormat::CHATGPT.name();
+const FORMAT: SourceFormat = SourceFormat::CHATGPT;
 /// Citation markers: `\u{e200}cite\u{e202}turn0search3\u{e201}`.
 const CITE_START: char = '\u{e200}';
 const CITE_END: char = '\u{e201}';
@@ -490,7 +490,7 @@ pub fn conversation(
             .get("default_model_slug")
             .and_then(Value::as_str)
             .map(str::to_string),
-        format: FORMAT,
+        format: Some(FORMAT),
         title: object
             .get("title")
             .and_then(Value::as_str)

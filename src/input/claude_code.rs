@@ -47,10 +47,10 @@ pub struct ClaudeCodeReader;
 
 impl SourceFormat {
     /// Claude Code session files (~/.claude/projects/*/*.jsonl).
-    pub const CLAUDE_CODE: SourceFormat = SourceFormat::named("claude-code");
+    pub const CLAUDE_CODE: SourceFormat = SourceFormat::named("claude-code").with_global_ids();
 }
 
-const FORMAT: &str = SourceFormat::CLAUDE_CODE.name();
+const FORMAT: SourceFormat = SourceFormat::CLAUDE_CODE;
 
 /// Line types that hold a conversation message.
 const MESSAGE_TYPES: [&str; 2] = ["user", "assistant"];
@@ -437,7 +437,7 @@ struct Response {
 fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
     let policy = &rules.policy;
     let mut meta = RecordMeta {
-        format: FORMAT,
+        format: Some(FORMAT),
         title: titles.best(),
         messages_at: "lines".to_string(),
         ..RecordMeta::default()

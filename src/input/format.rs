@@ -10,7 +10,6 @@
 //! [`Transcript`]s, and everything after (classification by rule files, conversion, invariants,
 //! quarantine, the audit) is the same for every format.
 
-use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,24 +22,14 @@ use super::InputError;
 use crate::model::transcript::Transcript;
 use crate::rules::RuleSet;
 
-/// A source format, by the name `--from` takes and the audit writes. Each format's module
-/// declares its own constant (`impl SourceFormat { pub const SHAREGPT: SourceFormat = ... }`)
-/// beside its reader, and the set of formats is the list of readers ([`readers`]): adding a
-/// format is a new module and one line there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SourceFormat(&'static str);
+/// A source format (the type is in `model`, since a transcript names its format). Each
+/// format's module declares its own constant (`impl SourceFormat { pub const SHAREGPT:
+/// SourceFormat = ... }`) beside its reader, and the set of formats is the list of readers
+/// ([`readers`]): adding a format is a new module and one line there.
+pub use crate::model::source_format::SourceFormat;
 
+/// What the reader registry knows of a format.
 impl SourceFormat {
-    /// The format named `name`; for a reader's module to declare its own.
-    pub const fn named(name: &'static str) -> SourceFormat {
-        SourceFormat(name)
-    }
-
-    /// The name `--from` takes and the audit writes.
-    pub const fn name(self) -> &'static str {
-        self.0
-    }
-
     /// Every format, in detection order.
     pub fn all() -> impl Iterator<Item = SourceFormat> {
         readers().iter().map(|r| r.format())
@@ -49,12 +38,6 @@ impl SourceFormat {
     /// What the format is, for `--help` and errors.
     pub fn describe(self) -> &'static str {
         reader(self).describe()
-    }
-}
-
-impl fmt::Display for SourceFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

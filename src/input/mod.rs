@@ -75,7 +75,7 @@ pub enum InputError {
     EmptyMessages(String),
     #[error("not a {format} record: {problem}")]
     NotInFormat {
-        format: &'static str,
+        format: SourceFormat,
         problem: String,
     },
     #[error("{reason} (rule `{rule}`)")]

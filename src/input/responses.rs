@@ -43,7 +43,7 @@ impl SourceFormat {
     pub const RESPONSES: SourceFormat = SourceFormat::named("responses");
 }
 
-const FORMAT: &str = SourceFormat::RESPONSES.name();
+const FORMAT: SourceFormat = SourceFormat::RESPONSES;
 
 /// Keys an item loses on the way to Codex.
 const NORMALISED: [&str; 4] = ["id", "status", "annotations", "logprobs"];

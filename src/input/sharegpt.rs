@@ -45,7 +45,7 @@ impl SourceFormat {
     pub const SHAREGPT: SourceFormat = SourceFormat::named("sharegpt");
 }
 
-const FORMAT: &str = SourceFormat::SHAREGPT.name();
+const FORMAT: SourceFormat = SourceFormat::SHAREGPT;
 
 fn is_classic(value: &Value, tags: &ShareGptTags) -> bool {
     value

@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 
+use super::source_format::SourceFormat;
+
 /// A record's own identity: the digest of its bytes, and how many identical records came
 /// before it in its file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -67,28 +69,24 @@ impl Occurrences {
     }
 }
 
-/// Source formats whose conversation ids are unique beyond one file, so they name a
-/// conversation wherever it is found.
-pub const GLOBAL_ID_FORMATS: [&str; 2] = ["claude-code", "chatgpt"];
-
-/// The identity of a conversation: its source's own id where the format has global ids,
-/// otherwise its first record's. `spawned` is true for a conversation spawned from another
+/// The identity of a conversation: its source's own id where the format has global ids
+/// ([`SourceFormat::has_global_ids`]), otherwise its first record's. `spawned` is true for a conversation spawned from another
 /// under the same source id (a subagent's sidechain).
 pub fn conversation_identity(
-    format: &str,
+    format: Option<SourceFormat>,
     source_id: Option<&str>,
     spawned: bool,
     first: &RecordId,
 ) -> String {
-    match source_id {
-        Some(id) if !id.is_empty() && GLOBAL_ID_FORMATS.contains(&format) => {
+    match (format, source_id) {
+        (Some(format), Some(id)) if !id.is_empty() && format.has_global_ids() => {
             if spawned {
                 format!("{format}:{id}/{}", first.identity())
             } else {
                 format!("{format}:{id}")
             }
         }
-        Some(_) | None => first.identity(),
+        (Some(_) | None, Some(_) | None) => first.identity(),
     }
 }
 
@@ -114,15 +112,16 @@ mod tests {
     #[test]
     fn global_ids_name_the_conversation_and_others_fall_back_to_the_record() {
         let first = RecordId::of(b"line");
-        let main = conversation_identity("claude-code", Some("s1"), false, &first);
+        let claude = Some(SourceFormat::named("claude-code").with_global_ids());
+        let main = conversation_identity(claude, Some("s1"), false, &first);
         assert_eq!(main, "claude-code:s1");
-        let side = conversation_identity("claude-code", Some("s1"), true, &first);
+        let side = conversation_identity(claude, Some("s1"), true, &first);
         assert_ne!(side, main);
         // A batch custom_id is unique only within its batch: the record names it.
-        let batch = conversation_identity("chat", Some("request-1"), false, &first);
+        let batch = conversation_identity(Some(SourceFormat::named("chat")), Some("request-1"), false, &first);
         assert_eq!(batch, first.identity());
         assert_eq!(
-            conversation_identity("chatgpt", None, false, &first),
+            conversation_identity(claude, None, false, &first),
             first.identity()
         );
     }

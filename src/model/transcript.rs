@@ -3,6 +3,8 @@
 //! Strings are copied out of the parsed JSON once, then moved; everything an input shape can
 //! say about a message has a field here, and what has no field is listed in `ignored_fields`.
 
+use super::source_format::SourceFormat;
+
 /// One input conversation: its messages in order and what the record says about itself.
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
@@ -61,8 +63,8 @@ pub struct RecordMeta {
     pub messages_by_shape: bool,
     /// Lone surrogate escapes or invalid UTF-8 sequences replaced by U+FFFD while reading.
     pub unicode_repairs: usize,
-    /// The source format's name (`chat`, `claude-code`, `chatgpt`, ...).
-    pub format: &'static str,
+    /// The source format it was read from (`None` only for a transcript no reader made).
+    pub format: Option<SourceFormat>,
     /// A title the source gives the conversation (Claude Code `summary`/`custom-title`/
     /// `ai-title`, ChatGPT `title`).
     pub title: Option<String>,

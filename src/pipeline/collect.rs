@@ -23,6 +23,7 @@ use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport, WithheldReport};
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
+use crate::input::SourceFormat;
 use crate::model::responses::Format;
 use crate::output::bodies::BodyFile;
 use crate::output::guard::key;
@@ -49,7 +50,7 @@ pub struct Collector<'h> {
     /// Files being read: their records converted and quarantined so far (`--verbose`).
     counts: HashMap<usize, FileCounts>,
     /// Files read by a format other than chat, with it.
-    formats: HashMap<usize, &'static str>,
+    formats: HashMap<usize, SourceFormat>,
     /// The titles sources gave the conversations written, for Codex's thread names.
     thread_names: Vec<crate::output::session_index::IndexEntry>,
     /// Where each segment started: (file's place in the walk, range, marks).
@@ -277,7 +278,7 @@ impl<'h> Collector<'h> {
                     });
                 }
                 Work::Records(work) => {
-                    self.formats.insert(work.file, work.format.name());
+                    self.formats.insert(work.file, work.format);
                     for ((record, _), outcome) in work.records.iter().zip(outcomes) {
                         records += 1;
                         bytes += read_size(record);
@@ -286,9 +287,9 @@ impl<'h> Collector<'h> {
                     }
                 }
                 Work::FileEnd(file) => {
-                    let format = self.formats.remove(file).unwrap_or("chat");
+                    let format = self.formats.remove(file).unwrap_or(SourceFormat::CHAT);
                     if self.counted(*file) {
-                        bump(&mut self.summary.reading.formats, format, 1);
+                        bump(&mut self.summary.reading.formats, format.name(), 1);
                     }
                     let mut counts = self.counts.remove(file).unwrap_or_default();
                     counts.file = self.files[*file].source.display.to_string();

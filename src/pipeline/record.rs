@@ -109,7 +109,7 @@ pub struct Converted {
 #[derive(Debug, Default, Serialize)]
 pub struct Links {
     #[serde(skip_serializing_if = "is_chat")]
-    pub format: &'static str,
+    pub format: Option<SourceFormat>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -172,8 +172,8 @@ fn is_one(n: &u64) -> bool {
     *n == 1
 }
 
-fn is_chat(format: &&'static str) -> bool {
-    format.is_empty() || *format == "chat"
+fn is_chat(format: &Option<SourceFormat>) -> bool {
+    format.is_none_or(|format| format == SourceFormat::CHAT)
 }
 
 /// A transcript, from any source format, through convert → render → validate → account:

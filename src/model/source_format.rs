@@ -1,0 +1,58 @@
+//! A conversation's source format, as a value: the name `--from` takes and the audit writes,
+//! and what the format's ids promise. Each reader declares its own format beside its reader
+//! (`impl SourceFormat { pub const SHAREGPT: SourceFormat = ... }` in `input::sharegpt`); the
+//! type is here because a [`Transcript`](super::transcript::Transcript) says which format it
+//! was read from and the converter, which knows no reader, keys session ids by it.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// A source format, compared as a value (never by its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceFormat {
+    name: &'static str,
+    global_ids: bool,
+}
+
+impl SourceFormat {
+    /// The format named `name`; for a reader's module to declare its own.
+    pub const fn named(name: &'static str) -> SourceFormat {
+        SourceFormat {
+            name,
+            global_ids: false,
+        }
+    }
+
+    /// The same format, whose conversation ids are unique beyond one file (a Claude Code
+    /// `sessionId`, a ChatGPT conversation `id`): they name a conversation wherever it is
+    /// found, so its session id is made from them.
+    pub const fn with_global_ids(self) -> SourceFormat {
+        SourceFormat {
+            global_ids: true,
+            ..self
+        }
+    }
+
+    /// The name `--from` takes and the audit writes.
+    pub const fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// Whether the format's conversation ids are unique beyond one file.
+    pub const fn has_global_ids(self) -> bool {
+        self.global_ids
+    }
+}
+
+impl fmt::Display for SourceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Serialize for SourceFormat {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name)
+    }
+}

@@ -45,7 +45,7 @@ fn converted(transcript: Transcript) -> Conversation {
 fn note(notes: &[SourceNote], rule: &str, what: &str) -> (u64, usize) {
     notes
         .iter()
-        .find(|n| n.rule == rule && n.what == what)
+        .find(|n| n.rule.as_str() == rule && n.what == what)
         .map_or((0, 0), |n| (n.count, n.bytes_dropped))
 }
 
@@ -530,7 +530,7 @@ fn claude_code_a_response_split_over_lines_is_one_response_with_parallel_calls_t
     ];
     let read = claude_with(lines, &rules);
     assert_eq!(read.dropped.len(), 1);
-    assert_eq!(read.dropped[0].rule, "policy.structural_line");
+    assert_eq!(read.dropped[0].rule.as_str(), "policy.structural_line");
     let transcript = &read.conversations[0].transcript;
     assert_eq!(transcript.meta.cwd.as_deref(), Some("/home/me/proj"));
     assert_eq!(transcript.meta.git_branch.as_deref(), Some("main"));

@@ -192,7 +192,7 @@ pub fn convert(
     for note in std::mem::take(&mut transcript.source_notes) {
         decisions.push(Decision {
             message: None,
-            rule: RuleRef::parse(&note.rule),
+            rule: note.rule,
             action: crate::audit::Action::SourceNote {
                 what: note.what,
                 count: note.count,

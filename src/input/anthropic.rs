@@ -390,7 +390,7 @@ fn entry_of(mut value: Value, records: Vec<usize>) -> Result<Entry, InputError> 
             };
             add_note(
                 &mut entry.notes,
-                Builtin::ApiErrorResponse.rule_id(),
+                Builtin::ApiErrorResponse,
                 &what,
                 1,
                 0,
@@ -896,7 +896,7 @@ mod tests {
         assert_eq!(
             second.source_notes,
             vec![SourceNote {
-                rule: "builtin.chain-diverged".into(),
+                rule: crate::rules::Builtin::ChainDiverged.into(),
                 what: "request disagrees at message 3 with the history of record 2: a conversation of its own".into(),
                 count: 1,
                 bytes_dropped: 0,

@@ -26,6 +26,7 @@
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
+use crate::rules::RuleRef;
 use crate::model::transcript::{
     Content, Message, Part, ReasoningOrigin, SourceNote, Thinking, ToolCall,
 };
@@ -82,14 +83,21 @@ pub fn renumber(messages: &mut [Message]) {
 /// Adds `count` to the note with the same rule and what, or appends one. A search: for a list
 /// of the few notes the code names; one whose `what` the input names (a block or item type)
 /// is gathered in [`Notes`].
-pub fn add_note(notes: &mut Vec<SourceNote>, rule: &str, what: &str, count: u64, bytes: usize) {
+pub fn add_note(
+    notes: &mut Vec<SourceNote>,
+    rule: impl Into<RuleRef>,
+    what: &str,
+    count: u64,
+    bytes: usize,
+) {
+    let rule = rule.into();
     if let Some(note) = notes.iter_mut().find(|n| n.rule == rule && n.what == what) {
         note.count += count;
         note.bytes_dropped += bytes;
         return;
     }
     notes.push(SourceNote {
-        rule: rule.to_string(),
+        rule,
         what: what.to_string(),
         count,
         bytes_dropped: bytes,
@@ -104,22 +112,23 @@ pub fn add_note(notes: &mut Vec<SourceNote>, rule: &str, what: &str, count: u64,
 pub struct Notes {
     list: Vec<SourceNote>,
     /// Each rule's whats, with their note's place in `list`.
-    index: FxHashMap<String, FxHashMap<String, usize>>,
+    index: FxHashMap<RuleRef, FxHashMap<String, usize>>,
 }
 
 impl Notes {
     /// Adds `count` and `bytes` to the note of `rule` and `what`, or appends one.
-    pub fn add(&mut self, rule: &str, what: &str, count: u64, bytes: usize) {
-        let at = self.index.get(rule).and_then(|whats| whats.get(what));
+    pub fn add(&mut self, rule: impl Into<RuleRef>, what: &str, count: u64, bytes: usize) {
+        let rule = rule.into();
+        let at = self.index.get(&rule).and_then(|whats| whats.get(what));
         if let Some(note) = at.and_then(|&at| self.list.get_mut(at)) {
             note.count += count;
             note.bytes_dropped += bytes;
             return;
         }
-        let whats = self.index.entry(rule.to_string()).or_default();
+        let whats = self.index.entry(rule.clone()).or_default();
         whats.insert(what.to_string(), self.list.len());
         self.list.push(SourceNote {
-            rule: rule.to_string(),
+            rule,
             what: what.to_string(),
             count,
             bytes_dropped: bytes,
@@ -208,7 +217,7 @@ impl Builder<'_> {
             .is_some_and(|m| !m.tool_calls.is_empty())
     }
 
-    fn note(&mut self, rule: &str, what: &str, bytes: usize) {
+    fn note(&mut self, rule: impl Into<RuleRef>, what: &str, bytes: usize) {
         self.out.notes.add(rule, what, 1, bytes);
     }
 
@@ -288,7 +297,7 @@ impl Builder<'_> {
                     .is_some_and(|s| !s.is_empty())
                 {
                     self.note(
-                        Builtin::ThinkingSignature.rule_id(),
+                        Builtin::ThinkingSignature,
                         "thinking signature",
                         0,
                     );
@@ -303,7 +312,7 @@ impl Builder<'_> {
             }
             "redacted_thinking" => {
                 self.note(
-                    Builtin::RedactedThinking.rule_id(),
+                    Builtin::RedactedThinking,
                     "redacted_thinking block",
                     0,
                 );
@@ -364,7 +373,7 @@ impl Builder<'_> {
     }
 
     fn server_tool(&mut self, kind: &str, mut map: Map<String, Value>) {
-        let rule = PolicyId::ServerTool.rule_id();
+        let rule = PolicyId::ServerTool;
         match self.policy.server_tool {
             ServerTool::Drop => self.note(rule, &format!("{kind} block"), 0),
             ServerTool::Text => {
@@ -505,7 +514,7 @@ fn media_part(
     match source_type.as_str() {
         "text" if policy.text_document == TextDocument::Inline => {
             notes.add(
-                PolicyId::TextDocument.rule_id(),
+                PolicyId::TextDocument,
                 "text document inlined",
                 1,
                 0,
@@ -522,7 +531,7 @@ fn media_part(
                 _ => Vec::new(),
             };
             notes.add(
-                PolicyId::TextDocument.rule_id(),
+                PolicyId::TextDocument,
                 "text document inlined",
                 1,
                 0,
@@ -648,7 +657,7 @@ mod tests {
                 },
             ])
         );
-        assert_eq!(out.notes[0].rule, "policy.text_document");
+        assert_eq!(out.notes[0].rule.as_str(), "policy.text_document");
         let mut as_files = policies();
         as_files.text_document = TextDocument::FilePart;
         let out = map_content(
@@ -746,7 +755,7 @@ mod tests {
         assert_eq!(
             out.notes.to_vec(),
             vec![SourceNote {
-                rule: "builtin.thinking-signature".into(),
+                rule: crate::rules::Builtin::ThinkingSignature.into(),
                 what: "thinking signature".into(),
                 count: 1,
                 bytes_dropped: 0,
@@ -786,7 +795,7 @@ mod tests {
         );
         assert_eq!(out.messages.len(), 1);
         assert!(out.messages[0].thinking.is_empty());
-        assert_eq!(out.notes[0].rule, "builtin.redacted-thinking");
+        assert_eq!(out.notes[0].rule.as_str(), "builtin.redacted-thinking");
         assert_eq!(out.notes[0].count, 2);
     }
 
@@ -811,7 +820,7 @@ mod tests {
             Content::Text(r#"[{"title":"A","type":"web_search_result","url":"https://a"}]"#.into())
         );
         assert_eq!(texts(&m[2]), vec!["found"]);
-        assert!(out.notes.iter().all(|n| n.rule == "policy.server_tool"));
+        assert!(out.notes.iter().all(|n| n.rule.as_str() == "policy.server_tool"));
 
         let mut p = policies();
         p.server_tool = ServerTool::Text;
@@ -845,7 +854,7 @@ mod tests {
         let out = map_content("assistant", Value::Array(blocks), &p);
         let expected: Vec<SourceNote> = (0..n)
             .map(|i| SourceNote {
-                rule: "policy.server_tool".into(),
+                rule: crate::rules::PolicyId::ServerTool.into(),
                 what: format!("k{i}_tool_result block"),
                 count: if i % 3 == 0 { 2 } else { 1 },
                 bytes_dropped: 0,

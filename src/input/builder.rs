@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::blocks::Notes;
 use super::format::SourceFormat;
 use super::InputError;
+use crate::rules::RuleRef;
 use crate::model::transcript::{
     Content, Message, RecordMeta, SourceNote, Thinking, ToolCall, Transcript,
 };
@@ -135,7 +136,7 @@ impl TranscriptBuilder {
 
     /// What the reader dropped or transformed by `rule`: `count` of `what`, holding `bytes`
     /// of text (0 for structure).
-    pub fn note(&mut self, rule: &str, what: &str, count: u64, bytes: usize) {
+    pub fn note(&mut self, rule: impl Into<RuleRef>, what: &str, count: u64, bytes: usize) {
         self.notes.add(rule, what, count, bytes);
     }
 

@@ -156,7 +156,7 @@ pub fn drive<L: Link>(
         let mut notes = Vec::new();
         if members.len() > 1 {
             notes.push(SourceNote {
-                rule: PolicyId::ResentHistory.rule_id().to_string(),
+                rule: PolicyId::ResentHistory.into(),
                 what: merged.to_string(),
                 count: (members.len() - 1) as u64,
                 bytes_dropped: 0,
@@ -189,7 +189,7 @@ pub fn drive<L: Link>(
 /// The note a chain that left another carries: where it diverged from which record.
 pub fn diverged_note(from_record: usize, at: usize) -> SourceNote {
     SourceNote {
-        rule: Builtin::ChainDiverged.rule_id().to_string(),
+        rule: Builtin::ChainDiverged.into(),
         what: format!(
             "request disagrees at message {} with the history of record {}: a conversation of its own",
             at + 1,

@@ -499,7 +499,7 @@ fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut 
         let mut transcript = transcript(last, context)?;
         if extra.0 > 0 {
             transcript.source_notes.push(SourceNote {
-                rule: Builtin::ExtraChoices.rule_id().to_string(),
+                rule: Builtin::ExtraChoices.into(),
                 what: "choice beyond the first".into(),
                 count: extra.0,
                 bytes_dropped: extra.1,
@@ -652,7 +652,7 @@ mod tests {
         let notes = &read.conversations[0].transcript.source_notes;
         let note = notes
             .iter()
-            .find(|n| n.rule == "builtin.unreadable-event")
+            .find(|n| n.rule.as_str() == "builtin.unreadable-event")
             .expect("the dropped event is noted");
         assert_eq!(
             (note.count, note.bytes_dropped),

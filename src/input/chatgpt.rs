@@ -431,11 +431,11 @@ pub fn conversation(
     if inactive > 0 {
         if policy.inactive_branch == DropOrQuarantine::Quarantine {
             return Err(InputError::RefusedByRule {
-                rule: PolicyId::InactiveBranch.rule_id().to_string(),
+                rule: PolicyId::InactiveBranch.into(),
                 reason: format!("{inactive} nodes off the active path"),
             });
         }
-        let rule = PolicyId::InactiveBranch.rule_id();
+        let rule = PolicyId::InactiveBranch;
         add_note(
             &mut walk.notes,
             rule,
@@ -621,14 +621,14 @@ fn text_of(content: &Map<String, Value>, key: &str) -> Option<String> {
 
 impl Walk<'_> {
     fn note(&mut self, id: PolicyId, what: &str, bytes: usize) {
-        add_note(&mut self.notes, id.rule_id(), what, 1, bytes);
+        add_note(&mut self.notes, id, what, 1, bytes);
     }
 
     /// A node dropped by `policy.hidden_node`.
     fn hidden(&mut self, what: &str, message: &Map<String, Value>) -> Result<(), InputError> {
         if self.policy.hidden_node == DropOrQuarantine::Quarantine {
             return Err(InputError::RefusedByRule {
-                rule: PolicyId::HiddenNode.rule_id().to_string(),
+                rule: PolicyId::HiddenNode.into(),
                 reason: format!("a {what}"),
             });
         }
@@ -979,7 +979,7 @@ impl Walk<'_> {
                     let (stripped, count, bytes) = strip_citations(text);
                     if count > 0 {
                         *text = stripped;
-                        let rule = PolicyId::CitationMarkers.rule_id();
+                        let rule = PolicyId::CitationMarkers;
                         add_note(&mut self.notes, rule, "citation marker", count, bytes);
                     }
                 }
@@ -1006,7 +1006,7 @@ impl Walk<'_> {
                         detail: None,
                     }),
                     Err(refusal) => {
-                        let rule = PolicyId::UnresolvedImage.rule_id();
+                        let rule = PolicyId::UnresolvedImage;
                         let what = match refusal {
                             Refusal::Missing => "image not in the export",
                             Refusal::Outside => "image symlink leads outside the export",

@@ -192,14 +192,14 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
             Value::Object(object) if is_sessions_index(&object) => {
                 read.dropped.push(DroppedRecord {
                     index: record.index,
-                    rule: PolicyId::StructuralLine.rule_id().to_string(),
+                    rule: PolicyId::StructuralLine.into(),
                     what: "sessions-index file".to_string(),
                 });
             }
             Value::Object(object) if sidecar(&object).is_some() => {
                 read.dropped.push(DroppedRecord {
                     index: record.index,
-                    rule: PolicyId::StructuralLine.rule_id().to_string(),
+                    rule: PolicyId::StructuralLine.into(),
                     what: sidecar(&object).unwrap_or_default().to_string(),
                 });
             }
@@ -274,14 +274,14 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                     read.refused.push((
                         line.index,
                         InputError::RefusedByRule {
-                            rule: PolicyId::StructuralLine.rule_id().to_string(),
+                            rule: PolicyId::StructuralLine.into(),
                             reason: format!("`{k}` line"),
                         },
                     ));
                 } else {
                     read.dropped.push(DroppedRecord {
                         index: line.index,
-                        rule: PolicyId::StructuralLine.rule_id().to_string(),
+                        rule: PolicyId::StructuralLine.into(),
                         what: format!("{k} line"),
                     });
                 }
@@ -309,7 +309,7 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                 for line in chain {
                     read.dropped.push(DroppedRecord {
                         index: line.index,
-                        rule: PolicyId::Sidechain.rule_id().to_string(),
+                        rule: PolicyId::Sidechain.into(),
                         what: "sidechain (subagent) line".to_string(),
                     });
                 }

@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::chatgpt::ImageFiles;
 use super::inside::InputTree;
 use super::InputError;
+use crate::rules::RuleRef;
 use crate::model::transcript::Transcript;
 use crate::rules::RuleSet;
 
@@ -126,8 +127,8 @@ pub struct SourceConversation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DroppedRecord {
     pub index: usize,
-    /// The rule's id as the audit writes it.
-    pub rule: String,
+    /// The rule that dropped it.
+    pub rule: RuleRef,
     /// What the record was (`progress line`, `file-history-snapshot line`).
     pub what: String,
 }

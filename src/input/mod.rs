@@ -48,6 +48,7 @@ pub use parse::parse_record;
 
 use thiserror::Error;
 
+use crate::rules::RuleRef;
 use crate::model::quarantine::{QuarantineClass, QuarantineReason};
 
 /// Why a record could not be read as a conversation.
@@ -79,7 +80,7 @@ pub enum InputError {
         problem: String,
     },
     #[error("{reason} (rule `{rule}`)")]
-    RefusedByRule { rule: String, reason: String },
+    RefusedByRule { rule: RuleRef, reason: String },
     #[error(
         "previous_response_id `{0}` is in no entry of the file: the history before it is missing"
     )]

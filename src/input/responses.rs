@@ -508,7 +508,7 @@ impl Items<'_> {
     }
 
     fn note(&mut self, what: &str) {
-        self.built.note(PolicyId::HostedTool.rule_id(), what, 1, 0);
+        self.built.note(PolicyId::HostedTool, what, 1, 0);
     }
 
     /// A `message` item: its role (aliased), content (parts normalised) and phase.
@@ -747,7 +747,7 @@ impl Items<'_> {
         }
         if annotations > 0 {
             self.built.note(
-                crate::rules::Builtin::ResponsesAnnotations.rule_id(),
+                crate::rules::Builtin::ResponsesAnnotations,
                 "output_text annotations dropped",
                 annotations,
                 0,
@@ -957,7 +957,7 @@ mod tests {
         assert_eq!(m[2].content, Content::Text("1024\n".into()));
         assert_eq!(m[3].content.texts(), vec!["1024"]);
         let notes = &read.conversations[0].transcript.source_notes;
-        assert_eq!(notes[0].rule, "policy.hosted_tool");
+        assert_eq!(notes[0].rule.as_str(), "policy.hosted_tool");
         assert_eq!(
             notes[0].what,
             "code_interpreter_call item as a call and its output"

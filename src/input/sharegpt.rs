@@ -221,7 +221,7 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
                 .map(str::len)
                 .sum();
             built.note(
-                Builtin::PreferenceRejected.rule_id(),
+                Builtin::PreferenceRejected,
                 "rejected answer of a preference row",
                 1,
                 bytes,
@@ -491,7 +491,7 @@ fn split_observations(messages: &mut Vec<Message>, built: &mut TranscriptBuilder
             continue;
         };
         built.note(
-            PolicyId::SharedObservation.rule_id(),
+            PolicyId::SharedObservation,
             "observation split one item per parallel call",
             1,
             0,
@@ -657,7 +657,7 @@ fn place_images(
                         detail: None,
                     }),
                     Err(refusal) => {
-                        let rule = PolicyId::MissingImage.rule_id();
+                        let rule = PolicyId::MissingImage;
                         let what = refusal.what();
                         match policy.missing_image {
                             MissingImage::Placeholder => {
@@ -699,7 +699,7 @@ fn place_images(
     let left: Vec<String> = next.collect();
     if !left.is_empty() {
         built.note(
-            PolicyId::MissingImage.rule_id(),
+            PolicyId::MissingImage,
             "image with no <image> placeholder: not placed",
             left.len() as u64,
             0,
@@ -760,7 +760,7 @@ fn dataset_tools(tools: Value, built: &mut TranscriptBuilder) {
     } else {
         format!("dataset tools: {}", names.join(", "))
     };
-    built.note(Builtin::DatasetTools.rule_id(), &what, 1, 0);
+    built.note(Builtin::DatasetTools, &what, 1, 0);
 }
 
 #[cfg(test)]
@@ -925,7 +925,7 @@ mod tests {
         let t = row(value).unwrap();
         assert_eq!(t.messages.len(), 2);
         assert_eq!(t.messages[1].content, Content::Text("Blue.".into()));
-        assert_eq!(t.source_notes[0].rule, "builtin.preference-rejected");
+        assert_eq!(t.source_notes[0].rule.as_str(), "builtin.preference-rejected");
         assert_eq!(t.source_notes[0].bytes_dropped, 4);
     }
 
@@ -997,7 +997,7 @@ mod tests {
                 Part::Text("[image not found: img/missing.jpg]".into()),
             ])
         );
-        assert_eq!(t.source_notes[0].rule, "policy.missing_image");
+        assert_eq!(t.source_notes[0].rule.as_str(), "policy.missing_image");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -85,7 +85,7 @@ impl Unreadable {
     /// The note saying what was dropped, when anything was.
     pub fn note(self) -> Option<SourceNote> {
         (self.count > 0).then(|| SourceNote {
-            rule: Builtin::UnreadableEvent.rule_id().to_string(),
+            rule: Builtin::UnreadableEvent.into(),
             what: "SSE data that is not JSON dropped".into(),
             count: self.count,
             bytes_dropped: self.bytes,
@@ -182,7 +182,7 @@ mod tests {
         );
         assert_eq!(events.unreadable, Unreadable { count: 1, bytes: 8 });
         let note = events.unreadable.note().expect("a note");
-        assert_eq!(note.rule, "builtin.unreadable-event");
+        assert_eq!(note.rule.as_str(), "builtin.unreadable-event");
         assert_eq!(note.bytes_dropped, 8);
         assert!(Unreadable::default().note().is_none());
     }

@@ -20,6 +20,9 @@
 //! - [`quarantine`]: a quarantine's class (`bad_message`, `too_large`, `invariant`, ...) and
 //!   the stage that refused the record; [`invariant`]: the invariants a rollout keeps. Both
 //!   are named by the stages that refuse records and by the writer of `quarantine.jsonl`.
+//! - [`rule`]: the ids of the rules a decision, a source note or a quarantine cites
+//!   ([`rule::RuleRef`]: a policy, a built-in decision, the role aliases or a rule file's
+//!   `[[rule]]`), and the one table of repair policies they are generated from.
 //! - [`source_format`]: the format a conversation was read from, as a value each reader
 //!   declares (its name and whether its ids are unique beyond a file).
 //! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
@@ -33,6 +36,7 @@ pub mod location;
 pub mod quarantine;
 pub mod responses;
 pub mod rollout;
+pub mod rule;
 pub mod source_format;
 pub mod time;
 pub mod transcript;

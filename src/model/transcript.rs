@@ -3,6 +3,7 @@
 //! Strings are copied out of the parsed JSON once, then moved; everything an input shape can
 //! say about a message has a field here, and what has no field is listed in `ignored_fields`.
 
+use super::rule::RuleRef;
 use super::source_format::SourceFormat;
 
 /// One input conversation: its messages in order and what the record says about itself.
@@ -24,7 +25,7 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    /// Each source note as (rule id, count), in order.
+    /// Each source note as (rule id as the audit writes it, count), in order.
     pub fn note_counts(&self) -> Vec<(&str, u64)> {
         self.source_notes
             .iter()
@@ -36,8 +37,8 @@ impl Transcript {
 /// One thing a source reader did by rule, for the audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceNote {
-    /// The rule's id as the audit writes it (`policy.claude_progress`, `builtin.…`).
-    pub rule: String,
+    /// The rule behind it (`policy.structural_line`, `builtin.…` in the audit).
+    pub rule: RuleRef,
     /// What was dropped or transformed (`progress line`, `inactive branch node`).
     pub what: String,
     pub count: u64,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::reader::{FileRecords, Records, Work};
+use crate::rules::RuleRef;
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
@@ -44,7 +45,7 @@ pub enum Outcome {
     /// Left out by `--sample`.
     NotSampled,
     /// A record that holds no conversation, dropped by a rule.
-    Dropped { rule: String, what: String },
+    Dropped { rule: RuleRef, what: String },
 }
 
 /// Whether the record `ordinal` of the file keyed `source_key` is in a sample of `rate`:
@@ -877,7 +878,7 @@ mod tests {
                 if v.get("drop").is_some() {
                     read.dropped.push(DroppedRecord {
                         index: record.index,
-                        rule: "policy.claude_progress".into(),
+                        rule: crate::rules::PolicyId::StructuralLine.into(),
                         what: "progress line".into(),
                     });
                 } else if v.get("bad").is_some() {
@@ -899,7 +900,7 @@ mod tests {
                             let mut transcript = Transcript::default();
                             transcript.messages.push(message);
                             transcript.source_notes.push(SourceNote {
-                                rule: "policy.claude_progress".into(),
+                                rule: crate::rules::PolicyId::StructuralLine.into(),
                                 what: "thinking signature".into(),
                                 count: 1,
                                 bytes_dropped: 4,
@@ -956,7 +957,7 @@ mod tests {
                 Outcome::Merged => merged.push(line),
                 Outcome::Quarantined(entry) => refused.push(entry.line),
                 Outcome::Dropped { rule, .. } => {
-                    assert_eq!(rule, "policy.claude_progress");
+                    assert_eq!(*rule, crate::rules::PolicyId::StructuralLine.into());
                     dropped += 1;
                 }
                 other => panic!("unexpected {other:?}"),
@@ -974,7 +975,7 @@ mod tests {
             .iter()
             .find(|d| d.action.name() == "source_note")
             .expect("the source note is a decision");
-        assert_eq!(note.rule.as_str(), "policy.claude_progress");
+        assert_eq!(note.rule.as_str(), "policy.structural_line");
         assert_eq!(note.bytes_dropped, 4);
     }
 

@@ -8,7 +8,6 @@
 
 pub mod check;
 pub mod file;
-pub mod id;
 mod marker;
 pub mod matcher;
 pub mod path;
@@ -25,7 +24,7 @@ use thiserror::Error;
 
 use file::RuleFile;
 pub use file::{Position, Slot};
-pub use id::{Builtin, RuleRef};
+pub use crate::model::rule::{Builtin, RuleRef};
 pub use policy::{
     Citations, Compaction, KeepOrDrop, Sidechain, Thinking as ThinkingPolicy, ToolError,
     ToolWithoutCall, UnresolvedImage,

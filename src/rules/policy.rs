@@ -4,17 +4,20 @@
 //! [`PolicyId`] that decisions cite (`policy.<key>`), and the table `rollover rules policies`
 //! prints. Fails with a [`RulesError`] when a key is set by no file or a value is forbidden.
 //!
-//! [`declare_policies!`] below is the one place a policy is written: its TOML key, its action
-//! type, its optional text or template key, what it decides, and any actions it forbids. The
+//! A policy is written in one place, the table of `crate::model::rule::policy_table!`: its
+//! TOML key, its action type, its optional text or template key, what it decides, and any
+//! actions it forbids. The table lives in `model` because the ids it declares ([`PolicyId`])
+//! are named by a transcript's source notes; [`declare_policies!`] below generates from it the
 //! file model ([`PolicySection`], unknown keys still rejected with their line), the resolved
-//! model, merging, the "not set by any rule file" check and the docs are all generated from it.
+//! model, merging, the "not set by any rule file" check and the docs.
 
 use std::fmt;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::Deserialize;
 use toml::Spanned;
 
 use super::RulesError;
+pub use crate::model::rule::PolicyId;
 
 /// An action type of a policy: the values a rule file may write for it.
 pub trait PolicyAction: Copy + Eq + fmt::Debug + 'static {
@@ -192,7 +195,8 @@ macro_rules! forbidden {
     };
 }
 
-/// The declaration every part of the `[policy]` section is generated from. Each entry:
+/// Every part of the `[policy]` section, generated from the one table of policies
+/// (`crate::model::rule::policy_table!`, which gives it here). Each entry:
 /// `Variant(toml_key): ActionType, "what it decides"`, then optionally
 /// `text text_key: "what the text is"` and `forbid [Variants] "why"`.
 macro_rules! declare_policies {
@@ -202,34 +206,9 @@ macro_rules! declare_policies {
         $(, forbid [$($bad:ident),+] $why:literal)?
         ;
     )+) => {
-        /// A repair policy, named in decisions as `policy.<key>`; serialised as its TOML key.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum PolicyId {
-            $($variant,)+
-        }
-
+        /// The id itself (`PolicyId`: keys and rule ids) is generated in `model` from the same
+        /// table, so that a source note can name it there.
         impl PolicyId {
-            /// Every policy, in declaration (and default-file) order.
-            pub const ALL: &'static [PolicyId] = &[$(PolicyId::$variant),+];
-
-            /// The key in `[policy]`, e.g. `missing_output`.
-            pub fn key(self) -> &'static str {
-                match self {
-                    $(PolicyId::$variant => stringify!($key),)+
-                }
-            }
-
-            /// The rule id decisions carry, e.g. `policy.missing_output`.
-            pub fn rule_id(self) -> &'static str {
-                match self {
-                    $(PolicyId::$variant => concat!("policy.", stringify!($key)),)+
-                }
-            }
-
-            pub fn from_key(key: &str) -> Option<PolicyId> {
-                PolicyId::ALL.iter().copied().find(|id| id.key() == key)
-            }
-
             /// The policy as the docs show it.
             pub fn doc(self) -> PolicyDoc {
                 match self {
@@ -364,98 +343,8 @@ macro_rules! declare_policies {
     };
 }
 
-declare_policies! {
-    MissingOutput(missing_output): MissingOutput,
-        "a call with no output: synthesise one, as Codex would, or quarantine",
-        text missing_output_text: "the synthesised output's text";
-    OrphanOutput(orphan_output): OrphanOutput,
-        "an output whose call is not in the conversation",
-        text orphan_output_template: "the user text `text` writes ({call_id}, {text})";
-    ReusedCallId(reused_call_id): ReusedCallId,
-        "a call id an earlier call used: rename (call_x -> call_x#2) in the call and its own output";
-    Refusal(refusal): Refusal,
-        "an assistant refusal (Codex has no refusal content item)";
-    Reasoning(reasoning): Reasoning,
-        "plain-text reasoning: a reasoning item before what it explains";
-    RemoteImage(remote_image): PartAction,
-        "an image given by URL (Codex would not load it)",
-        text remote_image_template: "the placeholder text ({url})";
-    UndecodableImage(undecodable_image): PartAction,
-        "a data: image that does not decode as PNG/JPEG/GIF/WebP (Codex would replace it)",
-        text undecodable_image_template: "the placeholder text";
-    LowDetailImage(low_detail_image): PartAction,
-        "an image with detail \"low\" (Codex would replace it by a note)",
-        text low_detail_image_template: "the placeholder text";
-    FilePart(file_part): PartAction,
-        "a file content part (no Codex equivalent)",
-        text file_part_template: "the placeholder text ({name})",
-        forbid [Keep, OmitDetail] "Codex has no content item for it";
-    AudioPart(audio_part): PartAction,
-        "an audio content part (Codex 0.169 replaces audio for text models)",
-        text audio_part_template: "the placeholder text ({format})";
-    UnknownPart(unknown_part): PartAction,
-        "a content part of an unknown type, or an image in assistant output",
-        text unknown_part_template: "the placeholder text ({type})",
-        forbid [Keep, OmitDetail] "Codex has no content item for it";
-    UnknownRole(unknown_role): UnknownRole,
-        "a role that is not system, developer, user, assistant, tool or function (after aliases)";
-    LookalikeUserText(lookalike_user_text): Lookalike,
-        "real user text that starts and ends like a registered fragment (Codex would hide it)",
-        text lookalike_escape_prefix: "the prefix `escape` adds (not whitespace only: Codex trims)";
-    EmptyMessage(empty_message): EmptyMessage,
-        "a message with no content and nothing else";
-    InvalidUnicode(invalid_unicode): InvalidUnicode,
-        "lone surrogates and invalid UTF-8: replace by U+FFFD (counted)";
-    InvalidPhase(invalid_phase): DropOrQuarantine,
-        "an explicit phase Codex does not know";
-    DuplicateBaseInstructions(duplicate_base_instructions): DropOrQuarantine,
-        "a developer message repeating the base instructions";
-    UnpairedReasoning(unpaired_reasoning): DropOrQuarantine,
-        "reasoning with no message or call after it to explain";
-    UntranslatableTool(untranslatable_tool): DropOrQuarantine,
-        "a record's tool definition with no Responses function equivalent (--format responses)";
-    Thinking(thinking): Thinking,
-        "readable reasoning from a source (Anthropic thinking, ChatGPT thoughts): keep (summary as summary_text, content as reasoning_text), all as summary, all as content, or drop";
-    EncryptedReasoning(encrypted_reasoning): KeepOrDrop,
-        "OpenAI encrypted_content from a Responses log (another organisation's blob can fail on resume); another vendor's blob is never written";
-    ToolError(tool_error): ToolError,
-        "a tool output the source marks as failed (Claude is_error, ChatGPT system_error): Codex has no flag",
-        text tool_error_prefix: "the prefix `prefix` writes before the output";
-    Compaction(compaction): Compaction,
-        "a compaction summary (Claude Code): replace (a compacted line whose replacement history is the summary, what the model saw), compacted (Codex rebuilds the history), or drop";
-    StructuralLine(structural_line): DropOrQuarantine,
-        "a source line that holds no message (Claude Code progress, file-history-snapshot, queue-operation, titles, system lines)";
-    Sidechain(sidechain): Sidechain,
-        "a Claude Code subagent (sidechain): drop (its report is the Task output) or its own rollout, linked in the audit";
-    InactiveBranch(inactive_branch): DropOrQuarantine,
-        "ChatGPT nodes off the active path (edited prompts, regenerated answers)";
-    HiddenNode(hidden_node): DropOrQuarantine,
-        "ChatGPT hidden nodes, empty system nodes and reasoning_recap markers";
-    Memory(memory): KeepOrDrop,
-        "ChatGPT model_editable_context (memory): keep as a system message the rules classify, or drop";
-    CitationMarkers(citation_markers): Citations,
-        "ChatGPT citation markers (U+E200 ... U+E201) in assistant text";
-    ToolWithoutCall(tool_without_call): ToolWithoutCall,
-        "a ChatGPT tool node with no call before it: synthesize a call named after the tool, or leave it to orphan_output";
-    UnresolvedImage(unresolved_image): UnresolvedImage,
-        "an image pointer whose file is not in the export",
-        text unresolved_image_template: "the placeholder text ({pointer})";
-    ResentHistory(resent_history): ResentHistory,
-        "API logs: a request resending an earlier one's history continues its chain; merge a chain into one conversation (its last request and response), or keep each request";
-    SharedObservation(shared_observation): SharedObservation,
-        "ShareGPT: one observation after N parallel calls: split a JSON list of N items one per call (else answer all), answer every call with it, or only the first";
-    MissingImage(missing_image): MissingImage,
-        "ShareGPT: an <image> whose file is not beside the dataset",
-        text missing_image_template: "the placeholder text ({path})";
-    HostedTool(hosted_tool): HostedTool,
-        "Responses logs: an item Codex 0.169 does not know (code_interpreter_call, image_generation_call, mcp_call, web_search_call, ...): a call and its output, a placeholder, or drop (counted)",
-        text hosted_tool_template: "the placeholder text ({type}, {json})";
-    TextDocument(text_document): TextDocument,
-        "an Anthropic document block with a plain-text source: inline its text, or a file part (policy.file_part)";
-    ServerTool(server_tool): ServerTool,
-        "an Anthropic server-tool block: a call and its output, a text note, or drop (counted)",
-        text server_tool_template: "the note `text` writes ({type}, {name}, {json})";
-}
+// The table is declared with the ids it names, in `model` (see `policy_table!` there).
+crate::model::rule::policy_table!(declare_policies);
 
 impl Policies {
     /// Values TOML cannot rule out: a forbidden action, an escape prefix Codex would trim.
@@ -469,26 +358,6 @@ impl Policies {
             return Err(("lookalike_escape_prefix", "policy.lookalike_escape_prefix is whitespace only: Codex trims it away, so it would not stop the text being hidden".to_string()));
         }
         Ok(())
-    }
-}
-
-impl fmt::Display for PolicyId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl Serialize for PolicyId {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.key())
-    }
-}
-
-impl<'de> Deserialize<'de> for PolicyId {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let key = String::deserialize(deserializer)?;
-        PolicyId::from_key(&key)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown policy `{key}`")))
     }
 }
 

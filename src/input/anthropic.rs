@@ -388,13 +388,7 @@ fn entry_of(mut value: Value, records: Vec<usize>) -> Result<Entry, InputError> 
                 Some(kind) => format!("response is an API error ({kind}): no reply"),
                 None => "response is not a message: no reply".to_string(),
             };
-            add_note(
-                &mut entry.notes,
-                Builtin::ApiErrorResponse,
-                &what,
-                1,
-                0,
-            );
+            add_note(&mut entry.notes, Builtin::ApiErrorResponse, &what, 1, 0);
         }
     }
     Ok(entry)

@@ -26,12 +26,12 @@
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use crate::rules::RuleRef;
 use crate::model::transcript::{
     Content, Message, Part, ReasoningOrigin, SourceNote, Thinking, ToolCall,
 };
 use crate::rules::policy::{Policies, ServerTool, TextDocument};
 use crate::rules::template::fill;
+use crate::rules::RuleRef;
 use crate::rules::{Builtin, PolicyId};
 
 /// What a content became.
@@ -296,11 +296,7 @@ impl Builder<'_> {
                     .and_then(Value::as_str)
                     .is_some_and(|s| !s.is_empty())
                 {
-                    self.note(
-                        Builtin::ThinkingSignature,
-                        "thinking signature",
-                        0,
-                    );
+                    self.note(Builtin::ThinkingSignature, "thinking signature", 0);
                 }
                 let text = take_str(&mut map, "thinking").unwrap_or_default();
                 self.thinking(Thinking {
@@ -311,11 +307,7 @@ impl Builder<'_> {
                 });
             }
             "redacted_thinking" => {
-                self.note(
-                    Builtin::RedactedThinking,
-                    "redacted_thinking block",
-                    0,
-                );
+                self.note(Builtin::RedactedThinking, "redacted_thinking block", 0);
             }
             k if is_server_use(k) || is_server_result(k) => self.server_tool(&kind, map),
             _ => self.part(Part::Unknown { kind }),
@@ -513,12 +505,7 @@ fn media_part(
     // A document.
     match source_type.as_str() {
         "text" if policy.text_document == TextDocument::Inline => {
-            notes.add(
-                PolicyId::TextDocument,
-                "text document inlined",
-                1,
-                0,
-            );
+            notes.add(PolicyId::TextDocument, "text document inlined", 1, 0);
             vec![Part::Text(
                 take_str(&mut source, "data").unwrap_or_default(),
             )]
@@ -530,12 +517,7 @@ fn media_part(
                 Some(Value::String(text)) => vec![Value::String(text)],
                 _ => Vec::new(),
             };
-            notes.add(
-                PolicyId::TextDocument,
-                "text document inlined",
-                1,
-                0,
-            );
+            notes.add(PolicyId::TextDocument, "text document inlined", 1, 0);
             blocks
                 .into_iter()
                 .map(|b| match b {
@@ -820,7 +802,10 @@ mod tests {
             Content::Text(r#"[{"title":"A","type":"web_search_result","url":"https://a"}]"#.into())
         );
         assert_eq!(texts(&m[2]), vec!["found"]);
-        assert!(out.notes.iter().all(|n| n.rule.as_str() == "policy.server_tool"));
+        assert!(out
+            .notes
+            .iter()
+            .all(|n| n.rule.as_str() == "policy.server_tool"));
 
         let mut p = policies();
         p.server_tool = ServerTool::Text;

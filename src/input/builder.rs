@@ -17,10 +17,10 @@ use serde_json::Value;
 use super::blocks::Notes;
 use super::format::SourceFormat;
 use super::InputError;
-use crate::rules::RuleRef;
 use crate::model::transcript::{
     Content, Message, RecordMeta, SourceNote, Thinking, ToolCall, Transcript,
 };
+use crate::rules::RuleRef;
 
 /// A conversation being read: messages in order, the reasoning waiting for the next one, the
 /// notes, the record's facts.

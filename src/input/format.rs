@@ -19,8 +19,8 @@ use serde_json::Value;
 use super::chatgpt::ImageFiles;
 use super::inside::InputTree;
 use super::InputError;
-use crate::rules::RuleRef;
 use crate::model::transcript::Transcript;
+use crate::rules::RuleRef;
 use crate::rules::RuleSet;
 
 /// A source format (the type is in `model`, since a transcript names its format). Each

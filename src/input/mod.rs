@@ -48,8 +48,8 @@ pub use parse::parse_record;
 
 use thiserror::Error;
 
-use crate::rules::RuleRef;
 use crate::model::quarantine::{QuarantineClass, QuarantineReason};
+use crate::rules::RuleRef;
 
 /// Why a record could not be read as a conversation.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -111,9 +111,7 @@ impl QuarantineReason for InputError {
                 QuarantineClass::NotARecord
             }
             InputError::RolloutLine(_) => QuarantineClass::RolloutLine,
-            InputError::BatchResultWithoutRequest(_) => {
-                QuarantineClass::BatchResultWithoutRequest
-            }
+            InputError::BatchResultWithoutRequest(_) => QuarantineClass::BatchResultWithoutRequest,
             InputError::NoMessages(_) => QuarantineClass::NoMessages,
             InputError::AmbiguousMessages(..) => QuarantineClass::AmbiguousMessages,
             InputError::EmptyMessages(_) => QuarantineClass::EmptyMessages,

@@ -925,7 +925,10 @@ mod tests {
         let t = row(value).unwrap();
         assert_eq!(t.messages.len(), 2);
         assert_eq!(t.messages[1].content, Content::Text("Blue.".into()));
-        assert_eq!(t.source_notes[0].rule.as_str(), "builtin.preference-rejected");
+        assert_eq!(
+            t.source_notes[0].rule.as_str(),
+            "builtin.preference-rejected"
+        );
         assert_eq!(t.source_notes[0].bytes_dropped, 4);
     }
 

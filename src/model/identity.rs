@@ -118,7 +118,12 @@ mod tests {
         let side = conversation_identity(claude, Some("s1"), true, &first);
         assert_ne!(side, main);
         // A batch custom_id is unique only within its batch: the record names it.
-        let batch = conversation_identity(Some(SourceFormat::named("chat")), Some("request-1"), false, &first);
+        let batch = conversation_identity(
+            Some(SourceFormat::named("chat")),
+            Some("request-1"),
+            false,
+            &first,
+        );
         assert_eq!(batch, first.identity());
         assert_eq!(
             conversation_identity(claude, None, false, &first),

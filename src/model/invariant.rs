@@ -81,4 +81,3 @@ impl fmt::Display for Invariant {
         write!(f, "{}-{}", self.number(), self.name())
     }
 }
-

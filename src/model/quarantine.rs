@@ -116,7 +116,6 @@ impl Serialize for QuarantineClass {
     }
 }
 
-
 /// A reason to quarantine a record, as the stage that refused it knows it: its class, and
 /// (through `Display`) the one-line reason written after the record's location.
 pub trait QuarantineReason: std::fmt::Display {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::reader::{FileRecords, Records, Work};
-use crate::rules::RuleRef;
+pub use super::refusal::Refusal;
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
@@ -21,15 +21,15 @@ use crate::input::format::{
 use crate::input::SourceFormat;
 use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
-use crate::model::Located;
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::Transcript;
+use crate::model::Located;
 use crate::output::manifest::digest;
 use crate::output::{Placed, QuarantineEntry};
+use crate::rules::RuleRef;
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{records_in, RawRecord, RecordEvent};
-pub use super::refusal::Refusal;
 use crate::validate;
 
 /// What became of one record: every record of a [`Records`] work ends in exactly one.

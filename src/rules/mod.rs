@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use thiserror::Error;
 
+pub use crate::model::rule::{Builtin, RuleRef};
 use file::RuleFile;
 pub use file::{Position, Slot};
-pub use crate::model::rule::{Builtin, RuleRef};
 pub use policy::{
     Citations, Compaction, KeepOrDrop, Sidechain, Thinking as ThinkingPolicy, ToolError,
     ToolWithoutCall, UnresolvedImage,

@@ -379,7 +379,7 @@ impl InputMessage {
         };
         InputMessage {
             index: m.index,
-            role: m.role.clone(),
+            role: m.role.to_string(),
             chars: m.content.texts().iter().map(|t| t.chars().count()).sum(),
             parts,
             tool_calls: m.tool_calls.len() + usize::from(m.function_call.is_some()),

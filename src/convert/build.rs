@@ -10,7 +10,7 @@ use super::tools::CallLedger;
 use super::{ConvertError, ItemKind, OutItem, OutPayload};
 use crate::audit::{Action, Decision};
 use crate::model::rollout::ResponseItem;
-use crate::model::transcript::{Message, Transcript};
+use crate::model::transcript::{Message, Role, Transcript};
 use crate::rules::matcher::{classify, Subject};
 use crate::rules::{
     Builtin, Compaction, PolicyAction, PolicyId, RuleRef, RuleSet, Slot, UnknownRole,
@@ -58,14 +58,14 @@ pub fn build(
     let messages = &mut transcript.messages;
     let leading_end = messages
         .iter()
-        .position(|m| !is_instruction_role(&m.role))
+        .position(|m| !m.role.is_instructions())
         .unwrap_or(messages.len());
     // `first_in_block`: no earlier message of the same role in the same block went to an
     // instruction slot. A context block or an empty system message before the real system
     // prompt must not rob it of being the base instructions.
     // A list, not a set: a conversation has a few roles, and a role is copied only when it
     // lands in a slot for the first time.
-    let mut seen_in_block: Vec<(bool, String)> = Vec::new();
+    let mut seen_in_block: Vec<(bool, Role)> = Vec::new();
     for message in messages.iter_mut() {
         let leading = message.index < leading_end;
         let first_in_block = !seen_in_block
@@ -84,10 +84,6 @@ pub fn build(
         decisions: b.decisions,
         base_instructions: b.context.base,
     })
-}
-
-fn is_instruction_role(role: &str) -> bool {
-    role == "system" || role == "developer"
 }
 
 impl Builder<'_> {
@@ -144,24 +140,26 @@ impl Builder<'_> {
             // Not text the accounting counts in (names, phases, image details): no bytes.
             self.decide(Some(m.index), Builtin::WrongTypeField, action, 0, 0);
         }
-        if m.role != "assistant" {
+        if m.role != Role::Assistant {
             self.drop_assistant_fields(m);
         }
         if let Some(from) = &m.aliased_from {
             let action = Action::RoleAliased {
                 from: from.clone(),
-                to: m.role.clone(),
+                to: m.role.to_string(),
             };
             self.decide(Some(m.index), RuleRef::RoleAliases, action, 0, 0);
         }
         if m.compaction {
             return self.compaction(m);
         }
-        match m.role.as_str() {
-            "system" | "developer" | "user" => self.classified(m, leading, first_in_block),
-            "assistant" => self.assistant(m),
-            "tool" | "function" => self.tool_output(m),
-            _ => self.unknown_role(m),
+        match m.role {
+            Role::System | Role::Developer | Role::User => {
+                self.classified(m, leading, first_in_block)
+            }
+            Role::Assistant => self.assistant(m),
+            Role::Tool | Role::Function => self.tool_output(m),
+            Role::Other(_) => self.unknown_role(m),
         }
     }
 
@@ -174,7 +172,7 @@ impl Builder<'_> {
     ) -> Result<(), ConvertError> {
         let text = m.content.texts().join("\n");
         let subject = Subject {
-            role: &m.role,
+            role: m.role.as_str(),
             text: &text,
             name: m.name.as_deref(),
             index: m.index,
@@ -201,7 +199,7 @@ impl Builder<'_> {
             Some((slot, id, kind, template, reason)) => {
                 self.slot(m, slot, &id, kind, template, reason)
             }
-            None if m.role == "user" => self.user(m),
+            None if m.role == Role::User => self.user(m),
             None => self.slot(
                 m,
                 Slot::Developer,
@@ -247,7 +245,7 @@ impl Builder<'_> {
     fn unknown_role(&mut self, m: &mut Message) -> Result<(), ConvertError> {
         let rule = PolicyId::UnknownRole;
         let action = Action::UnknownRole {
-            role: m.role.clone(),
+            role: m.role.to_string(),
         };
         match self.rules.policy.unknown_role {
             UnknownRole::Quarantine => {

@@ -3,12 +3,12 @@
 
 use super::build::{build, Built};
 use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput};
-use crate::model::transcript::{Content, Message, ToolCall, Transcript};
+use crate::model::transcript::{Content, Message, Role, ToolCall, Transcript};
 use crate::rules::RuleSet;
 
 pub fn message(role: &str, text: &str) -> Message {
     Message {
-        role: role.to_string(),
+        role: Role::named(role.to_string()),
         content: Content::Text(text.to_string()),
         ..Message::default()
     }

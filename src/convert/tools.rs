@@ -13,7 +13,7 @@ use super::parts::Side;
 use super::{ids, ConvertError, ItemKind};
 use crate::audit::Action;
 use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput, ROLE_USER};
-use crate::model::transcript::{Content, Message, ToolCall};
+use crate::model::transcript::{Content, Message, Role, ToolCall};
 use crate::rules::template::fill;
 use crate::rules::{Builtin, MissingOutput, OrphanOutput, PolicyId, ReusedCallId, ToolError};
 
@@ -170,7 +170,7 @@ impl CallLedger {
     /// listed twice takes the first two calls that used it.
     fn take_targets(&mut self, m: &Message) -> Vec<Option<PendingCall>> {
         if m.tool_call_ids.is_empty() {
-            let by_name = match (&m.name, m.role == "function") {
+            let by_name = match (&m.name, m.role == Role::Function) {
                 (Some(name), true) => self.first_with_name(name),
                 _ => None,
             };

@@ -28,7 +28,7 @@ use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContex
 use super::sse::{self, Line, Unreadable};
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
-use crate::model::transcript::{Content, Message, Part, RecordMeta, SourceNote, Transcript};
+use crate::model::transcript::{Content, Message, Part, RecordMeta, Role, SourceNote, Transcript};
 use crate::rules::policy::ResentHistory;
 use crate::rules::Builtin;
 
@@ -551,7 +551,7 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
             | other @ Value::Object(_) => Content::Text(other.to_string()),
         };
         messages.push(Message {
-            role: "system".into(),
+            role: Role::System,
             content,
             ..Message::default()
         });
@@ -565,7 +565,7 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
         .chain(entry.response.map(|r| (r, true)));
     for (i, (mut message, is_reply)) in turns.enumerate() {
         let role = match message.get("role").and_then(Value::as_str) {
-            Some(role) => role.to_string(),
+            Some(role) => Role::named(role.to_string()),
             None => {
                 return Err(InputError::BadMessage {
                     path: "messages".into(),
@@ -581,11 +581,11 @@ fn transcript(entry: Entry, context: &ReadContext<'_>) -> Result<Transcript, Inp
             .get_mut("content")
             .map(std::mem::take)
             .unwrap_or(Value::Null);
-        let mut mapped = map_content(&role, content, policy);
+        let mut mapped = map_content(role, content, policy);
         messages.append(&mut mapped.messages);
         notes.merge(mapped.notes);
     }
-    if messages.iter().all(|m| m.role == "system") {
+    if messages.iter().all(|m| m.role == Role::System) {
         return Err(InputError::EmptyMessages("messages".into()));
     }
     let mut built = TranscriptBuilder::with_meta(RecordMeta {
@@ -706,7 +706,7 @@ mod tests {
             Content::Parts(vec![Part::Text("Weather in Paris?".into())])
         );
         let reply = &t.messages[2];
-        assert_eq!(reply.role, "assistant");
+        assert_eq!(reply.role.as_str(), "assistant");
         assert_eq!(
             reply.thinking,
             vec![Thinking {

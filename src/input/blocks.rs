@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::model::transcript::{
-    Content, Message, Part, ReasoningOrigin, SourceNote, Thinking, ToolCall,
+    Content, Message, Part, ReasoningOrigin, Role, SourceNote, Thinking, ToolCall,
 };
 use crate::rules::policy::{Policies, ServerTool, TextDocument};
 use crate::rules::template::fill;
@@ -42,7 +42,7 @@ pub struct Mapped {
 }
 
 /// Maps one Anthropic `content` of `role` to messages.
-pub fn map_content(role: &str, content: Value, policy: &Policies) -> Mapped {
+pub fn map_content(role: Role, content: Value, policy: &Policies) -> Mapped {
     let mut builder = Builder {
         role,
         policy,
@@ -176,7 +176,7 @@ fn is_server_result(kind: &str) -> bool {
 }
 
 struct Builder<'a> {
-    role: &'a str,
+    role: Role,
     policy: &'a Policies,
     out: Mapped,
     current: Option<Message>,
@@ -191,9 +191,9 @@ fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
 
 impl Builder<'_> {
     fn open(&mut self) -> &mut Message {
-        let role = self.role;
+        let role = &self.role;
         self.current.get_or_insert_with(|| Message {
-            role: role.to_string(),
+            role: role.clone(),
             content: Content::Missing,
             ..Message::default()
         })
@@ -330,7 +330,7 @@ impl Builder<'_> {
             Some(other) => Content::Parts(self.inner_part(other)),
         };
         Message {
-            role: "tool".to_string(),
+            role: Role::Tool,
             content,
             tool_call_ids: id.into_iter().collect(),
             tool_error: is_error,
@@ -422,7 +422,7 @@ impl Builder<'_> {
                     };
                     self.note(rule, &format!("{kind} block as a call output"), 0);
                     self.own_message(Message {
-                        role: "tool".to_string(),
+                        role: Role::Tool,
                         content,
                         tool_call_ids: id.into_iter().collect(),
                         tool_error: is_error,
@@ -566,7 +566,7 @@ mod tests {
     }
 
     fn map(role: &str, content: Value) -> Mapped {
-        map_content(role, content, &policies())
+        map_content(Role::named(role.to_string()), content, &policies())
     }
 
     fn texts(m: &Message) -> Vec<&str> {
@@ -577,7 +577,7 @@ mod tests {
     fn a_string_is_one_text_part() {
         let out = map("user", json!("hello"));
         assert_eq!(out.messages.len(), 1);
-        assert_eq!(out.messages[0].role, "user");
+        assert_eq!(out.messages[0].role.as_str(), "user");
         assert_eq!(
             out.messages[0].content,
             Content::Parts(vec![Part::Text("hello".into())])
@@ -643,7 +643,7 @@ mod tests {
         let mut as_files = policies();
         as_files.text_document = TextDocument::FilePart;
         let out = map_content(
-            "user",
+            Role::User,
             json!([{"type": "document", "source": {"type": "text", "data": "the doc"}}]),
             &as_files,
         );
@@ -809,7 +809,7 @@ mod tests {
 
         let mut p = policies();
         p.server_tool = ServerTool::Text;
-        let out = map_content("assistant", content.clone(), &p);
+        let out = map_content(Role::Assistant, content.clone(), &p);
         assert_eq!(out.messages.len(), 1);
         assert_eq!(
             texts(&out.messages[0]),
@@ -820,7 +820,7 @@ mod tests {
             ]
         );
         p.server_tool = ServerTool::Drop;
-        let out = map_content("assistant", content, &p);
+        let out = map_content(Role::Assistant, content, &p);
         assert_eq!(out.messages.len(), 1);
         assert_eq!(texts(&out.messages[0]), vec!["found"]);
         assert_eq!(out.notes.len(), 2);
@@ -836,7 +836,7 @@ mod tests {
         blocks.extend((0..n).step_by(3).map(block));
         let mut p = policies();
         p.server_tool = ServerTool::Drop;
-        let out = map_content("assistant", Value::Array(blocks), &p);
+        let out = map_content(Role::Assistant, Value::Array(blocks), &p);
         let expected: Vec<SourceNote> = (0..n)
             .map(|i| SourceNote {
                 rule: crate::rules::PolicyId::ServerTool.into(),

@@ -18,7 +18,7 @@ use super::blocks::Notes;
 use super::format::SourceFormat;
 use super::InputError;
 use crate::model::transcript::{
-    Content, Message, RecordMeta, SourceNote, Thinking, ToolCall, Transcript,
+    Content, Message, RecordMeta, Role, SourceNote, Thinking, ToolCall, Transcript,
 };
 use crate::rules::RuleRef;
 
@@ -79,9 +79,9 @@ impl TranscriptBuilder {
     }
 
     /// Appends a message of `role` whose content is `text`.
-    pub fn text(&mut self, role: &str, text: String) -> usize {
+    pub fn text(&mut self, role: Role, text: String) -> usize {
         self.message(Message {
-            role: role.to_string(),
+            role,
             content: Content::Text(text),
             ..Message::default()
         })
@@ -97,7 +97,7 @@ impl TranscriptBuilder {
             }
         }
         let at = self.message(Message {
-            role: "assistant".to_string(),
+            role: Role::Assistant,
             content: Content::Null,
             tool_calls: vec![call],
             ..Message::default()
@@ -120,7 +120,7 @@ impl TranscriptBuilder {
         failed: bool,
     ) -> usize {
         self.message(Message {
-            role: "tool".to_string(),
+            role: Role::Tool,
             content,
             tool_call_ids: call_id.into_iter().collect(),
             dropped_fields,
@@ -176,7 +176,7 @@ impl TranscriptBuilder {
     pub fn finish(mut self) -> Result<Transcript, InputError> {
         if !self.pending_thinking.is_empty() {
             self.message(Message {
-                role: "assistant".to_string(),
+                role: Role::Assistant,
                 content: Content::Null,
                 ..Message::default()
             });

@@ -12,7 +12,7 @@ use super::tree::{Json, Object, TapeNode, Tree};
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
 use crate::model::transcript::{
-    Content, DroppedField, Message, Part, RecordMeta, ToolCall, Transcript,
+    Content, DroppedField, Message, Part, RecordMeta, Role, ToolCall, Transcript,
 };
 use crate::rules::InputRules;
 
@@ -601,7 +601,7 @@ pub(crate) fn read_message<N: Tree>(
 pub(crate) fn read_role<N: Tree>(
     role: Option<N>,
     aliases: &std::collections::BTreeMap<String, String>,
-) -> Result<(String, Option<String>), String> {
+) -> Result<(Role, Option<String>), String> {
     let role = match role {
         None => None,
         Some(value) => string_at(value, "role")?,
@@ -614,10 +614,10 @@ pub(crate) fn read_role<N: Tree>(
 pub(crate) fn alias_role(
     role: String,
     aliases: &std::collections::BTreeMap<String, String>,
-) -> (String, Option<String>) {
+) -> (Role, Option<String>) {
     match aliases.get(&role) {
-        Some(alias) => (alias.clone(), Some(role)),
-        None => (role, None),
+        Some(alias) => (Role::named(alias.clone()), Some(role)),
+        None => (Role::named(role), None),
     }
 }
 

@@ -611,7 +611,7 @@ mod tests {
         assert_eq!(c.records, (0..10).collect::<Vec<_>>());
         let m = &c.transcript.messages;
         assert_eq!(m.len(), 1);
-        assert_eq!(m[0].role, "assistant");
+        assert_eq!(m[0].role.as_str(), "assistant");
         assert_eq!(m[0].reasoning.as_deref(), Some("Thinking."));
         assert_eq!(m[0].content, Content::Text("Let me check.".into()));
         assert_eq!(

@@ -39,7 +39,8 @@ use super::format::{
 use super::inside::{read_capped, InputTree, Refusal, IMAGE_CAP};
 use super::InputError;
 use crate::model::transcript::{
-    Content, Message, Part, ReasoningOrigin, RecordMeta, SourceNote, Thinking, ToolCall, Transcript,
+    Content, Message, Part, ReasoningOrigin, RecordMeta, Role, SourceNote, Thinking, ToolCall,
+    Transcript,
 };
 use crate::rules::template::fill;
 use crate::rules::{Citations, DropOrQuarantine, KeepOrDrop, PolicyId, RuleSet, ToolWithoutCall};
@@ -713,7 +714,7 @@ impl Walk<'_> {
                 // Named so the rules can tell it from a system prompt (default: developer
                 // context, not Codex's base instructions).
                 self.push(Message {
-                    role: "system".to_string(),
+                    role: Role::System,
                     name: Some("chatgpt:system".to_string()),
                     content: Content::Parts(parts),
                     timestamp_ms: time,
@@ -725,7 +726,7 @@ impl Walk<'_> {
                 self.flush_thinking();
                 let parts = self.parts(&content, false);
                 self.push(Message {
-                    role: "user".to_string(),
+                    role: Role::User,
                     content: Content::Parts(parts),
                     timestamp_ms: time,
                     ..Message::default()
@@ -807,7 +808,7 @@ impl Walk<'_> {
                 self.close_call();
                 let parts = self.parts(&content, false);
                 self.push(Message {
-                    role: role.clone(),
+                    role: Role::named(role.clone()),
                     content: Content::Parts(parts),
                     timestamp_ms: time,
                     ..Message::default()
@@ -830,7 +831,7 @@ impl Walk<'_> {
         }
         self.close_call();
         self.push(Message {
-            role: "system".to_string(),
+            role: Role::System,
             name: Some(format!("chatgpt:{kind}")),
             content: Content::Parts(parts),
             timestamp_ms: time,
@@ -842,7 +843,7 @@ impl Walk<'_> {
     /// An assistant message carrying the reasoning waiting for it.
     fn assistant_message(&mut self, time: Option<i64>) -> Message {
         Message {
-            role: "assistant".to_string(),
+            role: Role::Assistant,
             thinking: std::mem::take(&mut self.thinking),
             timestamp_ms: self.thinking_time.take().or(time),
             ..Message::default()
@@ -913,7 +914,7 @@ impl Walk<'_> {
             }
         };
         self.push(Message {
-            role: "tool".to_string(),
+            role: Role::Tool,
             name,
             content: output_content(parts),
             tool_call_ids: vec![call_id.clone()],

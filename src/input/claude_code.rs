@@ -40,7 +40,7 @@ use super::format::{
 };
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
-use crate::model::transcript::{Message, RecordMeta, SourceNote, Transcript};
+use crate::model::transcript::{Message, RecordMeta, Role, SourceNote, Transcript};
 use crate::rules::{DropOrQuarantine, PolicyId, RuleSet, Sidechain};
 
 pub struct ClaudeCodeReader;
@@ -521,7 +521,7 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
             m.timestamp_ms = time;
         }
         notes.merge(mapped.1);
-        let only_results = !mapped.0.is_empty() && mapped.0.iter().all(|m| m.role == "tool");
+        let only_results = !mapped.0.is_empty() && mapped.0.iter().all(|m| m.role == Role::Tool);
         if only_results && open.is_some() {
             deferred.extend(mapped.0);
         } else {
@@ -532,7 +532,7 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
     close(&mut open, &mut deferred, &mut messages, &mut notes, rules);
     for (i, m) in messages.iter_mut().enumerate() {
         m.index = i;
-        if m.role == "tool" {
+        if m.role == Role::Tool {
             m.content = super::chatgpt::without_empty_texts(std::mem::take(&mut m.content));
         }
     }
@@ -578,7 +578,11 @@ fn close(
     rules: &RuleSet,
 ) {
     if let Some(response) = open.take() {
-        let mapped = map_content("assistant", Value::Array(response.blocks), &rules.policy);
+        let mapped = map_content(
+            Role::Assistant,
+            Value::Array(response.blocks),
+            &rules.policy,
+        );
         for mut m in mapped.messages {
             m.timestamp_ms = response.time;
             messages.push(m);
@@ -614,7 +618,7 @@ fn harness_kind(text: &str) -> Option<&'static str> {
 
 fn named(mut messages: Vec<Message>, kind: &str) -> Vec<Message> {
     for m in &mut messages {
-        if m.role == "user" {
+        if m.role == Role::User {
             m.name = Some(format!("{HARNESS}{kind}"));
         }
     }
@@ -629,23 +633,23 @@ fn user_line(
     policy: &crate::rules::Policies,
 ) -> (Vec<Message>, Vec<SourceNote>) {
     if compaction {
-        let mapped = map_content("user", content, policy);
+        let mapped = map_content(Role::User, content, policy);
         let mut messages = mapped.messages;
         for m in &mut messages {
-            if m.role == "user" {
+            if m.role == Role::User {
                 m.compaction = true;
             }
         }
         return (messages, mapped.notes.into_vec());
     }
     if meta {
-        let mapped = map_content("user", content, policy);
+        let mapped = map_content(Role::User, content, policy);
         return (named(mapped.messages, "meta"), mapped.notes.into_vec());
     }
     let blocks = match content {
         Value::String(text) => {
             let kind = harness_kind(&text);
-            let mapped = map_content("user", Value::String(text), policy);
+            let mapped = map_content(Role::User, Value::String(text), policy);
             return match kind {
                 Some(kind) => (named(mapped.messages, kind), mapped.notes.into_vec()),
                 None => (mapped.messages, mapped.notes.into_vec()),
@@ -656,7 +660,7 @@ fn user_line(
         | other @ Value::Bool(_)
         | other @ Value::Number(_)
         | other @ Value::Object(_) => {
-            let mapped = map_content("user", other, policy);
+            let mapped = map_content(Role::User, other, policy);
             return (mapped.messages, mapped.notes.into_vec());
         }
     };
@@ -666,7 +670,7 @@ fn user_line(
     let mut run: Vec<Value> = Vec::new();
     let flush = |run: &mut Vec<Value>, messages: &mut Vec<Message>, notes: &mut Vec<SourceNote>| {
         if !run.is_empty() {
-            let mapped = map_content("user", Value::Array(std::mem::take(run)), policy);
+            let mapped = map_content(Role::User, Value::Array(std::mem::take(run)), policy);
             messages.extend(mapped.messages);
             notes.extend(mapped.notes);
         }
@@ -683,7 +687,7 @@ fn user_line(
         match harness {
             Some(kind) => {
                 flush(&mut run, &mut messages, &mut notes);
-                let mapped = map_content("user", Value::Array(vec![block]), policy);
+                let mapped = map_content(Role::User, Value::Array(vec![block]), policy);
                 messages.extend(named(mapped.messages, kind));
                 notes.extend(mapped.notes);
             }

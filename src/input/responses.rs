@@ -30,7 +30,7 @@ use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContex
 use super::sse;
 use super::InputError;
 use crate::model::transcript::{
-    Content, DroppedField, Message, Part, ReasoningOrigin, Thinking, ToolCall, Transcript,
+    Content, DroppedField, Message, Part, ReasoningOrigin, Role, Thinking, ToolCall, Transcript,
 };
 use crate::rules::policy::{HostedTool, ResentHistory};
 use crate::rules::template::fill;
@@ -504,7 +504,7 @@ impl Items<'_> {
             &[("type", kind), ("json", &json)],
         );
         self.note(&format!("{kind} item as a placeholder"));
-        self.built.text("assistant", text);
+        self.built.text(Role::Assistant, text);
     }
 
     fn note(&mut self, what: &str) {
@@ -798,7 +798,7 @@ fn transcript(
         built.ignore(field);
     }
     if let Some(instructions) = &entry.instructions {
-        built.text("system", instructions.clone());
+        built.text(Role::System, instructions.clone());
     }
     let mut reading = Items { built, context };
     reading.items(items)?;

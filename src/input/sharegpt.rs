@@ -27,13 +27,13 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
-use super::chat::read_message_list;
+use super::chat::{alias_role, read_message_list};
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
 use super::inside::{Refusal, IMAGE_CAP};
 use super::InputError;
-use crate::model::transcript::{Content, Message, Part, ToolCall, Transcript};
+use crate::model::transcript::{Content, Message, Part, Role, ToolCall, Transcript};
 use crate::rules::policy::{MissingImage, SharedObservation};
 use crate::rules::template::fill;
 use crate::rules::{Builtin, PolicyId, ShareGptTags};
@@ -182,7 +182,7 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
     let mut messages = Vec::new();
     if let Some(text) = system {
         messages.push(Message {
-            role: "system".into(),
+            role: Role::System,
             content: Content::Text(text),
             ..Message::default()
         });
@@ -336,7 +336,7 @@ fn classic_turns(
                 messages.push(observation(Content::Text(text), run, context, &mut pairing));
             }
             Turn::Role(role, aliased_from) => messages.push(Message {
-                role,
+                role: Role::named(role),
                 aliased_from,
                 content: Content::Text(text),
                 ..Message::default()
@@ -399,7 +399,7 @@ fn call_message(text: &str, turn: usize, pairing: &mut Pairing) -> Message {
     let calls = calls_of(text, turn);
     pairing.pending = calls.iter().filter_map(|c| c.id.clone()).collect();
     Message {
-        role: "assistant".into(),
+        role: Role::Assistant,
         content: Content::Missing,
         tool_calls: calls,
         ..Message::default()
@@ -415,7 +415,7 @@ fn observation(
     pairing: &mut Pairing,
 ) -> Message {
     let mut message = Message {
-        role: "tool".into(),
+        role: Role::Tool,
         content,
         ..Message::default()
     };
@@ -506,7 +506,7 @@ fn split_observations(messages: &mut Vec<Message>, built: &mut TranscriptBuilder
                 | Part::Unknown { .. } => String::new(),
             };
             out.push(Message {
-                role: "tool".into(),
+                role: Role::Tool,
                 content: Content::Text(text),
                 tool_call_ids: vec![id],
                 ..Message::default()
@@ -582,10 +582,7 @@ fn typed_messages(
         if !calls.is_empty() {
             pairing.pending = calls.iter().filter_map(|c| c.id.clone()).collect();
         }
-        let (role, aliased_from) = match context.rules.input.role_aliases.get(&role) {
-            Some(alias) => (alias.clone(), Some(role)),
-            None => (role, None),
-        };
+        let (role, aliased_from) = alias_role(role, &context.rules.input.role_aliases);
         let mut ignored: Vec<String> = raw.keys().cloned().collect();
         ignored.sort();
         messages.push(Message {
@@ -943,9 +940,9 @@ mod tests {
             {"speaker": "gpt", "text": "hello"}
         ]});
         let t = row_with(value, rules).unwrap();
-        assert_eq!(t.messages[0].role, "user");
+        assert_eq!(t.messages[0].role.as_str(), "user");
         assert_eq!(t.messages[0].aliased_from.as_deref(), Some("prompter"));
-        assert_eq!(t.messages[1].role, "assistant");
+        assert_eq!(t.messages[1].role.as_str(), "assistant");
     }
 
     #[test]
@@ -965,7 +962,7 @@ mod tests {
         assert_eq!(t.messages[1].tool_calls[0].id.as_deref(), Some("call_1_0"));
         assert_eq!(t.messages[1].tool_calls[0].arguments, r#"{"a":2,"b":2}"#);
         assert_eq!(t.messages[2].tool_call_ids, ["call_1_0"]);
-        assert_eq!(t.messages[2].role, "tool");
+        assert_eq!(t.messages[2].role.as_str(), "tool");
     }
 
     #[test]

@@ -82,12 +82,78 @@ pub struct RecordMeta {
     pub source_version: Option<String>,
 }
 
+/// A message's role (after the rule file's role aliases): one the converter knows, or any
+/// other the input wrote, which a policy decides (`policy.unknown_role`). Written and shown
+/// by its name, as the input spelt it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    /// A tool's output (`tool_call_id`).
+    Tool,
+    /// A legacy function's output (`name` instead of a call id).
+    Function,
+    Other(String),
+}
+
+impl Role {
+    /// The role named `name`, as an input writes it.
+    pub fn named(name: String) -> Role {
+        match name.as_str() {
+            "system" => Role::System,
+            "developer" => Role::Developer,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            "function" => Role::Function,
+            _ => Role::Other(name),
+        }
+    }
+
+    /// The role's name, as the input wrote it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Function => "function",
+            Role::Other(name) => name,
+        }
+    }
+
+    /// System or developer: instructions, which the rule files classify.
+    pub fn is_instructions(&self) -> bool {
+        match self {
+            Role::System | Role::Developer => true,
+            Role::User | Role::Assistant | Role::Tool | Role::Function | Role::Other(_) => false,
+        }
+    }
+}
+
+/// The role of a message no reader has filled in: no name, as a `String` role was.
+impl Default for Role {
+    fn default() -> Role {
+        Role::Other(String::new())
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One input message, normalised across shapes.
 #[derive(Debug, Clone, Default)]
 pub struct Message {
     /// Position in the input message list (0-based), after flattening turns.
     pub index: usize,
-    pub role: String,
+    /// After the rule file's role aliases.
+    pub role: Role,
     /// The role as the input wrote it, when a rule-file role alias renamed it (`human` for
     /// `user`): the converter records the renaming as a decision.
     pub aliased_from: Option<String>,
@@ -226,5 +292,29 @@ impl Content {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Role;
+
+    #[test]
+    fn a_role_is_written_as_the_input_named_it() {
+        for name in [
+            "system",
+            "developer",
+            "user",
+            "assistant",
+            "tool",
+            "function",
+            "wizard",
+            "",
+        ] {
+            assert_eq!(Role::named(name.to_string()).to_string(), name);
+        }
+        assert_eq!(Role::named("tool".into()), Role::Tool);
+        assert_eq!(Role::named("Tool".into()), Role::Other("Tool".into()));
+        assert_eq!(Role::default().as_str(), "");
     }
 }

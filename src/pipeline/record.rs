@@ -23,7 +23,7 @@ use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
-use crate::model::transcript::Transcript;
+use crate::model::transcript::{Role, Transcript};
 use crate::model::Located;
 use crate::output::manifest::digest;
 use crate::output::{Placed, QuarantineEntry};
@@ -727,7 +727,7 @@ fn ignored_fields(transcript: &Transcript) -> Vec<String> {
         .clone()
         .flat_map(|m| m.ignored_fields.iter().map(|f| format!("message.{f}")));
     let names = messages
-        .filter(|m| m.name.is_some() && m.role != "function")
+        .filter(|m| m.name.is_some() && m.role != Role::Function)
         .map(|_| "message.name".to_string());
     record.chain(message_fields).chain(names).collect()
 }
@@ -871,7 +871,7 @@ mod tests {
             _: &ReadContext<'_>,
         ) -> crate::input::format::FileRead {
             use crate::input::format::{DroppedRecord, FileRead, SourceConversation};
-            use crate::model::transcript::{Content, Message, SourceNote};
+            use crate::model::transcript::{Content, Message, Role, SourceNote};
             let mut read = FileRead::default();
             for record in records {
                 let v = &record.value;
@@ -885,7 +885,7 @@ mod tests {
                     read.refused
                         .push((record.index, InputError::NotARecord("bad line")));
                 } else if let Some(text) = v.get("c").and_then(|c| c.as_str()) {
-                    let role = v["role"].as_str().unwrap_or("user").to_string();
+                    let role = Role::named(v["role"].as_str().unwrap_or("user").to_string());
                     let message = Message {
                         role,
                         content: Content::Text(text.to_string()),

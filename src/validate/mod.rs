@@ -6,7 +6,8 @@
 //! message, and [`Warning`]s for what Codex ignores on purpose. It reads only the bytes,
 //! through the wire types of [`crate::model::rollout::view`], never the converter's data or
 //! helpers, so a converter bug cannot hide from it. Invariant 12 (accounting) needs the input
-//! and lives in [`crate::audit::accounting`].
+//! and lives in [`crate::audit::accounting`]. The [`Invariant`]s themselves are declared in
+//! [`crate::model::invariant`] (re-exported here), since a quarantine's class names them.
 //!
 //! - [`lines`]: bytes to lines (invariant 2 for the bytes themselves).
 //! - [`meta`]: the session meta (1) and each line's envelope (2).

@@ -24,11 +24,9 @@ use std::sync::OnceLock;
 use rollover::input::batch::BatchIndex;
 use rollover::input::SourceFormat;
 use rollover::model::responses::{Format, ResponsesOptions};
-use rollover::output::quarantine::QuarantineClass;
 use rollover::output::QuarantineEntry;
-use rollover::pipeline::{process_bytes, Outcome};
+use rollover::pipeline::{process_bytes, Outcome, Refusal};
 use rollover::rules::{InvalidUnicode, RuleSet};
-use rollover::validate::Invariant;
 
 /// The input file, in a folder that does not exist: a ChatGPT export's or a dataset's images
 /// are looked up beside it, and nothing is there, whatever the machine holds.
@@ -115,28 +113,29 @@ fn check(outcome: &Outcome, strict: u8) {
         Outcome::Converted(done) => {
             assert!(!done.bytes.is_empty(), "a conversation renders to no bytes");
         }
-        Outcome::Quarantined(entry) => check_entry(entry, strict),
+        Outcome::Quarantined { entry, why } => check_entry(entry, why, strict),
         Outcome::Merged | Outcome::NotSampled | Outcome::Dropped { .. } => {}
     }
 }
 
-fn check_entry(entry: &QuarantineEntry, strict: u8) {
-    match entry.class {
-        QuarantineClass::Invariant(Invariant::Accounting) => {
-            assert!(strict < 2, "text accounting: {}", entry.reason)
-        }
-        QuarantineClass::Invariant(_) => {
+fn check_entry(entry: &QuarantineEntry, why: &Refusal, strict: u8) {
+    match why {
+        Refusal::Unbalanced(_) => assert!(strict < 2, "text accounting: {}", entry.reason),
+        Refusal::Invariants { .. } => {
             assert!(
                 strict < 1,
                 "converted rollout breaks invariants: {}",
                 entry.reason
             )
         }
-        // The pipeline's own net for a reader that loses a record; its reason says it is a bug.
-        QuarantineClass::NotARecord if entry.reason.contains("gave no account") => {
-            assert!(strict < 1, "{}", entry.reason)
-        }
-        _ => {}
+        // The pipeline's own net for a reader that loses a record: a bug of ours.
+        Refusal::Unaccounted(_) => assert!(strict < 1, "{}", entry.reason),
+        // A later record of a refused conversation: refused for what its first record was.
+        Refusal::PartOf(first) => check_entry(entry, &first.cause, strict),
+        Refusal::TooLarge { .. }
+        | Refusal::Input(_)
+        | Refusal::Rule(_)
+        | Refusal::UnclaimedResult(_) => {}
     }
 }
 
@@ -159,7 +158,7 @@ fn trace_one(outcome: &Outcome, out: &mut Vec<u8>) {
             out.extend(&done.bytes);
         }
         Outcome::Merged => out.extend(b"merged\n"),
-        Outcome::Quarantined(entry) => {
+        Outcome::Quarantined { entry, .. } => {
             out.extend(serde_json::to_vec(entry).unwrap_or_default());
             out.push(b'\n');
         }

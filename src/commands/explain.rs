@@ -92,7 +92,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
             let (first, _) = &work.work.records[read.indexes[0]];
             explain(read, first, &file.key, format, &rules)
         }
-        (None, Some(Outcome::Quarantined(entry))) => {
+        (None, Some(Outcome::Quarantined { entry, .. })) => {
             Explained::refused(record, format, entry.class.name(), entry.reason.clone())
         }
         (None, Some(Outcome::Dropped { rule, what })) => Explained::refused(

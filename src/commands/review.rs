@@ -259,7 +259,7 @@ fn pages_of_source(
             let Some(read) = work.conversations.iter().find(|r| r.indexes.contains(&at)) else {
                 // The run's reason stands (a Batch API result, say, was refused against the
                 // requests of every input file, not of this one alone).
-                if let (None, Some(Outcome::Quarantined(entry))) =
+                if let (None, Some(Outcome::Quarantined { entry, .. })) =
                     (&page.quarantined, &work.outcomes[at])
                 {
                     page.quarantined = Some(entry.reason.clone());

@@ -333,7 +333,7 @@ impl<'h> Collector<'h> {
                 self.summary.reading.records_merged += 1;
                 Ok(())
             }
-            Outcome::Quarantined(entry) => {
+            Outcome::Quarantined { entry, .. } => {
                 counts.quarantined += 1;
                 self.stats[file].quarantined += 1;
                 self.quarantined(&entry)

@@ -62,7 +62,7 @@ use crate::source::{
 };
 use collect::Collector;
 use reader::Work;
-pub use record::{process_bytes, process_work, Outcome, WorkContext};
+pub use record::{process_bytes, process_work, Outcome, Refusal, WorkContext};
 
 #[derive(Debug, Error)]
 pub enum PipelineError {
@@ -1370,7 +1370,7 @@ fn converted_mut(outcomes: &mut [Vec<Outcome>]) -> impl Iterator<Item = &mut rec
         .filter_map(|outcome| match outcome {
             Outcome::Converted(done) => Some(&mut **done),
             Outcome::Merged
-            | Outcome::Quarantined(_)
+            | Outcome::Quarantined { .. }
             | Outcome::NotSampled
             | Outcome::Dropped { .. } => None,
         })

@@ -41,7 +41,12 @@ pub enum Outcome {
     /// A record read into the conversation of an earlier record of its work.
     Merged,
     /// Quarantined unchanged; a conversation refused as a whole has one per record.
-    Quarantined(QuarantineEntry),
+    Quarantined {
+        /// The line `quarantine.jsonl` gets.
+        entry: QuarantineEntry,
+        /// Why, as a value: what a caller matches on (never the entry's reason text).
+        why: Refusal,
+    },
     /// Left out by `--sample`.
     NotSampled,
     /// A record that holds no conversation, dropped by a rule.
@@ -265,12 +270,20 @@ pub struct WorkContext<'a> {
 
 /// A quarantine of `record` on its own, unchanged, refused for `why` at its location.
 fn refuse(record: &RawRecord, why: Refusal) -> Outcome {
-    quarantine(record, &record.location.at(why))
+    let cause = record.location.at(why);
+    Outcome::Quarantined {
+        entry: QuarantineEntry::new(&cause, &record.bytes),
+        why: cause.cause,
+    }
 }
 
-/// A quarantine of `record`, unchanged, for `cause`.
+/// A quarantine of `record`, unchanged, for `cause` (found at `record` or, for a later
+/// record of a refused conversation, at its first).
 fn quarantine(record: &RawRecord, cause: &Located<Refusal>) -> Outcome {
-    Outcome::Quarantined(QuarantineEntry::new(cause, &record.bytes))
+    Outcome::Quarantined {
+        entry: QuarantineEntry::new(cause, &record.bytes),
+        why: cause.cause.clone(),
+    }
 }
 
 /// The one way records become outcomes, whatever their format: the work's records through
@@ -955,7 +968,7 @@ mod tests {
                     converted.push((done.line, done.records, done.decisions.clone()))
                 }
                 Outcome::Merged => merged.push(line),
-                Outcome::Quarantined(entry) => refused.push(entry.line),
+                Outcome::Quarantined { entry, .. } => refused.push(entry.line),
                 Outcome::Dropped { rule, .. } => {
                     assert_eq!(*rule, crate::rules::PolicyId::StructuralLine.into());
                     dropped += 1;
@@ -985,7 +998,7 @@ mod tests {
         let one = |outcome: &Outcome| match outcome {
             Outcome::Converted(done) => format!("converted {}", done.records),
             Outcome::Merged => "merged".to_string(),
-            Outcome::Quarantined(_) => "quarantined".to_string(),
+            Outcome::Quarantined { .. } => "quarantined".to_string(),
             Outcome::NotSampled => "not sampled".to_string(),
             Outcome::Dropped { .. } => "dropped".to_string(),
         };
@@ -1037,7 +1050,7 @@ not json
         let rules = RuleSet::builtin().expect("built-in rules");
         let bytes = br#"{"messages":[{"role":"wizard","content":"x"}]}"#;
         let outcome = process_record(bytes, &rules);
-        let Outcome::Quarantined(entry) = outcome else {
+        let Outcome::Quarantined { entry, why } = outcome else {
             panic!("expected a quarantine, got {outcome:?}");
         };
         assert_eq!(entry.class, crate::model::quarantine::QuarantineClass::Rule);
@@ -1050,6 +1063,10 @@ not json
             "{}",
             entry.reason
         );
+        let Refusal::Rule(err) = why else {
+            panic!("expected a rule's refusal, got {why:?}");
+        };
+        assert_eq!(err.rule, crate::rules::PolicyId::UnknownRole.into());
         assert_eq!(entry.raw(), bytes.to_vec());
     }
 }

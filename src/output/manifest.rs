@@ -178,10 +178,21 @@ impl Manifest {
         self.unlist(&entry.key);
         for rollout in &entry.rollouts {
             self.orphans.remove(&rollout.path);
-            self.listers
-                .entry(rollout.path.clone())
-                .or_default()
-                .push(entry.key.clone());
+            let listers = self.listers.entry(rollout.path.clone()).or_default();
+            // A digest is what is at the path now, whichever file wrote it last: another
+            // file that lists the same session (one renamed away, a duplicate) gets it too,
+            // so that no stale digest of it makes a later run take the session for one Codex
+            // changed (issue 27: a rename, then two rule changes, left the first rules'
+            // session behind).
+            for other in listers.iter() {
+                let listed = self.files.get_mut(other).into_iter();
+                for stale in listed.flat_map(|f| f.rollouts.iter_mut()) {
+                    if stale.path == rollout.path {
+                        stale.digest.clone_from(&rollout.digest);
+                    }
+                }
+            }
+            listers.push(entry.key.clone());
         }
         self.files.insert(entry.key.clone(), entry);
     }

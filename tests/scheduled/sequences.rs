@@ -265,3 +265,17 @@ fn a_truncate_then_a_rename_then_a_rule_change_keeps_every_session() {
     ];
     check_sequence(&ops).expect("the property holds");
 }
+
+/// Found by the property: a file renamed away still listed the session with the first rules'
+/// digest, so after two rule changes the run took the session for one Codex had changed and
+/// left the second rules' version on disk.
+#[test]
+fn a_rename_then_two_rule_changes_rewrite_the_session_each_time() {
+    let ops = [
+        Op::Add(1, vec![0]),
+        Op::Rename(1, 0),
+        Op::Rules(1),
+        Op::Rules(0),
+    ];
+    check_sequence(&ops).expect("the property holds");
+}

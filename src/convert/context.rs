@@ -89,6 +89,7 @@ impl Builder<'_> {
         if slot == Slot::BaseInstructions {
             if self.context.base.is_none() {
                 self.decide(index, rule, Action::Classified { slot }, 0, 0);
+                self.repeated_before(&text)?;
                 self.context.base = Some(text);
                 return Ok(());
             }
@@ -128,6 +129,32 @@ impl Builder<'_> {
             }
             Slot::BaseInstructions | Slot::Drop | Slot::Quarantine | Slot::User => Ok(()),
         }
+    }
+
+    /// The base instructions `base` were just set: a developer section read before them and
+    /// still waiting with the same text is a repetition of them, as one read after them is
+    /// (`policy.duplicate_base_instructions`), wherever the leading system message stands.
+    fn repeated_before(&mut self, base: &str) -> Result<(), ConvertError> {
+        let rule = PolicyId::DuplicateBaseInstructions;
+        let (repeated, kept): (Vec<Section>, Vec<Section>) =
+            std::mem::take(&mut self.context.developer)
+                .into_iter()
+                .partition(|s| s.text == base);
+        self.context.developer = kept;
+        for section in repeated {
+            let index = Some(section.origin);
+            match self.rules.policy.duplicate_base_instructions {
+                DropOrQuarantine::Drop => {
+                    let action = Action::DuplicateBaseInstructionsDropped;
+                    self.decide(index, rule, action, section.text.len(), 0);
+                }
+                DropOrQuarantine::Quarantine => {
+                    let reason = "base instructions repeated as a developer message";
+                    return Err(self.quarantine(rule, reason.to_string(), index));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn developer_section(
@@ -369,6 +396,33 @@ mod tests {
             rules_fired(&built),
             ["first-leading-system", "leading-context", "leading-context"]
         );
+    }
+
+    /// Found by the thread-count property: a developer message before the leading system
+    /// message, with its text, was written and broke invariant 10 (base instructions repeated).
+    #[test]
+    fn a_developer_message_before_the_base_instructions_repeating_them_is_dropped() {
+        let built = walk(vec![
+            message("developer", "Be terse."),
+            message("developer", "Use tabs."),
+            message("system", "Be terse."),
+            message("user", "hi"),
+        ]);
+        assert_eq!(built.base_instructions.as_deref(), Some("Be terse."));
+        assert_eq!(
+            items(&built),
+            vec![
+                text_message("developer", &["Use tabs."]),
+                text_message("user", &["hi"]),
+            ]
+        );
+        let dropped: Vec<(Option<usize>, usize)> = built
+            .decisions
+            .iter()
+            .filter(|d| d.rule.to_string() == "policy.duplicate_base_instructions")
+            .map(|d| (d.message, d.bytes_dropped))
+            .collect();
+        assert_eq!(dropped, [(Some(0), 9)]);
     }
 
     #[test]

@@ -118,11 +118,20 @@ pub struct Links {
     /// The version of the tool that wrote the source (Claude Code `version`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_version: Option<String>,
+    /// The folder the source says the session ran in, when `--cwd` wrote another one into
+    /// the session meta.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_cwd: Option<String>,
 }
 
 impl Links {
-    fn of(meta: &crate::model::transcript::RecordMeta) -> Links {
+    fn of(meta: &crate::model::transcript::RecordMeta, rules: &RuleSet) -> Links {
+        let overridden = rules.session.cwd_overrides_source;
         Links {
+            source_cwd: meta
+                .cwd
+                .clone()
+                .filter(|cwd| overridden && !cwd.is_empty() && *cwd != rules.session.cwd),
             format: meta.format,
             title: meta.title.clone(),
             source_id: meta.source_id.clone(),
@@ -191,7 +200,7 @@ pub fn finish(
         ignored.retain(|f| f != "record.tools" && f != "record.functions");
     }
     let bytes_in = transcript_bytes(&transcript);
-    let links = Links::of(&transcript.meta);
+    let links = Links::of(&transcript.meta, rules);
     let key = RecordKey {
         source: source_key,
         record,

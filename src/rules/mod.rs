@@ -183,6 +183,11 @@ impl Default for ShareGptTags {
 #[derive(Debug, Clone)]
 pub struct SessionDefaults {
     pub cwd: String,
+    /// `cwd` wins over the folder a source records (a Claude Code session's `cwd`): set by
+    /// `convert --cwd`, which names the folder of every session.
+    pub cwd_overrides_source: bool,
+    /// The model of a Responses body whose record names none (`convert --model`).
+    pub default_model: Option<String>,
     pub originator: String,
     pub cli_version: String,
     pub source: Option<String>,

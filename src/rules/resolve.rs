@@ -157,6 +157,8 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
             input,
             session: SessionDefaults {
                 cwd,
+                cwd_overrides_source: false,
+                default_model: None,
                 originator,
                 cli_version,
                 source: s.source,

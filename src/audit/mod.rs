@@ -5,6 +5,7 @@
 pub mod accounting;
 pub mod decision;
 pub mod report;
+pub mod sample;
 pub mod summary;
 
 pub use decision::{Action, Decision};

@@ -474,10 +474,11 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
     timing.push(b'\n');
     home.write_run_file_atomic("timing.json", &timing)?;
     summary.verdict = report::verdict(&summary, &options).to_string();
-    let (markdown, html) =
+    let reports =
         report::render(&summary, &files, &options).context("rendering the merged report")?;
-    home.write_run_file_atomic("report.md", markdown.as_bytes())?;
-    home.write_run_file_atomic("report.html", html.as_bytes())?;
+    home.write_run_file_atomic("report.md", reports.markdown.as_bytes())?;
+    home.write_run_file_atomic(report::FILES_CSV, reports.files_csv.as_bytes())?;
+    home.write_run_file_atomic("report.html", reports.html.as_bytes())?;
     let mut bytes = serde_json::to_vec_pretty(&summary)?;
     bytes.push(b'\n');
     // Last: its presence marks the run folder as finished.

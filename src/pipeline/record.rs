@@ -461,6 +461,21 @@ fn read_and_convert(
     }
     let per_conversation = reader.granularity() == Granularity::File;
     let rate = context.sample.unwrap_or(1.0);
+    // A whole-file format's records that no conversation took (refused, dropped by a rule)
+    // stand for themselves in a sample, as a record-by-record format's do: sampled by their
+    // own key. Kept in full, they made a 5 % sample audit 6.3 % of the records and quadruple
+    // the estimated quarantine share (issue 28).
+    if per_conversation && rate < 1.0 {
+        for (outcome, (_, ordinal)) in outcomes.iter_mut().zip(&work.records) {
+            let alone = matches!(
+                outcome,
+                Some(Outcome::Quarantined(_) | Outcome::Dropped { .. })
+            );
+            if alone && !sampled(context.read.key, *ordinal, rate) {
+                *outcome = Some(Outcome::NotSampled);
+            }
+        }
+    }
     for conversation in read.conversations {
         // Each record is claimed once: by the first conversation (or refusal) that names it.
         let mut indexes = Vec::with_capacity(conversation.records.len());

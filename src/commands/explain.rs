@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::audit::{Action, Decision};
 use crate::cli::ExplainArgs;
 use crate::commands::convert::load_rules;
-use crate::commands::Exit;
+use crate::commands::{out, outln, Exit};
 use crate::convert::{convert, ItemKind, OutItem, OutPayload, RecordKey};
 use crate::input::{extract, parse_record};
 use crate::model::identity::Occurrences;
@@ -74,9 +74,9 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         violations: violations.iter().map(|v| v.to_string()).collect(),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!(explained))?);
+        outln!("{}", serde_json::to_string_pretty(&json!(explained))?)?;
     } else {
-        print!("{}", explained.text());
+        out!("{}", explained.text())?;
     }
     Ok(Exit::findings_if(!violations.is_empty()))
 }

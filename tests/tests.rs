@@ -26,6 +26,7 @@ mod conformance;
 mod convert;
 mod digest;
 mod inputs;
+mod promises;
 mod properties;
 mod report;
 mod responses;

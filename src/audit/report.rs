@@ -569,6 +569,7 @@ fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
             .y_labels(n)
             .y_label_formatter(&label)
             .x_labels(6)
+            .x_label_formatter(&|v: &u64| group(*v))
             .label_style(("sans-serif", 13))
             .draw()
             .map_err(|e| chart_error(&e))?;
@@ -589,7 +590,7 @@ fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
         chart
             .draw_series(bars.iter().enumerate().map(|(i, (_, value))| {
                 Text::new(
-                    value.to_string(),
+                    group(*value),
                     (*value, SegmentValue::CenterOf(at(i))),
                     ("sans-serif", 12).into_font(),
                 )

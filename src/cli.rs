@@ -17,12 +17,13 @@ Exit codes:
        interrupted
   143  stopped by SIGTERM: the same";
 
-/// `--version`: rollover's version and the Codex release its built-in rules target.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (target Codex 0.169.0)");
-
 /// Migrate archives of chat transcripts into Codex rollouts and Responses items.
+///
+/// The version (`--version`, which names the Codex releases the output is tested against) and
+/// the values of `--from` are set from the library's lists by `commands::command`, which
+/// parses, completes and documents the command line: this module knows no other.
 #[derive(Debug, Parser)]
-#[command(name = "rollover", version = VERSION, about, long_about = None, after_help = EXIT_CODES_HELP)]
+#[command(name = "rollover", about, long_about = None, after_help = EXIT_CODES_HELP)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -86,9 +87,40 @@ pub enum Command {
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     #[command(after_help = EXIT_CODES_HELP)]
     Completions(CompletionsArgs),
-    /// Print the man page (roff) on stdout.
+    /// Print a man page (roff) on stdout: rollover(1), or one subcommand's
+    /// (`rollover man convert`, `rollover man report diff`); `--dir` writes them all.
     #[command(after_help = EXIT_CODES_HELP)]
-    Man,
+    Man(ManArgs),
+}
+
+impl Command {
+    /// Whether the command was asked for JSON: then every failure prints its
+    /// `{"exit_code","exit_reason","error"}` object on stdout too.
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Convert(args) | Command::Audit(args) => args.json,
+            Command::Validate(args) => args.json,
+            Command::Explain(args) => args.json,
+            Command::Status(args) => args.json,
+            Command::Report(args) => match &args.command {
+                ReportCommand::Diff(diff) => diff.json,
+                ReportCommand::Merge(merge) => merge.json,
+            },
+            Command::Rules(_) | Command::Completions(_) | Command::Man(_) => false,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `convert`, or `report diff` (default: the
+    /// top page, rollover(1)).
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every page (rollover.1, rollover-convert.1, rollover-report-diff.1, ...) into
+    /// this folder instead, e.g. ~/.local/share/man/man1.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -143,6 +175,7 @@ pub struct ReportArgs {
 pub enum ReportCommand {
     /// Compare two runs (e.g. before and after a rule change): outcomes, decisions by rule,
     /// and the conversations whose items changed. Exit 1 when anything moved.
+    #[command(after_help = REPORT_DIFF_EXIT_CODES_HELP)]
     Diff(ReportDiffArgs),
     /// Join the reports of a sharded run's shards into one run report.
     ///
@@ -181,7 +214,19 @@ pub struct ReportDiffArgs {
     /// Conversations to list by name (the rest are counted).
     #[arg(long, default_value_t = 20)]
     pub max_listed: usize,
+    /// Print what moved as one JSON document on stdout (every changed count and every
+    /// conversation, none left out), with `exit_code` and `exit_reason`.
+    #[arg(long)]
+    pub json: bool,
 }
+
+/// `report diff --help`: its exit codes, which gate a rule change in CI.
+pub const REPORT_DIFF_EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0    nothing moved: the same outcomes, decisions, items and rollouts
+  1    something moved (a count, or a conversation's rollout): listed above
+  2    usage error, or a run could not be read (not a run folder or a home,
+       a summary.json or conversations.jsonl that is not JSON)";
 
 #[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
@@ -200,8 +245,8 @@ pub struct ConvertArgs {
     #[arg(long = "messages-at", value_name = "PATH")]
     pub messages_at: Vec<String>,
     /// Read every input as this source format instead of detecting each file's format from
-    /// its first record: chat, claude-code, chatgpt, anthropic, responses, chat-stream,
-    /// sharegpt (README "Source formats").
+    /// its first record (README "Source formats"; the values are listed below and completed
+    /// by the shell).
     #[arg(long, value_name = "FORMAT")]
     pub from: Option<String>,
     /// Do not look for the messages by shape when no `messages_at` path holds them (quarantine
@@ -209,9 +254,16 @@ pub struct ConvertArgs {
     #[arg(long)]
     pub no_guess: bool,
     /// The folder every session says it ran in (session_meta.cwd), overriding the rule files'
-    /// `[session] cwd`. Codex's picker lists the sessions of the folder it runs in.
+    /// `[session] cwd` and the folder a source records (a Claude Code session's `cwd`, kept
+    /// as `source_cwd` in conversations.jsonl). Codex's picker lists the sessions of the
+    /// folder it runs in.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// --format responses: the `model` of every body whose record names none (a record's own
+    /// model is kept), so each body is ready to send; counted under rule
+    /// `builtin.default-model` in the audit.
+    #[arg(long, value_name = "NAME", value_parser = parse_model)]
+    pub model: Option<String>,
     /// The key of standard input (`-`) and other streams: session ids and reports use it, and
     /// --format responses writes OUT/responses/NAME. A relative path without `..` (e.g.
     /// `imports/today.jsonl`): an absolute or climbing name, or an empty one, is refused.
@@ -277,7 +329,7 @@ pub struct ConvertArgs {
     pub max_quarantine_rate: Option<f64>,
     /// Audit only this share of the records (e.g. 0.05), picked by a hash of each record's
     /// key so the same ones every time; the report estimates the full run. Dry runs only.
-    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    #[arg(long, value_name = "RATE", value_parser = parse_sample)]
     pub sample: Option<f64>,
     /// Show short excerpts of quarantined records in the reports (they hold no transcript
     /// text otherwise); the reports say so at the top.
@@ -379,7 +431,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
     };
     let bytes = number.checked_shl(shift).filter(|b| b >> shift == number);
     match bytes {
-        Some(0) => Err("the split size must be at least 1 byte".into()),
+        Some(0) => Err("a size must be at least 1 byte".into()),
         Some(bytes) => Ok(bytes),
         None => Err(usage()),
     }
@@ -402,8 +454,9 @@ pub struct ValidateArgs {
     /// Rollout files or folders (a Codex home is walked for rollout-*.jsonl[.zst]).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Codex version whose marker registry applies (only 0.169 ships).
-    #[arg(long, default_value = "0.169")]
+    /// The Codex release to check against: one of the supported releases (`--version` lists
+    /// them), or a prefix of one (`0.171`). Their rollouts and marker registry are the same.
+    #[arg(long, value_name = "VERSION", default_value = "0.169")]
     pub codex_version: String,
     /// Rule files whose marker registry to use (default: built-in).
     #[arg(long = "rules", value_name = "FILE")]
@@ -505,6 +558,29 @@ fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
         }
         _ => Err(format!(
             "`{text}` is not a number of seconds to wait for the lock (0 to {MAX_WAIT_SECONDS}, e.g. 600 or 0.5)"
+        )),
+    }
+}
+
+/// `--model`: a model slug as the API takes it.
+fn parse_model(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.trim() != text {
+        return Err(format!(
+            "`{text}` is not a model name: give the slug the API takes, e.g. gpt-5 (no spaces around it)"
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// `--sample`: a share above 0 (0 would audit nothing) and at most 1.
+fn parse_sample(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate > 0.0 && rate <= 1.0 => Ok(rate),
+        Ok(0.0) => Err(
+            "a sample of 0 audits no record at all: give a share above 0, e.g. 0.05 for 5 %, or leave --sample out to audit every record".into(),
+        ),
+        _ => Err(format!(
+            "`{text}` is not a share above 0 and at most 1 (e.g. 0.05 for 5 %)"
         )),
     }
 }

@@ -1,9 +1,14 @@
 //! Parse the command line, run the subcommand, map the outcome to an exit code (the table is
 //! in `commands`: 0 clean, 1 findings, 2 error, 3 output locked).
+//!
+//! Two promises are kept here, for every command: a reader that goes away (`| head`) is
+//! success, never a panic; and a command given `--json` prints its
+//! `{"exit_code","exit_reason","error"}` object on stdout for every failure, a usage error
+//! included (issue 28).
 
 use std::io::Write;
 
-use clap::{CommandFactory, Parser};
+use clap::FromArgMatches;
 
 /// The pipeline allocates many short-lived strings across threads; mimalloc spends far less
 /// time in malloc/free than the system allocator there (see samples/bench.sh).
@@ -11,22 +16,18 @@ use clap::{CommandFactory, Parser};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use rollover::cli::{Cli, Command, ReportCommand, RulesCommand};
-use rollover::commands::{self, ui::Ui, Exit};
+use rollover::commands::{self, is_broken_pipe, json_error, ui::Ui, Exit};
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let parsed = commands::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
-        Err(err) => {
-            let code = if err.use_stderr() {
-                Exit::Error.code()
-            } else {
-                Exit::Clean.code()
-            };
-            let _ = err.print();
-            std::process::exit(code);
-        }
+        Err(err) => usage_error(&err),
     };
     let ui = Ui::new(&cli.global);
+    let json = cli.command.json();
     let result = match cli.command {
         Command::Convert(args) => commands::convert::run(&args, &ui),
         Command::Audit(args) => commands::convert::audit(&args, &ui),
@@ -42,37 +43,74 @@ fn main() {
             RulesCommand::Policies(policies) => commands::rules::policies(&policies),
         },
         Command::Completions(args) => {
+            // clap_complete panics on a failed write: the script is made in memory, then
+            // written as any output is.
+            let mut script = Vec::new();
+            clap_complete::generate(
+                args.shell,
+                &mut commands::command(),
+                "rollover",
+                &mut script,
+            );
             let mut out = std::io::stdout().lock();
-            clap_complete::generate(args.shell, &mut Cli::command(), "rollover", &mut out);
-            out.flush()
-                .map(|()| Exit::Clean)
-                .map_err(anyhow::Error::from)
-        }
-        Command::Man => {
-            let mut out = std::io::stdout().lock();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut out)
+            out.write_all(&script)
                 .and_then(|()| out.flush())
                 .map(|()| Exit::Clean)
                 .map_err(anyhow::Error::from)
         }
+        Command::Man(args) => commands::man::run(&args),
     };
+    // `print!` buffers a line; what is left must reach the reader before `exit`, and a reader
+    // gone by then is a broken pipe like any other.
+    let result = result.and_then(|exit| {
+        std::io::stdout()
+            .flush()
+            .map(|()| exit)
+            .map_err(anyhow::Error::from)
+    });
     match result {
         Ok(exit) => std::process::exit(exit.code()),
+        Err(err) if is_broken_pipe(&err) => std::process::exit(Exit::Clean.code()),
         Err(err) => {
-            if is_broken_pipe(&err) {
-                std::process::exit(Exit::Clean.code());
+            let exit = Exit::for_error(&err);
+            if json {
+                // Best effort: the error goes to stderr below whatever happens to stdout.
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{}",
+                    json_error(exit, &format!("{err:#}"))
+                );
             }
             eprintln!("rollover: {err:#}");
-            std::process::exit(Exit::for_error(&err).code());
+            std::process::exit(exit.code());
         }
     }
 }
 
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+/// A command line clap refused (or `--help`, `--version`, which it reports the same way):
+/// clap's message on stderr, exit 2 (0 for help); with `--json` among the arguments, the
+/// error object on stdout too, since the command never got to say it.
+fn usage_error(err: &clap::Error) -> ! {
+    if !err.use_stderr() {
+        let printed = err.print();
+        let code = match printed {
+            Err(io) if io.kind() != std::io::ErrorKind::BrokenPipe => Exit::Error.code(),
+            Ok(()) | Err(_) => Exit::Clean.code(),
+        };
+        std::process::exit(code);
+    }
+    let wants_json = std::env::args_os().skip(1).any(|arg| arg == "--json");
+    if wants_json {
+        let rendered = err.render().to_string();
+        // clap's first paragraph is the error; the usage and `--help` hint follow it.
+        let message = rendered
+            .split("\n\n")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .trim_start_matches("error: ");
+        let _ = writeln!(std::io::stdout(), "{}", json_error(Exit::Error, message));
+    }
+    let _ = err.print();
+    std::process::exit(Exit::Error.code());
 }

@@ -807,7 +807,7 @@ fn validate_prints_failures_and_totals_and_verbose_lists_every_file() {
     assert!(!out.contains("rollout-good"), "{out}");
     assert!(out.starts_with("FAIL  bad/rollout-bad.jsonl ("), "{out}");
     assert!(
-        out.ends_with("2 files: 1 passed, 1 failed (Codex 0.169.0)\n"),
+        out.ends_with("2 files: 1 passed, 1 failed (Codex 0.169.1)\n"),
         "{out}"
     );
     let run = run_80(&wd, &["validate", "-v", "bad"]);
@@ -889,7 +889,7 @@ fn version_names_the_target_codex_release() {
     assert_eq!(
         run.stdout(),
         format!(
-            "rollover {} (target Codex 0.169.0)\n",
+            "rollover {} (target Codex 0.169.0; tested with Codex 0.169.1, 0.171.0)\n",
             env!("CARGO_PKG_VERSION")
         )
     );

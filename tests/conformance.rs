@@ -10,9 +10,11 @@
 //! our order, then Codex's fresh context and the prompt. The rollout as Codex left it, with the
 //! turn it appended, must then pass `rollover validate`.
 //!
-//! The Codex binary: `ROLLOVER_CODEX_BIN`, else `@openai/codex@${ROLLOVER_CODEX_VERSION:-0.169.0}`
-//! installed by npm into `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex/<version>}`. No
-//! binary is a failure, never a skip. `ROLLOVER_CONFORMANCE_KEEP=1` keeps the work folders
+//! Every test runs once per Codex release rollover supports (`rollover::validate::
+//! SUPPORTED_CODEX`, the list `--version` names), each `@openai/codex@<version>` installed by
+//! npm into `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex}/<version>`;
+//! `ROLLOVER_CODEX_VERSION=0.171.0` (or a comma-separated list) picks releases, and
+//! `ROLLOVER_CODEX_BIN` one binary you have. No binary is a failure, never a skip. `ROLLOVER_CONFORMANCE_KEEP=1` keeps the work folders
 //! (each resume's home with its `request-1.json`).
 //!
 //! `source_sessions_resume_exactly_in_codex` does the same for Claude Code sessions (parallel
@@ -32,9 +34,20 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::conformance_support::{
-    self, check_resume, codex, edit_rollout, is_fresh_context, read_rollout_lines,
-    run_with_timeout, write_codex_config, FakeServer,
+    self, check_resume, codexes, edit_rollout, is_fresh_context, read_rollout_lines,
+    run_with_timeout, write_codex_config, Codex, FakeServer,
 };
+
+/// Runs `test` once for each Codex release under test, saying which.
+fn on_every_release(name: &str, test: fn(&Codex)) {
+    for codex in codexes() {
+        println!(
+            "[conformance] {name}: Codex {} ({})",
+            codex.version, codex.origin
+        );
+        test(codex);
+    }
+}
 
 /// At least this many rollouts are resumed.
 const MIN_SAMPLE: usize = 30;
@@ -373,8 +386,14 @@ fn check_migrate(bin: &Path, home: &Path, expected: usize) {
 
 #[test]
 fn converted_rollouts_resume_exactly_in_codex() {
+    on_every_release(
+        "converted_rollouts_resume_exactly_in_codex",
+        converted_rollouts_resume_exactly_in_codex_in,
+    );
+}
+
+fn converted_rollouts_resume_exactly_in_codex_in(codex: &Codex) {
     let total = Instant::now();
-    let codex = codex();
     println!("[conformance] Codex: {} ({})", codex.version, codex.origin);
     let work = Work::new("main");
     let home = work.path().join("home");
@@ -499,7 +518,13 @@ fn converted_rollouts_resume_exactly_in_codex() {
 /// compaction: the summary that replaced the history, then what followed).
 #[test]
 fn source_sessions_resume_exactly_in_codex() {
-    let codex = codex();
+    on_every_release(
+        "source_sessions_resume_exactly_in_codex",
+        source_sessions_resume_exactly_in_codex_in,
+    );
+}
+
+fn source_sessions_resume_exactly_in_codex_in(codex: &Codex) {
     let work = Work::new("sources");
     let home = work.path().join("home");
     let sources = corpora_dir().join("sources");
@@ -572,9 +597,15 @@ fn source_sessions_resume_exactly_in_codex() {
 /// last 30 days and its `cwd` to a folder that exists, as the importer requires).
 #[test]
 fn codex_own_importer_keeps_less_than_rollover() {
+    on_every_release(
+        "codex_own_importer_keeps_less_than_rollover",
+        codex_own_importer_keeps_less_than_rollover_in,
+    );
+}
+
+fn codex_own_importer_keeps_less_than_rollover_in(codex: &Codex) {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
-    let codex = codex();
     let work = Work::new("importer");
     let source = corpora_dir().join("sources/claude-code/spotter-v2.1/subagent.jsonl");
     let project = work.path().join("proj");
@@ -789,6 +820,7 @@ fn convert_samples(work: &Work) -> (PathBuf, Vec<Conversation>) {
 /// A converted rollout, the same rollout resumed unchanged (must pass), and a broken copy at
 /// the same relative path in another folder.
 fn broken_copy(
+    codex: &Codex,
     work: &Work,
     pick: impl Fn(&[Value]) -> bool,
     breakage: impl FnOnce(&mut Vec<Value>),
@@ -797,7 +829,6 @@ fn broken_copy(
     PathBuf,
     Result<conformance_support::ResumeCheck, String>,
 ) {
-    let codex = codex();
     let (home, conversations) = convert_samples(work);
     let c = conversations
         .iter()
@@ -824,11 +855,19 @@ fn broken_copy(
 /// comparison must report it.
 #[test]
 fn check_catches_object_tool_output() {
+    on_every_release(
+        "check_catches_object_tool_output",
+        check_catches_object_tool_output_in,
+    );
+}
+
+fn check_catches_object_tool_output_in(codex: &Codex) {
     let work = Work::new("object-output");
     let is_string_output = |l: &Value| {
         l["payload"]["type"] == "function_call_output" && l["payload"]["output"].is_string()
     };
     let (_, broken, result) = broken_copy(
+        codex,
         &work,
         |lines| lines.iter().any(is_string_output),
         |lines| {
@@ -853,8 +892,13 @@ fn check_catches_object_tool_output() {
 /// Without `session_meta.payload.cwd` Codex refuses to resume: the check must report the exit.
 #[test]
 fn check_catches_missing_cwd() {
+    on_every_release("check_catches_missing_cwd", check_catches_missing_cwd_in);
+}
+
+fn check_catches_missing_cwd_in(codex: &Codex) {
     let work = Work::new("missing-cwd");
     let (_, broken, result) = broken_copy(
+        codex,
         &work,
         |_| true,
         |lines| {
@@ -882,8 +926,14 @@ fn check_catches_missing_cwd() {
 /// another folder, and all of them without the filter (`codex resume --all`).
 #[test]
 fn readme_open_in_codex_lists_the_sessions_for_their_cwd() {
+    on_every_release(
+        "readme_open_in_codex_lists_the_sessions_for_their_cwd",
+        readme_open_in_codex_lists_the_sessions_for_their_cwd_in,
+    );
+}
+
+fn readme_open_in_codex_lists_the_sessions_for_their_cwd_in(codex: &Codex) {
     use conformance_support::picker;
-    let codex = codex();
     let work = Work::new("open-in-codex");
     let home = work.path().join("home");
     let project = "/srv/rollover-project";
@@ -1013,7 +1063,13 @@ fn without_detail(items: &[Value]) -> Vec<Value> {
 /// sends Codex's tools, we send the record's.
 #[test]
 fn responses_bodies_hold_exactly_the_history_codex_sends() {
-    let codex = codex();
+    on_every_release(
+        "responses_bodies_hold_exactly_the_history_codex_sends",
+        responses_bodies_hold_exactly_the_history_codex_sends_in,
+    );
+}
+
+fn responses_bodies_hold_exactly_the_history_codex_sends_in(codex: &Codex) {
     let work = Work::new("responses");
     let (home, conversations) = convert_samples(&work);
     let normal = responses_bodies(&work, "normal");

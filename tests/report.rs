@@ -502,10 +502,17 @@ fn a_ten_percent_sample_estimates_the_conversation_count_within_five_percent() {
         5_000.0
     );
     let md = fs::read_to_string(wd.path("home/rollover/latest/report.md")).expect("report.md");
+    let grouped = {
+        let n = estimate.round() as u64;
+        if n >= 1000 {
+            format!("{},{:03}", n / 1000, n % 1000)
+        } else {
+            n.to_string()
+        }
+    };
     assert!(
         md.contains(&format!(
-            "Estimated full run: {} conversations",
-            estimate.round()
+            "Estimated full run, with 95 % margins: {grouped} ± "
         )),
         "{md}"
     );

@@ -159,6 +159,10 @@ pub enum Action {
         #[serde(skip_serializing_if = "Option::is_none")]
         found: Option<String>,
     },
+    /// A record with no model given `--model`'s (`--format responses`).
+    ModelDefaulted {
+        model: String,
+    },
 }
 
 impl Action {
@@ -166,6 +170,7 @@ impl Action {
     pub fn name(&self) -> &'static str {
         match self {
             Action::Classified { .. } => "classified",
+            Action::ModelDefaulted { .. } => "model_defaulted",
             Action::RoleAliased { .. } => "role_aliased",
             Action::UnknownRole { .. } => "unknown_role",
             Action::OutputSynthesized { .. } => "output_synthesized",

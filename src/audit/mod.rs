@@ -6,6 +6,7 @@ pub mod accounting;
 pub mod decision;
 pub mod report;
 pub mod review;
+pub mod sample;
 pub mod summary;
 
 pub use decision::{Action, Decision};

@@ -10,9 +10,15 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::sample::SampleEstimate;
 use super::Summary;
 
 const MARKDOWN: &str = include_str!("templates/report.md.j2");
+/// Files report.html lists (the most quarantined first, then the most repaired); every file
+/// is in `files.csv` beside it. A million files listed made a 165 MB page (issue 28).
+pub const FILES_SHOWN: usize = 50;
+/// The file that lists every input file's counts, beside the reports.
+pub const FILES_CSV: &str = "files.csv";
 const HTML: &str = include_str!("templates/report.html.j2");
 /// Bars per chart: the rest are summed into one "other" bar, so charts stay readable.
 const MAX_BARS: usize = 12;
@@ -82,8 +88,8 @@ struct Chart {
 
 #[derive(Debug, Serialize)]
 struct Estimate {
-    rate: f64,
-    conversations: u64,
+    #[serde(flatten)]
+    sample: SampleEstimate,
     output_bytes: u64,
     seconds: f64,
 }
@@ -99,7 +105,9 @@ struct ReportData<'a> {
     changes: Vec<Change>,
     quarantine: Vec<Row>,
     rule_files: Vec<Row2>,
-    files: &'a [FileStats],
+    /// report.html's table of files: at most [`FILES_SHOWN`], the worst first.
+    files_shown: Vec<&'a FileStats>,
+    files_total: usize,
     worst_files: Vec<&'a FileStats>,
     charts: Vec<Chart>,
     report_text: bool,
@@ -239,12 +247,21 @@ pub fn verdict(summary: &Summary, options: &ReportOptions) -> &'static str {
     data(summary, &[], options).verdict
 }
 
-/// The two reports: (Markdown, HTML).
+/// The files of a run's report: `report.md`, `report.html` and `files.csv`.
+#[derive(Debug)]
+pub struct Reports {
+    pub markdown: String,
+    pub html: String,
+    /// Every input file's counts (report.html shows the [`FILES_SHOWN`] worst).
+    pub files_csv: String,
+}
+
+/// The reports of a run.
 pub fn render(
     summary: &Summary,
     files: &[FileStats],
     options: &ReportOptions,
-) -> Result<(String, String), ReportError> {
+) -> Result<Reports, ReportError> {
     let mut data = data(summary, files, options);
     let mut env = minijinja::Environment::new();
     env.add_filter("code", |text: String| md_code(&text));
@@ -252,12 +269,63 @@ pub fn render(
         md_code(&text).replace('|', "\\|")
     });
     env.add_filter("text", |text: String| md_text(&text));
+    // Counts as people read them: `1,234,567`, and `1 file` / `2 files`.
+    env.add_filter("group", |n: u64| group(n));
+    env.add_filter("plural", |n: u64, one: String, many: String| {
+        plural(n, &one, &many)
+    });
     env.add_template("report.md", MARKDOWN)?;
     let markdown = env.get_template("report.md")?.render(&data)?;
     data.charts = charts(summary, files)?;
     env.add_template("report.html", HTML)?;
     let html = env.get_template("report.html")?.render(&data)?;
-    Ok((markdown, html))
+    Ok(Reports {
+        markdown,
+        html,
+        files_csv: files_csv(files),
+    })
+}
+
+/// `1234567` → `1,234,567`, as the terminal writes counts.
+pub fn group(n: u64) -> String {
+    indicatif::HumanCount(n).to_string()
+}
+
+/// `1 file`, `2 files`, `1,234 files`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", group(n), if n == 1 { one } else { many })
+}
+
+/// Every file's counts as CSV (RFC 4180: a field with a comma, quote or line break quoted,
+/// quotes doubled). A name that a spreadsheet would run as a formula (starting with `=`, `+`,
+/// `-`, `@`, a tab or a carriage return) is prefixed with `'`, as OWASP advises: the file
+/// names come from the input.
+fn files_csv(files: &[FileStats]) -> String {
+    let field = |text: &str| {
+        let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+            format!("'{text}")
+        } else {
+            text.to_string()
+        };
+        if text.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", text.replace('"', "\"\""))
+        } else {
+            text
+        }
+    };
+    let mut csv = String::from("file,records,converted,quarantined,repairs,output_bytes\r\n");
+    for f in files {
+        csv.push_str(&format!(
+            "{},{},{},{},{},{}\r\n",
+            field(&f.file),
+            f.records,
+            f.converted,
+            f.quarantined,
+            f.repairs,
+            f.output_bytes
+        ));
+    }
+    csv
 }
 
 fn data<'a>(
@@ -268,9 +336,11 @@ fn data<'a>(
     let quarantine_rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
     let mut reasons = Vec::new();
     if summary.breakdown.violations.values().sum::<u64>() > 0 {
+        let broke = summary.breakdown.violations.values().sum::<u64>();
         reasons.push(format!(
-            "{} conversations broke an invariant of the target",
-            summary.breakdown.violations.values().sum::<u64>()
+            "{} {} an invariant of the target",
+            plural(broke, "conversation", "conversations"),
+            if broke == 1 { "breaks" } else { "break" }
         ));
     }
     if quarantine_rate > options.max_quarantine_rate {
@@ -281,18 +351,17 @@ fn data<'a>(
         ));
     }
     if !summary.breakdown.damaged_files.is_empty() {
+        let damaged = summary.breakdown.damaged_files.len() as u64;
         reasons.push(format!(
-            "{} input files are damaged",
-            summary.breakdown.damaged_files.len()
+            "{} {} damaged",
+            plural(damaged, "input file", "input files"),
+            if damaged == 1 { "is" } else { "are" }
         ));
     }
     if !summary.home.sessions_kept.is_empty() {
         reasons.push(format!(
             "{} kept pending: changed in Codex since written while the source has newer data (--force replaces it, keeping a copy)",
-            match summary.home.sessions_kept.len() {
-                1 => "1 session".to_string(),
-                n => format!("{n} sessions"),
-            }
+            plural(summary.home.sessions_kept.len() as u64, "session", "sessions")
         ));
     }
     let mut changes: Vec<Change> = summary
@@ -322,14 +391,22 @@ fn data<'a>(
     let mut worst: Vec<&FileStats> = files.iter().filter(|f| f.quarantined > 0).collect();
     worst.sort_by(|a, b| b.quarantined.cmp(&a.quarantined).then(a.file.cmp(&b.file)));
     worst.truncate(10);
-    let estimate = (summary.sample_rate < 1.0 && summary.sample_rate > 0.0).then(|| {
-        let rate = summary.sample_rate;
+    // report.html's table: the worst files, the most quarantined, then the most repaired
+    // (ties in input order); all of them are in files.csv.
+    let mut shown: Vec<&FileStats> = files.iter().collect();
+    shown.sort_by(|a, b| {
+        b.quarantined
+            .cmp(&a.quarantined)
+            .then(b.repairs.cmp(&a.repairs))
+    });
+    shown.truncate(FILES_SHOWN);
+    let estimate = SampleEstimate::of(summary).map(|sample| {
+        let rate = sample.rate;
         let reading = (options.seconds - options.convert_seconds).max(0.0);
         Estimate {
-            rate,
-            conversations: (summary.totals.converted as f64 / rate).round() as u64,
             output_bytes: (summary.output_bytes as f64 / rate).round() as u64,
             seconds: reading + options.convert_seconds / rate,
+            sample,
         }
     });
     let withheld = summary
@@ -368,7 +445,8 @@ fn data<'a>(
                 digest: digest.clone(),
             })
             .collect(),
-        files,
+        files_shown: shown,
+        files_total: files.len(),
         worst_files: worst,
         charts: Vec::new(),
         report_text: options.report_text,
@@ -495,6 +573,7 @@ fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
             .y_labels(n)
             .y_label_formatter(&label)
             .x_labels(6)
+            .x_label_formatter(&|v: &u64| group(*v))
             .label_style(("sans-serif", 13))
             .draw()
             .map_err(|e| chart_error(&e))?;
@@ -515,7 +594,7 @@ fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
         chart
             .draw_series(bars.iter().enumerate().map(|(i, (_, value))| {
                 Text::new(
-                    value.to_string(),
+                    group(*value),
                     (*value, SegmentValue::CenterOf(at(i))),
                     ("sans-serif", 12).into_font(),
                 )
@@ -581,7 +660,8 @@ mod tests {
             interrupted: Some("SIGTERM".into()),
             ..Summary::default()
         };
-        let (md, html) = render(&summary, &[], &ReportOptions::default()).unwrap();
+        let reports = render(&summary, &[], &ReportOptions::default()).unwrap();
+        let (md, html) = (reports.markdown, reports.html);
         let top = md.lines().find(|l| l.starts_with("**")).unwrap_or_default();
         assert!(
             top.starts_with("**Interrupted: incomplete.** Stopped by SIGTERM"),

@@ -9,10 +9,11 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
+use crate::audit::sample::SampleEstimate;
 use crate::audit::Summary;
 use crate::cli::{ConvertArgs, OutputFormat, WireArg};
 use crate::commands::ui::{bytes, bytes_per_second, group, plural, wrap_list, wrap_text, Ui};
-use crate::commands::Exit;
+use crate::commands::{json_with_exit, outln, Exit};
 use crate::input::SourceFormat;
 use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, FileCounts, Options, Progress};
@@ -26,8 +27,9 @@ const RULES_SHOWN: usize = 8;
 /// `rollover audit`: convert's dry run.
 pub fn audit(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
     let mut args = args.clone();
+    refuse_contradictions(&args, "audit")?;
     args.dry_run = true;
-    run(&args, ui)
+    run_as(&args, ui, "audit")
 }
 
 /// The rule files given, with `--messages-at` paths tried before theirs.
@@ -47,11 +49,50 @@ pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> Resul
 }
 
 pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
+    refuse_contradictions(args, "convert --dry-run")?;
+    run_as(args, ui, "convert")
+}
+
+/// Flags that cannot all hold, refused with the reason before anything is read (issue 28:
+/// they were accepted, and one of them silently did nothing). `dry_run` names the command
+/// that writes no rollout (`audit`, or `convert --dry-run`).
+fn refuse_contradictions(args: &ConvertArgs, dry_run: &str) -> Result<()> {
+    let is_audit = dry_run == "audit";
+    if args.dry_run || is_audit {
+        let instead = if is_audit {
+            "run `rollover convert` instead"
+        } else {
+            "drop --dry-run"
+        };
+        if args.force {
+            anyhow::bail!("{dry_run} writes no session, so --force has none to replace: leave --force out to see what a run would do (sessions it would replace are listed as kept pending), or {instead} to replace them");
+        }
+        if args.durable {
+            anyhow::bail!("{dry_run} writes no session or manifest for --durable to fsync: leave --durable out, or {instead}");
+        }
+    }
+    let stdin = std::path::Path::new("-");
+    if args.inputs.iter().filter(|i| i.as_path() == stdin).count() > 1 {
+        anyhow::bail!(
+            "`-` (standard input) is given more than once: a stream can be read once; give it once"
+        );
+    }
+    Ok(())
+}
+
+fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
     let mut rules = load_rules(&args.rules, &args.messages_at)?;
     rules.input.guess = !args.no_guess;
     if let Some(cwd) = &args.cwd {
         let cwd = std::path::absolute(cwd).with_context(|| format!("--cwd {}", cwd.display()))?;
         rules.session.cwd = cwd.display().to_string();
+        rules.session.cwd_overrides_source = true;
+    }
+    if let Some(model) = &args.model {
+        if args.format != OutputFormat::Responses {
+            anyhow::bail!("--model names the model of Responses bodies, and a Codex rollout has no model field: use it with --format responses");
+        }
+        rules.session.default_model = Some(model.clone());
     }
     if args.out.is_file() {
         anyhow::bail!("--out must be a folder: {} is a file", args.out.display());
@@ -111,17 +152,8 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
     let result = pipeline::run(&options, &rules, &progress)
         .with_context(|| format!("converting into {}", args.out.display()));
     progress.finish();
-    let summary = match result {
-        Ok(summary) => summary,
-        Err(err) => {
-            if args.json {
-                let exit = Exit::for_error(&err);
-                let out = json!({"exit_code": exit.code(), "exit_reason": exit.reason(), "error": format!("{err:#}")});
-                println!("{out}");
-            }
-            return Err(err);
-        }
-    };
+    // With --json, `main` prints the error object for this failure as for any other.
+    let summary = result?;
     let stdin = args
         .inputs
         .iter()
@@ -136,21 +168,17 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
     };
     let exit = exit_for(&summary, args.max_quarantine_rate);
     if args.json {
-        let mut out = serde_json::to_value(&summary).context("writing the JSON summary")?;
-        if let Some(map) = out.as_object_mut() {
-            map.insert("exit_code".into(), exit.code().into());
-            map.insert("exit_reason".into(), exit.reason().into());
-        }
-        println!("{out}");
+        let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
+        outln!("{out}")?;
     } else if !ui.quiet {
-        print_summary(&summary, args, ui);
+        print_summary(&summary, args, ui, name)?;
         if let Some(review) = review {
-            println!(
+            outln!(
                 "review: {} {} with transcript text: {}",
                 review.pages,
                 if review.pages == 1 { "page" } else { "pages" },
                 review.index.display()
-            );
+            )?;
         }
     }
     Ok(exit)
@@ -191,12 +219,20 @@ fn fingerprint(args: &ConvertArgs, rules: &RuleSet) -> pipeline::Fingerprint {
         "max_record_bytes": args.max_record_bytes,
     });
     // Named only when set: homes converted before the option existed keep their fingerprint.
-    if args.max_conversation_bytes != crate::source::split::DEFAULT_MAX_CONVERSATION_BYTES {
-        if let Some(map) = options_value.as_object_mut() {
+    if let Some(map) = options_value.as_object_mut() {
+        if args.max_conversation_bytes != crate::source::split::DEFAULT_MAX_CONVERSATION_BYTES {
             map.insert(
                 "max_conversation_bytes".into(),
                 args.max_conversation_bytes.into(),
             );
+        }
+        if let Some(model) = &args.model {
+            map.insert("model".into(), model.as_str().into());
+        }
+        // Since issue 28 `--cwd` also replaces the folder a Claude Code session records:
+        // a home converted with --cwd before then is converted again.
+        if args.cwd.is_some() {
+            map.insert("cwd_overrides_source".into(), true.into());
         }
     }
     pipeline::Fingerprint {
@@ -454,26 +490,58 @@ impl SummaryLines {
     }
 }
 
-fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui) {
+fn print_summary(s: &Summary, args: &ConvertArgs, ui: &Ui, name: &str) -> std::io::Result<()> {
     let mut out = SummaryLines {
         width: ui.width,
         lines: Vec::new(),
     };
+    sample_lines(&mut out, s, ui);
     input_lines(&mut out, s, ui);
     result_lines(&mut out, s, ui);
     state_lines(&mut out, s, args, ui);
     let lines = out.lines;
-    println!(
-        "rollover convert{}",
-        if s.setup.dry_run {
+    // `audit` is a dry run by definition: its header says which command ran, and only
+    // `convert --dry-run` needs saying that nothing was written.
+    outln!(
+        "rollover {name}{}",
+        if s.setup.dry_run && name == "convert" {
             " (dry run: no rollout written)"
         } else {
             ""
         }
-    );
+    )?;
     for line in lines {
-        println!("{}", line.trim_end());
+        outln!("{}", line.trim_end())?;
     }
+    Ok(())
+}
+
+/// A sampled run says so first, with what it estimates of the full run and how sure it is
+/// (the 95 % margins of [`SampleEstimate`]): every count below is the sample's.
+fn sample_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
+    let Some(estimate) = SampleEstimate::of(s) else {
+        return;
+    };
+    let percent = |share: f64| {
+        let text = format!("{:.2}", 100.0 * share);
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        format!("{text} %")
+    };
+    out.text(
+        "sampled",
+        ui.warn(&format!(
+            "{} of conversations ({} of {} audited), estimates ± a 95 % margin: {} ± {} conversations, quarantined {} ± {} of records (Wilson interval {} to {}); the counts below are the sample's",
+            percent(estimate.rate),
+            plural(estimate.records_audited, "record", "records"),
+            group(estimate.records),
+            group(estimate.conversations),
+            group(estimate.conversations_margin),
+            percent(estimate.quarantine_share),
+            percent(estimate.quarantine_margin()),
+            percent(estimate.quarantine_low),
+            percent(estimate.quarantine_high),
+        )),
+    );
 }
 
 /// What was read: rules, files, records, skips, damage.
@@ -769,11 +837,13 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
     }
     let run = state.join("runs").join(format!("{:04}", s.run));
     out.text("output", args.out.display().to_string());
-    out.text("report", run.join("summary.json").display().to_string());
+    out.text("summary", run.join("summary.json").display().to_string());
     if s.totals.quarantined > 0 {
         out.text(
             "quarantine",
             run.join("quarantine.jsonl").display().to_string(),
         );
     }
+    // Last, so it is what a person sees at the prompt: the page to open.
+    out.text("report", run.join("report.html").display().to_string());
 }

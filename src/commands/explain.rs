@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::audit::{Action, Decision};
 use crate::cli::ExplainArgs;
 use crate::commands::convert::load_rules;
-use crate::commands::Exit;
+use crate::commands::{out, outln, Exit};
 use crate::convert::render::renderer;
 use crate::convert::{convert, ItemKind, OutItem, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
@@ -110,14 +110,14 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         .as_ref()
         .filter(|written| **written != explained.session_id);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!(explained))?);
+        outln!("{}", serde_json::to_string_pretty(&json!(explained))?)?;
     } else {
-        print!("{}", explained.text());
+        out!("{}", explained.text())?;
         if let Some(written) = mismatch {
-            println!(
+            outln!(
                 "note: convert wrote this record as session {written}; read again now it gives {} (the file, the rules or the options changed since)",
                 explained.session_id
-            );
+            )?;
         }
     }
     Ok(Exit::findings_if(

@@ -22,7 +22,7 @@ use crate::audit::summary::{Merge, ShardReport, WalkFindings};
 use crate::audit::Summary;
 use crate::cli::ReportMergeArgs;
 use crate::commands::ui::{group, Ui};
-use crate::commands::Exit;
+use crate::commands::{json_with_exit, outln, Exit};
 use crate::output::home::{RUNS_DIR, SHARDS_DIR, STATE_DIR};
 use crate::output::{Home, RunLock};
 use crate::pipeline::collect::{ShardIndex, Timing, EXCERPTS, SHARD_INDEX};
@@ -82,20 +82,16 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
             || !summary.walk.symlink_loops.is_empty(),
     );
     if args.json {
-        let mut out = serde_json::to_value(&summary).context("writing the JSON summary")?;
-        if let Some(map) = out.as_object_mut() {
-            map.insert("exit_code".into(), exit.code().into());
-            map.insert("exit_reason".into(), exit.reason().into());
-        }
-        println!("{out}");
+        let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
+        outln!("{out}")?;
     } else if !ui.quiet {
         let folder = args
             .out
             .join(STATE_DIR)
             .join(RUNS_DIR)
             .join(format!("{:04}", summary.run));
-        println!("rollover report merge: {count} shards");
-        println!(
+        outln!("rollover report merge: {count} shards")?;
+        outln!(
             "  records      {} = converted {} + merged {} + quarantined {} + joined {} + dropped by rule {}",
             group(summary.totals.records),
             group(summary.totals.converted),
@@ -103,9 +99,10 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
             group(summary.totals.quarantined),
             group(summary.totals.joined),
             group(summary.reading.records_dropped.values().sum())
-        );
-        println!("  files        {}", group(summary.totals.files));
-        println!("  report       {}", folder.join("summary.json").display());
+        )?;
+        outln!("  files        {}", group(summary.totals.files))?;
+        outln!("  summary      {}", folder.join("summary.json").display())?;
+        outln!("  report       {}", folder.join("report.html").display())?;
     }
     Ok(exit)
 }
@@ -475,10 +472,11 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
     timing.push(b'\n');
     home.write_run_file_atomic("timing.json", &timing)?;
     summary.verdict = report::verdict(&summary, &options).to_string();
-    let (markdown, html) =
+    let reports =
         report::render(&summary, &files, &options).context("rendering the merged report")?;
-    home.write_run_file_atomic("report.md", markdown.as_bytes())?;
-    home.write_run_file_atomic("report.html", html.as_bytes())?;
+    home.write_run_file_atomic("report.md", reports.markdown.as_bytes())?;
+    home.write_run_file_atomic(report::FILES_CSV, reports.files_csv.as_bytes())?;
+    home.write_run_file_atomic("report.html", reports.html.as_bytes())?;
     let mut bytes = serde_json::to_vec_pretty(&summary)?;
     bytes.push(b'\n');
     // Last: its presence marks the run folder as finished.

@@ -12,6 +12,7 @@
 
 pub mod convert;
 pub mod explain;
+pub mod man;
 pub mod merge;
 pub mod report;
 pub mod review;
@@ -23,8 +24,115 @@ pub mod validate;
 /// The table above, for every command's `--help` (declared with the clap types).
 pub use crate::cli::EXIT_CODES_HELP;
 
+use crate::input::SourceFormat;
+
 use crate::output::OutputError;
 use crate::pipeline::PipelineError;
+
+/// `println!` that returns the error instead of panicking: a reader that goes away
+/// (`rollover validate --json | head -1`) is a broken pipe, which `main` takes for success
+/// (issue 28); `print!` would panic and exit 101.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use outln;
+
+/// `print!`, returning the error as [`outln`] does.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use out;
+
+/// Whether `err` is, or was caused by, a write to a reader that went away.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `value` (a summary, a diff) as `--json` prints it: its fields, then `exit_code` and
+/// `exit_reason`.
+pub fn json_with_exit(
+    value: &impl serde::Serialize,
+    exit: Exit,
+) -> serde_json::Result<serde_json::Value> {
+    let mut out = serde_json::to_value(value)?;
+    if let Some(map) = out.as_object_mut() {
+        map.insert("exit_code".into(), exit.code().into());
+        map.insert("exit_reason".into(), exit.reason().into());
+    }
+    Ok(out)
+}
+
+/// The object `--json` prints for a command that failed, as the README promises:
+/// `{"exit_code","exit_reason","error"}`.
+pub fn json_error(exit: Exit, error: &str) -> String {
+    #[derive(serde::Serialize)]
+    struct Failure<'a> {
+        exit_code: i32,
+        exit_reason: &'static str,
+        error: &'a str,
+    }
+    let failure = Failure {
+        exit_code: exit.code(),
+        exit_reason: exit.reason(),
+        error,
+    };
+    // Three plain fields: serialising them cannot fail, but a message is no reason to panic.
+    serde_json::to_string(&failure).unwrap_or_else(|_| {
+        format!(
+            "{{\"exit_code\":{},\"exit_reason\":\"{}\"}}",
+            exit.code(),
+            exit.reason()
+        )
+    })
+}
+
+/// The command line as parsed, completed and documented: the clap types of [`crate::cli`]
+/// with what only the library knows: the version (the Codex releases the output is tested
+/// against) and the values `--from` takes (every [`SourceFormat`], so the shell completes
+/// them and a typo is refused listing them).
+pub fn command() -> clap::Command {
+    use clap::builder::PossibleValue;
+    use clap::CommandFactory;
+    let formats: Vec<PossibleValue> = SourceFormat::all()
+        .map(|format| PossibleValue::new(format.name()).help(format.describe()))
+        .collect();
+    let with_formats = |cmd: clap::Command| {
+        cmd.mut_arg("from", |arg| {
+            arg.value_parser(clap::builder::PossibleValuesParser::new(formats.clone()))
+        })
+    };
+    let mut cmd = crate::cli::Cli::command().version(version());
+    for name in ["convert", "audit"] {
+        cmd = cmd.mut_subcommand(name, with_formats);
+    }
+    cmd
+}
+
+/// `--version`: rollover's, the Codex release the built-in rules target, and every release
+/// the output is tested against (`validate::SUPPORTED_CODEX`).
+pub fn version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        let target = crate::rules::RuleSet::builtin()
+            .map(|rules| rules.codex_version)
+            .unwrap_or_default();
+        format!(
+            "{} (target Codex {target}; tested with Codex {})",
+            env!("CARGO_PKG_VERSION"),
+            crate::validate::SUPPORTED_CODEX.join(", ")
+        )
+    })
+}
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,12 +234,34 @@ mod tests {
 #[cfg(test)]
 mod version_tests {
     #[test]
-    fn the_version_names_the_codex_release_the_built_in_rules_target() {
+    fn the_version_names_the_target_and_every_supported_codex_release() {
         let rules = crate::rules::RuleSet::builtin().map_err(|e| e.to_string());
         let target = rules.map(|r| r.codex_version);
         assert_eq!(
-            Ok(crate::cli::VERSION.to_string()),
-            target.map(|t| format!("{} (target Codex {t})", env!("CARGO_PKG_VERSION")))
+            Ok(super::version().to_string()),
+            target.map(|t| format!(
+                "{} (target Codex {t}; tested with Codex 0.169.1, 0.171.0)",
+                env!("CARGO_PKG_VERSION")
+            ))
         );
+    }
+
+    #[test]
+    fn every_format_is_a_value_of_from() {
+        let cmd = super::command();
+        let convert = cmd.find_subcommand("convert").expect("convert");
+        let from = convert
+            .get_arguments()
+            .find(|a| a.get_id() == "from")
+            .expect("--from");
+        let values: Vec<String> = from
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let formats: Vec<String> = crate::input::SourceFormat::all()
+            .map(|f| f.name().to_string())
+            .collect();
+        assert_eq!(values, formats);
     }
 }

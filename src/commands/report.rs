@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::ReportDiffArgs;
-use crate::commands::Exit;
+use crate::commands::ui::group;
+use crate::commands::{json_with_exit, outln, Exit};
 
 /// One run as read back: its summary and its conversations by (source, line).
 struct Run {
@@ -79,16 +81,115 @@ fn moved(before: &BTreeMap<String, i64>, after: &BTreeMap<String, i64>) -> Vec<(
         .collect()
 }
 
+/// A count that moved: its key, before and after.
+#[derive(Serialize)]
+struct Moved {
+    key: String,
+    before: i64,
+    after: i64,
+}
+
+/// What moved between two runs, as `--json` prints it (every row, none left out).
+#[derive(Serialize)]
+struct Diff {
+    before: String,
+    after: String,
+    /// Sections of counts: outcomes, decisions by rule and by action, items by type.
+    counts: BTreeMap<&'static str, Vec<Moved>>,
+    /// Conversations by `source:line`: rollout changed, converted before only, after only.
+    conversations: BTreeMap<&'static str, Vec<String>>,
+}
+
+impl Diff {
+    fn anything(&self) -> bool {
+        self.counts.values().any(|rows| !rows.is_empty())
+            || self.conversations.values().any(|list| !list.is_empty())
+    }
+}
+
+/// The count sections, in the order the text shows them.
+const COUNT_SECTIONS: [&str; 4] = [
+    "outcomes",
+    "decisions by rule",
+    "decisions by action",
+    "items by type",
+];
+
+/// The conversation lists, in order, each with the key `--json` gives it.
+const CONVERSATION_SECTIONS: [(&str, &str); 3] = [
+    ("changed", "conversations whose items changed"),
+    ("before_only", "conversations converted before only"),
+    ("after_only", "conversations converted after only"),
+];
+
 pub fn diff(args: &ReportDiffArgs) -> Result<Exit> {
     let a = load(&args.before)?;
     let b = load(&args.after)?;
-    println!(
-        "before {}\nafter  {}",
-        a.folder.display(),
-        b.folder.display()
-    );
-    let mut anything = false;
+    let diff = compare(&a, &b);
+    let exit = Exit::findings_if(diff.anything());
+    if args.json {
+        let out = json_with_exit(&diff, exit).context("writing the JSON diff")?;
+        outln!("{out}")?;
+        return Ok(exit);
+    }
+    outln!("before {}\nafter  {}", diff.before, diff.after)?;
+    for title in COUNT_SECTIONS {
+        let rows = diff
+            .counts
+            .get(title)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if rows.is_empty() {
+            continue;
+        }
+        outln!("{title}:")?;
+        for Moved { key, before, after } in rows {
+            outln!(
+                "  {key}: {} -> {} ({}{})",
+                group_signed(*before),
+                group_signed(*after),
+                if after >= before { "+" } else { "-" },
+                group(after.abs_diff(*before))
+            )?;
+        }
+    }
+    for (key, title) in CONVERSATION_SECTIONS {
+        let list = diff
+            .conversations
+            .get(key)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if list.is_empty() {
+            continue;
+        }
+        outln!("{title}: {}", group(list.len() as u64))?;
+        for at in list.iter().take(args.max_listed) {
+            outln!("  {at}")?;
+        }
+        if list.len() > args.max_listed {
+            outln!(
+                "  +{} more (--json lists all)",
+                group((list.len() - args.max_listed) as u64)
+            )?;
+        }
+    }
+    if !diff.anything() {
+        outln!("nothing moved")?;
+    }
+    Ok(exit)
+}
 
+/// `-1234` → `-1,234`.
+fn group_signed(n: i64) -> String {
+    let grouped = group(n.unsigned_abs());
+    if n < 0 {
+        format!("-{grouped}")
+    } else {
+        grouped
+    }
+}
+
+fn compare(a: &Run, b: &Run) -> Diff {
     let outcome_keys = ["records", "converted", "quarantined", "joined"];
     let outcome = |s: &Value| -> BTreeMap<String, i64> {
         outcome_keys
@@ -102,39 +203,28 @@ pub fn diff(args: &ReportDiffArgs) -> Result<Exit> {
             .collect()
     };
     let sections = [
-        (
-            "outcomes",
-            moved(&outcome(&a.summary), &outcome(&b.summary)),
+        moved(&outcome(&a.summary), &outcome(&b.summary)),
+        moved(
+            &counts(&a.summary, "rules_fired"),
+            &counts(&b.summary, "rules_fired"),
         ),
-        (
-            "decisions by rule",
-            moved(
-                &counts(&a.summary, "rules_fired"),
-                &counts(&b.summary, "rules_fired"),
-            ),
+        moved(
+            &counts(&a.summary, "actions"),
+            &counts(&b.summary, "actions"),
         ),
-        (
-            "decisions by action",
-            moved(
-                &counts(&a.summary, "actions"),
-                &counts(&b.summary, "actions"),
-            ),
-        ),
-        (
-            "items by type",
-            moved(&counts(&a.summary, "items"), &counts(&b.summary, "items")),
-        ),
+        moved(&counts(&a.summary, "items"), &counts(&b.summary, "items")),
     ];
-    for (title, rows) in &sections {
-        if rows.is_empty() {
-            continue;
-        }
-        anything = true;
-        println!("{title}:");
-        for (key, before, after) in rows {
-            println!("  {key}: {before} -> {after} ({:+})", after - before);
-        }
-    }
+    let counts = COUNT_SECTIONS
+        .into_iter()
+        .zip(sections)
+        .map(|(title, rows)| {
+            let rows = rows
+                .into_iter()
+                .map(|(key, before, after)| Moved { key, before, after })
+                .collect();
+            (title, rows)
+        })
+        .collect();
 
     let mut changed = Vec::new();
     let mut only_before = Vec::new();
@@ -150,25 +240,21 @@ pub fn diff(args: &ReportDiffArgs) -> Result<Exit> {
         .keys()
         .filter(|k| !a.conversations.contains_key(*k))
         .collect();
-    for (title, list) in [
-        ("conversations whose items changed", &changed),
-        ("conversations converted before only", &only_before),
-        ("conversations converted after only", &only_after),
-    ] {
-        if list.is_empty() {
-            continue;
-        }
-        anything = true;
-        println!("{title}: {}", list.len());
-        for (source, line) in list.iter().take(args.max_listed) {
-            println!("  {source}:{line}");
-        }
-        if list.len() > args.max_listed {
-            println!("  +{} more", list.len() - args.max_listed);
-        }
+    let named = |list: Vec<&(String, u64)>| -> Vec<String> {
+        list.into_iter()
+            .map(|(source, line)| format!("{source}:{line}"))
+            .collect()
+    };
+    let lists = [named(changed), named(only_before), named(only_after)];
+    let conversations = CONVERSATION_SECTIONS
+        .into_iter()
+        .zip(lists)
+        .map(|((key, _), list)| (key, list))
+        .collect();
+    Diff {
+        before: a.folder.display().to_string(),
+        after: b.folder.display().to_string(),
+        counts,
+        conversations,
     }
-    if !anything {
-        println!("nothing moved");
-    }
-    Ok(Exit::findings_if(anything))
 }

@@ -12,7 +12,7 @@ use crate::cli::{RulesCheckArgs, RulesPoliciesArgs};
 use crate::commands::ui::{plural, wrap_text, Ui};
 use crate::commands::Exit;
 use crate::rules::{
-    check::check as check_rules, parse_text_all, read_source, resolve_all, PolicyId, RuleSet,
+    check::check as check_rules, parse_text_partial, read_source, resolve_all, PolicyId, RuleSet,
     RulesError,
 };
 
@@ -23,6 +23,8 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
     let mut ids = Vec::new();
     let mut errors: Vec<RulesError> = Vec::new();
     let mut loaded = Vec::new();
+    let mut complete = 0;
+    let mut tainted: Vec<(String, Vec<std::ops::Range<usize>>)> = Vec::new();
     let mut unreadable = false;
     for path in &args.files {
         let (name, text) = match read_source(path) {
@@ -34,12 +36,36 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
             }
         };
         ids.push((name.clone(), files.add(name.clone(), text.clone())));
-        match parse_text_all(&name, &text) {
-            Ok(file) => loaded.push(file),
-            Err(mut found) => errors.append(&mut found),
+        match parse_text_partial(&name, &text) {
+            Ok(file) => {
+                complete += 1;
+                loaded.push(file);
+            }
+            Err(mut partial) => {
+                errors.append(&mut partial.errors);
+                // What the file says beyond its errors is still checked (issue 28: an unknown
+                // table hid a bad regex), but for the tables the errors were in.
+                if let Some(rest) = partial.rest {
+                    tainted.push((name.clone(), partial.tainted));
+                    loaded.push(*rest);
+                }
+            }
         }
     }
-    let all_loaded = !unreadable && loaded.len() == args.files.len();
+    let all_loaded = !unreadable && complete == args.files.len();
+    let in_tainted = |err: &RulesError| match err {
+        RulesError::Invalid {
+            path,
+            span: Some(span),
+            ..
+        } => tainted
+            .iter()
+            .any(|(name, ranges)| name == path && ranges.iter().any(|r| r.contains(&span.start))),
+        RulesError::Invalid { span: None, .. }
+        | RulesError::Read { .. }
+        | RulesError::Syntax { .. }
+        | RulesError::NotSet { .. } => false,
+    };
     let merged = if loaded.is_empty() {
         None
     } else {
@@ -47,11 +73,9 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
             Ok(rules) => Some(rules),
             Err(found) => {
                 // Keys "not set" may be set by a file that did not load: only say so when all did.
-                errors.extend(
-                    found
-                        .into_iter()
-                        .filter(|e| all_loaded || !matches!(e, RulesError::NotSet { .. })),
-                );
+                errors.extend(found.into_iter().filter(|e| {
+                    (all_loaded || !matches!(e, RulesError::NotSet { .. })) && !in_tainted(e)
+                }));
                 None
             }
         }

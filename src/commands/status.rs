@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::audit::Summary;
 use crate::cli::StatusArgs;
 use crate::commands::ui::{group, plural, wrap_text, Ui};
-use crate::commands::Exit;
+use crate::commands::{out, outln, Exit};
 use crate::output::home::{RUNS_DIR, STATE_DIR};
 use crate::output::manifest::JOURNAL;
 use crate::output::{Home, Manifest};
@@ -55,25 +55,12 @@ struct RunLine {
 }
 
 pub fn run(args: &StatusArgs, ui: &Ui) -> Result<Exit> {
-    let result = status(&args.out, args.runs);
-    let status = match result {
-        Ok(status) => status,
-        Err(err) => {
-            if args.json {
-                let out = serde_json::json!({
-                    "exit_code": Exit::Error.code(),
-                    "exit_reason": Exit::Error.reason(),
-                    "error": format!("{err:#}"),
-                });
-                println!("{out}");
-            }
-            return Err(err);
-        }
-    };
+    // With --json, `main` prints the error object of a failure as for every command.
+    let status = status(&args.out, args.runs)?;
     if args.json {
-        println!("{}", serde_json::to_string(&status)?);
+        outln!("{}", serde_json::to_string(&status)?)?;
     } else if !ui.quiet {
-        print!("{}", text(&status, ui.width));
+        out!("{}", text(&status, ui.width))?;
     }
     Ok(Exit::findings_if(!status.pending.is_empty()))
 }

@@ -6,7 +6,7 @@
 use std::io::IsTerminal;
 
 use anstyle::{AnsiColor, Style};
-use indicatif::{HumanBytes, HumanCount};
+use indicatif::HumanBytes;
 use textwrap::core::{display_width, Fragment};
 use textwrap::wrap_algorithms::wrap_first_fit;
 
@@ -108,10 +108,9 @@ fn width(terminal: bool) -> usize {
         .max(40)
 }
 
-/// `1234567` → `1,234,567` (indicatif's grouping, as the progress bar shows counts).
-pub fn group(n: u64) -> String {
-    HumanCount(n).to_string()
-}
+/// `1234567` → `1,234,567` (indicatif's grouping, as the progress bar shows counts), and
+/// `1 file` / `2 files`: the reports write counts the same way.
+pub use crate::audit::report::{group, plural};
 
 /// Bytes in binary units, as the progress bar shows them: `512 B`, `1.50 KiB`, `111.39 MiB`.
 pub fn bytes(n: u64) -> String {
@@ -121,11 +120,6 @@ pub fn bytes(n: u64) -> String {
 /// Bytes per second in binary units.
 pub fn bytes_per_second(n: f64) -> String {
     format!("{}/s", HumanBytes(n.max(0.0) as u64))
-}
-
-/// `1 file`, `2 files`, `1,234 files`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", group(n), if n == 1 { one } else { many })
 }
 
 /// `label` then `items` joined by `, `, wrapped to `width` columns: continuation lines start

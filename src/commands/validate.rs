@@ -10,11 +10,12 @@ use walkdir::WalkDir;
 
 use crate::cli::ValidateArgs;
 use crate::commands::ui::{group, plural, Ui};
-use crate::commands::Exit;
+use crate::commands::{outln, Exit};
 use crate::rules::RuleSet;
 use crate::source::open;
 use crate::validate::{
-    check_with_warnings, uuid_in_file_name, Findings, Invariant, Violation, Warning,
+    check_with_warnings, supported_codex, uuid_in_file_name, Findings, Invariant, Violation,
+    Warning, SUPPORTED_CODEX,
 };
 
 #[derive(Serialize)]
@@ -39,13 +40,15 @@ struct Report {
 /// JSON with `--json`), and exits 1 when any file fails.
 pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
     let rules = RuleSet::load(&args.rules).context("loading rule files")?;
-    if !rules.codex_version.starts_with(args.codex_version.as_str()) {
+    // The rules' own target (0.169.0) was the release checked before the list existed.
+    let own = (args.codex_version == rules.codex_version).then_some(rules.codex_version.as_str());
+    let Some(codex) = supported_codex(&args.codex_version).or(own) else {
         bail!(
-            "--codex-version {}: the rule files target Codex {}; pass rule files for that version with --rules",
+            "--codex-version {}: not a Codex release rollover checks against; give one of {} (or a prefix, such as 0.171)",
             args.codex_version,
-            rules.codex_version
+            SUPPORTED_CODEX.join(", ")
         );
-    }
+    };
     let files = rollout_files(&args.paths)?;
     let mut reports = Vec::new();
     for path in &files {
@@ -78,7 +81,7 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
     }
     let failed = reports.iter().filter(|r| !r.ok).count();
     let report = Report {
-        codex_version: rules.codex_version.clone(),
+        codex_version: codex.to_string(),
         files: reports.len(),
         passed: reports.len() - failed,
         failed,
@@ -86,51 +89,54 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
         reports,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else if !ui.quiet {
-        print_text(&report, args.max_per_file, ui);
+        print_text(&report, args.max_per_file, ui)?;
     }
     Ok(Exit::findings_if(failed > 0))
 }
 
-fn print_text(report: &Report, max_per_file: usize, ui: &Ui) {
+fn print_text(report: &Report, max_per_file: usize, ui: &Ui) -> std::io::Result<()> {
     for r in &report.reports {
         if r.ok && r.warnings.is_empty() {
             if ui.verbose {
-                println!("{}  {}", ui.ok("ok  "), r.path);
+                outln!("{}  {}", ui.ok("ok  "), r.path)?;
             }
             continue;
         }
         if r.ok {
-            println!("{}  {}", ui.ok("ok  "), r.path);
+            outln!("{}  {}", ui.ok("ok  "), r.path)?;
         } else {
-            println!(
+            outln!(
                 "{}  {} ({})",
                 ui.bad("FAIL"),
                 r.path,
                 plural(r.violations.len() as u64, "violation", "violations")
-            );
+            )?;
         }
         for v in r.violations.iter().take(max_per_file) {
-            println!(
+            outln!(
                 "      {}:{}: [{}] {}",
-                r.path, v.line, v.invariant, v.message
-            );
+                r.path,
+                v.line,
+                v.invariant,
+                v.message
+            )?;
         }
         if r.violations.len() > max_per_file {
-            println!(
+            outln!(
                 "      +{} more (--max-per-file, or --json for all)",
                 group((r.violations.len() - max_per_file) as u64)
-            );
+            )?;
         }
         for w in r.warnings.iter().take(max_per_file) {
-            println!("      {}:{}: [warning] {}", r.path, w.line, w.message);
+            outln!("      {}:{}: [warning] {}", r.path, w.line, w.message)?;
         }
         if r.warnings.len() > max_per_file {
-            println!(
+            outln!(
                 "      +{} more warnings (--max-per-file, or --json for all)",
                 group((r.warnings.len() - max_per_file) as u64)
-            );
+            )?;
         }
     }
     let failed = format!("{} failed", group(report.failed as u64));
@@ -138,7 +144,7 @@ fn print_text(report: &Report, max_per_file: usize, ui: &Ui) {
         0 => String::new(),
         n => format!(", {}", plural(n as u64, "warning", "warnings")),
     };
-    println!(
+    outln!(
         "{}: {} passed, {}{warnings} (Codex {})",
         plural(report.files as u64, "file", "files"),
         group(report.passed as u64),
@@ -148,7 +154,8 @@ fn print_text(report: &Report, max_per_file: usize, ui: &Ui) {
             failed
         },
         report.codex_version
-    );
+    )?;
+    Ok(())
 }
 
 /// Files named directly; under a folder, its `rollout-*.jsonl[.zst]` files (a Codex home),

@@ -165,6 +165,11 @@ pub fn convert(
     let id = ids::session_id(&identity, started_ms);
     let tools = std::mem::take(&mut transcript.tools);
     let model = transcript.meta.model.clone();
+    // `--model`: the model of a body whose record names none.
+    let defaulted = match (&model, &rules.session.default_model) {
+        (None, Some(default)) => Some(default.clone()),
+        (Some(_), _) | (None, None) => None,
+    };
     let built = build::build(&mut transcript, rules, key.source)?;
     let mut items = built.items;
     phase::assign(&mut items, rules.infer_phase, transcript.meta.finished);
@@ -212,13 +217,24 @@ pub fn convert(
             bytes_added: 0,
         });
     }
+    if let Some(model) = &defaulted {
+        decisions.push(Decision {
+            message: None,
+            rule: RuleRef::Builtin(Builtin::DefaultModel),
+            action: crate::audit::Action::ModelDefaulted {
+                model: model.clone(),
+            },
+            bytes_dropped: 0,
+            bytes_added: 0,
+        });
+    }
     Ok(Conversation {
         meta,
         items,
         decisions,
         started_ms,
         tools,
-        model,
+        model: model.or(defaulted),
         times,
         title,
     })

@@ -67,7 +67,8 @@ pub fn renderer(format: Format) -> Box<dyn Render> {
 }
 
 /// The session meta: `[session]` of the rules, except the working folder and git branch a
-/// source records (Claude Code `cwd`, `gitBranch`; an empty branch means none).
+/// source records (Claude Code `cwd`, `gitBranch`; an empty branch means none). `--cwd`
+/// names the folder of every session, a source's included (its own is kept in the audit line).
 pub fn session_meta(
     rules: &RuleSet,
     id: &str,
@@ -81,7 +82,7 @@ pub fn session_meta(
         cwd: source
             .cwd
             .clone()
-            .filter(|c| !c.is_empty())
+            .filter(|c| !c.is_empty() && !rules.session.cwd_overrides_source)
             .unwrap_or_else(|| rules.session.cwd.clone()),
         originator: rules.session.originator.clone(),
         cli_version: rules.session.cli_version.clone(),

@@ -255,6 +255,8 @@ builtins! {
     PreferenceRejected = "preference-rejected",
     /// A logged SSE `data:` line whose JSON cannot be read: dropped, its bytes counted.
     UnreadableEvent = "unreadable-event",
+    /// A record that names no model, given `convert --model`'s for its Responses body.
+    DefaultModel = "default-model",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

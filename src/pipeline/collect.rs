@@ -651,14 +651,28 @@ impl<'h> Collector<'h> {
             if self.files.get(result.file).is_some_and(|f| f.skip) {
                 continue;
             }
-            self.summary.totals.records += 1;
             if result.used() {
+                self.summary.totals.records += 1;
                 self.summary.totals.joined += 1;
                 continue;
             }
+            let location = &result.record.location;
+            // A sampled run: a result no request took may be one whose request the sample
+            // left out, so it cannot be called orphaned; only a failed result is a finding of
+            // its own, kept in the sample by its own place, as any record is (issue 28).
+            let rate = self.summary.sample_rate;
+            if rate < 1.0 {
+                let key = location.path.to_string();
+                if result.failure().is_none() || !super::record::sampled(&key, location.line, rate)
+                {
+                    self.summary.records_not_sampled += 1;
+                    continue;
+                }
+            }
+            self.summary.totals.records += 1;
             // An Anthropic result with no message: its own reason says more.
             let why = Refusal::UnclaimedResult(result.failure());
-            let entry = QuarantineEntry::new(&result.record.location.at(why), &result.record.bytes);
+            let entry = QuarantineEntry::new(&location.at(why), &result.record.bytes);
             self.quarantined(&entry)?;
         }
         Ok(())
@@ -689,10 +703,11 @@ impl<'h> Collector<'h> {
             .map_err(|e| write_error(home, "summary.json", e.into()))?;
         bytes.push(b'\n');
         self.report.seconds = seconds;
-        let (markdown, html) = report::render(&self.summary, &self.stats, &self.report)
+        let reports = report::render(&self.summary, &self.stats, &self.report)
             .map_err(|e| write_error(home, "report.md", std::io::Error::other(e)))?;
-        home.write_run_file_atomic("report.md", markdown.as_bytes())?;
-        home.write_run_file_atomic("report.html", html.as_bytes())?;
+        home.write_run_file_atomic("report.md", reports.markdown.as_bytes())?;
+        home.write_run_file_atomic(report::FILES_CSV, reports.files_csv.as_bytes())?;
+        home.write_run_file_atomic("report.html", reports.html.as_bytes())?;
         if self.summary.shard.is_some() {
             let mut index = serde_json::to_vec(&self.shard_index())
                 .map_err(|e| write_error(home, SHARD_INDEX, e.into()))?;

@@ -126,11 +126,20 @@ pub struct Links {
     /// The version of the tool that wrote the source (Claude Code `version`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_version: Option<String>,
+    /// The folder the source says the session ran in, when `--cwd` wrote another one into
+    /// the session meta.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_cwd: Option<String>,
 }
 
 impl Links {
-    fn of(meta: &crate::model::transcript::RecordMeta) -> Links {
+    fn of(meta: &crate::model::transcript::RecordMeta, rules: &RuleSet) -> Links {
+        let overridden = rules.session.cwd_overrides_source;
         Links {
+            source_cwd: meta
+                .cwd
+                .clone()
+                .filter(|cwd| overridden && !cwd.is_empty() && *cwd != rules.session.cwd),
             format: meta.format,
             title: meta.title.clone(),
             source_id: meta.source_id.clone(),
@@ -199,7 +208,7 @@ pub fn finish(
         ignored.retain(|f| f != "record.tools" && f != "record.functions");
     }
     let bytes_in = transcript_bytes(&transcript);
-    let links = Links::of(&transcript.meta);
+    let links = Links::of(&transcript.meta, rules);
     let key = RecordKey {
         source: source_key,
         record,
@@ -368,10 +377,26 @@ fn read_and_convert(
 ) {
     let per_conversation = reader.granularity() == Granularity::File;
     let rate = context.sample.unwrap_or(1.0);
+    let conversations = read_work(reader, work, &context.read, context.batch, outcomes);
+    // A whole-file format's records that no conversation took (refused, dropped by a rule)
+    // stand for themselves in a sample, as a record-by-record format's do: sampled by their
+    // own key. Kept in full, they made a 5 % sample audit 6.3 % of the records and quadruple
+    // the estimated quarantine share (issue 28).
+    if per_conversation && rate < 1.0 {
+        for (outcome, (_, ordinal)) in outcomes.iter_mut().zip(&work.records) {
+            let alone = matches!(
+                outcome,
+                Some(Outcome::Quarantined { .. } | Outcome::Dropped { .. })
+            );
+            if alone && !sampled(context.read.key, *ordinal, rate) {
+                *outcome = Some(Outcome::NotSampled);
+            }
+        }
+    }
     for ReadConversation {
         indexes,
         transcript,
-    } in read_work(reader, work, &context.read, context.batch, outcomes)
+    } in conversations
     {
         let Some(&first) = indexes.first() else {
             continue;

@@ -61,7 +61,7 @@ pub struct ShareGptSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSection {
-    pub cwd: Option<String>,
+    pub cwd: Option<Spanned<String>>,
     pub originator: Option<String>,
     pub cli_version: Option<String>,
     pub source: Option<String>,

@@ -182,6 +182,11 @@ impl Default for ShareGptTags {
 #[derive(Debug, Clone)]
 pub struct SessionDefaults {
     pub cwd: String,
+    /// `cwd` wins over the folder a source records (a Claude Code session's `cwd`): set by
+    /// `convert --cwd`, which names the folder of every session.
+    pub cwd_overrides_source: bool,
+    /// The model of a Responses body whose record names none (`convert --model`).
+    pub default_model: Option<String>,
     pub originator: String,
     pub cli_version: String,
     pub source: Option<String>,
@@ -274,12 +279,35 @@ const MAX_ERRORS_PER_FILE: usize = 50;
 /// schema (unknown keys, wrong types, unknown variants) stop serde at the first; so each
 /// line in error is blanked (offsets kept) and the text parsed again, until it passes.
 pub fn parse_text_all(name: &str, text: &str) -> Result<LoadedFile, Vec<RulesError>> {
+    parse_text_partial(name, text).map_err(|partial| partial.errors)
+}
+
+/// A rule file with schema errors, as far as it could be read.
+#[derive(Debug)]
+pub struct Partial {
+    pub errors: Vec<RulesError>,
+    /// The file with its lines in error blanked, when the rest parses: what `rules check`
+    /// checks further (regexes, roles), so that one unknown table does not hide them.
+    pub rest: Option<Box<LoadedFile>>,
+    /// The byte ranges of the tables that held a blanked line: what the rest says of them is
+    /// an artefact of the blanking (a rule whose `slot` line was blanked has no slot).
+    pub tainted: Vec<Range<usize>>,
+}
+
+/// [`parse_text_all`], keeping what could be read of a file in error.
+pub fn parse_text_partial(name: &str, text: &str) -> Result<LoadedFile, Partial> {
     if let Err(err) = text.parse::<toml::Table>() {
-        return Err(vec![syntax_error(name, text, &err)]);
+        return Err(Partial {
+            errors: vec![syntax_error(name, text, &err)],
+            rest: None,
+            tainted: Vec::new(),
+        });
     }
     let mut errors: Vec<RulesError> = Vec::new();
     let mut work = text.as_bytes().to_vec();
     let mut seen: Vec<Range<usize>> = Vec::new();
+    let mut tainted: Vec<Range<usize>> = Vec::new();
+    let mut rest = None;
     while errors.len() < MAX_ERRORS_PER_FILE {
         let current = String::from_utf8_lossy(&work).into_owned();
         match toml::from_str::<RuleFile>(&current) {
@@ -290,7 +318,14 @@ pub fn parse_text_all(name: &str, text: &str) -> Result<LoadedFile, Vec<RulesErr
                     file,
                 })
             }
-            Ok(_) => break,
+            Ok(file) => {
+                rest = Some(Box::new(LoadedFile {
+                    name: name.to_string(),
+                    text: text.to_string(),
+                    file,
+                }));
+                break;
+            }
             Err(err) => {
                 let span = err.span();
                 errors.push(syntax_error(name, text, &err));
@@ -298,12 +333,75 @@ pub fn parse_text_all(name: &str, text: &str) -> Result<LoadedFile, Vec<RulesErr
                 if seen.contains(&span) {
                     break;
                 }
-                blank_lines(&mut work, &span);
+                // An unknown table goes whole: its keys, left under the table before it,
+                // would each be reported again as that table's unknown fields.
+                let section = table_of(&work, span.start);
+                if header_at(&work, span.start) {
+                    blank_lines(&mut work, &section);
+                } else {
+                    blank_lines(&mut work, &span);
+                }
+                tainted.push(section);
                 seen.push(span);
             }
         }
     }
-    Err(errors)
+    Err(Partial {
+        errors,
+        rest,
+        tainted,
+    })
+}
+
+/// Whether the line holding `offset` is a table header (`[name]`, `[[name]]`).
+fn header_at(text: &[u8], offset: usize) -> bool {
+    let (start, end) = line_around(text, offset);
+    is_header(&text[start..end])
+}
+
+fn is_header(line: &[u8]) -> bool {
+    let line = String::from_utf8_lossy(line);
+    let code = line.split('#').next().unwrap_or_default().trim();
+    code.starts_with('[') && code.ends_with(']') && !code.contains('=')
+}
+
+/// The bounds of the line holding `offset` (without its newline).
+fn line_around(text: &[u8], offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let start = text[..offset]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let end = text[offset..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |i| offset + i);
+    (start, end)
+}
+
+/// The table holding `offset`: from its header line (or the start of the text) to the
+/// newline before the next header line (or the end).
+fn table_of(text: &[u8], offset: usize) -> Range<usize> {
+    let (mut start, _) = line_around(text, offset);
+    loop {
+        let (s, e) = line_around(text, start);
+        if start == 0 || is_header(&text[s..e]) {
+            break;
+        }
+        start = line_around(text, start - 1).0;
+    }
+    let (_, mut line_end) = line_around(text, offset);
+    let mut stop = text.len();
+    while line_end < text.len() {
+        let (s, e) = line_around(text, line_end + 1);
+        if is_header(&text[s..e]) {
+            // The newline before it: blanking stops short of the next header.
+            stop = s - 1;
+            break;
+        }
+        line_end = e;
+    }
+    start..stop
 }
 
 /// Replaces every line `span` touches by spaces, keeping every offset of the text.
@@ -367,6 +465,19 @@ fn split_message(message: &str) -> (String, Option<String>) {
 /// The names written between backticks.
 fn backticked(text: &str) -> Vec<&str> {
     text.split('`').skip(1).step_by(2).collect()
+}
+
+/// The one of `names` closest to `given`, when it is close enough to be a typo of it.
+pub(crate) fn closest<'a>(
+    given: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    names
+        .into_iter()
+        .map(|name| (edit_distance(given, name), name))
+        .filter(|(d, name)| *d <= 2.max(name.len() / 4))
+        .min()
+        .map(|(_, name)| name)
 }
 
 /// Levenshtein distance, for "did you mean".

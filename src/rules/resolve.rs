@@ -10,12 +10,17 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use toml::Spanned;
 
+use crate::model::rollout::{ROLE_DEVELOPER, ROLE_SYSTEM, ROLE_USER};
+
 use super::file::{InputSection, MarkerEntry, PhaseSection, RuleEntry, RuleFile, SessionSection};
 use super::policy::{override_opt, PolicySection};
 use super::{
     invalid, FinishedSignal, InputRules, LoadedFile, Marker, PathExpr, Position, Rule, RuleSet,
     RulesError, SessionDefaults, Slot,
 };
+
+/// The roles a `[[rule]]` classifies (after `input.role_aliases`): what `role` may name.
+const CLASSIFIED_ROLES: [&str; 3] = [ROLE_SYSTEM, ROLE_DEVELOPER, ROLE_USER];
 
 /// The files' sections merged in order, before any check. Markers and rules keep the index of
 /// the file that last defined them, for error lines.
@@ -63,7 +68,22 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
     };
     let codex_version = required(merged.codex_version, "meta.codex_version");
     let s = merged.session;
-    let cwd = required(s.cwd, "session.cwd");
+    let cwd_span = s.cwd.as_ref().map(Spanned::span);
+    let cwd = required(s.cwd.map(Spanned::into_inner), "session.cwd");
+    // Codex lists a session under the folder it runs in, an absolute path: a relative one
+    // matches no folder, and the sessions would show in no picker but `--all`.
+    if let Some(relative) = cwd.as_deref().filter(|c| !is_absolute_folder(c)) {
+        let file = setter(files, |f| {
+            f.session.as_ref().is_some_and(|s| s.cwd.is_some())
+        });
+        errors.push(invalid(
+            file.unwrap_or(first),
+            cwd_span.clone().unwrap_or(0..0),
+            format!(
+                "session.cwd `{relative}` is relative: Codex lists a session in the folder it runs in, an absolute path such as `/home/me/project` (or give `convert --cwd DIR`, which makes DIR absolute)"
+            ),
+        ));
+    }
     let originator = required(s.originator, "session.originator");
     let cli_version = required(s.cli_version, "session.cli_version");
     let timestamp_span = s.timestamp.as_ref().map(Spanned::span);
@@ -137,6 +157,8 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
             input,
             session: SessionDefaults {
                 cwd,
+                cwd_overrides_source: false,
+                default_model: None,
                 originator,
                 cli_version,
                 source: s.source,
@@ -211,6 +233,56 @@ fn merge(files: &[LoadedFile]) -> Merged {
     m
 }
 
+/// A folder Codex can list sessions under: `/...`, or a Windows drive's `C:\...`.
+fn is_absolute_folder(cwd: &str) -> bool {
+    let bytes = cwd.as_bytes();
+    cwd.starts_with('/')
+        || (bytes.len() >= 3
+            && bytes[0].is_ascii_alphabetic()
+            && bytes[1] == b':'
+            && matches!(bytes[2], b'\\' | b'/'))
+}
+
+/// `enabled = false` removes what an earlier file defines; naming nothing, it removes
+/// nothing, silently (a typo of the id). `defines` are the ids (or kinds) a file defines;
+/// `what` says which (`rule`, `marker`).
+fn disabled_names_nothing(
+    files: &[LoadedFile],
+    file_index: usize,
+    span: std::ops::Range<usize>,
+    what: &str,
+    name: &str,
+    defines: impl Fn(&RuleFile) -> Vec<&str>,
+) -> Option<RulesError> {
+    let defined: Vec<&str> = files[..file_index]
+        .iter()
+        .flat_map(|f| defines(&f.file))
+        .collect();
+    let file = &files[file_index];
+    if defined.contains(&name) {
+        return None;
+    }
+    let hint = match super::closest(name, defined.iter().copied()) {
+        Some(near) => format!(": did you mean `{near}`?"),
+        None if defined.is_empty() => {
+            ": no earlier rule file defines any (give `--rules default` before this file to change the built-in rules)".to_string()
+        }
+        None => {
+            let shown: Vec<String> = defined.iter().take(12).map(|d| format!("`{d}`")).collect();
+            let more = defined.len().saturating_sub(shown.len());
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            format!(" (they define {}{more})", shown.join(", "))
+        }
+    };
+    Some(invalid(
+        file,
+        span,
+        format!(
+            "`enabled = false` removes {what} `{name}`, which no earlier rule file defines{hint}"
+        ),
+    ))
+}
+
 fn resolve_markers(
     files: &[LoadedFile],
     markers: Vec<(MarkerEntry, usize)>,
@@ -219,6 +291,14 @@ fn resolve_markers(
     let mut resolved = Vec::new();
     for (m, file_index) in markers {
         if m.enabled == Some(false) {
+            errors.extend(disabled_names_nothing(
+                files,
+                file_index,
+                m.kind.span(),
+                "marker",
+                m.kind.get_ref(),
+                |f| f.marker.iter().map(|m| m.kind.get_ref().as_str()).collect(),
+            ));
             continue;
         }
         let file = &files[file_index];
@@ -257,11 +337,40 @@ fn resolve_rules(
     let mut resolved = Vec::new();
     for (r, file_index) in rules {
         if r.enabled == Some(false) {
+            errors.extend(disabled_names_nothing(
+                files,
+                file_index,
+                r.id.span(),
+                "rule",
+                r.id.get_ref(),
+                |f| f.rule.iter().map(|r| r.id.get_ref().as_str()).collect(),
+            ));
             continue;
         }
         let file = &files[file_index];
         let id = r.id.get_ref();
         let before = errors.len();
+        // A rule classifies system, developer and user messages (README "Rule files"): a
+        // role outside them, like a typo, is a rule that can never fire.
+        for role in r.role.iter().flatten() {
+            if !CLASSIFIED_ROLES.contains(&role.as_str()) {
+                let hint = super::closest(role, CLASSIFIED_ROLES.iter().copied())
+                    .map(|near| format!(" (did you mean `{near}`?)"))
+                    .unwrap_or_default();
+                errors.push(invalid(
+                    file,
+                    r.id.span(),
+                    format!(
+                        "rule `{id}`: role `{role}` can never match{hint}: rules classify messages of the roles {}",
+                        CLASSIFIED_ROLES
+                            .iter()
+                            .map(|r| format!("`{r}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
         let slot = r.slot.unwrap_or_else(|| {
             errors.push(invalid(
                 file,

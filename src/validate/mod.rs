@@ -28,6 +28,25 @@ pub use crate::model::invariant::Invariant;
 use crate::model::rollout::{ROLE_ASSISTANT, ROLE_DEVELOPER, ROLE_SYSTEM, ROLE_USER};
 use crate::rules::Marker;
 
+/// The Codex releases rollover's output is checked against, oldest first: the conformance
+/// test resumes the converted corpora in each (`tests/conformance.rs`, `.ci/run`), `--version`
+/// names them and `validate --codex-version` takes any of them. Every one reads the rollouts,
+/// the response items and the contextual-user markers these invariants check alike (0.171.0
+/// adds only optional lines rollover does not write: codex-target.md, "0.171.0"). Adding a
+/// release here makes CI test it.
+pub const SUPPORTED_CODEX: &[&str] = &["0.169.1", "0.171.0"];
+
+/// The supported release `asked` names: itself, or the newest one it is a prefix of at a dot
+/// (`0.171` is 0.171.0; `0.17` is not a release). `None` when it names none.
+pub fn supported_codex(asked: &str) -> Option<&'static str> {
+    SUPPORTED_CODEX.iter().rev().copied().find(|release| {
+        *release == asked
+            || release
+                .strip_prefix(asked)
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
+}
+
 /// One broken invariant at one line (0 when it concerns the whole file).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {

@@ -27,9 +27,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// The Codex release the output is tested against unless `ROLLOVER_CODEX_VERSION` says otherwise.
-pub const DEFAULT_CODEX_VERSION: &str = "0.169.0";
-
 /// Max time one `codex exec resume` may take before it is killed.
 pub const RESUME_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -50,15 +47,36 @@ pub struct Codex {
     pub origin: String,
 }
 
-static CODEX: OnceLock<Result<Codex, String>> = OnceLock::new();
+static CODEXES: OnceLock<Vec<Result<Codex, String>>> = OnceLock::new();
 
-/// The Codex binary to test against, provisioned once per test process (tests running in
-/// parallel wait for the one install). Panics with the reason (and npm's output) when there is
-/// none: the conformance test never skips.
-pub fn codex() -> &'static Codex {
-    match CODEX.get_or_init(provision_codex) {
-        Ok(codex) => codex,
-        Err(reason) => panic!("no Codex binary to test against:\n{reason}"),
+/// Every Codex binary to test against, one per supported release (`rollover::validate::
+/// SUPPORTED_CODEX`, the list `rollover --version` names), oldest first; provisioned once per
+/// test process (tests running in parallel wait for the installs). `ROLLOVER_CODEX_VERSION`
+/// (one release, or several separated by commas) picks others; `ROLLOVER_CODEX_BIN` tests one
+/// binary you have. Panics with every reason (and npm's output) when one is missing: the
+/// conformance test never skips a release.
+pub fn codexes() -> Vec<&'static Codex> {
+    let all = CODEXES.get_or_init(provision_all);
+    let failed: Vec<&String> = all.iter().filter_map(|c| c.as_ref().err()).collect();
+    if !failed.is_empty() {
+        let reasons: Vec<&str> = failed.iter().map(|r| r.as_str()).collect();
+        panic!("no Codex binary to test against:\n{}", reasons.join("\n\n"));
+    }
+    all.iter().filter_map(|c| c.as_ref().ok()).collect()
+}
+
+/// The releases to test: `ROLLOVER_CODEX_VERSION`, else every supported one.
+pub fn releases() -> Vec<String> {
+    match env_nonempty("ROLLOVER_CODEX_VERSION") {
+        Some(asked) => asked
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+        None => rollover::validate::SUPPORTED_CODEX
+            .iter()
+            .map(|v| v.to_string())
+            .collect(),
     }
 }
 
@@ -66,37 +84,49 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-fn provision_codex() -> Result<Codex, String> {
+fn provision_all() -> Vec<Result<Codex, String>> {
     if let Some(bin) = env_nonempty("ROLLOVER_CODEX_BIN") {
         let bin = PathBuf::from(bin);
         if !bin.is_file() {
-            return Err(format!(
+            return vec![Err(format!(
                 "ROLLOVER_CODEX_BIN={} is not a file",
                 bin.display()
-            ));
+            ))];
         }
-        let version = codex_version(&bin)?;
-        return Ok(Codex {
-            origin: format!("ROLLOVER_CODEX_BIN={}", bin.display()),
-            bin,
-            version,
-        });
+        return vec![codex_version(&bin).map(|version| {
+            let supported = rollover::validate::SUPPORTED_CODEX
+                .iter()
+                .any(|release| version.split_whitespace().any(|w| w == *release));
+            if !supported {
+                eprintln!(
+                    "[conformance] {} says {version:?}: not one of the supported releases {}",
+                    bin.display(),
+                    rollover::validate::SUPPORTED_CODEX.join(", ")
+                );
+            }
+            Codex {
+                origin: format!("ROLLOVER_CODEX_BIN={}", bin.display()),
+                bin,
+                version,
+            }
+        })];
     }
-    let version =
-        env_nonempty("ROLLOVER_CODEX_VERSION").unwrap_or_else(|| DEFAULT_CODEX_VERSION.to_string());
-    let cache = match env_nonempty("ROLLOVER_CODEX_CACHE") {
+    releases().iter().map(|v| provision_codex(v)).collect()
+}
+
+/// `@openai/codex@<version>` from the cache, installed there by npm when missing.
+fn provision_codex(version: &str) -> Result<Codex, String> {
+    let caches = match env_nonempty("ROLLOVER_CODEX_CACHE") {
         Some(dir) => PathBuf::from(dir),
         None => {
             let home = env_nonempty("HOME").ok_or(
                 "HOME is not set: set ROLLOVER_CODEX_CACHE (where to install Codex) \
                  or ROLLOVER_CODEX_BIN (an installed binary)",
             )?;
-            Path::new(&home)
-                .join(".cache")
-                .join("rollover-codex")
-                .join(&version)
+            Path::new(&home).join(".cache").join("rollover-codex")
         }
     };
+    let cache = caches.join(version);
     if let Some(bin) = find_codex_binary(&cache) {
         let printed = codex_version(&bin)?;
         if printed.split_whitespace().any(|w| w == version) {
@@ -111,7 +141,7 @@ fn provision_codex() -> Result<Codex, String> {
             bin.display()
         );
     }
-    install_codex(&version, &cache)?;
+    install_codex(version, &cache)?;
     let bin = find_codex_binary(&cache).ok_or_else(|| {
         format!(
             "npm installed @openai/codex@{version} into {} but no codex binary was found \
@@ -122,7 +152,7 @@ fn provision_codex() -> Result<Codex, String> {
     let printed = codex_version(&bin)?;
     if !printed.split_whitespace().any(|w| w == version) {
         return Err(format!(
-            "{} says {printed:?}, expected version {version}",
+            "{} says {printed:?}, not the release {version} it was installed as",
             bin.display()
         ));
     }

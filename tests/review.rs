@@ -184,7 +184,7 @@ fn review_pages_render_in_headless_chromium() {
     let browser = crate::report::chromium();
     // The index and one page of each format.
     let mut formats = BTreeSet::new();
-    let mut pages = vec![dir.join("index.html")];
+    let mut pages = vec![(dir.join("index.html"), "index".to_string())];
     let mut names: Vec<PathBuf> = fs::read_dir(&dir)
         .expect("review/")
         .map(|e| e.expect("entry").path())
@@ -195,13 +195,45 @@ fn review_pages_render_in_headless_chromium() {
         if let Some(start) = html.find("<p class=\"meta\">Format <code>") {
             let rest = &html[start + "<p class=\"meta\">Format <code>".len()..];
             let format = rest[..rest.find('<').expect("end")].to_string();
-            if formats.insert(format) {
-                pages.push(path);
+            if formats.insert(format.clone()) {
+                pages.push((path, format));
             }
         }
     }
     assert_eq!(formats.len(), 7, "a page of each format: {formats:?}");
-    for (n, page) in pages.iter().enumerate() {
+    // Screenshots to look at: target/review-screenshots/{index,FORMAT}.png.
+    let shots = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/target/review-screenshots"
+    ));
+    fs::create_dir_all(&shots).expect("screenshot folder");
+    for (n, (page, label)) in pages.iter().enumerate() {
+        let shot = Command::new(&browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--window-size=1400,1000",
+                &format!(
+                    "--user-data-dir={}",
+                    wd.path(&format!("shot-{n}")).display()
+                ),
+                &format!(
+                    "--screenshot={}",
+                    shots.join(format!("{label}.png")).display()
+                ),
+                &format!("file://{}", page.display()),
+            ])
+            .output()
+            .expect("run chromium");
+        assert!(shot.status.success(), "no screenshot of {}", page.display());
+        assert!(
+            fs::metadata(shots.join(format!("{label}.png"))).is_ok_and(|m| m.len() > 10_000),
+            "an empty screenshot of {}",
+            page.display()
+        );
         let out = Command::new(&browser)
             .args([
                 "--headless",

@@ -589,26 +589,31 @@ impl Explained {
     }
 }
 
+/// A decision's action (as serialised) as its name and its other fields, `key value` each.
+pub(super) fn action_parts(mut action: serde_json::Value) -> (String, Vec<String>) {
+    let name = action
+        .as_object_mut()
+        .and_then(|m| m.remove("action"))
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let details = action
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| match v.as_str() {
+                    Some(s) => format!("{k} {s}"),
+                    None => format!("{k} {v}"),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (name, details)
+}
+
 fn push_decisions(out: &mut String, decisions: &[DecisionView]) {
     for d in decisions {
         let mark = if d.changes { '!' } else { '=' };
-        let mut action = d.action.clone();
-        let name = action
-            .as_object_mut()
-            .and_then(|m| m.remove("action"))
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        let details: Vec<String> = action
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| match v.as_str() {
-                        Some(s) => format!("{k} {s}"),
-                        None => format!("{k} {v}"),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let (name, details) = action_parts(d.action.clone());
         let details = if details.is_empty() {
             String::new()
         } else {

@@ -410,23 +410,8 @@ fn decisions_of(decisions: &[Decision], message: Option<usize>) -> Vec<ReviewDec
         .iter()
         .filter(|d| d.message == message)
         .map(|d| {
-            let mut action = serde_json::to_value(&d.action).unwrap_or(Value::Null);
-            let name = action
-                .as_object_mut()
-                .and_then(|m| m.remove("action"))
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            let mut details: Vec<String> = action
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| match v.as_str() {
-                            Some(s) => format!("{k} {s}"),
-                            None => format!("{k} {v}"),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let action = serde_json::to_value(&d.action).unwrap_or(Value::Null);
+            let (name, mut details) = super::explain::action_parts(action);
             if d.bytes_dropped > 0 {
                 details.push(format!("{} bytes dropped", d.bytes_dropped));
             }

@@ -9,9 +9,10 @@ use serde_json::Value;
 use super::InputError;
 use crate::model::json::is_raw_value_key;
 
+pub(crate) use crate::model::tape::span;
 /// serde_json's nesting limit (arrays and objects), which Codex shares: a deeper record is
 /// refused by serde_json with a clear error instead of being parsed.
-pub const MAX_DEPTH: usize = 128;
+pub use crate::model::tape::MAX_DEPTH;
 
 /// Parses one record. `repair` allows U+FFFD repairs; without it, invalid Unicode is an error.
 /// Returns the value and the number of repairs made. `bytes` is left unchanged.
@@ -46,44 +47,9 @@ pub(crate) fn with_tape<R>(
     read: impl FnOnce(&[simd_json::Node<'_>]) -> Option<R>,
 ) -> Option<R> {
     with_scratch(bytes, |repairs, nodes| {
-        let nodes = nodes.filter(|nodes| repairs == 0 && tape_is_plain(nodes))?;
+        let nodes = nodes.filter(|nodes| repairs == 0 && crate::model::tape::is_plain(nodes))?;
         read(nodes)
     })
-}
-
-/// How many tape nodes the value at `nodes[at]` spans, itself included (an object's keys are
-/// nodes of the tape too).
-pub(crate) fn span(nodes: &[simd_json::Node<'_>], at: usize) -> usize {
-    match nodes.get(at) {
-        Some(simd_json::Node::Array { count, .. } | simd_json::Node::Object { count, .. }) => {
-            count + 1
-        }
-        _ => 1,
-    }
-}
-
-/// True when the tape holds nothing [`tape_value`] would leave to the careful path: no
-/// array or object [`MAX_DEPTH`] deep, no object whose first key is serde_json's raw-value
-/// name. One pass over the nodes, keeping where each open array or object ends.
-fn tape_is_plain(nodes: &[simd_json::Node<'_>]) -> bool {
-    use simd_json::Node;
-    let mut ends: Vec<usize> = Vec::with_capacity(16);
-    for (at, node) in nodes.iter().enumerate() {
-        while ends.last() == Some(&at) {
-            ends.pop();
-        }
-        let (first_key, count) = match node {
-            Node::Array { count, .. } => (None, *count),
-            Node::Object { len, count } => (nodes.get(at + 1).filter(|_| *len > 0), *count),
-            Node::String(_) | Node::Static(_) => continue,
-        };
-        let raw_value = matches!(first_key, Some(Node::String(key)) if is_raw_value_key(key));
-        if ends.len() >= MAX_DEPTH || raw_value {
-            return false;
-        }
-        ends.push(at + count + 1);
-    }
-    true
 }
 
 /// The `Value` of the tape with the value at node `hole` read as `null`, and not built: what
@@ -160,65 +126,13 @@ pub(crate) fn tape_value_at(nodes: &[simd_json::Node<'_>], at: &mut usize) -> Op
     tape_value(nodes, at, 0, usize::MAX)
 }
 
-/// Per-thread parse buffers, reused from record to record: memory is bound by the largest
-/// record a thread has parsed (and given back past [`Scratch::KEEP`]).
-struct Scratch {
-    input: Vec<u8>,
-    buffers: simd_json::Buffers,
-    /// The tape's nodes, kept empty between records (a tape allocated per record, then grown,
-    /// cost its allocation and its reallocations' copies).
-    tape: simd_json::tape::Tape<'static>,
-}
-
-impl Scratch {
-    /// Buffers grown past this for one huge record are freed after it.
-    const KEEP: usize = 16 << 20;
-
-    fn trim(&mut self) {
-        let tape_bytes = self.tape.0.capacity() * std::mem::size_of::<simd_json::Node<'_>>();
-        if self.input.capacity() > Self::KEEP || tape_bytes > Self::KEEP {
-            *self = Scratch::default();
-        }
-    }
-}
-
-impl Default for Scratch {
-    fn default() -> Scratch {
-        Scratch {
-            input: Vec::new(),
-            buffers: simd_json::Buffers::new(64 << 10),
-            tape: simd_json::tape::Tape(Vec::new()),
-        }
-    }
-}
-
 /// Runs `read` on the number of lone surrogates repaired in a copy of `bytes` and the
 /// simd-json tape of that copy (`None` when it is not JSON), in this thread's scratch.
 fn with_scratch<R>(
     bytes: &[u8],
     read: impl FnOnce(usize, Option<&[simd_json::Node<'_>]>) -> R,
 ) -> R {
-    SCRATCH.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        let Scratch {
-            input,
-            buffers,
-            tape,
-        } = &mut *scratch;
-        input.clear();
-        input.extend_from_slice(bytes);
-        let repairs = repair_lone_surrogates(input);
-        let mut filled = std::mem::replace(tape, simd_json::tape::Tape(Vec::new())).reset();
-        let parsed = simd_json::fill_tape(input, buffers, &mut filled).is_ok();
-        let result = read(repairs, parsed.then_some(filled.0.as_slice()));
-        *tape = filled.reset();
-        scratch.trim();
-        result
-    })
-}
-
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    crate::model::tape::with_scratch(bytes, repair_lone_surrogates, read)
 }
 
 /// [`parse_record`] for the records the fast path leaves: invalid UTF-8 (repaired or

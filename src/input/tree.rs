@@ -13,7 +13,7 @@
 use serde_json::{Map, Value};
 use simd_json::{Node, StaticNode};
 
-use super::parse::span;
+pub(crate) use crate::model::tape::{TapeNode, TapeObject};
 
 /// A JSON value to read from, taken apart as it is read.
 pub(crate) trait Tree: Sized {
@@ -135,67 +135,6 @@ impl Object for Map<String, Value> {
     }
 }
 
-/// A value in a simd-json tape: the tape and the value's node.
-#[derive(Clone, Copy)]
-pub(crate) struct TapeNode<'t> {
-    nodes: &'t [Node<'t>],
-    at: usize,
-}
-
-impl<'t> TapeNode<'t> {
-    pub(crate) fn new(nodes: &'t [Node<'t>], at: usize) -> TapeNode<'t> {
-        TapeNode { nodes, at }
-    }
-
-    pub(crate) fn at(&self) -> usize {
-        self.at
-    }
-
-    pub(crate) fn is_string(&self) -> bool {
-        matches!(self.node(), Some(Node::String(_)))
-    }
-
-    fn node(&self) -> Option<Node<'t>> {
-        self.nodes.get(self.at).copied()
-    }
-
-    /// The value at `key` of this object (the last one, as a `Value` keeps it).
-    pub(crate) fn get(self, key: &str) -> Option<TapeNode<'t>> {
-        self.object()?.find(key)
-    }
-
-    /// Element `index` of this array (a negative index counts from the end).
-    pub(crate) fn index(self, index: i64) -> Option<TapeNode<'t>> {
-        let Some(Node::Array { len, .. }) = self.node() else {
-            return None;
-        };
-        let index = crate::rules::path::resolve(index, len)?;
-        self.items().nth(index)
-    }
-
-    fn object(self) -> Option<TapeObject<'t>> {
-        match self.node()? {
-            Node::Object { len, .. } => Some(TapeObject::new(self.nodes, self.at, len)),
-            Node::String(_) | Node::Array { .. } | Node::Static(_) => None,
-        }
-    }
-
-    /// The elements of this array (none if it is not one).
-    fn items(self) -> impl Iterator<Item = TapeNode<'t>> {
-        let len = match self.node() {
-            Some(Node::Array { len, .. }) => len,
-            _ => 0,
-        };
-        let nodes = self.nodes;
-        let mut at = self.at + 1;
-        (0..len).map(move |_| {
-            let item = TapeNode { nodes, at };
-            at += span(nodes, at);
-            item
-        })
-    }
-}
-
 impl<'t> Tree for TapeNode<'t> {
     type Object = TapeObject<'t>;
 
@@ -208,7 +147,7 @@ impl<'t> Tree for TapeNode<'t> {
             Some(Node::String(s)) => Json::String(s.to_owned()),
             Some(Node::Array { .. }) => Json::List(self.items().collect()),
             Some(Node::Object { len, .. }) => {
-                Json::Object(TapeObject::new(self.nodes, self.at, len))
+                Json::Object(TapeObject::new(self.nodes(), self.at(), len))
             }
         }
     }
@@ -222,8 +161,8 @@ impl<'t> Tree for TapeNode<'t> {
 
     /// Built as a `Value` first, so that it is the text the `Value` path writes.
     fn to_json(&self) -> String {
-        let mut at = self.at;
-        super::parse::tape_value_at(self.nodes, &mut at)
+        let mut at = self.at();
+        super::parse::tape_value_at(self.nodes(), &mut at)
             .unwrap_or(Value::Null)
             .to_string()
     }
@@ -237,71 +176,7 @@ impl<'t> Tree for TapeNode<'t> {
     }
 
     fn is_list(&self) -> bool {
-        matches!(self.node(), Some(Node::Array { .. }))
-    }
-}
-
-/// An object in a simd-json tape. Taking a value leaves the tape as it is: a key read twice
-/// reads the same value (the chat reader reads each key once).
-pub(crate) struct TapeObject<'t> {
-    nodes: &'t [Node<'t>],
-    at: usize,
-    len: usize,
-    /// A bit for each of its keys ([`key_bit`]): most keys the reader asks for are absent (a
-    /// message has a few of the eleven it reads), and a clear bit says so without a walk.
-    keys: u64,
-}
-
-/// A key's bit in [`TapeObject::keys`], from its length and its first and last bytes (the
-/// eleven keys of a message each have their own).
-#[inline(always)]
-fn key_bit(key: &str) -> u64 {
-    let bytes = key.as_bytes();
-    let (first, last) = (bytes.first().copied(), bytes.last().copied());
-    let sum = key.len() + usize::from(first.unwrap_or(0)) + usize::from(last.unwrap_or(0));
-    1 << (sum % 64)
-}
-
-impl<'t> TapeObject<'t> {
-    fn new(nodes: &'t [Node<'t>], at: usize, len: usize) -> TapeObject<'t> {
-        let mut object = TapeObject {
-            nodes,
-            at,
-            len,
-            keys: 0,
-        };
-        object.keys = object.entries().fold(0, |keys, (k, _)| keys | key_bit(k));
-        object
-    }
-
-    /// Each key with its value, in the record's order.
-    fn entries(&self) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
-        let nodes = self.nodes;
-        let mut at = self.at + 1;
-        (0..self.len).map_while(move |_| {
-            let Some(Node::String(key)) = nodes.get(at).copied() else {
-                return None;
-            };
-            let value = TapeNode { nodes, at: at + 1 };
-            at += 1 + span(nodes, at + 1);
-            Some((key, value))
-        })
-    }
-
-    /// Inlined: for a key the caller names, the bit test folds to a constant mask.
-    #[inline(always)]
-    fn find(&self, key: &str) -> Option<TapeNode<'t>> {
-        if self.keys & key_bit(key) == 0 {
-            return None;
-        }
-        self.find_walk(key)
-    }
-
-    fn find_walk(&self, key: &str) -> Option<TapeNode<'t>> {
-        self.entries()
-            .filter(|(k, _)| *k == key)
-            .last()
-            .map(|(_, v)| v)
+        TapeNode::is_list(self)
     }
 }
 
@@ -321,7 +196,7 @@ impl<'t> Object for TapeObject<'t> {
     }
 
     fn contains(&self, key: &str) -> bool {
-        self.keys & key_bit(key) != 0 && self.entries().any(|(k, _)| k == key)
+        TapeObject::contains(self, key)
     }
 
     fn other_keys(&self, known: &[&str]) -> Vec<String> {

@@ -25,6 +25,8 @@
 //!   `[[rule]]`), and the one table of repair policies they are generated from.
 //! - [`source_format`]: the format a conversation was read from, as a value each reader
 //!   declares (its name and whether its ids are unique beyond a file).
+//! - [`tape`]: JSON read off simd-json's tape in a per-thread scratch, with no `Value` built:
+//!   how the chat reader reads a record and the Responses validator checks a written body.
 //! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
 //!   and occurrence), from which its session id is made.
 
@@ -38,6 +40,7 @@ pub mod responses;
 pub mod rollout;
 pub mod rule;
 pub mod source_format;
+pub mod tape;
 pub mod time;
 pub mod transcript;
 

@@ -129,13 +129,7 @@ impl PathExpr {
     }
 }
 
-pub(crate) fn resolve(index: i64, len: usize) -> Option<usize> {
-    if index >= 0 {
-        usize::try_from(index).ok()
-    } else {
-        len.checked_sub(usize::try_from(index.unsigned_abs()).ok()?)
-    }
-}
+pub(crate) use crate::model::tape::resolve;
 
 impl fmt::Display for PathExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,0 +1,307 @@
+//! JSON read from simd-json's tape, in a per-thread scratch: the one parse both sides of the
+//! wire share.
+//!
+//! The chat reader reads a record off the tape ([`crate::input::tree`] gives [`TapeNode`] its
+//! `Tree` reading), and the Responses validator checks a written body off it
+//! ([`crate::validate::responses`]), neither building a `serde_json::Value`: no `String` per
+//! key, no B-tree node per object, nothing to drop again. The buffers are the thread's and
+//! are reused from record to record ([`with_scratch`]).
+//!
+//! A tape answers as a `Value` built from it would: an object's later duplicate key wins
+//! ([`TapeObject::find`]). [`is_plain`] says when a tape holds nothing a `Value` reader treats
+//! apart (nesting past [`MAX_DEPTH`], serde_json's raw-value key), so that a caller can leave
+//! those to its careful path.
+
+use simd_json::Node;
+
+use super::json::is_raw_value_key;
+
+/// serde_json's nesting limit (arrays and objects), which Codex shares.
+pub const MAX_DEPTH: usize = 128;
+
+/// Per-thread parse buffers, reused from record to record: memory is bound by the largest
+/// record a thread has parsed (and given back past [`Scratch::KEEP`]).
+struct Scratch {
+    input: Vec<u8>,
+    buffers: simd_json::Buffers,
+    /// The tape's nodes, kept empty between records (a tape allocated per record, then grown,
+    /// cost its allocation and its reallocations' copies).
+    tape: simd_json::tape::Tape<'static>,
+}
+
+impl Scratch {
+    /// Buffers grown past this for one huge record are freed after it.
+    const KEEP: usize = 16 << 20;
+
+    fn trim(&mut self) {
+        let tape_bytes = self.tape.0.capacity() * std::mem::size_of::<Node<'_>>();
+        if self.input.capacity() > Self::KEEP || tape_bytes > Self::KEEP {
+            *self = Scratch::default();
+        }
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch {
+            input: Vec::new(),
+            buffers: simd_json::Buffers::new(64 << 10),
+            tape: simd_json::tape::Tape(Vec::new()),
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// Copies `bytes` into this thread's scratch, lets `prepare` repair the copy in place (it
+/// returns how many repairs it made), parses the copy into a simd-json tape and runs `read` on
+/// the repairs and the tape (`None` when the copy is not JSON). `read` must not call this
+/// again: the scratch is in use until it returns (a nested call would find it borrowed, and
+/// gets `None` for the tape).
+pub fn with_scratch<R>(
+    bytes: &[u8],
+    prepare: impl FnOnce(&mut [u8]) -> usize,
+    read: impl FnOnce(usize, Option<&[Node<'_>]>) -> R,
+) -> R {
+    SCRATCH.with(|scratch| {
+        let Ok(mut scratch) = scratch.try_borrow_mut() else {
+            return read(0, None);
+        };
+        let Scratch {
+            input,
+            buffers,
+            tape,
+        } = &mut *scratch;
+        input.clear();
+        input.extend_from_slice(bytes);
+        let repairs = prepare(input);
+        let mut filled = std::mem::replace(tape, simd_json::tape::Tape(Vec::new())).reset();
+        let parsed = simd_json::fill_tape(input, buffers, &mut filled).is_ok();
+        let result = read(repairs, parsed.then_some(filled.0.as_slice()));
+        *tape = filled.reset();
+        scratch.trim();
+        result
+    })
+}
+
+/// How many tape nodes the value at `nodes[at]` spans, itself included (an object's keys are
+/// nodes of the tape too).
+pub fn span(nodes: &[Node<'_>], at: usize) -> usize {
+    match nodes.get(at) {
+        Some(Node::Array { count, .. } | Node::Object { count, .. }) => count + 1,
+        _ => 1,
+    }
+}
+
+/// True when the tape holds nothing a `Value` reader treats apart: no array or object
+/// [`MAX_DEPTH`] deep (serde_json refuses it), no object whose first key is serde_json's
+/// raw-value name. One pass over the nodes, keeping where each open array or object ends.
+pub fn is_plain(nodes: &[Node<'_>]) -> bool {
+    let mut ends: Vec<usize> = Vec::with_capacity(16);
+    for (at, node) in nodes.iter().enumerate() {
+        while ends.last() == Some(&at) {
+            ends.pop();
+        }
+        let (first_key, count) = match node {
+            Node::Array { count, .. } => (None, *count),
+            Node::Object { len, count } => (nodes.get(at + 1).filter(|_| *len > 0), *count),
+            Node::String(_) | Node::Static(_) => continue,
+        };
+        let raw_value = matches!(first_key, Some(Node::String(key)) if is_raw_value_key(key));
+        if ends.len() >= MAX_DEPTH || raw_value {
+            return false;
+        }
+        ends.push(at + count + 1);
+    }
+    true
+}
+
+/// A list index as a path names it: from the start, or from the end when negative.
+pub fn resolve(index: i64, len: usize) -> Option<usize> {
+    if index >= 0 {
+        usize::try_from(index).ok()
+    } else {
+        len.checked_sub(usize::try_from(index.unsigned_abs()).ok()?)
+    }
+}
+
+/// A value in a simd-json tape: the tape and the value's node.
+#[derive(Clone, Copy)]
+pub struct TapeNode<'t> {
+    nodes: &'t [Node<'t>],
+    at: usize,
+}
+
+impl<'t> TapeNode<'t> {
+    pub fn new(nodes: &'t [Node<'t>], at: usize) -> TapeNode<'t> {
+        TapeNode { nodes, at }
+    }
+
+    /// The root value of a tape.
+    pub fn root(nodes: &'t [Node<'t>]) -> TapeNode<'t> {
+        TapeNode { nodes, at: 0 }
+    }
+
+    pub fn at(&self) -> usize {
+        self.at
+    }
+
+    /// The whole tape this node is in.
+    pub fn nodes(&self) -> &'t [Node<'t>] {
+        self.nodes
+    }
+
+    pub fn node(&self) -> Option<Node<'t>> {
+        self.nodes.get(self.at).copied()
+    }
+
+    pub fn is_string(&self) -> bool {
+        matches!(self.node(), Some(Node::String(_)))
+    }
+
+    /// The string, when this is one.
+    pub fn as_str(&self) -> Option<&'t str> {
+        match self.node()? {
+            Node::String(s) => Some(s),
+            Node::Object { .. } | Node::Array { .. } | Node::Static(_) => None,
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self.node(), Some(Node::Object { .. }))
+    }
+
+    pub fn is_list(&self) -> bool {
+        matches!(self.node(), Some(Node::Array { .. }))
+    }
+
+    /// The value at `key` of this object (the last one, as a `Value` keeps it).
+    pub fn get(self, key: &str) -> Option<TapeNode<'t>> {
+        self.object()?.find(key)
+    }
+
+    /// The value at `key` of this object, found by one walk of its keys (no key bits made:
+    /// for a reader that asks an object once or twice).
+    pub fn lookup(self, key: &str) -> Option<TapeNode<'t>> {
+        let Some(Node::Object { len, .. }) = self.node() else {
+            return None;
+        };
+        let nodes = self.nodes;
+        let mut at = self.at + 1;
+        let mut found = None;
+        for _ in 0..len {
+            let Some(Node::String(k)) = nodes.get(at).copied() else {
+                return found;
+            };
+            if k == key {
+                found = Some(TapeNode { nodes, at: at + 1 });
+            }
+            at += 1 + span(nodes, at + 1);
+        }
+        found
+    }
+
+    /// Element `index` of this array (a negative index counts from the end).
+    pub fn index(self, index: i64) -> Option<TapeNode<'t>> {
+        let Some(Node::Array { len, .. }) = self.node() else {
+            return None;
+        };
+        let index = resolve(index, len)?;
+        self.items().nth(index)
+    }
+
+    /// This value as an object, when it is one.
+    pub fn object(self) -> Option<TapeObject<'t>> {
+        match self.node()? {
+            Node::Object { len, .. } => Some(TapeObject::new(self.nodes, self.at, len)),
+            Node::String(_) | Node::Array { .. } | Node::Static(_) => None,
+        }
+    }
+
+    /// The elements of this array (none if it is not one).
+    pub fn items(self) -> impl Iterator<Item = TapeNode<'t>> {
+        let len = match self.node() {
+            Some(Node::Array { len, .. }) => len,
+            _ => 0,
+        };
+        let nodes = self.nodes;
+        let mut at = self.at + 1;
+        (0..len).map(move |_| {
+            let item = TapeNode { nodes, at };
+            at += span(nodes, at);
+            item
+        })
+    }
+}
+
+/// An object in a simd-json tape. Reading a value leaves the tape as it is: a key read twice
+/// reads the same value.
+pub struct TapeObject<'t> {
+    nodes: &'t [Node<'t>],
+    at: usize,
+    len: usize,
+    /// A bit for each of its keys ([`key_bit`]): most keys a reader asks for are absent (a
+    /// message has a few of the eleven the chat reader reads), and a clear bit says so
+    /// without a walk.
+    keys: u64,
+}
+
+/// A key's bit in [`TapeObject::keys`], from its length and its first and last bytes (the
+/// eleven keys of a chat message each have their own).
+#[inline(always)]
+fn key_bit(key: &str) -> u64 {
+    let bytes = key.as_bytes();
+    let (first, last) = (bytes.first().copied(), bytes.last().copied());
+    let sum = key.len() + usize::from(first.unwrap_or(0)) + usize::from(last.unwrap_or(0));
+    1 << (sum % 64)
+}
+
+impl<'t> TapeObject<'t> {
+    pub fn new(nodes: &'t [Node<'t>], at: usize, len: usize) -> TapeObject<'t> {
+        let mut object = TapeObject {
+            nodes,
+            at,
+            len,
+            keys: 0,
+        };
+        object.keys = object.entries().fold(0, |keys, (k, _)| keys | key_bit(k));
+        object
+    }
+
+    /// Each key with its value, in the record's order.
+    pub fn entries(&self) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
+        let nodes = self.nodes;
+        let mut at = self.at + 1;
+        (0..self.len).map_while(move |_| {
+            let Some(Node::String(key)) = nodes.get(at).copied() else {
+                return None;
+            };
+            let value = TapeNode { nodes, at: at + 1 };
+            at += 1 + span(nodes, at + 1);
+            Some((key, value))
+        })
+    }
+
+    /// The value of `key` (the last one, as a `Value` keeps it). Inlined: for a key the caller
+    /// names, the bit test folds to a constant mask.
+    #[inline(always)]
+    pub fn find(&self, key: &str) -> Option<TapeNode<'t>> {
+        if self.keys & key_bit(key) == 0 {
+            return None;
+        }
+        self.find_walk(key)
+    }
+
+    fn find_walk(&self, key: &str) -> Option<TapeNode<'t>> {
+        self.entries()
+            .filter(|(k, _)| *k == key)
+            .last()
+            .map(|(_, v)| v)
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.keys & key_bit(key) != 0 && self.entries().any(|(k, _)| k == key)
+    }
+}

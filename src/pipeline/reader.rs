@@ -26,7 +26,7 @@ use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardP
 use super::PlannedFile;
 
 const BATCH_RECORDS: usize = 512;
-const BATCH_BYTES: usize = 4 << 20;
+const BATCH_BYTES: usize = 1 << 20;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 /// A file read ahead is handed over in chunks of this many bytes of records (or events)...

@@ -95,14 +95,28 @@ pub fn span(nodes: &[Node<'_>], at: usize) -> usize {
     }
 }
 
-/// True when the tape holds nothing a `Value` reader treats apart: no array or object
-/// [`MAX_DEPTH`] deep (serde_json refuses it), no object whose first key is serde_json's
-/// raw-value name. One pass over the nodes, keeping where each open array or object ends.
+/// Arrays and objects serde_json reads nested (`serde_json::from_slice` refuses one more).
+pub const SERDE_JSON_LEVELS: usize = MAX_DEPTH - 1;
+
+/// True when the tape holds nothing the input's `Value` reader treats apart: arrays and
+/// objects nested at most [`MAX_DEPTH`] deep, no object whose first key is serde_json's
+/// raw-value name.
 pub fn is_plain(nodes: &[Node<'_>]) -> bool {
-    let mut ends: Vec<usize> = Vec::with_capacity(16);
+    nests_within(nodes, MAX_DEPTH)
+}
+
+/// True when arrays and objects nest at most `levels` deep (at most [`MAX_DEPTH`]) and no
+/// object's first key is serde_json's raw-value name. One pass over the nodes, keeping where
+/// each open array or object ends.
+pub fn nests_within(nodes: &[Node<'_>], levels: usize) -> bool {
+    // Where each open array or object ends, on the stack: a Vec here was an allocation per
+    // record and per validated body.
+    let mut ends = [0usize; MAX_DEPTH];
+    let levels = levels.min(MAX_DEPTH);
+    let mut depth = 0;
     for (at, node) in nodes.iter().enumerate() {
-        while ends.last() == Some(&at) {
-            ends.pop();
+        while depth > 0 && ends.get(depth - 1) == Some(&at) {
+            depth -= 1;
         }
         let (first_key, count) = match node {
             Node::Array { count, .. } => (None, *count),
@@ -110,10 +124,11 @@ pub fn is_plain(nodes: &[Node<'_>]) -> bool {
             Node::String(_) | Node::Static(_) => continue,
         };
         let raw_value = matches!(first_key, Some(Node::String(key)) if is_raw_value_key(key));
-        if ends.len() >= MAX_DEPTH || raw_value {
+        let Some(end) = ends.get_mut(depth).filter(|_| !raw_value && depth < levels) else {
             return false;
-        }
-        ends.push(at + count + 1);
+        };
+        *end = at + count + 1;
+        depth += 1;
     }
     true
 }
@@ -303,5 +318,59 @@ impl<'t> TapeObject<'t> {
 
     pub fn contains(&self, key: &str) -> bool {
         self.keys & key_bit(key) != 0 && self.entries().any(|(k, _)| k == key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tape of `text`, read by `read`.
+    fn on_tape<R>(text: &str, read: impl FnOnce(&[Node<'_>]) -> R) -> R {
+        with_scratch(
+            text.as_bytes(),
+            |_| 0,
+            |_, nodes| read(nodes.unwrap_or(&[])),
+        )
+    }
+
+    #[test]
+    fn nesting_is_counted_as_serde_json_counts_it() {
+        for depth in [1, 127, 128, 129, 300] {
+            for (open, close) in [("[", "]"), ("{\"k\":", "}")] {
+                let text = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+                let serde = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+                let within = on_tape(&text, |nodes| nests_within(nodes, SERDE_JSON_LEVELS));
+                assert_eq!(within, serde, "{open} x {depth}");
+                assert_eq!(
+                    on_tape(&text, is_plain),
+                    depth <= MAX_DEPTH,
+                    "{open} x {depth}"
+                );
+            }
+        }
+        // Siblings close their parents: depth, not the count of arrays, is what counts.
+        let wide = format!("[{}]", vec!["[[1]]"; 200].join(","));
+        assert!(on_tape(&wide, is_plain));
+        // serde_json's raw-value key at the head of an object, when its build has one.
+        if let Some(key) = crate::model::json::raw_value_key() {
+            let raw = format!("{{{}:1}}", serde_json::to_string(key).unwrap_or_default());
+            assert!(!on_tape(&raw, is_plain));
+        }
+    }
+
+    #[test]
+    fn a_later_duplicate_key_wins_by_either_lookup() {
+        on_tape(r#"{"a":1,"b":"x","b":"y","c":[1,2,3]}"#, |nodes| {
+            let root = TapeNode::root(nodes);
+            assert_eq!(root.get("b").and_then(|n| n.as_str()), Some("y"));
+            assert_eq!(root.lookup("b").and_then(|n| n.as_str()), Some("y"));
+            assert!(root.lookup("z").is_none());
+            assert_eq!(root.get("c").map(|c| c.items().count()), Some(3));
+            assert_eq!(
+                root.get("c").and_then(|c| c.index(-1)).map(|n| n.at()),
+                root.get("c").and_then(|c| c.index(2)).map(|n| n.at())
+            );
+        });
     }
 }

@@ -79,7 +79,8 @@ fn clean_on_the_tape(body: &[u8]) -> bool {
             .count()
     };
     tape::with_scratch(body, surrogate_escapes, |escapes, nodes| {
-        let Some(nodes) = nodes.filter(|nodes| escapes == 0 && tape::is_plain(nodes)) else {
+        let plain = |nodes: &&[Node<'_>]| tape::nests_within(nodes, tape::SERDE_JSON_LEVELS);
+        let Some(nodes) = nodes.filter(|nodes| escapes == 0 && plain(nodes)) else {
             return false;
         };
         let mut clean = true;
@@ -413,14 +414,23 @@ mod tests {
         );
         assert!(!clean_on_the_tape(lone.as_bytes()));
         assert!(messages(lone.as_bytes())[0].starts_with("LineFormat: not JSON: "));
-        // Nesting past 128 in a tool's parameters: serde_json's limit, not simd-json's.
-        let deep = format!(
-            r#"{{"custom_id":"{ID}","input":[],"tools":[{{"type":"function","name":"f","parameters":{{"a":{}1{}}}}}]}}"#,
-            "[".repeat(200),
-            "]".repeat(200)
-        );
-        assert!(!clean_on_the_tape(deep.as_bytes()));
-        assert!(messages(deep.as_bytes())[0].contains("recursion limit"));
+        // Nesting past serde_json's limit in a tool's parameters (the body's own four levels
+        // included): refused by serde_json, at exactly the depth it refuses.
+        for (levels, refused) in [(123, false), (124, true), (200, true)] {
+            let deep = format!(
+                r#"{{"custom_id":"{ID}","input":[],"tools":[{{"type":"function","name":"f","parameters":{{"a":{}1{}}}}}]}}"#,
+                "[".repeat(levels),
+                "]".repeat(levels)
+            );
+            assert_eq!(clean_on_the_tape(deep.as_bytes()), !refused, "{levels}");
+            assert_eq!(
+                messages(deep.as_bytes())
+                    .first()
+                    .is_some_and(|m| m.contains("recursion limit")),
+                refused,
+                "{levels}"
+            );
+        }
         // Two lines, and not JSON at all.
         assert_eq!(
             messages(b"{}\n{}\n")[0],

@@ -145,19 +145,76 @@ pub fn batch_result(mut result: Value, custom_id: &str) -> Result<Value, InputEr
     })
 }
 
+/// What a file's first record says it is, to [`BatchIndex::scan`].
+enum First {
+    /// A Batch API result line: the file is read whole.
+    Results,
+    /// A line with a string `custom_id` (a Batch API request): a file results may join.
+    Requests,
+    /// Anything else, no record at all, or a signal came first.
+    Other,
+}
+
+impl First {
+    fn of(file: &SourceFile, rules: &InputRules, repair: bool, stop: &Arc<AtomicUsize>) -> First {
+        if stop.load(Ordering::Relaxed) != 0 {
+            return First::Other;
+        }
+        // Blank lines before the first record are skipped; a damage ends the file.
+        let first = records(file).stop(stop).find_map(|event| match event {
+            RecordEvent::Record(record) => Some(record),
+            RecordEvent::Blank(_) | RecordEvent::Damage(_) => None,
+        });
+        let Some(first) = first else {
+            return First::Other;
+        };
+        let Some((value, _)) = parse_record(&first.bytes, repair).ok() else {
+            return First::Other;
+        };
+        if result_id(&value, rules).is_some() {
+            First::Results
+        } else if value.get("custom_id").is_some_and(Value::is_string) {
+            First::Requests
+        } else {
+            First::Other
+        }
+    }
+}
+
 impl BatchIndex {
     /// Reads ahead every file whose first record is a batch result line. Stops early, with
     /// what it found so far, once `stop` holds a signal (the caller then ends the run).
+    ///
+    /// Every file's first record is read on `pool`, the files at once: on the main thread,
+    /// before any conversion starts, that look was a run's largest serial stage over many
+    /// files (decompressing each file's first blocks: 61 M of 572 M instructions for 150
+    /// agent transcripts in 8 files). Only a results file is then read whole, in order.
     pub fn scan(
         files: &[SourceFile],
         rules: &InputRules,
         repair: bool,
         stop: &Arc<AtomicUsize>,
+        pool: &rayon::ThreadPool,
     ) -> BatchIndex {
+        use rayon::prelude::*;
+        let firsts: Vec<First> = pool.install(|| {
+            files
+                .par_iter()
+                .map(|file| First::of(file, rules, repair, stop))
+                .collect()
+        });
         let mut index = BatchIndex::default();
         for (file_index, file) in files.iter().enumerate() {
             if stop.load(Ordering::Relaxed) != 0 {
                 break;
+            }
+            match firsts.get(file_index) {
+                Some(First::Results) => {}
+                Some(First::Requests) => {
+                    index.request_files.push(file_index);
+                    continue;
+                }
+                Some(First::Other) | None => continue,
             }
             let mut events = records(file).stop(stop);
             let compression = events.compression();

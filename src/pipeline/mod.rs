@@ -11,9 +11,12 @@
 //! record of a format read record by record, or a whole file's records when a format's
 //! conversations span them) that ends in one [`Outcome`] per record.
 //!
-//! Records travel in bounded batches, so memory stays flat in the archive's size; results are
-//! collected in input order, so every output (rollouts, quarantine, summary) is deterministic
-//! whatever the thread count. Per-record problems are outcomes, not errors; only discovery,
+//! Records travel in bounded batches (1 MiB or 512 records), so memory stays flat in the
+//! archive's size; up to `--jobs` batches (at least two) convert at once, so that no worker
+//! waits for the last record of a batch, and they are handed on and collected in input order,
+//! so every output (rollouts, quarantine, summary) is deterministic whatever the thread
+//! count. Before the first batch, each file's first record is looked at on `--jobs` threads
+//! (Batch API results are read whole ahead of the requests they join). Per-record problems are outcomes, not errors; only discovery,
 //! output failures and a panicking stage stop the run.
 //!
 //! A sharded run (`--shard K/N`) walks every input like any run, then keeps the files (and
@@ -730,7 +733,14 @@ fn scan_results(
 ) -> Result<BatchIndex, PipelineError> {
     let Request { options, rules, .. } = request;
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let mut index = BatchIndex::scan(walk, &rules.input, repair, &options.stop);
+    // Every file's first record is looked at on `--jobs` threads (one for a single file).
+    let threads = if walk.len() > 1 {
+        options.jobs.unwrap_or(0)
+    } else {
+        1
+    };
+    let pool = thread_pool(threads, None)?;
+    let mut index = BatchIndex::scan(walk, &rules.input, repair, &options.stop, &pool);
     interrupted(options, "looking for Batch API results")?;
     // Each file of the walk's index among this run's files, if it reads it.
     let mut run_of = vec![None; walk.len()];
@@ -875,33 +885,104 @@ fn convert(
     workers: &rayon::ThreadPool,
     to_collector: &SyncSender<ConvertedBatch>,
 ) -> Result<f64, PipelineError> {
-    let mut seconds = 0.0;
-    for batch in reader.batches.iter() {
-        let converting = Instant::now();
-        let caught = catch_unwind(AssertUnwindSafe(|| {
-            workers.install(|| convert_batch(&batch, context))
-        }));
-        seconds += converting.elapsed().as_secs_f64();
-        // Batches are converted in order: a file whose end is in this one has nothing left
-        // to read (a zip export's directory and handle are let go here, not at the run's end).
-        for done in &batch {
-            if let Work::FileEnd(file) = done {
-                if let Some(cache) = context.caches.get(*file) {
-                    cache.clear();
-                }
+    // Batches are converted a window at a time and handed on in order: with one batch at a
+    // time, every worker but the one on its last record waited at the end of each batch (a
+    // batch is 14 agent transcripts: 2 workers came to 1.6-1.7 cores, and 16 could not all
+    // start).
+    let window = workers.current_num_threads().max(2);
+    let (done, finished) = std::sync::mpsc::channel::<(usize, Vec<Work>, Converting)>();
+    let mut flight = InFlight::default();
+    workers.in_place_scope(|scope| {
+        let mut going = true;
+        for (seq, batch) in reader.batches.iter().enumerate() {
+            while flight.count >= window {
+                flight.receive(&finished);
+                going = going && flight.hand_on(reader, context, to_collector)?;
+            }
+            if !going {
+                break;
+            }
+            flight.busy_since.get_or_insert_with(Instant::now);
+            flight.count += 1;
+            let done = done.clone();
+            scope.spawn(move |_| {
+                let caught = catch_unwind(AssertUnwindSafe(|| convert_batch(&batch, context)));
+                // The receiver lives until every batch spawned is back.
+                let _ = done.send((seq, batch, caught));
+            });
+        }
+        while flight.count > 0 {
+            flight.receive(&finished);
+            if going {
+                going = flight.hand_on(reader, context, to_collector)?;
             }
         }
-        let outcomes = caught.map_err(|panic| panicked("convert", panic.as_ref()))?;
-        let converted = ConvertedBatch {
-            batch,
-            outcomes,
-            disk_read: reader.disk_read.load(Ordering::Relaxed),
-        };
-        if to_collector.send(converted).is_err() {
-            break;
+        Ok(flight.seconds)
+    })
+}
+
+/// A batch's outcomes, or the panic that stopped its conversion.
+type Converting = std::thread::Result<Vec<Vec<Outcome>>>;
+
+/// The batches being converted, and those converted before their turn to be handed on.
+#[derive(Default)]
+struct InFlight {
+    waiting: std::collections::BTreeMap<usize, (Vec<Work>, Converting)>,
+    /// The next batch to hand on.
+    next: usize,
+    /// Batches spawned and not back yet.
+    count: usize,
+    /// Time with at least one batch converting (the report's estimate of a sampled run).
+    seconds: f64,
+    busy_since: Option<Instant>,
+}
+
+impl InFlight {
+    /// Waits for a batch to come back.
+    fn receive(&mut self, finished: &Receiver<(usize, Vec<Work>, Converting)>) {
+        if let Ok((seq, batch, caught)) = finished.recv() {
+            self.waiting.insert(seq, (batch, caught));
+        }
+        self.count -= 1;
+        if self.count == 0 {
+            self.seconds += self
+                .busy_since
+                .take()
+                .map_or(0.0, |since| since.elapsed().as_secs_f64());
         }
     }
-    Ok(seconds)
+
+    /// Hands on the batches that are next in order; false once the collector is gone.
+    fn hand_on(
+        &mut self,
+        reader: &reader::Reader<'_>,
+        context: &BatchContext<'_>,
+        to_collector: &SyncSender<ConvertedBatch>,
+    ) -> Result<bool, PipelineError> {
+        while let Some((batch, caught)) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            // Batches are handed on in order: a file whose end is in this one has nothing
+            // left to read (a zip export's directory and handle are let go here, not at the
+            // run's end).
+            for work in &batch {
+                if let Work::FileEnd(file) = work {
+                    if let Some(cache) = context.caches.get(*file) {
+                        cache.clear();
+                    }
+                }
+            }
+            let outcomes = caught.map_err(|panic| panicked("convert", panic.as_ref()))?;
+            let converted = ConvertedBatch {
+                batch,
+                outcomes,
+                disk_read: reader.disk_read.load(Ordering::Relaxed),
+            };
+            if to_collector.send(converted).is_err() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// The collector's loop, on its own thread: in batch order, marks the sessions an earlier

@@ -26,9 +26,9 @@ def text(rng, lo, hi):
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
 
 
-def chat(rng, i):
+def chat(rng, i, max_turns=6, max_output=300, object_args=True):
     msgs = [{"role": "system", "content": "You are assistant #%d. %s" % (i % 97, text(rng, 10, 60))}]
-    turns = rng.randint(1, 6)
+    turns = rng.randint(1, max_turns)
     call = 0
     for _ in range(turns):
         if rng.random() < 0.15:
@@ -44,8 +44,8 @@ def chat(rng, i):
             msgs.append({"role": "assistant", "content": text(rng, 3, 20) if rng.random() < 0.5 else None,
                          "tool_calls": [{"id": cid, "type": "function", "function": {
                              "name": rng.choice(["search", "shell", "read_file"]),
-                             "arguments": args if rng.random() < 0.1 else json.dumps(args)}}]})
-            msgs.append({"role": "tool", "tool_call_id": cid, "content": text(rng, 10, 300)})
+                             "arguments": args if rng.random() < 0.1 and object_args else json.dumps(args)}}]})
+            msgs.append({"role": "tool", "tool_call_id": cid, "content": text(rng, 10, max_output)})
         reply = {"role": "assistant", "content": text(rng, 10, 150)}
         if rng.random() < 0.1:
             reply["reasoning_content"] = text(rng, 10, 60)
@@ -103,8 +103,16 @@ def agent(rng, i):
     return {"id": "agent-%d" % i, "created": 1700000000 + i, "model": "gpt-5", "messages": msgs}
 
 
+def small(rng, i):
+    """A small Chat Completions record of about 2 KB: one or two turns, short tool outputs, and
+    arguments always a JSON string, as the API sends them (the gproxy peer refuses an object)."""
+    return chat(rng, i, max_turns=2, max_output=60, object_args=False)
+
+
 SHAPES = [(chat, 60), (batch, 15), (evals, 10), (legacy, 10), (turns, 5)]
-KINDS = {"mixed": SHAPES, "agent": [(agent, 1)]}
+# small: only Chat Completions `messages` records, the shapes every Chat -> Responses
+# converter reads (the gproxy peer converts each one), so both sides convert the same records.
+KINDS = {"mixed": SHAPES, "agent": [(agent, 1)], "small": [(small, 3), (legacy, 1)]}
 
 
 def main():
@@ -113,7 +121,8 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", required=True)
     ap.add_argument("--kind", choices=sorted(KINDS), default="mixed",
-                    help="mixed: small records of every shape, 1-10 KB (default); agent: agent trajectories of about 80 KB")
+                    help="mixed: small records of every shape, 1-10 KB (default); agent: agent trajectories of "
+                    "about 80 KB; small: Chat Completions records of about 3 KB")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     shapes = [s for s, w in KINDS[args.kind] for _ in range(w)]

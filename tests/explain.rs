@@ -220,17 +220,15 @@ fn explain_of_a_conversation_a_rule_quarantines_shows_its_messages_and_the_rule(
         r#"{"messages":[{"role":"user","content":"Weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"w","arguments":"{}"}}]},{"role":"assistant","content":"Sunny."}]}"#,
     );
     wd.create("strict.toml", "[policy]\nmissing_output = \"quarantine\"\n");
-    let out = run(
-        wd.root(),
-        &[
-            "explain",
-            "calls.jsonl",
-            "--rules",
-            "default",
-            "--rules",
-            "strict.toml",
-        ],
-    );
+    let args = [
+        "explain",
+        "calls.jsonl",
+        "--rules",
+        "default",
+        "--rules",
+        "strict.toml",
+    ];
+    let out = run(wd.root(), &args);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let text = stdout(&out);
     assert!(text.starts_with("calls.jsonl:1 (byte 0) (chat): no session\n[0] user (8 chars)\n[1] assistant (0 chars, 1 tool call)\n[2] assistant (6 chars)\n"), "{text}");
@@ -238,18 +236,7 @@ fn explain_of_a_conversation_a_rule_quarantines_shows_its_messages_and_the_rule(
         text.contains("quarantined (rule): ") && text.contains("(rule `policy.missing_output`)"),
         "{text}"
     );
-    let json = run(
-        wd.root(),
-        &[
-            "explain",
-            "calls.jsonl",
-            "--rules",
-            "default",
-            "--rules",
-            "strict.toml",
-            "--json",
-        ],
-    );
+    let json = run(wd.root(), &[&args[..], &["--json"]].concat());
     let v: Value = serde_json::from_slice(&json.stdout).expect("JSON");
     assert_eq!(v["refused"]["class"], "rule");
     assert_eq!(v["messages"].as_array().map(Vec::len), Some(3));

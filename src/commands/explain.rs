@@ -432,11 +432,16 @@ fn decisions_of(decisions: &[Decision], message: Option<usize>) -> Vec<DecisionV
 }
 
 fn items_of(items: &[OutItem], origin: Option<usize>) -> Vec<String> {
-    items
-        .iter()
-        .filter(|i| i.origin == origin)
-        .map(describe)
-        .collect()
+    items_from(items, origin).map(describe).collect()
+}
+
+/// The items written from the source message `origin` (`None`: from no one message), in
+/// order: what explain lists and a review page shows beside that message.
+pub(super) fn items_from(
+    items: &[OutItem],
+    origin: Option<usize>,
+) -> impl Iterator<Item = &OutItem> {
+    items.iter().filter(move |i| i.origin == origin)
 }
 
 /// One item in a line: its type, role or kind, ids and sizes.

@@ -429,9 +429,7 @@ fn decisions_of(decisions: &[Decision], message: Option<usize>) -> Vec<ReviewDec
 }
 
 fn items_of(items: &[OutItem], origin: Option<usize>) -> Vec<ReviewItem> {
-    items
-        .iter()
-        .filter(|i| i.origin == origin)
+    super::explain::items_from(items, origin)
         .map(|item| ReviewItem {
             what: super::explain::describe(item),
             text: item_text(item),

@@ -5,8 +5,8 @@
 //! - [`transcript`]: a conversation as read from an input record (roles, parts, tool calls).
 //! - [`rollout`]: Codex rollout lines and Responses items, as written and as read back. Its
 //!   names (keys, tags, types) are declared once, in [`rollout::wire`]; the writer types
-//!   serialise with them, and the views read lines back with them through a hand-written
-//!   one-pass JSON scanner (`rollout::view::scan`, the fast way in, with serde_json's
+//!   serialise with them, and the views read lines back with them through the one-pass
+//!   scanner of [`scan`] (`rollout::view::scan`, the fast way in, with serde_json's
 //!   acceptance), or through a `serde_json::Value` when it refuses a line.
 //! - [`json`]: JSON strings escaped fast, byte for byte as serde_json escapes them (the hand
 //!   writers of rollout lines and Responses bodies), and the key serde_json's `Value` reader
@@ -26,7 +26,10 @@
 //! - [`source_format`]: the format a conversation was read from, as a value each reader
 //!   declares (its name and whether its ids are unique beyond a file).
 //! - [`tape`]: JSON read off simd-json's tape in a per-thread scratch, with no `Value` built:
-//!   how the chat reader reads a record and the Responses validator checks a written body.
+//!   how the chat reader reads a record.
+//! - [`scan`]: a strict one-pass JSON scanner with serde_json's acceptance, over text already
+//!   known to be UTF-8: the rollout views' fast way in, and the outline of a written Responses
+//!   body that its check walks (strings as spans of the text, nothing copied).
 //! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
 //!   and occurrence), from which its session id is made.
 
@@ -39,6 +42,7 @@ pub mod quarantine;
 pub mod responses;
 pub mod rollout;
 pub mod rule;
+pub mod scan;
 pub mod source_format;
 pub mod tape;
 pub mod time;

@@ -1,10 +1,8 @@
-//! JSON read from simd-json's tape, in a per-thread scratch: the one parse both sides of the
-//! wire share.
+//! JSON read from simd-json's tape, in a per-thread scratch: how input records are parsed.
 //!
 //! The chat reader reads a record off the tape ([`crate::input::tree`] gives [`TapeNode`] its
-//! `Tree` reading), and the Responses validator checks a written body off it
-//! ([`crate::validate::responses`]), neither building a `serde_json::Value`: no `String` per
-//! key, no B-tree node per object, nothing to drop again. The buffers are the thread's and
+//! `Tree` reading), building no `serde_json::Value`: no `String` per key, no B-tree node per
+//! object, nothing to drop again. The buffers are the thread's and
 //! are reused from record to record ([`with_scratch`]).
 //!
 //! A tape answers as a `Value` built from it would: an object's later duplicate key wins
@@ -95,9 +93,6 @@ pub fn span(nodes: &[Node<'_>], at: usize) -> usize {
     }
 }
 
-/// Arrays and objects serde_json reads nested (`serde_json::from_slice` refuses one more).
-pub const SERDE_JSON_LEVELS: usize = MAX_DEPTH - 1;
-
 /// True when the tape holds nothing the input's `Value` reader treats apart: arrays and
 /// objects nested at most [`MAX_DEPTH`] deep, no object whose first key is serde_json's
 /// raw-value name.
@@ -108,7 +103,7 @@ pub fn is_plain(nodes: &[Node<'_>]) -> bool {
 /// True when arrays and objects nest at most `levels` deep (at most [`MAX_DEPTH`]) and no
 /// object's first key is serde_json's raw-value name. One pass over the nodes, keeping where
 /// each open array or object ends.
-pub fn nests_within(nodes: &[Node<'_>], levels: usize) -> bool {
+fn nests_within(nodes: &[Node<'_>], levels: usize) -> bool {
     // Where each open array or object ends, on the stack: a Vec here was an allocation per
     // record and per validated body.
     let mut ends = [0usize; MAX_DEPTH];
@@ -340,7 +335,7 @@ mod tests {
             for (open, close) in [("[", "]"), ("{\"k\":", "}")] {
                 let text = format!("{}1{}", open.repeat(depth), close.repeat(depth));
                 let serde = serde_json::from_str::<serde_json::Value>(&text).is_ok();
-                let within = on_tape(&text, |nodes| nests_within(nodes, SERDE_JSON_LEVELS));
+                let within = on_tape(&text, |nodes| nests_within(nodes, MAX_DEPTH - 1));
                 assert_eq!(within, serde, "{open} x {depth}");
                 assert_eq!(
                     on_tape(&text, is_plain),

@@ -10,20 +10,24 @@
 //! name and object parameters, image `detail` one the API knows, Codex's Lite
 //! `additional_tools` item only first.
 //!
-//! One check, two readings of the body ([`Doc`]). The body is first read off simd-json's tape
-//! in the thread's scratch (no `Value` built: that parse was 40 % of a small record's
-//! conversion); only a body that breaks an invariant, or one the tape leaves to serde_json
-//! (not JSON to simd-json, nesting past 128, a surrogate escape), is read again as a
-//! `serde_json::Value`, and the violations and their messages come from that reading alone.
+//! One check, two readings of the body ([`Doc`]). The body is first read into an outline by the
+//! strict scanner the rollout validator uses too ([`crate::model::scan`]): its values as spans
+//! of the bytes, in a buffer the thread reuses, nothing unescaped or copied (a `Value` parse was
+//! 40 % of a small record's conversion; simd-json's tape, which replaced it, copied the body and
+//! every string). Only a body that breaks an invariant, or one the outline leaves to serde_json
+//! (not UTF-8 or not JSON, nesting past serde_json's levels, a key with escapes, or a string the
+//! check reads that holds escapes), is read again as a `serde_json::Value`, and the violations
+//! and their messages come from that reading alone.
+
+use std::cell::{Cell, RefCell};
 
 use rustc_hash::FxHashSet;
 use serde_json::Value;
-use simd_json::Node;
 
 use super::meta::is_uuid;
 use super::{Invariant, Violation};
 use crate::model::responses::TYPE_ADDITIONAL_TOOLS;
-use crate::model::tape::{self, TapeNode};
+use crate::model::scan::{self, OutlineNode, Part};
 
 /// Item types a body may hold.
 const ITEM_TYPES: [&str; 6] = [
@@ -42,7 +46,7 @@ const IMAGE_DETAILS: [&str; 4] = ["auto", "low", "high", "original"];
 pub fn check_body(bytes: &[u8]) -> Vec<Violation> {
     let trimmed = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let one_line = memchr::memchr(b'\n', trimmed).is_none();
-    if one_line && clean_on_the_tape(trimmed) {
+    if one_line && clean_in_outline(trimmed) {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -67,29 +71,42 @@ pub fn check_body(bytes: &[u8]) -> Vec<Violation> {
     out
 }
 
-/// True when the body, read off simd-json's tape, breaks no invariant. False when it breaks
-/// one, and when the tape cannot answer as serde_json would: then [`check_body`] reads it
-/// again as a `Value`.
-fn clean_on_the_tape(body: &[u8]) -> bool {
-    // simd-json reads a lone surrogate escape as U+0000 where serde_json refuses it: a body
-    // with any surrogate escape is left to serde_json (the renderer writes none).
-    let surrogate_escapes = |copy: &mut [u8]| {
-        memchr::memmem::find_iter(copy, b"\\u")
-            .filter(|&at| matches!(copy.get(at + 2), Some(b'd' | b'D')))
-            .count()
+/// True when the body, read by the strict scanner into an outline, breaks no invariant. False
+/// when it breaks one, and when the outline cannot answer as serde_json would (not UTF-8, not
+/// JSON to the scanner, nesting past serde_json's levels, a key with escapes, a string the check
+/// reads that holds escapes): then [`check_body`] reads it again as a `Value`.
+fn clean_in_outline(body: &[u8]) -> bool {
+    thread_local! {
+        static PARTS: RefCell<Vec<Part>> = const { RefCell::new(Vec::new()) };
+    }
+    let Ok(text) = simdutf8::basic::from_utf8(body) else {
+        return false;
     };
-    tape::with_scratch(body, surrogate_escapes, |escapes, nodes| {
-        let plain = |nodes: &&[Node<'_>]| tape::nests_within(nodes, tape::SERDE_JSON_LEVELS);
-        let Some(nodes) = nodes.filter(|nodes| escapes == 0 && plain(nodes)) else {
+    PARTS.with(|parts| {
+        let Ok(mut parts) = parts.try_borrow_mut() else {
             return false;
         };
+        if scan::outline(text, scan::SERDE_JSON_LEVELS, &mut parts).is_none() {
+            return false;
+        }
+        let escaped = Cell::new(false);
         let mut clean = true;
-        check(TapeNode::root(nodes), &mut |_, _| clean = false);
-        clean
+        let root = Outlined {
+            node: OutlineNode::root(text, &parts),
+            escaped: &escaped,
+        };
+        check(root, &mut |_, _| clean = false);
+        if parts.capacity() > PARTS_KEPT {
+            *parts = Vec::new();
+        }
+        clean && !escaped.get()
     })
 }
 
-/// A JSON value as the check reads it: a `serde_json::Value`, or a node of a simd-json tape.
+/// A thread's outline buffer grown past this many parts for one huge body is freed after it.
+const PARTS_KEPT: usize = 1 << 16;
+
+/// A JSON value as the check reads it: a `serde_json::Value`, or a value of an outline.
 /// Both answer alike (a later duplicate key wins; a key of a non-object is absent).
 trait Doc<'a>: Copy {
     fn get(self, key: &str) -> Option<Self>;
@@ -127,28 +144,46 @@ impl<'a> Doc<'a> for &'a Value {
     }
 }
 
-impl<'t> Doc<'t> for TapeNode<'t> {
+/// A value of the body's outline, and where to say that the check read a string whose
+/// bytes are not its text (it holds escapes): the outline cannot answer then.
+#[derive(Clone, Copy)]
+struct Outlined<'a> {
+    node: OutlineNode<'a>,
+    escaped: &'a Cell<bool>,
+}
+
+impl<'a> Doc<'a> for Outlined<'a> {
     fn get(self, key: &str) -> Option<Self> {
-        self.lookup(key)
+        let node = self.node.get(key)?;
+        Some(Outlined { node, ..self })
     }
-    fn str(self) -> Option<&'t str> {
-        self.as_str()
+    fn str(self) -> Option<&'a str> {
+        match self.node.part()? {
+            Part::String { escaped: false, .. } => self.node.raw_str(),
+            Part::String { escaped: true, .. } => {
+                self.escaped.set(true);
+                None
+            }
+            Part::Object { .. } | Part::Array { .. } | Part::Scalar => None,
+        }
     }
     fn list(self) -> Option<Vec<Self>> {
-        self.is_list().then(|| self.items().collect())
+        Some(
+            self.node
+                .items()?
+                .map(|node| Outlined { node, ..self })
+                .collect(),
+        )
     }
     fn is_string(self) -> bool {
-        TapeNode::is_string(&self)
+        matches!(self.node.part(), Some(Part::String { .. }))
     }
     fn is_object(self) -> bool {
-        TapeNode::is_object(&self)
+        matches!(self.node.part(), Some(Part::Object { .. }))
     }
-    /// Never shown: a violation found on the tape is reported from the `Value` reading.
+    /// Never shown: a violation found in the outline is reported from the `Value` reading.
     fn text(self) -> String {
-        match self.node() {
-            Some(Node::String(s)) => s.to_owned(),
-            _ => String::new(),
-        }
+        self.node.raw_str().unwrap_or_default().to_owned()
     }
 }
 
@@ -351,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn a_clean_body_is_clean_on_the_tape_and_as_a_value() {
+    fn a_clean_body_is_clean_in_outline_and_as_a_value() {
         let text = body(
             r#"[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_image","image_url":"data:x","detail":"auto"}]},
             {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
@@ -359,13 +394,13 @@ mod tests {
             {"type":"message","role":"assistant","phase":"final_answer","content":[{"type":"output_text","text":"done"}]}]"#,
         )
         .replace('\n', "");
-        assert!(clean_on_the_tape(text.as_bytes()));
+        assert!(clean_in_outline(text.as_bytes()));
         assert!(by_value(text.as_bytes()).is_empty());
         assert!(check_body(text.as_bytes()).is_empty());
     }
 
     #[test]
-    fn every_violation_is_found_on_the_tape_and_told_as_the_value_reading_tells_it() {
+    fn every_violation_is_found_in_the_outline_and_told_as_the_value_reading_tells_it() {
         let bodies = [
             body(r#"[{"type":"message","role":"system","content":[]}]"#),
             body(r#"[{"type":"message","role":"user","phase":"commentary","content":[]}]"#),
@@ -401,18 +436,84 @@ mod tests {
         for text in bodies {
             let expected = by_value(text.as_bytes());
             assert!(!expected.is_empty(), "{text}");
-            assert!(!clean_on_the_tape(text.as_bytes()), "{text}");
+            assert!(!clean_in_outline(text.as_bytes()), "{text}");
             assert_eq!(messages(text.as_bytes()), expected, "{text}");
         }
     }
 
     #[test]
-    fn what_the_tape_cannot_read_as_serde_json_does_goes_to_serde_json() {
-        // A lone surrogate: simd-json reads U+0000, serde_json refuses the body.
+    fn what_the_outline_cannot_answer_goes_to_serde_json_and_gets_its_verdict() {
+        // Each body, whether serde_json finds it clean, and whether the outline does (it leaves
+        // a body to serde_json whenever it cannot answer alone).
+        let cases: Vec<(Vec<u8>, bool, bool)> = vec![
+            // A key with escapes is refused by the outline; serde_json reads `type`.
+            (body(r#"[{"ty\u0070e":"message","role":"user","content":[]}]"#).into_bytes(), true, false),
+            // Strings the check reads hold escapes: a call id with a quote, paired.
+            (
+                body(concat!(
+                    r#"[{"type":"function_call","call_id":"a\"b","arguments":"{}"},"#,
+                    r#"{"type":"function_call_output","call_id":"a\"b","output":"ok"}]"#
+                ))
+                .into_bytes(),
+                true,
+                false,
+            ),
+            // An escaped role that reads as a bad one.
+            (body(r#"[{"type":"message","role":"sys\u0074em","content":[]}]"#).into_bytes(), false, false),
+            // Escapes only in texts the check never reads: the outline answers alone.
+            (
+                body(r#"[{"type":"message","role":"user","content":[{"type":"input_text","text":"a\nb\"c\\"}]}]"#)
+                    .into_bytes(),
+                true,
+                true,
+            ),
+            // A surrogate pair is text to both readings.
+            (
+                body(r#"[{"type":"message","role":"user","content":[{"type":"input_text","text":"\ud83d\ude00"}]}]"#)
+                    .into_bytes(),
+                true,
+                true,
+            ),
+            // A number out of f64's range, a control character in a string, text after the
+            // value, bytes that are not UTF-8.
+            (body("[]").replace(r#""input""#, r#""n":1e400,"input""#).into_bytes(), false, false),
+            (body("[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"text\":\"a\u{1}\"}]}]").into_bytes(), false, false),
+            (format!("{} x", body("[]")).into_bytes(), false, false),
+            ([body("[]").as_bytes(), b"\xff"].concat(), false, false),
+            // Only whitespace around the value: clean.
+            (format!(" {} ", body("[]")).into_bytes(), true, true),
+        ];
+        for (bytes, clean, outlined) in cases {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let expected = by_value(&bytes);
+            assert_eq!(expected.is_empty(), clean, "{text}");
+            assert_eq!(clean_in_outline(&bytes), outlined, "{text}");
+            let told = messages(&bytes);
+            if expected.first().is_some_and(|m| m.starts_with("not JSON")) {
+                assert!(told[0].starts_with("LineFormat: not JSON: "), "{text}");
+            } else {
+                assert_eq!(told, expected, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_object_whose_first_key_is_serde_jsons_raw_value_name_goes_to_serde_json() {
+        let Some(key) = crate::model::json::raw_value_key() else {
+            return;
+        };
+        let text = body(&format!(r#"[{{"{key}":"1"}}]"#));
+        assert!(!clean_in_outline(text.as_bytes()));
+        assert!(!messages(text.as_bytes()).is_empty());
+    }
+
+    #[test]
+    fn what_the_outline_cannot_read_as_serde_json_does_goes_to_serde_json() {
+        // A lone surrogate: serde_json refuses the body.
         let lone = body(
             r#"[{"type":"message","role":"user","content":[{"type":"input_text","text":"\ud800"}]}]"#,
         );
-        assert!(!clean_on_the_tape(lone.as_bytes()));
+        assert!(!clean_in_outline(lone.as_bytes()));
         assert!(messages(lone.as_bytes())[0].starts_with("LineFormat: not JSON: "));
         // Nesting past serde_json's limit in a tool's parameters (the body's own four levels
         // included): refused by serde_json, at exactly the depth it refuses.
@@ -422,7 +523,7 @@ mod tests {
                 "[".repeat(levels),
                 "]".repeat(levels)
             );
-            assert_eq!(clean_on_the_tape(deep.as_bytes()), !refused, "{levels}");
+            assert_eq!(clean_in_outline(deep.as_bytes()), !refused, "{levels}");
             assert_eq!(
                 messages(deep.as_bytes())
                     .first()

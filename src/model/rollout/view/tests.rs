@@ -3,6 +3,7 @@ use super::super::{
     ResponseItem, SessionMeta, SummaryText, ToolOutput, ROLE_ASSISTANT, ROLE_USER,
 };
 use super::*;
+use crate::model::scan::{json_leaf, one_edit};
 use proptest::prelude::*;
 
 fn text(s: &str) -> Option<Text<'_>> {
@@ -544,14 +545,7 @@ fn line_text() -> impl Strategy<Value = String> {
         "text",
         "x",
     ]);
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        (-1e6f64..1e6).prop_map(Value::from),
-        "[a-z\"\\\\\n\u{e9}\u{1f600}<>/ ]{0,12}".prop_map(Value::String),
-    ];
-    let value = leaf.prop_recursive(4, 40, 6, move |inner| {
+    let value = json_leaf().prop_recursive(4, 40, 6, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
             prop::collection::vec((key.clone(), inner), 0..6).prop_map(|members| {
@@ -572,24 +566,9 @@ proptest::proptest! {
 
     /// Any JSON, and any JSON damaged by one edit: the hand reader reads what serde reads.
     #[test]
-    fn hand_reader_reads_what_serde_reads(
-        text in line_text(),
-        at in any::<prop::sample::Index>(),
-        edit in 0usize..4,
-        byte in prop::sample::select(b"\"\\{}[],:0-.eEnu \t\x01x".to_vec()),
-    ) {
+    fn hand_reader_reads_what_serde_reads(text in line_text(), edit in one_edit()) {
         agree(&text);
-        let mut bytes = text.into_bytes();
-        if !bytes.is_empty() {
-            let i = at.index(bytes.len());
-            match edit {
-                0 => { bytes.remove(i); }
-                1 => bytes.insert(i, byte),
-                2 => bytes[i] = byte,
-                _ => bytes.truncate(i),
-            }
-        }
-        if let Ok(damaged) = String::from_utf8(bytes) {
+        if let Some(damaged) = edit.apply(&text) {
             agree(&damaged);
         }
     }

@@ -397,6 +397,17 @@ impl Home {
 
     /// Writes `bytes` at `relative` atomically (see the module docs).
     pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<PathBuf, OutputError> {
+        self.write_atomic_with(relative, |out| out.write_all(bytes))
+    }
+
+    /// [`Home::write_atomic`], the bytes written by `write` as it makes them (through a
+    /// buffer), so that a large file (the manifest of a million sessions) is never held whole
+    /// in memory.
+    pub fn write_atomic_with(
+        &self,
+        relative: &Path,
+        write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<PathBuf, OutputError> {
         let target = self.root.join(relative);
         let dir = target.parent().unwrap_or(&self.root);
         let name = target
@@ -405,8 +416,12 @@ impl Home {
             .unwrap_or_default();
         let temp = dir.join(self.temp_name(&name));
         let result = (|| {
-            let mut file = private_temp_file(dir, &temp)?;
-            file.write_all(bytes).map_err(|e| write_error(&target, e))?;
+            let file = private_temp_file(dir, &temp)?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+            write(&mut out)
+                .and_then(|()| out.flush())
+                .map_err(|e| write_error(&target, e))?;
+            let file = out.get_ref();
             if self.durable {
                 file.sync_all().map_err(|e| write_error(&target, e))?;
             }
@@ -487,8 +502,17 @@ impl Home {
 
     /// Writes one of rollover's state files (`rollover/NAME`) atomically.
     pub fn write_state_atomic(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, OutputError> {
+        self.write_state_atomic_with(name, |out| out.write_all(bytes))
+    }
+
+    /// [`Home::write_state_atomic`], written by `write` as it goes.
+    pub fn write_state_atomic_with(
+        &self,
+        name: &str,
+        write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<PathBuf, OutputError> {
         let state = self.state.strip_prefix(&self.root).unwrap_or(&self.state);
-        self.write_atomic(&state.join(name), bytes)
+        self.write_atomic_with(&state.join(name), write)
     }
 
     /// Writes one of the run's own files atomically (`summary.json`: its presence marks the

@@ -346,25 +346,12 @@ impl<'h> Collector<'h> {
         }
     }
 
+    /// The entry of `file` being filled while its records come.
     fn file_entry(&mut self, file: usize) -> &mut FileEntry {
-        let PlannedFile { source, digest, .. } = &self.files[file];
-        let fingerprint = &self.fingerprint;
-        self.open.entry(file).or_insert_with(|| FileEntry {
-            key: source.origin.clone(),
-            name: source.display.to_string(),
-            size: source.size,
-            mtime_ns: source.mtime_ns,
-            digest: digest.clone(),
-            records: 0,
-            rules: fingerprint.rules.clone(),
-            options: fingerprint.options.clone(),
-            rollouts: Vec::new(),
-            pending: Vec::new(),
-            format: match self.format {
-                Format::Codex => None,
-                Format::Responses(_) => Some(format_name(self.format).to_string()),
-            },
-        })
+        let (files, fingerprint, format) = (&self.files, &self.fingerprint, self.format);
+        self.open
+            .entry(file)
+            .or_insert_with(|| fresh_entry(&files[file], fingerprint, format))
     }
 
     /// Counts what placing a session at `path` did (or, in a dry run, would do); a session
@@ -536,8 +523,11 @@ impl<'h> Collector<'h> {
                 .rollouts
                 .push(RolloutEntry { path, digest });
         }
-        let entry = self.file_entry(file).clone();
-        self.open.remove(&file);
+        // Taken, not cloned: a file of 64,000 sessions has 64,000 rollouts in its entry.
+        let entry = match self.open.remove(&file) {
+            Some(entry) => entry,
+            None => fresh_entry(&self.files[file], &self.fingerprint, self.format),
+        };
         if self.counted(file) {
             self.summary.home.files_done += 1;
         }
@@ -717,6 +707,27 @@ impl<'h> Collector<'h> {
         // Last: its presence marks the run folder as finished.
         home.write_run_file_atomic("summary.json", &bytes)?;
         Ok(self.summary)
+    }
+}
+
+/// The manifest entry of a planned file as it stands before any of its records.
+fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format) -> FileEntry {
+    let PlannedFile { source, digest, .. } = planned;
+    FileEntry {
+        key: source.origin.clone(),
+        name: source.display.to_string(),
+        size: source.size,
+        mtime_ns: source.mtime_ns,
+        digest: digest.clone(),
+        records: 0,
+        rules: fingerprint.rules.clone(),
+        options: fingerprint.options.clone(),
+        rollouts: Vec::new(),
+        pending: Vec::new(),
+        format: match format {
+            Format::Codex => None,
+            Format::Responses(_) => Some(format_name(format).to_string()),
+        },
     }
 }
 

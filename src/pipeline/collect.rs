@@ -407,7 +407,7 @@ impl<'h> Collector<'h> {
     /// Responses body is appended here, in record order, to its input file's output file.
     fn converted(&mut self, file: usize, done: &mut Converted) -> Result<(), OutputError> {
         if let Some(path) = self.body_paths.get(&file) {
-            done.path.clone_from(path);
+            done.reword(Some(path), None);
             done.relative = std::path::PathBuf::from(path);
         }
         if let (Format::Responses(options), false) = (self.format, self.summary.setup.dry_run) {
@@ -502,6 +502,13 @@ impl<'h> Collector<'h> {
                 "conversations.jsonl",
                 &line,
             );
+        }
+        if let Some(line) = done.audit_line.take() {
+            return self
+                .conversations
+                .write_all(&line)
+                .and_then(|()| self.conversations.write_all(b"\n"))
+                .map_err(|e| write_error(self.home, "conversations.jsonl", e));
         }
         write_line(
             self.home,

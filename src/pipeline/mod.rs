@@ -1500,7 +1500,7 @@ impl Claims {
             match self.placed.get(&path) {
                 Some(digest) => {
                     done.placed = Some(crate::output::Placed::Duplicate);
-                    done.digest = digest.text();
+                    done.reword(None, Some(digest.text()));
                     done.bytes = Vec::new();
                 }
                 None => {

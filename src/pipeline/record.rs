@@ -108,6 +108,13 @@ pub struct Converted {
     pub records: u64,
     #[serde(flatten)]
     pub links: Links,
+    /// Its line in `conversations.jsonl` (these fields as JSON), rendered by the worker once
+    /// the conversation is settled, so that the collector, a serial stage, only writes it:
+    /// rendered there, it was half of the collector's work on small records. `None` when the
+    /// collector renders it: a title (replaced by its length unless `--report-text`), or a
+    /// path or digest the collector changed since ([`Converted::reword`]).
+    #[serde(skip)]
+    pub audit_line: Option<Vec<u8>>,
 }
 
 /// What the audit line says of the conversation's source, beyond its place: its format
@@ -150,6 +157,26 @@ impl Links {
 }
 
 impl Converted {
+    /// Renders the audit line ([`Converted::audit_line`]), unless the collector must.
+    fn render_audit_line(&mut self) {
+        self.audit_line = None;
+        if self.links.title.is_none() {
+            self.audit_line = serde_json::to_vec(&*self).ok();
+        }
+    }
+
+    /// The collector changes what the audit line says (a Responses body's output file, a
+    /// duplicate's digest): the line rendered by the worker is dropped, and rendered again.
+    pub fn reword(&mut self, path: Option<&str>, digest: Option<String>) {
+        if let Some(path) = path {
+            path.clone_into(&mut self.path);
+        }
+        if let Some(digest) = digest {
+            self.digest = digest;
+        }
+        self.audit_line = None;
+    }
+
     /// Frees the rollout's bytes where they were made: they become the worker's render
     /// buffer again ([`crate::convert::recycle`]). Allocated by the worker and freed by the
     /// collector, each rollout went back to the worker's allocator through its cross-thread
@@ -258,6 +285,7 @@ pub fn finish(
         placed: None,
         records: 1,
         links,
+        audit_line: None,
     }))
 }
 
@@ -349,6 +377,7 @@ fn process_with(
 /// A rollout's bytes once checked: a Codex rollout is freed in a dry run (its buffer goes
 /// back to the worker for the next render), else kept at its exact size for the writers.
 fn settle(done: &mut Converted, context: &WorkContext<'_>) {
+    done.render_audit_line();
     if context.format == Format::Codex {
         if context.dry_run {
             done.release_bytes();
@@ -751,6 +780,7 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         placed: None,
         records: 1,
         links: Links::default(),
+        audit_line: None,
     }))
 }
 

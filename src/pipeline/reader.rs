@@ -25,7 +25,7 @@ use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardP
 
 use super::PlannedFile;
 
-const BATCH_RECORDS: usize = 512;
+const BATCH_RECORDS: usize = 256;
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
@@ -63,6 +63,43 @@ pub struct Records {
     pub records: Vec<(RawRecord, u64)>,
     pub file: usize,
     pub format: SourceFormat,
+    /// The decompressed bytes its records took to read (an oversized one's whole size, though
+    /// only its head was kept): what the progress and the summary count, still known once the
+    /// records' bytes are released.
+    read: u64,
+}
+
+impl Records {
+    pub fn new(records: Vec<(RawRecord, u64)>, file: usize, format: SourceFormat) -> Records {
+        let read = records.iter().map(|(record, _)| read_size(record)).sum();
+        Records {
+            records,
+            file,
+            format,
+            read,
+        }
+    }
+
+    /// See [`Records::read`]: the same before and after [`Records::release`].
+    pub fn read_size(&self) -> u64 {
+        self.read
+    }
+
+    /// Frees the records' bytes once they are converted: each outcome holds what the
+    /// collector writes of its record (a quarantine line keeps its own copy), so that a batch
+    /// waiting for its turn holds its outputs only. With small records the batches between
+    /// the workers and the collector held ~4,000 records (8 MB) of a run's peak.
+    pub fn release(&mut self) {
+        for (record, _) in &mut self.records {
+            record.bytes = Vec::new();
+        }
+    }
+}
+
+/// The decompressed bytes a record took to read: an oversized one's whole size, though only
+/// its head was kept (a zip's conversations.json of 2 GiB reads as 2 GiB, not its first KiB).
+fn read_size(record: &RawRecord) -> u64 {
+    record.oversized.unwrap_or(record.bytes.len() as u64)
 }
 
 /// The running reader.
@@ -320,11 +357,11 @@ impl FileRecords {
     pub(super) fn route(&mut self, record: RawRecord, ordinal: u64) -> Option<Work> {
         let format = self.format.unwrap_or(SourceFormat::CHAT);
         match format::reader(format).granularity() {
-            Granularity::Record => Some(Work::Records(Records {
-                records: vec![(record, ordinal)],
-                file: self.file,
+            Granularity::Record => Some(Work::Records(Records::new(
+                vec![(record, ordinal)],
+                self.file,
                 format,
-            })),
+            ))),
             Granularity::File => {
                 self.whole_bytes += record.bytes.len() as u64;
                 if self.refused.is_none() && self.whole_bytes > self.max_whole {
@@ -359,11 +396,7 @@ impl FileRecords {
         if self.whole.is_empty() {
             return None;
         }
-        Some(Work::Records(Records {
-            records: self.whole,
-            file: self.file,
-            format,
-        }))
+        Some(Work::Records(Records::new(self.whole, self.file, format)))
     }
 }
 

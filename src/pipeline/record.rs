@@ -876,11 +876,7 @@ mod tests {
 
     /// One Chat Completions record through the pipeline.
     fn process_record(bytes: &[u8], rules: &RuleSet) -> Outcome {
-        let work = Records {
-            records: vec![(record(bytes), 0)],
-            file: 0,
-            format: SourceFormat::CHAT,
-        };
+        let work = Records::new(vec![(record(bytes), 0)], 0, SourceFormat::CHAT);
         let (cache, batch) = Default::default();
         let mut outcomes = process_work(&work, &context(rules, &cache, &batch));
         assert_eq!(outcomes.len(), 1, "one outcome per record");
@@ -997,19 +993,16 @@ mod tests {
             br#"{"lost":1}"#,
             br#"{"c":"again","role":"user","next":1}"#,
         ];
-        let work = Records {
-            records: lines
-                .iter()
-                .enumerate()
-                .map(|(i, bytes)| {
-                    let mut r = record(bytes);
-                    r.location.line = i as u64 + 1;
-                    (r, i as u64)
-                })
-                .collect(),
-            file: 0,
-            format: crate::input::SourceFormat::CLAUDE_CODE,
-        };
+        let records = lines
+            .iter()
+            .enumerate()
+            .map(|(i, bytes)| {
+                let mut r = record(bytes);
+                r.location.line = i as u64 + 1;
+                (r, i as u64)
+            })
+            .collect();
+        let work = Records::new(records, 0, crate::input::SourceFormat::CLAUDE_CODE);
         let (cache, batch) = Default::default();
         let outcomes = process_with(&Runs, &work, &context(&rules, &cache, &batch));
         assert_eq!(outcomes.len(), lines.len(), "one outcome per record");

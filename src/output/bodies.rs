@@ -60,7 +60,7 @@ impl BodyFile {
         let mut options = OpenOptions::new();
         let file = private_file(options.write(true).create(true).truncate(true), &temp)?;
         let hashing = Hashing {
-            inner: BufWriter::new(file),
+            inner: BufWriter::with_capacity(super::LINE_BUFFER, file),
             hasher: Xxh3::new(),
         };
         let sink = if compress {

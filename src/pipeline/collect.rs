@@ -28,7 +28,9 @@ use crate::model::responses::Format;
 use crate::output::bodies::BodyFile;
 use crate::output::guard::key;
 use crate::output::manifest::{FileEntry, RolloutEntry};
-use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal};
+use crate::output::{
+    Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal, LINE_BUFFER,
+};
 
 pub struct Collector<'h> {
     home: &'h Home,
@@ -163,8 +165,14 @@ impl<'h> Collector<'h> {
         Ok(Collector {
             home,
             summary,
-            quarantine: BufWriter::new(home.create_run_file("quarantine.jsonl")?),
-            conversations: BufWriter::new(home.create_run_file("conversations.jsonl")?),
+            quarantine: BufWriter::with_capacity(
+                LINE_BUFFER,
+                home.create_run_file("quarantine.jsonl")?,
+            ),
+            conversations: BufWriter::with_capacity(
+                LINE_BUFFER,
+                home.create_run_file("conversations.jsonl")?,
+            ),
             files,
             guard,
             open: HashMap::new(),

@@ -907,8 +907,7 @@ fn convert(
             let done = done.clone();
             scope.spawn(move |_| {
                 let mut batch = batch;
-                let caught =
-                    catch_unwind(AssertUnwindSafe(|| convert_batch(&mut batch, context)));
+                let caught = catch_unwind(AssertUnwindSafe(|| convert_batch(&mut batch, context)));
                 // The receiver lives until every batch spawned is back.
                 let _ = done.send((seq, batch, caught));
             });
@@ -1621,9 +1620,17 @@ mod tests {
         let mut claims = Claims::default();
         let texts = [hex, "", "ABCDEF", "00ff", "not a digest"];
         for (path, text) in texts.iter().enumerate() {
-            assert_eq!(claims.claim(path as u128, text), None, "{text:?} is claimed first");
+            assert_eq!(
+                claims.claim(path as u128, text),
+                None,
+                "{text:?} is claimed first"
+            );
         }
-        assert_eq!(claims.placed.len(), 1, "only the hex digest is held as bits");
+        assert_eq!(
+            claims.placed.len(),
+            1,
+            "only the hex digest is held as bits"
+        );
         for (path, text) in texts.iter().enumerate() {
             assert_eq!(claims.claim(path as u128, "other").as_deref(), Some(*text));
         }

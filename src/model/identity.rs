@@ -40,9 +40,12 @@ impl RecordId {
 
     /// `record:<digest>` for the first occurrence, `record:<digest>#n` for the n-th.
     pub fn identity(&self) -> String {
-        let mut out = format!("record:{:032x}", self.digest);
+        use std::fmt::Write;
+        // Sized for `record:`, 32 digits and `#n`: written in one allocation.
+        let mut out = String::with_capacity(48);
+        let _ = write!(out, "record:{:032x}", self.digest);
         if self.occurrence > 0 {
-            out.push_str(&format!("#{}", self.occurrence + 1));
+            let _ = write!(out, "#{}", self.occurrence + 1);
         }
         out
     }

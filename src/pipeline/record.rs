@@ -258,12 +258,7 @@ pub fn finish(
             ),
         ),
         // One file per input file, written by the collector; no UI events in a body.
-        Format::Responses(options) => (
-            output_path(source_key, options.compress)
-                .display()
-                .to_string(),
-            (0, 0),
-        ),
+        Format::Responses(options) => (body_path(source_key, options.compress), (0, 0)),
     };
     let relative = PathBuf::from(&path);
     Ok(Box::new(Converted {
@@ -287,6 +282,22 @@ pub fn finish(
         links,
         audit_line: None,
     }))
+}
+
+/// [`output_path`] as text: the same for every record of a file, so each thread keeps the
+/// last one it made (it was ~4 allocations and a walk of the path's components per record).
+fn body_path(key: &str, compress: bool) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<(String, bool, String)> = Default::default();
+    }
+    LAST.with_borrow_mut(|(last_key, last_compress, path)| {
+        if last_key.as_str() != key || *last_compress != compress || path.is_empty() {
+            *path = output_path(key, compress).display().to_string();
+            key.clone_into(last_key);
+            *last_compress = compress;
+        }
+        path.clone()
+    })
 }
 
 /// What a worker needs besides the work itself.

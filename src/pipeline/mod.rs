@@ -887,8 +887,8 @@ fn convert(
 ) -> Result<f64, PipelineError> {
     // Batches are converted a window at a time and handed on in order: with one batch at a
     // time, every worker but the one on its last record waited at the end of each batch (a
-    // batch is 14 agent transcripts: 2 workers came to 1.6-1.7 cores, and 16 could not all
-    // start).
+    // batch was 14 agent transcripts, 7 now: 2 workers came to 1.6-1.7 cores, and 16 could
+    // not all start).
     let window = workers.current_num_threads().max(2);
     let (done, finished) = std::sync::mpsc::channel::<(usize, Vec<Work>, Converting)>();
     let mut flight = InFlight::default();

@@ -694,6 +694,29 @@ mod tests {
     use std::io::Write;
     use std::time::Duration;
 
+    fn raw(bytes: &[u8], oversized: Option<u64>) -> RawRecord {
+        RawRecord {
+            oversized,
+            ..super::super::record::tests::record(bytes)
+        }
+    }
+
+    #[test]
+    fn records_released_once_converted_still_count_the_bytes_read() {
+        // An oversized record keeps only its head, but counts as its whole size read.
+        let head = vec![b'x'; 1024];
+        let records = vec![
+            (raw(br#"{"a":1}"#, None), 0),
+            (raw(&head, Some(5 << 20)), 1),
+        ];
+        let mut work = Records::new(records, 3, SourceFormat::CHAT);
+        assert_eq!(work.read_size(), 7 + (5 << 20));
+        work.release();
+        assert!(work.records.iter().all(|(r, _)| r.bytes.capacity() == 0));
+        assert_eq!(work.records.len(), 2, "the records stay, for their count");
+        assert_eq!(work.read_size(), 7 + (5 << 20));
+    }
+
     /// The records of file `i`: some files empty, some crossing several chunks.
     fn lines(i: usize) -> usize {
         (i * 37) % 700

@@ -843,11 +843,12 @@ fn item_type(item: &ResponseItem) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::Location;
 
-    fn record(bytes: &[u8]) -> RawRecord {
+    /// A record of `t.jsonl`, line 1 (also the reader's tests' record).
+    pub(in crate::pipeline) fn record(bytes: &[u8]) -> RawRecord {
         RawRecord {
             location: Location {
                 path: "t.jsonl".into(),

@@ -19,7 +19,9 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::home::{read_nofollow, write_error, Home};
 use super::manifest::digest;
@@ -85,6 +87,11 @@ pub struct Guard {
     force: bool,
     /// Decide only: write, copy and remove nothing (a dry run's plan).
     dry: bool,
+    /// A dry run's folders (relative to the home) found missing, each looked up once: nothing
+    /// is in them, and a dry run makes none. Looking for every session of a fresh home one by
+    /// one was ~6 % of a dry run's CPU on small records (64,000 `openat` calls, each failing
+    /// at the same missing folder).
+    missing: Mutex<HashMap<PathBuf, bool>>,
 }
 
 impl Guard {
@@ -93,6 +100,7 @@ impl Guard {
             written,
             force,
             dry: false,
+            missing: Mutex::default(),
         }
     }
 
@@ -102,6 +110,7 @@ impl Guard {
             written,
             force,
             dry: true,
+            missing: Mutex::default(),
         }
     }
 
@@ -142,9 +151,18 @@ impl Guard {
         put: impl FnOnce() -> Result<(), OutputError>,
     ) -> Result<Placed, OutputError> {
         let target = home.root.join(relative);
-        let recorded = self.written.get(&key(relative));
+        let recorded = if self.written.is_empty() {
+            None
+        } else {
+            self.written.get(&key(relative))
+        };
         // Never through a symlink at a session's name: an error that names it.
-        let on_disk = match read_nofollow(&target)? {
+        let existing = if self.in_missing_folder(home, relative) {
+            None
+        } else {
+            read_nofollow(&target)?
+        };
+        let on_disk = match existing {
             Some(existing) => digest(&existing),
             None => {
                 if let (Some(_), false) = (recorded, self.force) {
@@ -180,6 +198,27 @@ impl Guard {
         let copy = home.keep_replaced(relative)?;
         put()?;
         Ok(Placed::Replaced { copy })
+    }
+
+    /// True when a dry run knows the folder of `relative` is missing from the home (so no
+    /// session is at `relative`). Only a folder that is not there at all counts: one that is
+    /// a symlink, a file, or unreadable goes the way of every path, which says what is wrong.
+    fn in_missing_folder(&self, home: &Home, relative: &Path) -> bool {
+        let Some(folder) = relative.parent().filter(|_| self.dry) else {
+            return false;
+        };
+        let Ok(mut missing) = self.missing.lock() else {
+            return false;
+        };
+        if let Some(&known) = missing.get(folder) {
+            return known;
+        }
+        let gone = matches!(
+            fs::symlink_metadata(home.root.join(folder)),
+            Err(e) if e.kind() == ErrorKind::NotFound
+        );
+        missing.insert(folder.to_path_buf(), gone);
+        gone
     }
 
     /// Removes the rollout at `relative`, recorded with `recorded` digest, whose record is gone
@@ -279,5 +318,42 @@ mod tests {
             fs::read(root.path().join(relative)).expect("read"),
             b"one\n"
         );
+    }
+
+    /// A dry run looks a missing folder up once, and plans every session in it as written;
+    /// a session in a folder that is there is still read, and one the manifest recorded in a
+    /// missing folder is still withheld. Nothing is made on disk.
+    #[test]
+    fn a_dry_run_plans_sessions_in_missing_folders_without_looking_each_up() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let home = Home::new(root.path());
+        let there = Path::new("sessions/2025/01/02/rollout-a.jsonl");
+        fs::create_dir_all(root.path().join("sessions/2025/01/02")).expect("folder");
+        fs::write(root.path().join(there), b"{\"by hand\":1}\n").expect("session");
+        let gone = "sessions/2025/01/04/rollout-gone.jsonl";
+        let written = HashMap::from([(gone.to_string(), digest(b"x\n"))]);
+        let guard = Guard::planning(written, false);
+        let bytes = b"{\"new\":1}\n";
+        let plan = |relative: &str| {
+            guard
+                .place(&home, Path::new(relative), bytes, &digest(bytes))
+                .expect("planned")
+        };
+        assert_eq!(plan("sessions/2025/01/02/rollout-a.jsonl"), Placed::Kept);
+        assert_eq!(plan("sessions/2025/01/02/rollout-b.jsonl"), Placed::Written);
+        assert_eq!(plan("sessions/2025/01/03/rollout-c.jsonl"), Placed::Written);
+        assert_eq!(plan("sessions/2025/01/03/rollout-d.jsonl"), Placed::Written);
+        assert_eq!(plan(gone), Placed::Withheld(Withheld::Deleted));
+        let missing = guard.missing.lock().expect("lock");
+        assert_eq!(missing.get(Path::new("sessions/2025/01/03")), Some(&true));
+        assert_eq!(missing.get(Path::new("sessions/2025/01/02")), Some(&false));
+        assert!(!root.path().join("sessions/2025/01/03").exists());
+        // A folder that is a symlink is not "missing": the session's own look-up says so.
+        drop(missing);
+        std::os::unix::fs::symlink("/nonexistent", root.path().join("sessions/2025/01/05"))
+            .expect("symlink");
+        assert_eq!(plan("sessions/2025/01/05/rollout-e.jsonl"), Placed::Written);
+        let missing = guard.missing.lock().expect("lock");
+        assert_eq!(missing.get(Path::new("sessions/2025/01/05")), Some(&false));
     }
 }

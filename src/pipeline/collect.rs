@@ -511,7 +511,7 @@ impl<'h> Collector<'h> {
                 &line,
             );
         }
-        if let Some(line) = done.audit_line.take() {
+        if let Some(line) = done.audit_line.take().or_else(|| done.audit_bytes()) {
             return self
                 .conversations
                 .write_all(&line)

@@ -21,6 +21,7 @@ use crate::input::format::{
 use crate::input::SourceFormat;
 use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
+use crate::model::json::escape_into;
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::{Role, Transcript};
@@ -161,8 +162,63 @@ impl Converted {
     fn render_audit_line(&mut self) {
         self.audit_line = None;
         if self.links.title.is_none() {
-            self.audit_line = serde_json::to_vec(&*self).ok();
+            self.audit_line = self.audit_bytes();
         }
+    }
+
+    /// The audit line, written by hand: the bytes `serde_json::to_vec` writes of these fields
+    /// (a test holds the two equal), its decisions still through serde. serde_json's writer
+    /// escapes a string a byte at a time and goes through a map for the flattened links: ~7,000
+    /// instructions a small record's line, 3.5 % of a dry run (issue 29).
+    pub(super) fn audit_bytes(&self) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(512);
+        let number = |out: &mut Vec<u8>, key: &str, n: u64| {
+            key_into(out, key);
+            decimal_into(out, n);
+        };
+        let text = |out: &mut Vec<u8>, key: &str, text: &str| {
+            key_into(out, key);
+            escape_into(out, text);
+        };
+        out.push(b'{');
+        out.extend_from_slice(b"\"schema_version\":");
+        decimal_into(&mut out, u64::from(self.schema_version));
+        text(&mut out, "source", &self.source);
+        number(&mut out, "line", self.line);
+        text(&mut out, "id", &self.id);
+        text(&mut out, "path", &self.path);
+        let account = &self.account;
+        key_into(&mut out, "account");
+        out.extend_from_slice(b"{\"bytes_in\":");
+        decimal_into(&mut out, account.bytes_in as u64);
+        number(&mut out, "bytes_out", account.bytes_out as u64);
+        number(&mut out, "bytes_dropped", account.bytes_dropped as u64);
+        number(&mut out, "bytes_added", account.bytes_added as u64);
+        out.push(b'}');
+        key_into(&mut out, "decisions");
+        serde_json::to_writer(&mut out, &self.decisions).ok()?;
+        text(&mut out, "digest", &self.digest);
+        if !is_one(&self.records) {
+            number(&mut out, "records", self.records);
+        }
+        let links = &self.links;
+        if let Some(format) = links.format.filter(|_| !is_chat(&links.format)) {
+            text(&mut out, "format", format.name());
+        }
+        let optional = [
+            ("title", &links.title),
+            ("source_id", &links.source_id),
+            ("parent_source_id", &links.parent_source_id),
+            ("source_version", &links.source_version),
+            ("source_cwd", &links.source_cwd),
+        ];
+        for (key, value) in optional {
+            if let Some(value) = value {
+                text(&mut out, key, value);
+            }
+        }
+        out.push(b'}');
+        Some(out)
     }
 
     /// The collector changes what the audit line says (a Responses body's output file, a
@@ -208,6 +264,28 @@ fn rollout_start(bytes: &[u8]) -> String {
     serde_json::from_slice::<First>(line)
         .map(|f| f.timestamp)
         .unwrap_or_default()
+}
+
+/// `,"key":` (no key here needs escaping).
+fn key_into(out: &mut Vec<u8>, key: &str) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// `n` in decimal, as serde_json writes an unsigned integer.
+fn decimal_into(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 fn is_one(n: &u64) -> bool {
@@ -1063,6 +1141,72 @@ pub(super) mod tests {
             Outcome::Dropped { .. } => "dropped".to_string(),
         };
         outcomes.iter().map(one).collect()
+    }
+
+    /// The hand-written audit line is the line serde_json writes of the same fields, with
+    /// every optional field left out or set, and texts that need escaping.
+    #[test]
+    fn the_audit_line_is_what_serde_json_writes() {
+        let Outcome::Converted(mut done) = round_trip(&record(b"{\"messages\":[]}"), 7) else {
+            panic!("not converted");
+        };
+        let same = |done: &Converted| {
+            let hand = done.audit_bytes().expect("audit line");
+            let serde = serde_json::to_vec(done).expect("serde line");
+            assert_eq!(
+                String::from_utf8_lossy(&hand),
+                String::from_utf8_lossy(&serde)
+            );
+        };
+        same(&done);
+        done.source = "dir/\"quoted\"\\ \u{1}\u{1f}\u{7f} \u{e9}\u{1f600}.jsonl".into();
+        done.line = u64::MAX;
+        done.id = "018bcfe5-6800-7ef9-8668-7e3980c2fcb3".into();
+        done.digest = "9d6771361f3d6a77e7702f42180ee1b5".into();
+        done.account = Account {
+            bytes_in: 1157,
+            bytes_out: 0,
+            bytes_dropped: 10,
+            bytes_added: usize::MAX,
+        };
+        same(&done);
+        done.decisions = vec![
+            Decision {
+                message: Some(0),
+                rule: crate::rules::RuleRef::File("first \"leading\" system".into()),
+                action: crate::audit::Action::Classified {
+                    slot: crate::rules::Slot::BaseInstructions,
+                },
+                bytes_dropped: 0,
+                bytes_added: 3,
+            },
+            Decision {
+                message: None,
+                rule: crate::rules::RuleRef::RoleAliases,
+                action: crate::audit::Action::RoleAliased {
+                    from: "human".into(),
+                    to: "user".into(),
+                },
+                bytes_dropped: 12,
+                bytes_added: 0,
+            },
+        ];
+        done.records = 3;
+        same(&done);
+        done.links = Links {
+            format: Some(SourceFormat::named("claude-code")),
+            title: Some("a \"title\"\n".into()),
+            source_id: Some("s1".into()),
+            parent_source_id: Some("p\\0".into()),
+            source_version: Some("1.0.\t2".into()),
+            source_cwd: Some("/home/\u{e9}".into()),
+        };
+        same(&done);
+        done.links.format = Some(SourceFormat::CHAT);
+        done.links.title = None;
+        done.links.source_version = None;
+        done.records = 0;
+        same(&done);
     }
 
     #[test]

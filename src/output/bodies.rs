@@ -108,7 +108,7 @@ impl BodyFile {
             file.sync_all().map_err(|e| write_error(&target, e))?;
         }
         drop(file);
-        let digest = format!("{:032x}", hasher.digest128());
+        let digest = crate::model::identity::hex128(hasher.digest128());
         let temp = self.temp.clone();
         let placed = guard.place_with(home, &self.relative, &digest, || {
             fs::rename(&temp, &target).map_err(|e| write_error(&target, e))?;

@@ -349,8 +349,14 @@ mod tests {
         assert_eq!(plan("sessions/2025/01/03/rollout-d.jsonl"), Placed::Written);
         assert_eq!(plan(gone), Placed::Withheld(Withheld::Deleted));
         let missing = guard.missing.lock().expect("lock");
-        assert_eq!(missing.get(std::ffi::OsStr::new("sessions/2025/01/03")), Some(&true));
-        assert_eq!(missing.get(std::ffi::OsStr::new("sessions/2025/01/02")), Some(&false));
+        assert_eq!(
+            missing.get(std::ffi::OsStr::new("sessions/2025/01/03")),
+            Some(&true)
+        );
+        assert_eq!(
+            missing.get(std::ffi::OsStr::new("sessions/2025/01/02")),
+            Some(&false)
+        );
         assert!(!root.path().join("sessions/2025/01/03").exists());
         // A folder that is a symlink is not "missing": the session's own look-up says so.
         drop(missing);
@@ -358,6 +364,9 @@ mod tests {
             .expect("symlink");
         assert_eq!(plan("sessions/2025/01/05/rollout-e.jsonl"), Placed::Written);
         let missing = guard.missing.lock().expect("lock");
-        assert_eq!(missing.get(std::ffi::OsStr::new("sessions/2025/01/05")), Some(&false));
+        assert_eq!(
+            missing.get(std::ffi::OsStr::new("sessions/2025/01/05")),
+            Some(&false)
+        );
     }
 }

@@ -423,7 +423,7 @@ fn line<T: Serialize>(out: &mut dyn Write, value: &T) -> std::io::Result<()> {
 
 /// The digest of some bytes, as the manifest writes it.
 pub fn digest(bytes: &[u8]) -> String {
-    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
+    crate::model::identity::hex128(xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
 /// The digest of a file's bytes, read in blocks.

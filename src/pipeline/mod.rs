@@ -1477,17 +1477,19 @@ struct Claims {
 
 /// The bits of a digest written as the manifest writes it (32 lowercase hex digits).
 fn digest_bits(text: &str) -> Option<u128> {
-    u128::from_str_radix(text, 16)
-        .ok()
-        .filter(|bits| format!("{bits:032x}") == text)
+    let canonical =
+        text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    canonical
+        .then(|| u128::from_str_radix(text, 16).ok())
+        .flatten()
 }
 
 impl Claims {
     /// Claims the session at `path` (its xxh3-128) for `digest`, unless an earlier one of the
     /// run did: then the digest placed.
     fn claim(&mut self, path: u128, digest: &str) -> Option<String> {
-        if let Some(bits) = self.placed.get(&path) {
-            return Some(format!("{bits:032x}"));
+        if let Some(&bits) = self.placed.get(&path) {
+            return Some(crate::model::identity::hex128(bits));
         }
         if let Some(text) = self.texts.get(&path) {
             return Some(text.clone());
@@ -1618,7 +1620,16 @@ mod tests {
         let hex = "0123456789abcdef00000000000000ff";
         assert!(digest_bits(hex).is_some());
         let mut claims = Claims::default();
-        let texts = [hex, "", "ABCDEF", "00ff", "not a digest"];
+        let texts = [
+            hex,
+            "",
+            "ABCDEF",
+            "00ff",
+            "not a digest",
+            "0123456789ABCDEF00000000000000FF",
+            "+123456789abcdef00000000000000ff",
+            "0123456789abcdef00000000000000ff0",
+        ];
         for (path, text) in texts.iter().enumerate() {
             assert_eq!(
                 claims.claim(path as u128, text),

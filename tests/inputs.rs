@@ -353,6 +353,27 @@ fn unreadable_files_are_reported_and_the_run_goes_on() {
     );
 }
 
+/// A dry run reports the same unreadable files, though it reads only the first bytes of a
+/// file the home does not know before its reader reads it whole (it records no digest).
+#[test]
+fn a_dry_run_reports_unreadable_files_as_a_run_does() {
+    let wd = Workdir::new("unreadable_dry");
+    wd.create("in/a.jsonl", jsonl(&[record("a")]));
+    std::os::unix::fs::symlink("/proc/self/mem", wd.path("in/mem.jsonl")).unwrap();
+    std::os::unix::fs::symlink("gone", wd.path("in/dangling.jsonl")).unwrap();
+    let dry = wd.convert("in", "dry", &["--follow", "--dry-run"], 1);
+    let run = wd.convert("in", "home", &["--follow"], 1);
+    assert_lines(
+        &dry.run.stderr(),
+        &[
+            "rollover: cannot read in/dangling.jsonl: No such file or directory (os error 2); skipped",
+            "rollover: cannot read in/mem.jsonl: Input/output error (os error 5); skipped",
+        ],
+    );
+    assert_eq!(dry.summary()["unreadable"], run.summary()["unreadable"]);
+    assert_eq!(dry.summary()["converted"], 1);
+}
+
 /// An unreadable folder: for root, `chmod 000` is no obstacle, so the folder is a symlink to
 /// one root cannot list either when the kernel says so (`/proc/1/map_files` in a container
 /// without CAP_SYS_ADMIN); elsewhere, a `chmod 000` folder. The test checks first that the

@@ -659,6 +659,7 @@ fn plan_files(
     let full = options.full || options.dry_run;
     let reading = Reading {
         full,
+        dry_run: options.dry_run,
         fingerprint: &options.fingerprint,
         stop: &options.stop,
     };
@@ -1282,6 +1283,8 @@ fn plan(
 #[derive(Clone, Copy)]
 struct Reading<'a> {
     full: bool,
+    /// A dry run: nothing is recorded, so a file the manifest does not know needs no digest.
+    dry_run: bool,
     fingerprint: &'a Fingerprint,
     stop: &'a AtomicUsize,
 }
@@ -1295,6 +1298,7 @@ fn plan_file(
 ) -> Result<PlannedFile, UnreadableReport> {
     let Reading {
         full,
+        dry_run,
         fingerprint,
         stop,
     } = reading;
@@ -1315,6 +1319,18 @@ fn plan_file(
             return Ok(planned(!read_anyway, entry.digest.clone()));
         }
     }
+    let unreadable = |err: std::io::Error| UnreadableReport {
+        path: source.display.to_string(),
+        message: err.to_string(),
+    };
+    // A file the manifest does not know is new whatever its digest, and a dry run records
+    // none: its first bytes are read, to report an unreadable file where a run would, and
+    // the whole file once, by the reader. Read here too, a dry run of an archive larger than
+    // the page cache read it from disk twice.
+    if dry_run && entry.is_none() {
+        readable(&source.path).map_err(unreadable)?;
+        return Ok(planned(false, String::new()));
+    }
     let digest = file_digest_unless(&source.path, stop).map_err(|err| UnreadableReport {
         path: source.display.to_string(),
         message: err.to_string(),
@@ -1328,6 +1344,14 @@ fn plan_file(
         Some(_) | None => false,
     };
     Ok(planned(same && !read_anyway, digest))
+}
+
+/// Opens `path` and reads its first bytes: what fails there makes a file unreadable (a
+/// special file that opens and cannot be read, a file without permission).
+fn readable(path: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 4096];
+    std::fs::File::open(path)?.read(&mut head).map(drop)
 }
 
 /// A pre-pass (the walk, the digests, the Batch API scan) stops early when a signal comes: its

@@ -539,10 +539,13 @@ impl<'h> Collector<'h> {
                 .push(RolloutEntry { path, digest });
         }
         // Taken, not cloned: a file of 64,000 sessions has 64,000 rollouts in its entry.
-        let entry = match self.open.remove(&file) {
+        let mut entry = match self.open.remove(&file) {
             Some(entry) => entry,
             None => fresh_entry(&self.files[file], &self.fingerprint, self.format),
         };
+        if let Some(slot) = self.files.get(file).and_then(|f| f.read_digest.as_ref()) {
+            entry.digest = read_digest(slot, &self.files[file].source.path);
+        }
         if self.counted(file) {
             self.summary.home.files_done += 1;
         }
@@ -722,6 +725,17 @@ impl<'h> Collector<'h> {
         // Last: its presence marks the run folder as finished.
         home.write_run_file_atomic("summary.json", &bytes)?;
         Ok(self.summary)
+    }
+}
+
+/// The digest of a file the reader hashed as it read it ([`PlannedFile::read_digest`]); read
+/// again only when its reader did not reach its end (a zip export, read by its directory; a
+/// damaged stream its decoder gave up on), as every file was before; empty when the file is
+/// gone by then.
+fn read_digest(slot: &crate::source::DigestSlot, path: &std::path::Path) -> String {
+    match slot.get() {
+        Some(digest) => digest.clone(),
+        None => crate::output::manifest::file_digest(path).unwrap_or_default(),
     }
 }
 

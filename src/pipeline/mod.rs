@@ -202,8 +202,13 @@ pub struct PlannedFile {
     /// Unchanged since the manifest recorded it, under this run's settings: not read.
     pub skip: bool,
     /// Its content digest, recorded in the manifest with the sessions it converts to (the
-    /// manifest's own, when its size and mtime are unchanged).
+    /// manifest's own, when its size and mtime are unchanged). Empty when it is not known
+    /// before the file is read: then `read_digest` is where the reader leaves it.
     pub digest: String,
+    /// A whole file the manifest does not know, in a writing run: its digest is taken by the
+    /// reader as it reads the file ([`crate::source::open::open_hashing`]), not by reading it
+    /// once more before; the collector records it at the file's end.
+    pub read_digest: Option<crate::source::DigestSlot>,
 }
 
 /// What the command gave the run, passed through its phases as one value.
@@ -1313,6 +1318,7 @@ fn plan_file(
         portion,
         skip,
         digest,
+        read_digest: None,
     };
     if let Some(entry) = &entry {
         if entry.size == source.size && entry.mtime_ns == source.mtime_ns {
@@ -1323,13 +1329,17 @@ fn plan_file(
         path: source.display.to_string(),
         message: err.to_string(),
     };
-    // A file the manifest does not know is new whatever its digest, and a dry run records
-    // none: its first bytes are read, to report an unreadable file where a run would, and
-    // the whole file once, by the reader. Read here too, a dry run of an archive larger than
-    // the page cache read it from disk twice.
-    if dry_run && entry.is_none() {
+    // A file the manifest does not know is new whatever its digest: its first bytes are read
+    // here, to report an unreadable file before the run, and the whole file once, by the
+    // reader, which takes its digest on the way (a dry run records none). Read here too, an
+    // archive larger than the page cache was read from disk twice. A shard reads only its
+    // ranges of a split file, so that file's digest is taken here.
+    if entry.is_none() && !portion.ranges {
         readable(&source.path).map_err(unreadable)?;
-        return Ok(planned(false, String::new()));
+        return Ok(PlannedFile {
+            read_digest: (!dry_run).then(crate::source::DigestSlot::default),
+            ..planned(false, String::new())
+        });
     }
     let digest = file_digest_unless(&source.path, stop).map_err(|err| UnreadableReport {
         path: source.display.to_string(),

@@ -21,7 +21,9 @@ use crate::input::batch::BatchIndex;
 use crate::input::format::{self, Granularity, SourceFormat};
 use crate::model::identity::Occurrences;
 use crate::model::Location;
-use crate::source::{records, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile};
+use crate::source::{
+    records_hashing, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile,
+};
 
 use super::PlannedFile;
 
@@ -221,7 +223,7 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
                     Compression::None,
                 )
             }
-            None => events(index, file_index, file, &in_file, max_record_bytes, stop),
+            None => events(index, file_index, planned, &in_file, max_record_bytes, stop),
         };
         let mut ranges = shard
             .filter(|_| planned.portion.ranges)
@@ -525,7 +527,8 @@ fn read_ahead(jobs: Receiver<Job>, plan: &Plan<'_>) {
         if plan.stop.load(Ordering::Relaxed) != 0 {
             return;
         }
-        let reader = records(&plan.files[file].source)
+        let planned = &plan.files[file];
+        let reader = records_hashing(&planned.source, planned.read_digest.clone())
             .max_record_bytes(plan.max_record_bytes)
             .stop(&plan.stop);
         let counter = reader.disk_counter();
@@ -648,7 +651,7 @@ type Events<'a> = Box<dyn Iterator<Item = (RecordEvent, Option<u64>)> + 'a>;
 fn events<'a>(
     index: &'a BatchIndex,
     file_index: usize,
-    file: &SourceFile,
+    planned: &PlannedFile,
     in_file: &Arc<AtomicU64>,
     max_record_bytes: u64,
     stop: &Arc<AtomicUsize>,
@@ -661,7 +664,9 @@ fn events<'a>(
             index.compression(file_index),
         ),
         None => {
-            let reader = records(file).max_record_bytes(max_record_bytes).stop(stop);
+            let reader = records_hashing(&planned.source, planned.read_digest.clone())
+                .max_record_bytes(max_record_bytes)
+                .stop(stop);
             let compression = reader.compression();
             let counter = reader.disk_counter();
             let in_file = Arc::clone(in_file);
@@ -766,6 +771,7 @@ mod tests {
                 },
                 skip: skip[index],
                 digest: String::new(),
+                read_digest: None,
             })
             .collect()
     }

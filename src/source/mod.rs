@@ -15,9 +15,9 @@ pub mod split;
 
 pub use discover::{discover, Discovery, Skipped, SourceFile, Unreadable, WalkOptions};
 pub use filter::{InvalidGlob, PathFilter};
-pub use open::{open, Compression};
+pub use open::{open, open_hashing, Compression, DigestSlot};
 pub use shard::{Shard, ShardPlan, ShardSource, Share};
-pub use split::{records, records_in, Damage, RawRecord, RecordEvent};
+pub use split::{records, records_hashing, records_in, Damage, RawRecord, RecordEvent};
 
 use thiserror::Error;
 

@@ -31,9 +31,21 @@ pub struct Opened {
     pub compressed_read: Arc<AtomicU64>,
 }
 
+/// Where [`open_hashing`] leaves the digest of a file's bytes on disk (as the manifest writes
+/// it) once they were read to the end; unset when they were not (a stream that stopped early,
+/// a zip export read by its directory).
+pub type DigestSlot = Arc<std::sync::OnceLock<String>>;
+
 /// Opens `path`, sniffing zstd or gzip magic. Several zstd frames or gzip members in one file
 /// are read as one stream.
 pub fn open(path: &Path) -> Result<Opened, SourceError> {
+    open_hashing(path, None)
+}
+
+/// [`open`], and the digest of the file's bytes on disk, taken as they are read, into `slot`
+/// once the last is: a file read for its digest before it was read for its records was read
+/// twice, from disk twice when the archive is larger than the page cache.
+pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, SourceError> {
     let file = File::open(path).map_err(|source| SourceError::Open {
         path: path.display().to_string(),
         source,
@@ -44,6 +56,7 @@ pub fn open(path: &Path) -> Result<Opened, SourceError> {
         CountingReader {
             inner: file,
             count: Arc::clone(&counter),
+            hashing: slot.map(|slot| (Box::new(xxhash_rust::xxh3::Xxh3::new()), slot)),
         },
     );
     let head = raw.fill_buf().map_err(|source| SourceError::Open {
@@ -513,12 +526,85 @@ impl<R: BufRead> BufRead for Stoppable<R> {
 struct CountingReader<R> {
     inner: R,
     count: Arc<AtomicU64>,
+    /// The digest of the bytes read so far, and where it goes at the end.
+    hashing: Option<(Box<xxhash_rust::xxh3::Xxh3>, DigestSlot)>,
 }
 
 impl<R: Read> Read for CountingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.count.fetch_add(n as u64, Ordering::Relaxed);
+        if n > 0 {
+            if let Some((hasher, _)) = self.hashing.as_mut() {
+                hasher.update(&buf[..n]);
+            }
+        } else if !buf.is_empty() {
+            // The end of the file: its digest is whole.
+            if let Some((hasher, slot)) = self.hashing.take() {
+                let _ = slot.set(crate::model::identity::hex128(hasher.digest128()));
+            }
+        }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::model::identity::hex128;
+
+    /// A file read to its end through [`open_hashing`] leaves the digest of its bytes on
+    /// disk, whatever its compression and however many frames or members it has; one read
+    /// only in part leaves none (its digest is then taken the old way).
+    #[test]
+    fn a_file_read_to_its_end_leaves_its_digest() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lines: Vec<u8> = (0..2000)
+            .flat_map(|i| {
+                format!("{{\"messages\":[{{\"role\":\"user\",\"content\":\"{i}\"}}]}}\n")
+                    .into_bytes()
+            })
+            .collect();
+        let zstd_frames = [
+            zstd::encode_all(&lines[..30_000], 3).expect("zstd"),
+            zstd::encode_all(&lines[30_000..], 3).expect("zstd"),
+        ]
+        .concat();
+        let gzip = |bytes: &[u8]| {
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(bytes).expect("gzip");
+            encoder.finish().expect("gzip")
+        };
+        let gzip_members = [gzip(&lines[..1000]), gzip(&lines[1000..])].concat();
+        let files = [
+            ("plain.jsonl", lines.clone()),
+            ("empty.jsonl", Vec::new()),
+            (
+                "one.jsonl.zst",
+                zstd::encode_all(&lines[..], 3).expect("zstd"),
+            ),
+            ("frames.jsonl.zst", zstd_frames),
+            ("members.jsonl.gz", gzip_members),
+        ];
+        for (name, bytes) in files {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &bytes).expect("write");
+            let slot = DigestSlot::default();
+            let mut opened = open_hashing(&path, Some(Arc::clone(&slot))).expect("open");
+            let mut read = Vec::new();
+            opened.reader.read_to_end(&mut read).expect("read");
+            assert_eq!(read, lines[..read.len()], "{name}");
+            let whole = hex128(xxhash_rust::xxh3::xxh3_128(&bytes));
+            assert_eq!(slot.get(), Some(&whole), "{name}");
+        }
+        let path = dir.path().join("plain.jsonl");
+        let slot = DigestSlot::default();
+        let mut opened = open_hashing(&path, Some(Arc::clone(&slot))).expect("open");
+        let mut head = [0u8; 100];
+        opened.reader.read_exact(&mut head).expect("read");
+        assert_eq!(slot.get(), None, "read in part");
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::discover::SourceFile;
 use super::elements::{Element, Elements, Framing};
-use super::open::{open, Compression, Opened};
+use super::open::{open_hashing, Compression, DigestSlot, Opened};
 use crate::model::Location;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -80,7 +80,13 @@ pub enum RecordEvent {
 
 /// Reads `file` and returns its events. Opening errors come back as a single damage event.
 pub fn records(file: &SourceFile) -> RecordReader {
-    match open(&file.path) {
+    records_hashing(file, None)
+}
+
+/// [`records`], with the digest of the file's bytes on disk left in `slot` once they were read
+/// to the end ([`super::open::open_hashing`]).
+pub fn records_hashing(file: &SourceFile, slot: Option<DigestSlot>) -> RecordReader {
+    match open_hashing(&file.path, slot) {
         Ok(opened) => RecordReader::over(Arc::clone(&file.display), opened),
         Err(err) => {
             let mut queue = VecDeque::new();

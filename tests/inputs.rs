@@ -327,51 +327,38 @@ fn a_symlink_loop_is_reported_and_skipped() {
 /// Tests run as root, where `chmod 000` stops no read. What really fails for root:
 /// `/proc/self/mem` opens but its first read fails (EIO: address 0 is not mapped), so a
 /// symlink to it is an unreadable *file*; a dangling symlink is an unreadable entry. With
-/// `--follow` both are reported with their path and counted; the run goes on, exit 1.
+/// `--follow` both are reported with their path and counted; the run goes on, exit 1. A dry
+/// run reports them the same, though it reads only the first bytes of a file the home does
+/// not know before its reader reads it whole (it records no digest).
 #[test]
 fn unreadable_files_are_reported_and_the_run_goes_on() {
     let wd = Workdir::new("unreadable");
     wd.create("in/a.jsonl", jsonl(&[record("a")]));
     std::os::unix::fs::symlink("/proc/self/mem", wd.path("in/mem.jsonl")).unwrap();
     std::os::unix::fs::symlink("gone", wd.path("in/dangling.jsonl")).unwrap();
-    let home = wd.convert("in", "home", &["--follow"], 1);
-    assert_lines(
-        &home.run.stderr(),
-        &[
-            "rollover: cannot read in/dangling.jsonl: No such file or directory (os error 2); skipped",
-            "rollover: cannot read in/mem.jsonl: Input/output error (os error 5); skipped",
-        ],
-    );
-    let summary = home.summary();
-    assert_eq!(summary["converted"], 1);
-    assert_eq!(
-        summary["unreadable"],
-        json!([
-            {"path": "in/dangling.jsonl", "message": "No such file or directory (os error 2)"},
-            {"path": "in/mem.jsonl", "message": "Input/output error (os error 5)"}
-        ])
-    );
-}
-
-/// A dry run reports the same unreadable files, though it reads only the first bytes of a
-/// file the home does not know before its reader reads it whole (it records no digest).
-#[test]
-fn a_dry_run_reports_unreadable_files_as_a_run_does() {
-    let wd = Workdir::new("unreadable_dry");
-    wd.create("in/a.jsonl", jsonl(&[record("a")]));
-    std::os::unix::fs::symlink("/proc/self/mem", wd.path("in/mem.jsonl")).unwrap();
-    std::os::unix::fs::symlink("gone", wd.path("in/dangling.jsonl")).unwrap();
-    let dry = wd.convert("in", "dry", &["--follow", "--dry-run"], 1);
-    let run = wd.convert("in", "home", &["--follow"], 1);
-    assert_lines(
-        &dry.run.stderr(),
-        &[
-            "rollover: cannot read in/dangling.jsonl: No such file or directory (os error 2); skipped",
-            "rollover: cannot read in/mem.jsonl: Input/output error (os error 5); skipped",
-        ],
-    );
-    assert_eq!(dry.summary()["unreadable"], run.summary()["unreadable"]);
-    assert_eq!(dry.summary()["converted"], 1);
+    for (home, extra) in [
+        ("home", &["--follow"][..]),
+        ("dry", &["--follow", "--dry-run"]),
+    ] {
+        let home = wd.convert("in", home, extra, 1);
+        assert_lines(
+            &home.run.stderr(),
+            &[
+                "rollover: cannot read in/dangling.jsonl: No such file or directory (os error 2); skipped",
+                "rollover: cannot read in/mem.jsonl: Input/output error (os error 5); skipped",
+            ],
+        );
+        let summary = home.summary();
+        assert_eq!(summary["converted"], 1, "{extra:?}");
+        assert_eq!(
+            summary["unreadable"],
+            json!([
+                {"path": "in/dangling.jsonl", "message": "No such file or directory (os error 2)"},
+                {"path": "in/mem.jsonl", "message": "Input/output error (os error 5)"}
+            ]),
+            "{extra:?}"
+        );
+    }
 }
 
 /// An unreadable folder: for root, `chmod 000` is no obstacle, so the folder is a symlink to

@@ -111,20 +111,24 @@ fn push_escape(out: &mut Vec<u8>, byte: u8) {
 }
 
 /// A bit for each byte of `block` serde_json escapes (controls, `"`, `\`), the first byte's
-/// the lowest: three vector compares and a byte mask for each 16 bytes (`wide` picks SSE2,
-/// NEON or plain code, with no unsafe code here).
+/// the lowest.
 #[inline(always)]
 fn block_mask(block: &[u8; BLOCK]) -> u32 {
-    half_mask(block, 0) | (half_mask(block, 16) << 16)
+    let half = |at: usize| -> [u8; 16] {
+        // Always 16 bytes: the default is never taken.
+        block[at..at + 16].try_into().unwrap_or_default()
+    };
+    escape_bits(&half(0)) | (escape_bits(&half(16)) << 16)
 }
 
-/// [`block_mask`] of the 16 bytes at `at`.
+/// A bit for each of the 16 bytes that is a control character, `"` or `\` (the bytes a JSON
+/// string must escape, and the bytes that end a run of a string's text), the first byte's the
+/// lowest: three vector compares and a byte mask (`wide` picks SSE2, NEON or plain code, with
+/// no unsafe code here).
 #[inline(always)]
-fn half_mask(block: &[u8; BLOCK], at: usize) -> u32 {
+pub(crate) fn escape_bits(bytes: &[u8; 16]) -> u32 {
     use wide::u8x16;
-    // Always 16 bytes: the default is never taken.
-    let half: [u8; 16] = block[at..at + 16].try_into().unwrap_or_default();
-    let bytes = u8x16::new(half);
+    let bytes = u8x16::new(*bytes);
     let flagged = bytes.simd_eq(u8x16::splat(b'"'))
         | bytes.simd_eq(u8x16::splat(b'\\'))
         | bytes.simd_lt(u8x16::splat(0x20));

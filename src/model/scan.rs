@@ -677,7 +677,12 @@ mod tests {
         // different one of those, and on the edges between them.
         for at in [0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 60] {
             let before = "a".repeat(at);
-            for (special, refused) in [("\\u0001", false), ("\\\"", false), ("\t", true), ("\u{1f}", true)] {
+            for (special, refused) in [
+                ("\\u0001", false),
+                ("\\\"", false),
+                ("\t", true),
+                ("\u{1f}", true),
+            ] {
                 for after in ["", "b", &"é".repeat(20)] {
                     let text = format!("\"{before}{special}{after}\"");
                     assert_eq!(outlined(&text).is_none(), refused, "{text:?}");

@@ -250,6 +250,10 @@ impl BatchIndex {
                 let id = parsed.as_ref().and_then(|(v, _)| result_id(v, rules));
                 match (id, parsed) {
                     (Some(id), Some((mut value, _))) if !index.results.contains_key(&id) => {
+                        // Kept until its request is read, or freed by `keep` if another
+                        // shard counts it: either way, apart from its neighbours' block.
+                        let mut record = record;
+                        record.detach();
                         let key = if is_anthropic_result(&value) {
                             "result"
                         } else {
@@ -297,7 +301,7 @@ impl BatchIndex {
             result.own = file.is_some() && own(result.walk_file, &result.record.location);
             match file {
                 Some(file) if result.own => result.file = file,
-                Some(_) | None => result.record.bytes = Vec::new(),
+                Some(_) | None => result.record.bytes = bytes::Bytes::new(),
             }
         }
         let leftovers = std::mem::take(&mut self.leftovers);

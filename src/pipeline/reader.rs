@@ -99,7 +99,7 @@ impl Records {
     /// the workers and the collector held ~4,000 records (8 MB) of a run's peak.
     pub fn release(&mut self) {
         for (record, _) in &mut self.records {
-            record.bytes = Vec::new();
+            record.bytes = bytes::Bytes::new();
         }
     }
 }
@@ -717,7 +717,7 @@ mod tests {
         let mut work = Records::new(records, 3, SourceFormat::CHAT);
         assert_eq!(work.read_size(), 7 + (5 << 20));
         work.release();
-        assert!(work.records.iter().all(|(r, _)| r.bytes.capacity() == 0));
+        assert!(work.records.iter().all(|(r, _)| r.bytes.is_empty()));
         assert_eq!(work.records.len(), 2, "the records stay, for their count");
         assert_eq!(work.read_size(), 7 + (5 << 20));
     }

@@ -934,7 +934,7 @@ pub(super) mod tests {
                 byte_offset: 0,
                 element: None,
             },
-            bytes: bytes.to_vec(),
+            bytes: bytes::Bytes::copy_from_slice(bytes),
             truncated: false,
             oversized: None,
             id: RecordId::of(bytes),

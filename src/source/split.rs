@@ -10,11 +10,18 @@
 //! CRLF endings and blank lines are accepted. A read error (truncated or corrupt compression)
 //! ends the file with a [`Damage`]; the records before it are still yielded, and a line cut by
 //! the damage is yielded as `truncated`.
+//!
+//! Memory: a line is read whole (up to `--max-record-bytes`; past it only its head is kept),
+//! a document up to the same limit. A JSON Lines record is copied once out of the read buffer,
+//! into a 256 KiB block shared with the records read around it (a longer one gets its own);
+//! the block is freed with the last of its records.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
 
 use super::discover::SourceFile;
 use super::elements::{Element, Elements, Framing};
@@ -27,7 +34,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 #[derive(Debug, Clone)]
 pub struct RawRecord {
     pub location: Location,
-    pub bytes: Vec<u8>,
+    pub bytes: Bytes,
     /// The record was cut short by a damaged stream.
     pub truncated: bool,
     /// The record is longer than `--max-record-bytes` (its size in bytes): `bytes` hold only
@@ -36,6 +43,14 @@ pub struct RawRecord {
     /// The record's identity in its file (digest and occurrence), set by the reader, which
     /// sees a file's records in order.
     pub id: crate::model::identity::RecordId,
+}
+
+impl RawRecord {
+    /// Gives the record bytes of its own: a record kept long after the records read with it
+    /// (a Batch API result waiting for its request) must not keep their block alive.
+    pub fn detach(&mut self) {
+        self.bytes = Bytes::copy_from_slice(&self.bytes);
+    }
 }
 
 /// The default of `--max-record-bytes`.
@@ -113,6 +128,7 @@ pub fn records_hashing(file: &SourceFile, slot: Option<DigestSlot>) -> RecordRea
                 queue,
                 max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
                 spill: Vec::new(),
+                chunk: BytesMut::new(),
             }
         }
     }
@@ -159,6 +175,32 @@ pub struct RecordReader {
     max_record_bytes: u64,
     /// The bytes of a line that spans buffer refills, reused from line to line.
     spill: Vec<u8>,
+    /// Where whole lines are copied out of the read buffer: each record is a slice of a
+    /// [`CHUNK`]-sized block shared by the records around it, not an allocation of its own.
+    chunk: BytesMut,
+}
+
+/// The size of the blocks records are copied into. A block is freed when the last record in
+/// it is: records are released a batch at a time, and a batch holds about 1 MiB of them.
+const CHUNK: usize = 256 << 10;
+
+/// A line too long to share a block ([`CHUNK`]) gets one of its own.
+const CHUNK_LINE_MAX: usize = CHUNK / 8;
+
+/// `line` as a record's bytes: copied into the current block of `chunk`, or a new one when it
+/// does not fit. One allocation per 256 KiB of small records instead of one per record, and
+/// the block is freed once, by whichever thread drops its last record: a worker freeing each
+/// record the reader thread allocated made the reader reclaim every one (mimalloc's
+/// cross-thread frees), on the pipeline's serial thread.
+fn take_line(chunk: &mut BytesMut, line: &[u8]) -> Bytes {
+    if line.len() > CHUNK_LINE_MAX {
+        return Bytes::copy_from_slice(line);
+    }
+    if chunk.capacity() < line.len() {
+        *chunk = BytesMut::with_capacity(CHUNK);
+    }
+    chunk.extend_from_slice(line);
+    chunk.split().freeze()
 }
 
 /// `spill` grown past this by one long line is freed after it.
@@ -167,7 +209,7 @@ const SPILL_KEEP: usize = 16 << 20;
 /// One physical line as read, or the error that stopped reading.
 enum ReadLine {
     Line {
-        bytes: Vec<u8>,
+        bytes: Bytes,
         line: u64,
         offset: u64,
     },
@@ -206,6 +248,7 @@ impl RecordReader {
             queue: VecDeque::new(),
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             spill: Vec::new(),
+            chunk: BytesMut::new(),
         }
     }
 
@@ -267,6 +310,7 @@ impl RecordReader {
         // copied out once at its size: growing a fresh vector per line cost reallocations and
         // freshly zeroed pages on the reader thread.
         let buf = &mut self.spill;
+        let chunk = &mut self.chunk;
         buf.clear();
         let mut size = 0u64;
         let start = self.offset;
@@ -287,7 +331,7 @@ impl RecordReader {
             let room = keep.saturating_sub(buf.len()).min(used);
             if ends && size == 0 && room == used {
                 // The common case: the whole line is in the buffer.
-                whole_chunk = Some(available[..used].to_vec());
+                whole_chunk = Some(take_line(chunk, &available[..used]));
             } else {
                 buf.extend_from_slice(&available[..room]);
             }
@@ -297,15 +341,30 @@ impl RecordReader {
                 break None;
             }
         };
-        let mut buf = whole_chunk.unwrap_or_else(|| {
-            // A long line's buffer is handed over whole rather than copied: the copy was one
-            // more record's worth of memory at the peak.
-            if self.spill.capacity() > SPILL_KEEP {
-                std::mem::take(&mut self.spill)
-            } else {
-                self.spill.as_slice().to_vec()
+        if let Some(line) = whole_chunk {
+            self.offset += size;
+            self.line += 1;
+            if strip_line(&line, start == 0).len() as u64 <= self.max_record_bytes {
+                return ReadLine::Line {
+                    bytes: line,
+                    line: self.line,
+                    offset: start,
+                };
             }
-        });
+            return ReadLine::Oversized {
+                head: line[..line.len().min(OVERSIZED_HEAD)].to_vec(),
+                size,
+                line: self.line,
+                offset: start,
+            };
+        }
+        // A long line's buffer is handed over whole rather than copied: the copy was one more
+        // record's worth of memory at the peak.
+        let mut buf = if self.spill.capacity() > SPILL_KEEP {
+            std::mem::take(&mut self.spill)
+        } else {
+            self.spill.as_slice().to_vec()
+        };
         if let Some(err) = error {
             self.offset += size;
             self.line += 1;
@@ -324,7 +383,7 @@ impl RecordReader {
         let whole = buf.len() as u64 == size;
         if whole && strip_line(&buf, start == 0).len() as u64 <= self.max_record_bytes {
             return ReadLine::Line {
-                bytes: buf,
+                bytes: buf.into(),
                 line: self.line,
                 offset: start,
             };
@@ -343,7 +402,7 @@ impl RecordReader {
         let stripped = strip_line(head, offset == 0);
         RecordEvent::Record(RawRecord {
             location: self.location(line, offset, None),
-            bytes: stripped[..stripped.len().min(OVERSIZED_HEAD)].to_vec(),
+            bytes: Bytes::copy_from_slice(&stripped[..stripped.len().min(OVERSIZED_HEAD)]),
             truncated: false,
             oversized: Some(size),
             id: Default::default(),
@@ -356,7 +415,7 @@ impl RecordReader {
         if !stripped.iter().all(u8::is_ascii_whitespace) {
             self.queue.push_back(RecordEvent::Record(RawRecord {
                 location: location.clone(),
-                bytes: stripped.to_vec(),
+                bytes: Bytes::copy_from_slice(stripped),
                 truncated: true,
                 oversized: None,
                 id: Default::default(),
@@ -379,14 +438,12 @@ impl RecordReader {
 
     /// The event of one line read whole: its bytes are the record's, stripped in place (a copy
     /// of every record here was ~2 % of the reader thread's instructions).
-    fn line_event(&self, mut bytes: Vec<u8>, line: u64, offset: u64) -> RecordEvent {
+    fn line_event(&self, bytes: Bytes, line: u64, offset: u64) -> RecordEvent {
         let stripped = strip_line(&bytes, offset == 0);
         if stripped.iter().all(u8::is_ascii_whitespace) {
             return RecordEvent::Blank(1);
         }
-        let start = stripped.as_ptr() as usize - bytes.as_ptr() as usize;
-        bytes.truncate(start + stripped.len());
-        bytes.drain(..start);
+        let bytes = bytes.slice_ref(stripped);
         RecordEvent::Record(RawRecord {
             location: self.location(line, offset, None),
             bytes,
@@ -455,7 +512,7 @@ impl RecordReader {
                     // written without newlines) is a document too, read element by element.
                     let one_line_array = complete && is_record_array(stripped);
                     if one_line_array || (!complete && opens_document) {
-                        self.read_document(bytes, line, offset);
+                        self.read_document(bytes.into(), line, offset);
                     } else {
                         self.mode = Mode::Lines;
                         self.owe_blanks();
@@ -527,7 +584,7 @@ impl RecordReader {
                         base.offset + start as u64,
                         None,
                     ),
-                    bytes: body.trim_ascii().to_vec(),
+                    bytes: Bytes::copy_from_slice(body.trim_ascii()),
                     truncated: false,
                     oversized: None,
                     id: Default::default(),
@@ -589,7 +646,7 @@ impl RecordReader {
         let damage_offset = base.offset - bom as u64 + last_line as u64;
         let trimmed = doc[bom..].trim_ascii();
         if !trimmed.is_empty() {
-            let bytes = trimmed.to_vec();
+            let bytes = Bytes::copy_from_slice(trimmed);
             doc = Vec::new();
             self.queue.push_back(RecordEvent::Record(RawRecord {
                 location: self.location(base.line, base.offset, None),
@@ -697,7 +754,7 @@ impl RecordReader {
                 index,
             } => self.queue.push_back(RecordEvent::Record(RawRecord {
                 location: self.location(base.line + line, base.offset + offset, index),
-                bytes,
+                bytes: bytes.into(),
                 truncated: false,
                 oversized: None,
                 id: Default::default(),
@@ -710,7 +767,7 @@ impl RecordReader {
                 index,
             } => self.queue.push_back(RecordEvent::Record(RawRecord {
                 location: self.location(base.line + line, base.offset + offset, index),
-                bytes: head,
+                bytes: head.into(),
                 truncated: false,
                 oversized: Some(size),
                 id: Default::default(),
@@ -1000,6 +1057,35 @@ mod tests {
         // An object over the limit is one oversized record.
         let object = format!("{{\n\"a\": \"{}\"\n}}\n", "x".repeat(300));
         assert_eq!(events(object.as_bytes(), 200), ["O 1 312"]);
+    }
+
+    #[test]
+    fn records_sharing_blocks_keep_their_own_bytes_and_places() {
+        // Lines of every size around a block's room: many to one block, one that just fits
+        // or just misses the rest of a block, one too long to share ([`CHUNK_LINE_MAX`]), and
+        // CRLF endings stripped inside a shared block. Over 1 MiB in all: several blocks.
+        let sizes = [
+            1usize,
+            7,
+            300,
+            CHUNK_LINE_MAX - 9,
+            CHUNK_LINE_MAX - 8,
+            CHUNK_LINE_MAX + 1,
+            5000,
+            2,
+        ];
+        let mut doc = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..200 {
+            let size = sizes[i % sizes.len()];
+            let offset = doc.len();
+            let text = format!("{{\"n\":{i},\"s\":\"{}\"}}", "x".repeat(size));
+            doc.extend_from_slice(text.as_bytes());
+            doc.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+            want.push(format!("R {} {offset} None {text}", i + 1));
+        }
+        assert!(doc.len() > 4 * CHUNK);
+        assert_eq!(events(&doc, 1 << 20), want);
     }
 
     #[test]

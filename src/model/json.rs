@@ -37,7 +37,7 @@ const CONTROL: [&str; 32] = [
 ];
 
 /// The bytes a block holds when the escapes are found a block at a time.
-const BLOCK: usize = 32;
+pub(crate) const BLOCK: usize = 32;
 
 /// The body of the literal (no quotes): runs needing no escape copied whole. Whole blocks of
 /// [`BLOCK`] bytes are searched with vector compares ([`block_mask`]), then each escape in the
@@ -113,7 +113,7 @@ fn push_escape(out: &mut Vec<u8>, byte: u8) {
 /// A bit for each byte of `block` serde_json escapes (controls, `"`, `\`), the first byte's
 /// the lowest.
 #[inline(always)]
-fn block_mask(block: &[u8; BLOCK]) -> u32 {
+pub(crate) fn block_mask(block: &[u8; BLOCK]) -> u32 {
     let half = |at: usize| -> [u8; 16] {
         // Always 16 bytes: the default is never taken.
         block[at..at + 16].try_into().unwrap_or_default()

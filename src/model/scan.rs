@@ -182,21 +182,21 @@ impl<'a> Scanner<'a> {
 
     /// [`Scanner::string`] from its first byte at `start`, any length, escapes checked.
     ///
-    /// A block of 16 bytes gets one mask of its quotes, backslashes and controls
-    /// ([`json::escape_bits`]), and each flagged byte is visited in it: an escape clears the
-    /// bits it covers, so a text with an escape every few dozen bytes (code, tool output)
-    /// costs one mask per block, not one per escape. The last bytes, fewer than a block, are
-    /// read 8 and then 1 at a time ([`special`]).
+    /// A block of 32 bytes gets one mask of its quotes, backslashes and controls (the
+    /// escaper's, [`json::block_mask`]), and each flagged byte is visited in it: an escape
+    /// clears the bits it covers, so a text with an escape every few dozen bytes (code, tool
+    /// output) costs one mask per block, not one per escape. The last bytes, fewer than a
+    /// block, are read 16, 8 and then 1 at a time ([`special`]).
     fn string_rest(&mut self, start: usize) -> Option<RawString<'a>> {
         let bytes = self.bytes();
         let mut escaped = false;
         let mut base = self.at;
         while let Some(block) = bytes
-            .get(base..base + 16)
-            .and_then(|block| <&[u8; 16]>::try_from(block).ok())
+            .get(base..base + json::BLOCK)
+            .and_then(|block| <&[u8; json::BLOCK]>::try_from(block).ok())
         {
-            let mut mask = json::escape_bits(block);
-            let mut next = base + 16;
+            let mut mask = json::block_mask(block);
+            let mut next = base + json::BLOCK;
             while mask != 0 {
                 let at = base + mask.trailing_zeros() as usize;
                 match bytes[at] {
@@ -708,9 +708,12 @@ mod tests {
 
     #[test]
     fn a_string_ends_at_its_quote_and_refuses_a_control_at_any_offset() {
-        // The search reads 16 bytes at a time, then 8, then 1: each offset below lands in a
-        // different one of those, and on the edges between them.
-        for at in [0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 60] {
+        // A long string is read 32 bytes at a time, its last bytes 16, then 8, then 1 at a
+        // time (a short one's first 16 at once): each offset below lands in a different one
+        // of those, and on the edges between them.
+        for at in [
+            0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 60, 63, 64, 65, 95, 96,
+        ] {
             let before = "a".repeat(at);
             for (special, refused) in [
                 ("\\u0001", false),

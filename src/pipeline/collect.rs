@@ -462,10 +462,14 @@ impl<'h> Collector<'h> {
         }
         let summary = &mut self.summary;
         summary.totals.converted += 1;
-        for (kind, phase) in &done.items {
-            bump(&mut summary.breakdown.items, kind, 1);
-            if *kind == "message:assistant" {
-                bump(&mut summary.breakdown.phases, phase.unwrap_or("none"), 1);
+        for &(kind, phase, count) in &done.items {
+            bump(&mut summary.breakdown.items, kind, count);
+            if kind == "message:assistant" {
+                bump(
+                    &mut summary.breakdown.phases,
+                    phase.unwrap_or("none"),
+                    count,
+                );
             }
         }
         bump(&mut summary.breakdown.events, "user_message", done.events.0);

@@ -77,9 +77,11 @@ pub struct Converted {
     pub decisions: Vec<Decision>,
     /// xxh3-128 of the rollout's bytes (the manifest's digest): what `report diff` compares.
     pub digest: String,
-    /// Items written by kind (`message:user`, `function_call`, ...) with assistant phases.
+    /// Items written by kind (`message:user`, `function_call`, ...) and assistant phase, each
+    /// pair with its count, in the order first written ([`count_kinds`]): the collector adds a
+    /// few counts a conversation instead of one per item.
     #[serde(skip)]
-    pub items: Vec<(&'static str, Option<&'static str>)>,
+    pub items: Vec<(&'static str, Option<&'static str>, u64)>,
     /// `user_message` and `agent_message` events written.
     #[serde(skip)]
     pub events: (u64, u64),
@@ -323,7 +325,7 @@ pub fn finish(
         .render(&mut conversation, rules)
         .map_err(Refusal::Rule)?;
     let account = check(&bytes, &conversation, bytes_in, rules, format)?;
-    let items = conversation.items.iter().map(item_kind).collect();
+    let items = count_kinds(conversation.items.iter().map(item_kind));
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();
     // The path as text, then as a path (`Path::display` read it back through a lossy UTF-8
     // pass, ~1,800 instructions a record).
@@ -889,6 +891,24 @@ fn ignored_fields(transcript: &Transcript) -> Vec<String> {
     record.chain(message_fields).chain(names).collect()
 }
 
+/// Each (kind, phase) pair of `kinds` with its count, in the order first seen. The pairs are
+/// the few [`item_kind`] names (a dozen kinds, three phases), so the look-up is a short scan.
+fn count_kinds(
+    kinds: impl Iterator<Item = (&'static str, Option<&'static str>)>,
+) -> Vec<(&'static str, Option<&'static str>, u64)> {
+    let mut counts: Vec<(&'static str, Option<&'static str>, u64)> = Vec::new();
+    for (kind, phase) in kinds {
+        match counts
+            .iter_mut()
+            .find(|(k, p, _)| *k == kind && *p == phase)
+        {
+            Some((_, _, n)) => *n += 1,
+            None => counts.push((kind, phase, 1)),
+        }
+    }
+    counts
+}
+
 /// How the summary counts an item: its type, with messages by kind, and its phase.
 fn item_kind(item: &crate::convert::OutItem) -> (&'static str, Option<&'static str>) {
     match &item.payload {
@@ -973,6 +993,35 @@ pub(super) mod tests {
         outcomes.remove(0)
     }
 
+    /// The summary's counts come from these: every item counted once, under its kind and
+    /// phase, whatever the order the kinds come in.
+    #[test]
+    fn item_kinds_are_counted_by_kind_and_phase_in_first_seen_order() {
+        let kinds = [
+            ("message:user", None),
+            ("message:assistant", Some("commentary")),
+            ("function_call", None),
+            ("function_call_output", None),
+            ("message:assistant", Some("commentary")),
+            ("function_call", None),
+            ("message:assistant", Some("final_answer")),
+            ("message:assistant", None),
+            ("message:user", None),
+        ];
+        assert_eq!(
+            count_kinds(kinds.into_iter()),
+            vec![
+                ("message:user", None, 2),
+                ("message:assistant", Some("commentary"), 2),
+                ("function_call", None, 2),
+                ("function_call_output", None, 1),
+                ("message:assistant", Some("final_answer"), 1),
+                ("message:assistant", None, 1),
+            ]
+        );
+        assert!(count_kinds(std::iter::empty()).is_empty());
+    }
+
     #[test]
     fn a_placeholder_is_accounted_and_the_conversation_written() {
         let rules = RuleSet::builtin().expect("built-in rules");
@@ -996,7 +1045,7 @@ pub(super) mod tests {
         );
         assert_eq!(
             done.items,
-            vec![("message:user", None), ("message:assistant", None)]
+            vec![("message:user", None, 1), ("message:assistant", None, 1)]
         );
         assert!(done.relative.starts_with("sessions"));
         assert!(done.bytes.ends_with(b"\n"));

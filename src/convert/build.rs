@@ -86,7 +86,7 @@ pub fn build(
     })
 }
 
-impl Builder<'_> {
+impl<'r> Builder<'r> {
     pub(super) fn decide(
         &mut self,
         message: Option<usize>,
@@ -170,7 +170,7 @@ impl Builder<'_> {
         leading: bool,
         first_in_block: bool,
     ) -> Result<(), ConvertError> {
-        let text = m.content.texts().join("\n");
+        let text = m.content.joined_texts();
         let subject = Subject {
             role: m.role.as_str(),
             text: &text,
@@ -181,23 +181,13 @@ impl Builder<'_> {
             model: self.model,
             source: self.source,
         };
-        let matched = classify(self.rules, &subject).map(|rule| {
-            let (kind, template, reason) = (
-                rule.kind.clone(),
-                rule.template.clone(),
-                rule.reason.clone(),
-            );
-            (
-                rule.slot,
-                RuleRef::File(rule.id.clone()),
-                kind,
-                template,
-                reason,
-            )
-        });
-        match matched {
-            Some((slot, id, kind, template, reason)) => {
-                self.slot(m, slot, &id, kind, template, reason)
+        // The rule is borrowed from the rule set, not from the builder: its fields need no copy.
+        let rules: &'r RuleSet = self.rules;
+        match classify(rules, &subject) {
+            Some(rule) => {
+                let id = RuleRef::File(rule.id.clone());
+                let (kind, template) = (rule.kind.as_deref(), rule.template.as_deref());
+                self.slot(m, rule.slot, &id, kind, template, rule.reason.as_deref())
             }
             None if m.role == Role::User => self.user(m),
             None => self.slot(

@@ -37,7 +37,7 @@ pub(super) struct Context {
 struct Placement<'a> {
     rule: &'a RuleRef,
     index: usize,
-    kind: Option<String>,
+    kind: Option<&'a str>,
     name: Option<&'a str>,
 }
 
@@ -48,9 +48,9 @@ impl Builder<'_> {
         m: &mut Message,
         slot: Slot,
         rule: &RuleRef,
-        kind: Option<String>,
-        template: Option<String>,
-        reason: Option<String>,
+        kind: Option<&str>,
+        template: Option<&str>,
+        reason: Option<&str>,
     ) -> Result<(), ConvertError> {
         let index = Some(m.index);
         match slot {
@@ -64,8 +64,10 @@ impl Builder<'_> {
                 return Ok(());
             }
             Slot::Quarantine => {
-                let reason = reason
-                    .unwrap_or_else(|| format!("{} message classified as quarantine", m.role));
+                let reason = reason.map_or_else(
+                    || format!("{} message classified as quarantine", m.role),
+                    str::to_string,
+                );
                 return Err(self.quarantine(rule, reason, index));
             }
             Slot::BaseInstructions
@@ -99,7 +101,7 @@ impl Builder<'_> {
             self.decide(index, rule, Action::Classified { slot }, 0, 0);
         }
         let text = match template {
-            Some(template) => self.wrap(&template, text, rule, "template", m),
+            Some(template) => self.wrap(template, text, rule, "template", m),
             None => text,
         };
         let placement = Placement {
@@ -207,7 +209,7 @@ impl Builder<'_> {
     }
 
     fn contextual_fragment(&mut self, text: String, at: Placement<'_>) -> Result<(), ConvertError> {
-        let marker = match &at.kind {
+        let marker = match at.kind {
             Some(k) => self.rules.marker(k),
             None => self.rules.marker_wrapping(&text),
         };

@@ -288,6 +288,20 @@ pub struct ToolCall {
 }
 
 impl Content {
+    /// The text parts of the content joined by newlines: borrowed when there is at most one
+    /// (most messages), so that classifying a message copies nothing.
+    pub fn joined_texts(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Content::Missing | Content::Null => std::borrow::Cow::Borrowed(""),
+            Content::Text(text) => std::borrow::Cow::Borrowed(text),
+            Content::Parts(_) => match self.texts().as_slice() {
+                [] => std::borrow::Cow::Borrowed(""),
+                [one] => std::borrow::Cow::Borrowed(one),
+                many => std::borrow::Cow::Owned(many.join("\n")),
+            },
+        }
+    }
+
     /// The text parts of the content, in order.
     pub fn texts(&self) -> Vec<&str> {
         match self {

@@ -14,7 +14,7 @@ use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
 use crate::model::transcript::{
     Content, DroppedField, Message, Part, RecordMeta, Role, ToolCall, Transcript,
 };
-use crate::rules::InputRules;
+use crate::rules::{InputRules, RoleAliases};
 
 /// Keys of a message that we convert; anything else is an ignored field.
 const MESSAGE_KEYS: [&str; 11] = [
@@ -540,7 +540,7 @@ fn read_messages<N: Tree>(
 pub(crate) fn read_message<N: Tree>(
     raw: N,
     index: usize,
-    aliases: &std::collections::BTreeMap<String, String>,
+    aliases: &RoleAliases,
 ) -> Result<Message, String> {
     let mut map = match raw.into_json() {
         Json::Object(map) => map,
@@ -601,7 +601,7 @@ pub(crate) fn read_message<N: Tree>(
 #[inline]
 pub(crate) fn read_role<N: Tree>(
     role: Option<N>,
-    aliases: &std::collections::BTreeMap<String, String>,
+    aliases: &RoleAliases,
 ) -> Result<(Role, Option<String>), String> {
     let role = match role {
         None => None,
@@ -615,10 +615,7 @@ pub(crate) fn read_role<N: Tree>(
 }
 
 /// `role` after the rule file's role aliases, and the role as written when one renamed it.
-pub(crate) fn alias_role(
-    role: String,
-    aliases: &std::collections::BTreeMap<String, String>,
-) -> (Role, Option<String>) {
+pub(crate) fn alias_role(role: String, aliases: &RoleAliases) -> (Role, Option<String>) {
     match aliases.get(&role) {
         Some(alias) => (Role::named(alias.clone()), Some(role)),
         None => (Role::named(role), None),
@@ -626,10 +623,7 @@ pub(crate) fn alias_role(
 }
 
 /// [`alias_role`] of a borrowed name: copied only when it is kept.
-fn alias_role_of(
-    role: &str,
-    aliases: &std::collections::BTreeMap<String, String>,
-) -> (Role, Option<String>) {
+fn alias_role_of(role: &str, aliases: &RoleAliases) -> (Role, Option<String>) {
     match aliases.get(role) {
         Some(alias) => (Role::named(alias.clone()), Some(role.to_string())),
         None => (Role::of(role), None),

@@ -26,7 +26,7 @@ use super::sse::{self, Line as SseLine};
 use super::InputError;
 use crate::model::transcript::{Content, Message, SourceNote, ToolCall, Transcript};
 use crate::rules::policy::ResentHistory;
-use crate::rules::Builtin;
+use crate::rules::{Builtin, RoleAliases};
 
 pub struct ChatStreamReader;
 
@@ -315,7 +315,7 @@ fn append(slot: &mut Option<String>, delta: Option<&Value>) {
 /// file's role aliases.
 fn assemble(
     chunks: &[Value],
-    aliases: &BTreeMap<String, String>,
+    aliases: &RoleAliases,
 ) -> (BTreeMap<u64, Message>, Map<String, Value>) {
     let mut choices: BTreeMap<u64, ChoiceAcc> = BTreeMap::new();
     let mut facts = Map::new();
@@ -400,7 +400,7 @@ fn assemble(
 
 impl ChoiceAcc {
     /// The choice's message. A call's `type` other than `custom` is a function call.
-    fn into_message(self, aliases: &BTreeMap<String, String>) -> Message {
+    fn into_message(self, aliases: &RoleAliases) -> Message {
         let (role, aliased_from) =
             alias_role(self.role.unwrap_or_else(|| "assistant".into()), aliases);
         let tool_calls = self
@@ -446,7 +446,7 @@ fn text_len(message: &Message) -> usize {
         + calls.map(|c| c.arguments.len()).sum::<usize>()
 }
 
-fn finish(entry: &mut Entry, aliases: &BTreeMap<String, String>) {
+fn finish(entry: &mut Entry, aliases: &RoleAliases) {
     if entry.chunks.is_empty() {
         return;
     }

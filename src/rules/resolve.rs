@@ -15,8 +15,8 @@ use crate::model::rollout::{ROLE_DEVELOPER, ROLE_SYSTEM, ROLE_USER};
 use super::file::{InputSection, MarkerEntry, PhaseSection, RuleEntry, RuleFile, SessionSection};
 use super::policy::{override_opt, PolicySection};
 use super::{
-    invalid, FinishedSignal, InputRules, LoadedFile, Marker, PathExpr, Position, Rule, RuleSet,
-    RulesError, SessionDefaults, Slot,
+    invalid, FinishedSignal, InputRules, LoadedFile, Marker, PathExpr, Position, RoleAliases, Rule,
+    RuleSet, RulesError, SessionDefaults, Slot,
 };
 
 /// The roles a `[[rule]]` classifies (after `input.role_aliases`): what `role` may name.
@@ -484,7 +484,7 @@ fn resolve_input(
     }
     Some(InputRules {
         messages_at,
-        role_aliases: input.role_aliases.clone().unwrap_or_default(),
+        role_aliases: RoleAliases::new(input.role_aliases.clone().unwrap_or_default()),
         id_at,
         created_at,
         model_at,

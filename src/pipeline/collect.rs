@@ -261,7 +261,7 @@ impl<'h> Collector<'h> {
     pub fn batch(
         &mut self,
         batch: &[Work],
-        outcomes: Vec<Vec<Outcome>>,
+        outcomes: &mut [Vec<Outcome>],
         progress: &dyn Progress,
         disk_read: u64,
         manifest: &mut Manifest,
@@ -288,7 +288,7 @@ impl<'h> Collector<'h> {
                 Work::Records(work) => {
                     self.formats.insert(work.file, work.format);
                     bytes += work.read_size();
-                    for (_, outcome) in work.records.iter().zip(outcomes) {
+                    for (_, outcome) in work.records.iter().zip(outcomes.iter_mut()) {
                         records += 1;
                         self.file_entry(work.file).records += 1;
                         self.outcome(work.file, outcome)?;
@@ -313,7 +313,8 @@ impl<'h> Collector<'h> {
 
     /// What one record became: each record counted once, as the first of a conversation,
     /// part of one, quarantined, dropped by a rule or left out of the sample.
-    fn outcome(&mut self, file: usize, outcome: Outcome) -> Result<(), OutputError> {
+    /// The outcome is left in place, for the caller to free where it was made.
+    fn outcome(&mut self, file: usize, outcome: &mut Outcome) -> Result<(), OutputError> {
         if let Outcome::NotSampled = outcome {
             self.summary.records_not_sampled += 1;
             return Ok(());
@@ -323,7 +324,7 @@ impl<'h> Collector<'h> {
         let counts = self.counts.entry(file).or_default();
         counts.records += 1;
         match outcome {
-            Outcome::Converted(mut done) => {
+            Outcome::Converted(done) => {
                 counts.converted += 1;
                 let stats = &mut self.stats[file];
                 stats.converted += 1;
@@ -333,7 +334,7 @@ impl<'h> Collector<'h> {
                     .iter()
                     .filter(|d| d.action.name() != "classified")
                     .count() as u64;
-                self.converted(file, &mut done)
+                self.converted(file, done)
             }
             Outcome::Merged => {
                 counts.converted += 1;
@@ -344,7 +345,7 @@ impl<'h> Collector<'h> {
             Outcome::Quarantined { entry, .. } => {
                 counts.quarantined += 1;
                 self.stats[file].quarantined += 1;
-                self.quarantined(&entry)
+                self.quarantined(entry)
             }
             Outcome::Dropped { rule, .. } => {
                 bump(&mut self.summary.reading.records_dropped, &rule, 1);

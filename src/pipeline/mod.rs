@@ -32,6 +32,7 @@ pub mod collect;
 pub mod reader;
 pub mod record;
 mod refusal;
+mod returns;
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -417,12 +418,14 @@ fn execute<'p>(
         Format::Responses(_) => None,
     };
     let caches: Vec<FileCache> = plan.files.iter().map(|_| FileCache::default()).collect();
+    let returns = returns::Returns::new(workers.current_num_threads());
     let context = BatchContext {
         files: &plan.files,
         caches: &caches,
         rules,
         index,
         options,
+        returns: &returns,
     };
     let (read, collected, converting, disk_read) = std::thread::scope(|scope| {
         let reader = reader::spawn(
@@ -447,8 +450,12 @@ fn execute<'p>(
         // batch n+1 (on the main thread, it was ~5-15 % of a run spent with every worker idle).
         let (to_collector, converted) = sync_channel::<ConvertedBatch>(1);
         let writers = writers.as_ref();
-        let collecting =
-            scope.spawn(move || collect(converted, collector, writers, plan, manifest, progress));
+        let returns = &returns;
+        let collecting = scope.spawn(move || {
+            collect(
+                converted, collector, writers, plan, manifest, progress, returns,
+            )
+        });
         let converting = convert(&reader, &context, &workers, &to_collector);
         drop(to_collector);
         let collected = match collecting.join() {
@@ -929,7 +936,7 @@ fn convert(
 }
 
 /// A batch's outcomes, or the panic that stopped its conversion.
-type Converting = std::thread::Result<Vec<Vec<Outcome>>>;
+type Converting = std::thread::Result<BatchOutcomes>;
 
 /// The batches being converted, and those converted before their turn to be handed on.
 #[derive(Default)]
@@ -978,10 +985,11 @@ impl InFlight {
                     }
                 }
             }
-            let outcomes = caught.map_err(|panic| panicked("convert", panic.as_ref()))?;
+            let (outcomes, owners) = caught.map_err(|panic| panicked("convert", panic.as_ref()))?;
             let converted = ConvertedBatch {
                 batch,
                 outcomes,
+                owners,
                 disk_read: reader.disk_read.load(Ordering::Relaxed),
             };
             if to_collector.send(converted).is_err() {
@@ -1001,6 +1009,7 @@ fn collect<'p>(
     plan: &'p RunPlan,
     manifest: &mut Manifest,
     progress: &dyn Progress,
+    returns: &returns::Returns,
 ) -> Result<Collector<'p>, OutputError> {
     let mut claims = Claims::default();
     for mut done in converted.iter() {
@@ -1010,11 +1019,14 @@ fn collect<'p>(
         }
         collector.batch(
             &done.batch,
-            done.outcomes,
+            &mut done.outcomes,
             progress,
             done.disk_read,
             manifest,
         )?;
+        for (outcomes, owner) in done.outcomes.into_iter().zip(done.owners) {
+            returns.give_back(owner, outcomes);
+        }
     }
     Ok(collector)
 }
@@ -1043,7 +1055,7 @@ fn count_results(
     });
     for ((w, range), group) in groups {
         let segment = [Work::Segment(plan.walk.len() + w, range)];
-        collector.batch(&segment, vec![Vec::new()], progress, disk_read, manifest)?;
+        collector.batch(&segment, &mut [Vec::new()], progress, disk_read, manifest)?;
         collector.batch_results(&group)?;
     }
     Ok(())
@@ -1436,18 +1448,22 @@ struct BatchContext<'a> {
     rules: &'a RuleSet,
     index: &'a BatchIndex,
     options: &'a Options,
+    /// Where the collector gives each work's outcomes back to the worker that made them.
+    returns: &'a returns::Returns,
 }
 
 /// Converts one batch in parallel: for each of its works, one outcome per record, in batch
-/// order (none for the other events). Each work's records are released once converted
-/// ([`reader::Records::release`]).
-fn convert_batch(batch: &mut [Work], context: &BatchContext<'_>) -> Vec<Vec<Outcome>> {
+/// order (none for the other events), and the worker that converted it. Each work's records
+/// are released once converted ([`reader::Records::release`]); a worker first frees the
+/// outcomes it was given back ([`returns`]).
+fn convert_batch(batch: &mut [Work], context: &BatchContext<'_>) -> BatchOutcomes {
     batch
         .par_iter_mut()
         .map(|work| {
             let Work::Records(work) = work else {
-                return Vec::new();
+                return (Vec::new(), None);
             };
+            context.returns.free_mine();
             failpoint("convert");
             let file = &context.files[work.file].source;
             let options = context.options;
@@ -1468,16 +1484,21 @@ fn convert_batch(batch: &mut [Work], context: &BatchContext<'_>) -> Vec<Vec<Outc
             };
             let outcomes = record::process_work(work, &context);
             work.release();
-            outcomes
+            (outcomes, returns::Returns::owner())
         })
-        .collect()
+        .unzip()
 }
+
+/// A batch converted: each work's outcomes, and the worker that made them.
+type BatchOutcomes = (Vec<Vec<Outcome>>, Vec<Option<usize>>);
 
 /// A batch on its way to the collector: its events, each work's outcomes (one per record),
 /// and the bytes on disk read when it was converted.
 struct ConvertedBatch {
     batch: Vec<Work>,
     outcomes: Vec<Vec<Outcome>>,
+    /// The worker that converted each work ([`returns`]).
+    owners: Vec<Option<usize>>,
     disk_read: u64,
 }
 

@@ -13,8 +13,11 @@ use serde_json::{json, Value};
 
 use crate::common;
 
-fn rules() -> RuleSet {
-    RuleSet::builtin().expect("built-in rules load")
+/// The built-in rules, loaded once: a converted conversation borrows its session fields from
+/// them.
+fn rules() -> &'static RuleSet {
+    static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
+    RULES.get_or_init(|| RuleSet::builtin().expect("built-in rules load"))
 }
 
 /// The converted conversation's lines as the rollout has them (payloads only, `compacted`
@@ -31,7 +34,7 @@ fn payloads(conversation: &Conversation) -> Vec<Value> {
         .collect()
 }
 
-fn converted(transcript: Transcript) -> Conversation {
+fn converted(transcript: Transcript) -> Conversation<'static> {
     let key = RecordKey {
         source: "test.json",
         record: rollover::model::identity::RecordId {
@@ -39,7 +42,7 @@ fn converted(transcript: Transcript) -> Conversation {
             occurrence: 0,
         },
     };
-    convert(transcript, &rules(), &key).expect("converts")
+    convert(transcript, rules(), &key).expect("converts")
 }
 
 fn note(notes: &[SourceNote], rule: &str, what: &str) -> (u64, usize) {
@@ -50,7 +53,7 @@ fn note(notes: &[SourceNote], rule: &str, what: &str) -> (u64, usize) {
 }
 
 fn chatgpt(value: Value) -> Transcript {
-    chatgpt::conversation(value, &rules(), &ImageFiles::default()).expect("reads")
+    chatgpt::conversation(value, rules(), &ImageFiles::default()).expect("reads")
 }
 
 fn node(id: &str, parent: Option<&str>, children: &[&str], message: Value) -> (String, Value) {
@@ -248,7 +251,7 @@ fn corpus(relative: &str) -> std::path::PathBuf {
 
 /// Reads a whole file's records with a reader, as the pipeline hands them.
 pub fn read_file(reader: &dyn FormatReader, path: &Path, values: Vec<Value>) -> FileRead {
-    rollover::input::format::read_values(reader, values, &rules(), path)
+    rollover::input::format::read_values(reader, values, rules(), path)
 }
 
 #[test]
@@ -312,7 +315,10 @@ fn records_of(path: &Path) -> Vec<Value> {
 
 /// Reads, converts, renders and validates every conversation of a corpus file; returns the
 /// converted conversations and the read.
-pub fn convert_file(reader: &dyn FormatReader, path: &Path) -> (FileRead, Vec<Conversation>) {
+pub fn convert_file(
+    reader: &dyn FormatReader,
+    path: &Path,
+) -> (FileRead, Vec<Conversation<'static>>) {
     let values = records_of(path);
     let count = values.len();
     let mut read = read_file(reader, path, values);
@@ -1126,7 +1132,7 @@ fn claude_code_sessions_index_is_dropped_by_rule() {
         rollover::input::format::detect(Some(&index), b"{"),
         rollover::input::SourceFormat::CLAUDE_CODE
     );
-    let read = claude_with(vec![index], &rules());
+    let read = claude_with(vec![index], rules());
     assert!(read.conversations.is_empty() && read.refused.is_empty());
     assert_eq!(read.dropped[0].what, "sessions-index file");
 }

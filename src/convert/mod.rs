@@ -57,8 +57,9 @@ pub struct RecordKey<'a> {
 
 /// A converted conversation, ready to validate and write.
 #[derive(Debug, Clone)]
-pub struct Conversation {
-    pub meta: SessionMeta,
+pub struct Conversation<'r> {
+    /// Borrows the rule set's `[session]`.
+    pub meta: SessionMeta<'r>,
     pub items: Vec<OutItem>,
     pub decisions: Vec<Decision>,
     /// Milliseconds since the epoch of the session start.
@@ -75,7 +76,7 @@ pub struct Conversation {
     pub title: Option<String>,
 }
 
-impl Conversation {
+impl Conversation<'_> {
     /// `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl`, relative to the home.
     /// The rollout file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -147,11 +148,11 @@ pub fn recycle(bytes: Vec<u8>) {
 }
 
 /// Converts one transcript.
-pub fn convert(
+pub fn convert<'r>(
     mut transcript: Transcript,
-    rules: &RuleSet,
+    rules: &'r RuleSet,
     key: &RecordKey<'_>,
-) -> Result<Conversation, ConvertError> {
+) -> Result<Conversation<'r>, ConvertError> {
     let started_ms = transcript
         .meta
         .created_ms

@@ -69,25 +69,27 @@ pub fn renderer(format: Format) -> Box<dyn Render> {
 /// The session meta: `[session]` of the rules, except the working folder and git branch a
 /// source records (Claude Code `cwd`, `gitBranch`; an empty branch means none). `--cwd`
 /// names the folder of every session, a source's included (its own is kept in the audit line).
-pub fn session_meta(
-    rules: &RuleSet,
+pub fn session_meta<'r>(
+    rules: &'r RuleSet,
     id: &str,
     started_ms: i64,
     base: Option<String>,
     source: &RecordMeta,
-) -> SessionMeta {
+) -> SessionMeta<'r> {
+    let session = &rules.session;
     SessionMeta {
         id: id.to_string(),
         timestamp: format_ms(started_ms),
-        cwd: source
-            .cwd
-            .clone()
-            .filter(|c| !c.is_empty() && !rules.session.cwd_overrides_source)
-            .unwrap_or_else(|| rules.session.cwd.clone()),
-        originator: rules.session.originator.clone(),
-        cli_version: rules.session.cli_version.clone(),
-        source: rules.session.source.clone(),
-        model_provider: rules.session.model_provider.clone(),
+        cwd: match &source.cwd {
+            Some(cwd) if !cwd.is_empty() && !session.cwd_overrides_source => {
+                Cow::Owned(cwd.clone())
+            }
+            Some(_) | None => Cow::Borrowed(&session.cwd),
+        },
+        originator: Cow::Borrowed(&session.originator),
+        cli_version: Cow::Borrowed(&session.cli_version),
+        source: session.source.as_deref().map(Cow::Borrowed),
+        model_provider: session.model_provider.as_deref().map(Cow::Borrowed),
         // Empty base instructions would leave the model with no instructions at all.
         base_instructions: base
             .filter(|t| !t.is_empty())
@@ -465,15 +467,9 @@ fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
     let ResponseItem::Message { content, phase, .. } = item else {
         return None;
     };
-    let texts: Vec<&str> = content.iter().filter_map(ContentItem::text).collect();
-    let message = match texts.as_slice() {
-        [] => Cow::Borrowed(""),
-        [one] => Cow::Borrowed(*one),
-        many => Cow::Owned(many.join("\n")),
-    };
     match kind {
         ItemKind::RealUser => Some(EventMsg::UserMessage {
-            message,
+            message: joined_text(content),
             images: content
                 .iter()
                 .filter_map(|c| match c {
@@ -485,7 +481,7 @@ fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
                 .collect(),
         }),
         ItemKind::Assistant => Some(EventMsg::AgentMessage {
-            message,
+            message: joined_text(content),
             phase: *phase,
         }),
         ItemKind::ContextualUser
@@ -495,6 +491,24 @@ fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
         | ItemKind::Output
         | ItemKind::Compacted => None,
     }
+}
+
+/// A message's texts joined by newlines: borrowed when it has one text (most messages), so
+/// that an event costs no copy and no list of the texts.
+fn joined_text(content: &[ContentItem]) -> Cow<'_, str> {
+    let mut texts = content.iter().filter_map(ContentItem::text);
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    let Some(second) = texts.next() else {
+        return Cow::Borrowed(first);
+    };
+    let mut joined = [first, second].join("\n");
+    for text in texts {
+        joined.push('\n');
+        joined.push_str(text);
+    }
+    Cow::Owned(joined)
 }
 
 #[cfg(test)]
@@ -642,11 +656,11 @@ mod tests {
             let meta = SessionMeta {
                 id: format!("id{text}"),
                 timestamp: format_ms(i as i64),
-                cwd: text.to_string(),
-                originator: text.repeat(2),
+                cwd: text.to_string().into(),
+                originator: text.repeat(2).into(),
                 cli_version: "0.169.0".into(),
-                source: some(0).then(|| text.to_string()),
-                model_provider: some(1).then(|| "openai".to_string()),
+                source: some(0).then(|| text.to_string().into()),
+                model_provider: some(1).then(|| "openai".into()),
                 base_instructions: some(0).then(|| BaseInstructions {
                     text: text.repeat(3),
                 }),

@@ -34,16 +34,17 @@ pub const KNOWN_PHASES: [&str; 3] = [
     wire::phase::PARTIAL_ANSWER,
 ];
 
-/// The first line of every rollout.
+/// The first line of every rollout. The fields every session shares (the rule file's
+/// `[session]`) are borrowed from the rules: four copies a record fewer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionMeta {
+pub struct SessionMeta<'a> {
     pub id: String,
     pub timestamp: String,
-    pub cwd: String,
-    pub originator: String,
-    pub cli_version: String,
-    pub source: Option<String>,
-    pub model_provider: Option<String>,
+    pub cwd: Cow<'a, str>,
+    pub originator: Cow<'a, str>,
+    pub cli_version: Cow<'a, str>,
+    pub source: Option<Cow<'a, str>>,
+    pub model_provider: Option<Cow<'a, str>>,
     pub base_instructions: Option<BaseInstructions>,
     /// The session's git facts (Codex `GitInfo`); only the branch is known from sources.
     pub git: Option<GitInfo>,
@@ -256,7 +257,7 @@ pub(crate) fn optional<S: SerializeStruct, T: Serialize>(
     }
 }
 
-impl Serialize for SessionMeta {
+impl Serialize for SessionMeta<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("SessionMeta", 9)?;
         s.serialize_field(key::ID, &self.id)?;

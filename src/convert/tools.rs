@@ -54,12 +54,15 @@ pub(super) struct CallLedger {
     slots: Vec<Slot>,
     /// No slot before it holds a pending call.
     head: usize,
-    by_id: FxHashMap<String, Chain>,
-    by_name: FxHashMap<String, Chain>,
-    /// Each input id used for a call: how often, and the last `k` of a `call_x#k` rename.
+    by_name: FxHashMap<String, Option<Chain>>,
+    /// Each input id used for a call: how often, whether it was written as it is, its
+    /// pending calls. One entry holds all three, so that an id is copied once, not once a map.
     uses: FxHashMap<String, Uses>,
-    /// Every call id written.
-    ids: FxHashSet<String>,
+    /// The call ids written that are not an input id as it is: renamed or synthesised. With
+    /// the input ids written as they are, every call id written ([`CallLedger::is_written`]).
+    made_ids: FxHashSet<String>,
+    /// The calls a tool message answers, kept for the next one (no list a message).
+    targets: Vec<Option<PendingCall>>,
 }
 
 /// The uses of one input call id.
@@ -68,17 +71,20 @@ struct Uses {
     count: usize,
     /// The `k` of the last rename (0 before the first).
     last_rename: usize,
+    /// A call was written with this id as it is.
+    written: bool,
+    /// The pending calls of this id, linked through [`Slot::next_same_id`].
+    chain: Option<Chain>,
 }
 
-/// Links slot `at` at the end of the chain of `key`.
+/// Links slot `at` at the end of `chain` (a new chain when there is none).
 fn link(
-    chains: &mut FxHashMap<String, Chain>,
+    chain: &mut Option<Chain>,
     slots: &mut [Slot],
-    key: String,
     at: usize,
     next: fn(&mut Slot) -> &mut Option<usize>,
 ) {
-    match chains.get_mut(key.as_str()) {
+    match chain {
         Some(chain) => {
             if let Some(last) = slots.get_mut(chain.last) {
                 *next(last) = Some(at);
@@ -86,36 +92,35 @@ fn link(
             chain.last = at;
         }
         None => {
-            chains.insert(
-                key,
-                Chain {
-                    first: at,
-                    last: at,
-                },
-            );
+            *chain = Some(Chain {
+                first: at,
+                last: at,
+            })
         }
     }
 }
 
-/// The first slot of the chain of `key` that holds a pending call; the slots passed over
-/// (answered) leave the chain, and a chain left empty is removed.
+/// The first slot of `chain` that holds a pending call; the slots passed over (answered)
+/// leave the chain, and a chain left empty is none.
 fn first_pending(
-    chains: &mut FxHashMap<String, Chain>,
+    chain: &mut Option<Chain>,
     slots: &mut [Slot],
-    key: &str,
     next: fn(&mut Slot) -> &mut Option<usize>,
 ) -> Option<usize> {
-    let chain = chains.get_mut(key)?;
-    let mut at = Some(chain.first);
+    let mut at = chain.map(|c| c.first);
     while let Some(i) = at {
-        let slot = slots.get_mut(i)?;
+        let Some(slot) = slots.get_mut(i) else {
+            break;
+        };
         if slot.call.is_some() {
-            chain.first = i;
+            if let Some(chain) = chain {
+                chain.first = i;
+            }
             return Some(i);
         }
         at = *next(slot);
     }
-    chains.remove(key);
+    *chain = None;
     None
 }
 
@@ -129,17 +134,24 @@ fn next_same_name(slot: &mut Slot) -> &mut Option<usize> {
 
 impl CallLedger {
     /// A call now waiting for its output.
-    fn add(&mut self, call: PendingCall, original: Option<String>, name: String) {
+    /// Its input id, if any, was linked by [`Builder::call_id_for`] when the id was chosen.
+    fn add(&mut self, call: PendingCall, name: String) {
         let at = self.slots.len();
         self.slots.push(Slot {
             call: Some(call),
             next_same_id: None,
             next_same_name: None,
         });
-        if let Some(original) = original {
-            link(&mut self.by_id, &mut self.slots, original, at, next_same_id);
-        }
-        link(&mut self.by_name, &mut self.slots, name, at, next_same_name);
+        let chain = match self.by_name.get_mut(name.as_str()) {
+            Some(chain) => chain,
+            None => self.by_name.entry(name).or_insert(None),
+        };
+        link(chain, &mut self.slots, at, next_same_name);
+    }
+
+    /// A call id is taken: a call was written with it.
+    fn is_written(&self, id: &str) -> bool {
+        self.uses.get(id).is_some_and(|uses| uses.written) || self.made_ids.contains(id)
     }
 
     fn take(&mut self, at: Option<usize>) -> Option<PendingCall> {
@@ -158,45 +170,52 @@ impl CallLedger {
     }
 
     fn first_with_id(&mut self, id: &str) -> Option<usize> {
-        first_pending(&mut self.by_id, &mut self.slots, id, next_same_id)
+        let chain = &mut self.uses.get_mut(id)?.chain;
+        first_pending(chain, &mut self.slots, next_same_id)
     }
 
     fn first_with_name(&mut self, name: &str) -> Option<usize> {
-        first_pending(&mut self.by_name, &mut self.slots, name, next_same_name)
+        let chain = self.by_name.get_mut(name)?;
+        let at = first_pending(chain, &mut self.slots, next_same_name);
+        if at.is_none() {
+            self.by_name.remove(name);
+        }
+        at
     }
 
     /// Takes the pending calls that `tool_call_ids` (or, without ids, the message's role and
     /// name) designate, in the order of the ids; `None` where no pending call matches. An id
     /// listed twice takes the first two calls that used it.
-    fn take_targets(&mut self, m: &Message) -> Vec<Option<PendingCall>> {
+    fn take_targets(&mut self, m: &Message, targets: &mut Vec<Option<PendingCall>>) {
+        targets.clear();
         if m.tool_call_ids.is_empty() {
             let by_name = match (&m.name, m.role == Role::Function) {
                 (Some(name), true) => self.first_with_name(name),
                 _ => None,
             };
             let at = by_name.or_else(|| self.first());
-            return vec![self.take(at)];
+            targets.push(self.take(at));
+            return;
         }
-        m.tool_call_ids
-            .iter()
-            .map(|id| {
-                let at = self.first_with_id(id);
-                self.take(at)
-            })
-            .collect()
+        for id in &m.tool_call_ids {
+            let at = self.first_with_id(id);
+            targets.push(self.take(at));
+        }
     }
 
-    /// Every pending call, in order; the ledger is left empty (the ids written stay).
+    /// Every pending call, in order; none is left pending (the ids written stay). The slots
+    /// stay, empty, so that the chains of the input ids still lead through them: a later call
+    /// of an id is linked after them and found past them, each passed over once.
     fn take_all(&mut self) -> Vec<PendingCall> {
-        let slots = std::mem::take(&mut self.slots);
-        let head = std::mem::take(&mut self.head);
-        self.by_id = FxHashMap::default();
+        let pending = self
+            .slots
+            .iter_mut()
+            .skip(self.head)
+            .filter_map(|s| s.call.take())
+            .collect();
+        self.head = self.slots.len();
         self.by_name = FxHashMap::default();
-        slots
-            .into_iter()
-            .skip(head)
-            .filter_map(|s| s.call)
-            .collect()
+        pending
     }
 }
 
@@ -218,11 +237,10 @@ impl Builder<'_> {
         position: usize,
     ) -> Result<(), ConvertError> {
         let index = Some(m.index);
-        let call_id = match &call.id {
-            Some(original) if !original.is_empty() => self.call_id_for(original, m.index)?,
-            _ => self.synthesized_call_id(m.index, position),
+        let call_id = match call.id.take().filter(|id| !id.is_empty()) {
+            Some(original) => self.call_id_for(original, m.index)?,
+            None => self.synthesized_call_id(m.index, position),
         };
-        self.calls.ids.insert(call_id.clone());
         let mut arguments = std::mem::take(&mut call.arguments);
         let rule = Builtin::ArgumentsString;
         if call.arguments_from_object {
@@ -250,20 +268,30 @@ impl Builder<'_> {
             call_id,
             custom: call.custom,
         };
-        let original = call.id.filter(|id| !id.is_empty());
-        self.calls.add(pending, original, call.name);
+        self.calls.add(pending, call.name);
         Ok(())
     }
 
     /// The id to write for a call the input gave `original`: itself the first time, renamed
     /// (`call_x#2`) by `policy.reused_call_id` when it was used before.
-    fn call_id_for(&mut self, original: &str, index: usize) -> Result<String, ConvertError> {
-        let uses = self.calls.uses.entry(original.to_string()).or_default();
+    /// The call gets the ledger's next slot: it is linked in the chain of `original` here.
+    fn call_id_for(&mut self, original: String, index: usize) -> Result<String, ConvertError> {
+        let ledger = &mut self.calls;
+        let at = ledger.slots.len();
+        let uses = match ledger.uses.get_mut(original.as_str()) {
+            Some(uses) => uses,
+            None => ledger.uses.entry(original.clone()).or_default(),
+        };
         uses.count += 1;
+        link(&mut uses.chain, &mut ledger.slots, at, next_same_id);
         let (n, last_rename) = (uses.count, uses.last_rename);
-        if n == 1 && !self.calls.ids.contains(original) {
-            return Ok(original.to_string());
+        if n == 1 && !ledger.is_written(&original) {
+            if let Some(uses) = ledger.uses.get_mut(original.as_str()) {
+                uses.written = true;
+            }
+            return Ok(original);
         }
+        let original = original.as_str();
         let rule = PolicyId::ReusedCallId;
         if self.rules.policy.reused_call_id == ReusedCallId::Quarantine {
             let reason = format!("call id `{original}` used again");
@@ -274,13 +302,14 @@ impl Builder<'_> {
         // inputs that hold `call_x#2` ... `call_x#N` and reuse `call_x` N times cost O(N).
         let mut k = n.max(2).max(last_rename + 1);
         let mut renamed = ids::renamed_call_id(original, k);
-        while self.calls.ids.contains(&renamed) {
+        while self.calls.is_written(&renamed) {
             k += 1;
             renamed = ids::renamed_call_id(original, k);
         }
         if let Some(uses) = self.calls.uses.get_mut(original) {
             uses.last_rename = k;
         }
+        self.calls.made_ids.insert(renamed.clone());
         let action = Action::CallIdRenamed {
             from: original.to_string(),
             to: renamed.clone(),
@@ -291,9 +320,10 @@ impl Builder<'_> {
 
     fn synthesized_call_id(&mut self, index: usize, position: usize) -> String {
         let mut id = ids::synthesized_call_id(index, position);
-        while self.calls.ids.contains(&id) {
+        while self.calls.is_written(&id) {
             id.push('_');
         }
+        self.calls.made_ids.insert(id.clone());
         let action = Action::CallIdSynthesized {
             call_id: id.clone(),
         };
@@ -333,11 +363,12 @@ impl Builder<'_> {
             self.mark_error(m.index, &mut output);
         }
         let output_bytes = tool_output_bytes(&output);
-        let targets = self.calls.take_targets(m);
+        let mut targets = std::mem::take(&mut self.calls.targets);
+        self.calls.take_targets(m, &mut targets);
         let last_matched = targets.iter().rposition(Option::is_some);
         let mut first = true;
         let mut output = Some(output);
-        for (k, target) in targets.into_iter().enumerate() {
+        for (k, target) in targets.drain(..).enumerate() {
             // The last call to get this output takes it; earlier ones (shared) get a copy.
             let this_output = if Some(k) == last_matched {
                 output.take()
@@ -364,6 +395,7 @@ impl Builder<'_> {
             }
             first = false;
         }
+        self.calls.targets = targets;
         Ok(())
     }
 

@@ -154,17 +154,18 @@ impl Guard {
         new_digest: &str,
         put: impl FnOnce() -> Result<(), OutputError>,
     ) -> Result<Placed, OutputError> {
-        let target = home.root.join(relative);
         let recorded = if self.written.is_empty() {
             None
         } else {
             self.written.get(&key(relative))
         };
         // Never through a symlink at a session's name: an error that names it.
+        // (The path is joined only to be read: a fresh home's folders are missing, and a
+        // join was three allocations a record.)
         let existing = if self.in_missing_folder(home, relative) {
             None
         } else {
-            read_nofollow(&target)?
+            read_nofollow(&home.root.join(relative))?
         };
         let on_disk = match existing {
             Some(existing) => digest(&existing),

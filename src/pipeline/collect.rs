@@ -20,7 +20,7 @@ use super::reader::Work;
 use super::record::{Converted, Outcome, Refusal};
 use super::{format_name, FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
-use crate::audit::summary::{bump, DamageReport, WithheldReport};
+use crate::audit::summary::{bump, bump_joined, DamageReport, WithheldReport};
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
@@ -482,18 +482,29 @@ impl<'h> Collector<'h> {
         for decision in &done.decisions {
             bump(&mut summary.breakdown.rules_fired, &decision.rule, 1);
             bump(&mut summary.breakdown.actions, decision.action.name(), 1);
-            let by_rule = summary
-                .decisions
-                .entry(decision.action.name().to_string())
-                .or_default();
-            bump(by_rule, &decision.rule, 1);
+            // Looked up before it is inserted: the action's name is copied once a run, not
+            // once a decision (this is the collector's thread, which every record waits on).
+            let name = decision.action.name();
+            if !summary.decisions.contains_key(name) {
+                summary
+                    .decisions
+                    .insert(name.to_string(), Default::default());
+            }
+            if let Some(by_rule) = summary.decisions.get_mut(name) {
+                bump(by_rule, &decision.rule, 1);
+            }
             if let Action::MessagesFoundByShape { path } = &decision.action {
                 bump(&mut summary.reading.messages_by_shape, path, 1);
             }
         }
         summary.output_bytes += done.output_len;
         for field in &done.ignored {
-            bump(&mut summary.text.ignored_fields, field, 1);
+            bump_joined(
+                &mut summary.text.ignored_fields,
+                field.scope,
+                &field.name,
+                1,
+            );
         }
         summary.text.text_bytes_in += done.account.bytes_in as u64;
         summary.text.text_bytes_out += done.account.bytes_out as u64;

@@ -2,6 +2,7 @@
 //! per-record function, which the pipeline's workers, the fuzz target and the tests all call.
 //! It does no I/O: the caller writes what it returns.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -65,6 +66,20 @@ pub fn sampled(source_key: &str, ordinal: u64, rate: f64) -> bool {
     (hash as f64) < rate * (u64::MAX as f64)
 }
 
+/// A key of the record or of one of its messages that nothing converts: the audit counts it
+/// as `scope` then `name` (`record.created`, `message.name`). The name is the one the reader
+/// kept, moved here; the collector joins the two only to count a name it has not seen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IgnoredField {
+    pub scope: &'static str,
+    pub name: Cow<'static, str>,
+}
+
+impl IgnoredField {
+    pub const RECORD: &'static str = "record.";
+    pub const MESSAGE: &'static str = "message.";
+}
+
 /// A converted record; the serialised fields are its line in `conversations.jsonl`.
 #[derive(Debug, Serialize)]
 pub struct Converted {
@@ -86,7 +101,7 @@ pub struct Converted {
     #[serde(skip)]
     pub events: (u64, u64),
     #[serde(skip)]
-    pub ignored: Vec<String>,
+    pub ignored: Vec<IgnoredField>,
     /// The rollout's bytes and its path relative to the home (for a Responses body, its line
     /// and the path of its input file's output file). A Codex rollout's are released by the
     /// worker once placed ([`Converted::release_bytes`]): the collector needs only their
@@ -302,17 +317,19 @@ fn is_chat(format: &Option<SourceFormat>) -> bool {
 /// the converted conversation, or why it is refused. `location` is where its (first) record
 /// is, `record` that record's identity.
 pub fn finish(
-    transcript: Transcript,
+    mut transcript: Transcript,
     location: &crate::model::Location,
     source_key: &str,
     record: RecordId,
     rules: &RuleSet,
     format: Format,
 ) -> Result<Box<Converted>, Refusal> {
-    let mut ignored = ignored_fields(&transcript);
+    let mut ignored = ignored_fields(&mut transcript);
     if let Format::Responses(_) = format {
         // The Responses output writes the record's tools.
-        ignored.retain(|f| f != "record.tools" && f != "record.functions");
+        ignored.retain(|f| {
+            !(f.scope == IgnoredField::RECORD && (f.name == "tools" || f.name == "functions"))
+        });
     }
     let bytes_in = transcript_bytes(&transcript);
     let links = Links::of(&transcript.meta, rules);
@@ -451,10 +468,11 @@ fn process_with(
         read_and_convert(reader, work, context, &mut outcomes);
     }
     let format = work.format;
-    work.records
-        .iter()
-        .zip(outcomes)
-        .map(|((record, _), outcome)| {
+    // The outcomes first in the zip: the list is collected in place, into its own allocation.
+    outcomes
+        .into_iter()
+        .zip(work.records.iter())
+        .map(|(outcome, (record, _))| {
             let mut outcome =
                 outcome.unwrap_or_else(|| refuse(record, Refusal::Unaccounted(format)));
             if let (Outcome::Converted(done), true) = (&mut outcome, context.baseline) {
@@ -572,8 +590,10 @@ pub fn read_work(
 ) -> Vec<ReadConversation> {
     let rules = read_context.rules;
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
-    let mut inputs = Vec::with_capacity(work.records.len());
-    let mut repairs = vec![0usize; work.records.len()];
+    // Each list is made when something goes in it: a chat record read fast needs neither
+    // `inputs` nor `repairs` (a work is often one record: these were allocations a record).
+    let mut inputs = Vec::new();
+    let mut repairs: Vec<usize> = Vec::new();
     let mut fast = Vec::new();
     for (index, (record, _)) in work.records.iter().enumerate() {
         if outcomes[index].is_some() {
@@ -608,7 +628,10 @@ pub fn read_work(
             Ok((mut value, repaired)) => {
                 // A Batch API request gets its result read ahead (Anthropic Message Batches).
                 batch.join(&mut value);
-                repairs[index] = repaired;
+                if repaired > 0 {
+                    repairs.resize(work.records.len(), 0);
+                    repairs[index] = repaired;
+                }
                 inputs.push(InputRecord {
                     value,
                     index,
@@ -651,18 +674,22 @@ pub fn read_work(
     let mut conversations = Vec::with_capacity(read.conversations.len());
     for conversation in read.conversations {
         // Each record is claimed once: by the first conversation (or refusal) that names it.
-        let mut indexes = Vec::with_capacity(conversation.records.len());
-        for &i in &conversation.records {
-            if let Some(slot @ None) = outcomes.get_mut(i) {
+        let mut indexes = conversation.records;
+        indexes.retain(|&i| match outcomes.get_mut(i) {
+            Some(slot @ None) => {
                 *slot = Some(Outcome::Merged);
-                indexes.push(i);
+                true
             }
-        }
+            Some(Some(_)) | None => false,
+        });
         if indexes.is_empty() {
             continue;
         }
         let mut transcript = conversation.transcript;
-        transcript.meta.unicode_repairs = indexes.iter().map(|&i| repairs[i]).sum();
+        transcript.meta.unicode_repairs = indexes
+            .iter()
+            .map(|&i| repairs.get(i).copied().unwrap_or(0))
+            .sum();
         conversations.push(ReadConversation {
             indexes,
             transcript,
@@ -876,19 +903,29 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
 }
 
 /// Keys of the record and its messages that nothing converts, for the audit.
-fn ignored_fields(transcript: &Transcript) -> Vec<String> {
-    let record = transcript
-        .ignored_fields
+/// Keys of the record and its messages that nothing converts, for the audit: taken out of the
+/// transcript (nothing reads them after), not copied.
+fn ignored_fields(transcript: &mut Transcript) -> Vec<IgnoredField> {
+    let field = |scope, name| IgnoredField { scope, name };
+    let record = std::mem::take(&mut transcript.ignored_fields)
+        .into_iter()
+        .map(|name| field(IgnoredField::RECORD, Cow::Owned(name)));
+    let mut fields: Vec<IgnoredField> = record.collect();
+    for m in &mut transcript.messages {
+        let taken = std::mem::take(&mut m.ignored_fields);
+        fields.extend(
+            taken
+                .into_iter()
+                .map(|name| field(IgnoredField::MESSAGE, Cow::Owned(name))),
+        );
+    }
+    let names = transcript
+        .messages
         .iter()
-        .map(|f| format!("record.{f}"));
-    let messages = transcript.messages.iter();
-    let message_fields = messages
-        .clone()
-        .flat_map(|m| m.ignored_fields.iter().map(|f| format!("message.{f}")));
-    let names = messages
         .filter(|m| m.name.is_some() && m.role != Role::Function)
-        .map(|_| "message.name".to_string());
-    record.chain(message_fields).chain(names).collect()
+        .map(|_| field(IgnoredField::MESSAGE, Cow::Borrowed("name")));
+    fields.extend(names);
+    fields
 }
 
 /// Each (kind, phase) pair of `kinds` with its count, in the order first seen. The pairs are

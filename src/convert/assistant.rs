@@ -34,12 +34,12 @@ impl Builder<'_> {
             content.extend(self.refusal(refusal, m.index, Side::Output)?);
         }
         let phase = self.given_phase(m)?;
-        let calls: Vec<ToolCall> = m
-            .function_call
-            .take()
-            .into_iter()
-            .chain(std::mem::take(&mut m.tool_calls))
-            .collect();
+        // The message's own list, taken (a new list was an allocation a message with calls);
+        // a legacy `function_call` goes first.
+        let mut calls: Vec<ToolCall> = std::mem::take(&mut m.tool_calls);
+        if let Some(call) = m.function_call.take() {
+            calls.insert(0, call);
+        }
         let has_message =
             !content.is_empty() && !content.iter().all(|c| c.text().is_some_and(str::is_empty));
         let thinking = std::mem::take(&mut m.thinking);

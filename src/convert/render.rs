@@ -58,6 +58,19 @@ impl Render for ResponsesBody {
     }
 }
 
+/// Renders `conversation` as `format` says: [`renderer`]'s, with no box (an allocation a
+/// record on the pipeline's path).
+pub fn render_as(
+    format: Format,
+    conversation: &mut Conversation,
+    rules: &RuleSet,
+) -> Result<Vec<u8>, ConvertError> {
+    match format {
+        Format::Codex => CodexRollout.render(conversation, rules),
+        Format::Responses(options) => ResponsesBody(options).render(conversation, rules),
+    }
+}
+
 /// The renderer of a format.
 pub fn renderer(format: Format) -> Box<dyn Render> {
     match format {

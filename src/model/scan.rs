@@ -467,16 +467,40 @@ impl<'a> OutlineNode<'a> {
     }
 
     /// The elements of this array; `None` when it is not one.
-    pub fn items(self) -> Option<impl Iterator<Item = OutlineNode<'a>>> {
+    pub fn items(self) -> Option<OutlineItems<'a>> {
         let Part::Array { len, .. } = self.part()? else {
             return None;
         };
-        let mut at = self.at + 1;
-        Some((0..len).map(move |_| {
-            let item = OutlineNode { at, ..self };
-            at += item.span();
-            item
-        }))
+        Some(OutlineItems {
+            next: OutlineNode {
+                at: self.at + 1,
+                ..self
+            },
+            left: len,
+        })
+    }
+}
+
+/// The elements of an array of an outline, in order ([`OutlineNode::items`]): a type of its
+/// own, so that a reader generic over documents can name it (and need not collect a list).
+#[derive(Clone, Copy)]
+pub struct OutlineItems<'a> {
+    next: OutlineNode<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for OutlineItems<'a> {
+    type Item = OutlineNode<'a>;
+
+    fn next(&mut self) -> Option<OutlineNode<'a>> {
+        self.left = self.left.checked_sub(1)?;
+        let item = self.next;
+        self.next.at += item.span();
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
     }
 }
 

@@ -13,7 +13,7 @@ pub use super::refusal::Refusal;
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
-use crate::convert::render::renderer;
+use crate::convert::render::render_as;
 use crate::convert::{convert, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::format::{
@@ -338,9 +338,7 @@ pub fn finish(
         record,
     };
     let mut conversation = convert(transcript, rules, &key).map_err(Refusal::Rule)?;
-    let bytes = renderer(format)
-        .render(&mut conversation, rules)
-        .map_err(Refusal::Rule)?;
+    let bytes = render_as(format, &mut conversation, rules).map_err(Refusal::Rule)?;
     let account = check(&bytes, &conversation, bytes_in, rules, format)?;
     let items = count_kinds(conversation.items.iter().map(item_kind));
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();

@@ -551,22 +551,6 @@ pub fn bump<K: AsRef<str> + ?Sized>(map: &mut BTreeMap<String, u64>, key: &K, by
     }
 }
 
-/// [`bump`] of the key `scope` then `name` (`record.created`): joined in a buffer on the stack
-/// when it is short, so that counting a key already seen copies nothing.
-pub fn bump_joined(map: &mut BTreeMap<String, u64>, scope: &str, name: &str, by: u64) {
-    let mut buf = [0u8; 128];
-    let len = scope.len() + name.len();
-    if let Some(joined) = buf.get_mut(..len) {
-        let (head, tail) = joined.split_at_mut(scope.len());
-        head.copy_from_slice(scope.as_bytes());
-        tail.copy_from_slice(name.as_bytes());
-        if let Ok(key) = std::str::from_utf8(joined) {
-            return bump(map, key, by);
-        }
-    }
-    bump(map, &format!("{scope}{name}"), by);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

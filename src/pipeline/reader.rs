@@ -68,7 +68,7 @@ pub enum Work {
 /// The one unit of work: records of one file, in one format, read together by its reader.
 pub struct Records {
     /// Each record with its ordinal in its file.
-    pub records: RecordList,
+    pub records: Vec<(RawRecord, u64)>,
     pub file: usize,
     pub format: SourceFormat,
     /// The decompressed bytes its records took to read (an oversized one's whole size, though
@@ -77,55 +77,8 @@ pub struct Records {
     read: u64,
 }
 
-/// The records of a work, each with its ordinal in its file: one held inline (a record read
-/// on its own: most works), or a list (a file read whole). A list for the one record was an
-/// allocation a record on the reader's thread, the serial stage, freed on a worker's.
-#[derive(Debug)]
-pub enum RecordList {
-    One([(RawRecord, u64); 1]),
-    Many(Vec<(RawRecord, u64)>),
-}
-
-impl std::ops::Deref for RecordList {
-    type Target = [(RawRecord, u64)];
-
-    fn deref(&self) -> &Self::Target {
-        match self {
-            RecordList::One(one) => one,
-            RecordList::Many(many) => many,
-        }
-    }
-}
-
-impl std::ops::DerefMut for RecordList {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        match self {
-            RecordList::One(one) => one,
-            RecordList::Many(many) => many,
-        }
-    }
-}
-
-impl<'a> IntoIterator for &'a RecordList {
-    type Item = &'a (RawRecord, u64);
-    type IntoIter = std::slice::Iter<'a, (RawRecord, u64)>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
 impl Records {
     pub fn new(records: Vec<(RawRecord, u64)>, file: usize, format: SourceFormat) -> Records {
-        Records::of(RecordList::Many(records), file, format)
-    }
-
-    /// The work of one record, `ordinal` its place among its file's records.
-    pub fn one(record: RawRecord, ordinal: u64, file: usize, format: SourceFormat) -> Records {
-        Records::of(RecordList::One([(record, ordinal)]), file, format)
-    }
-
-    fn of(records: RecordList, file: usize, format: SourceFormat) -> Records {
         let read = records.iter().map(|(record, _)| read_size(record)).sum();
         Records {
             records,
@@ -145,7 +98,7 @@ impl Records {
     /// waiting for its turn holds its outputs only. With small records the batches between
     /// the workers and the collector held ~4,000 records (8 MB) of a run's peak.
     pub fn release(&mut self) {
-        for (record, _) in self.records.iter_mut() {
+        for (record, _) in &mut self.records {
             record.bytes = bytes::Bytes::new();
         }
     }
@@ -412,8 +365,10 @@ impl FileRecords {
     pub(super) fn route(&mut self, record: RawRecord, ordinal: u64) -> Option<Work> {
         let format = self.format.unwrap_or(SourceFormat::CHAT);
         match format::reader(format).granularity() {
-            Granularity::Record => Some(Work::Records(Records::one(
-                record, ordinal, self.file, format,
+            Granularity::Record => Some(Work::Records(Records::new(
+                vec![(record, ordinal)],
+                self.file,
+                format,
             ))),
             Granularity::File => {
                 self.whole_bytes += record.bytes.len() as u64;

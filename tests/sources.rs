@@ -342,7 +342,7 @@ pub fn convert_file(
                 occurrence: k as u32,
             },
         };
-        let conversation = convert(c.transcript, &rules, &key)
+        let conversation = convert(c.transcript, rules, &key)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let account = conversation.account(bytes_in);
         assert!(account.balanced(), "{}: {account:?}", path.display());
@@ -534,7 +534,7 @@ fn claude_code_a_response_split_over_lines_is_one_response_with_parallel_calls_t
             json!({"type": "text", "text": "One file."}),
         ),
     ];
-    let read = claude_with(lines, &rules);
+    let read = claude_with(lines, rules);
     assert_eq!(read.dropped.len(), 1);
     assert_eq!(read.dropped[0].rule.as_str(), "policy.structural_line");
     let transcript = &read.conversations[0].transcript;
@@ -543,7 +543,7 @@ fn claude_code_a_response_split_over_lines_is_one_response_with_parallel_calls_t
     assert_eq!(transcript.meta.source_version.as_deref(), Some("2.1.38"));
     assert_eq!(transcript.meta.source_id.as_deref(), Some(SESSION));
     assert_eq!(
-        claude_items(read, &rules),
+        claude_items(read, rules),
         vec![vec![
             user_json("look around"),
             assistant_json("Checking.", "commentary"),
@@ -590,9 +590,9 @@ fn claude_code_an_errored_result_and_an_image_in_a_result() {
             None,
         ),
     ];
-    let read = claude_with(lines, &rules);
+    let read = claude_with(lines, rules);
     assert_eq!(
-        claude_items(read, &rules),
+        claude_items(read, rules),
         vec![vec![
             user_json("show me"),
             call_json("toolu_1", "Read", "{\"file_path\":\"/nope\"}"),
@@ -648,14 +648,14 @@ fn claude_code_inline_sidechains_are_dropped_or_their_own_rollout() {
         ),
     ];
     let rules = rules();
-    let read = claude_with(lines.clone(), &rules);
+    let read = claude_with(lines.clone(), rules);
     let dropped: Vec<(usize, &str)> = read
         .dropped
         .iter()
         .map(|d| (d.index, d.rule.as_str()))
         .collect();
     assert_eq!(dropped, [(2, "policy.sidechain"), (3, "policy.sidechain")]);
-    assert_eq!(claude_items(read, &rules)[0].len(), 4);
+    assert_eq!(claude_items(read, rules)[0].len(), 4);
 
     let mut own = rules.clone();
     own.policy.sidechain = rollover::rules::Sidechain::Rollout;
@@ -719,7 +719,7 @@ fn claude_code_a_2x_subagent_file_is_dropped_whole_or_linked_to_its_session() {
         rollover::input::SourceFormat::CLAUDE_CODE
     );
     let rules = rules();
-    let read = claude_with(lines.clone(), &rules);
+    let read = claude_with(lines.clone(), rules);
     assert!(read.conversations.is_empty());
     assert_eq!(read.dropped.len(), 2);
     let mut own = rules.clone();
@@ -777,11 +777,11 @@ fn claude_code_a_compaction_boundary_replaces_the_history_by_the_summary() {
             json!({"type": "text", "text": "On it."}),
         ),
     ];
-    let read = claude_with(lines, &rules);
+    let read = claude_with(lines, rules);
     assert_eq!(read.dropped.len(), 1);
     assert_eq!(read.dropped[0].what, "system line");
     assert_eq!(
-        claude_items(read, &rules),
+        claude_items(read, rules),
         vec![vec![
             user_json("fix the parser"),
             assistant_json("Fixed.", "final_answer"),
@@ -808,7 +808,7 @@ fn claude_code_titles_and_bad_lines() {
             json!({"type": "text", "text": "hello"}),
         ),
     ];
-    let read = claude_with(lines, &rules);
+    let read = claude_with(lines, rules);
     let refused: Vec<String> = read
         .refused
         .iter()
@@ -1078,7 +1078,7 @@ fn damaged_lines_never_crash_the_readers() {
                     occurrence: k as u32,
                 },
             };
-            if let Ok(conversation) = convert(c.transcript, &rules, &key) {
+            if let Ok(conversation) = convert(c.transcript, rules, &key) {
                 let account = rollover::audit::accounting::account(
                     bytes_in - notes,
                     conversation
@@ -1099,7 +1099,7 @@ fn damaged_lines_never_crash_the_readers() {
         for mutated in mutations(line) {
             let mut file = lines.clone();
             file[i] = mutated;
-            check(claude_with(file, &rules));
+            check(claude_with(file, rules));
         }
     }
     let conversation = records_of(gpt_path).remove(0);

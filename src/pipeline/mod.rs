@@ -11,10 +11,10 @@
 //! record of a format read record by record, or a whole file's records when a format's
 //! conversations span them) that ends in one [`Outcome`] per record.
 //!
-//! Records travel in bounded batches (1 MiB or 512 records), so memory stays flat in the
-//! archive's size; up to `--jobs` batches (at least two) convert at once, so that no worker
-//! waits for the last record of a batch, and they are handed on and collected in input order,
-//! so every output (rollouts, quarantine, summary) is deterministic whatever the thread
+//! Records travel in bounded batches (512 KiB or 256 records), so memory stays flat in the
+//! archive's size; each batch converts on one worker, up to `--jobs` + 1 of them at once, so
+//! that no worker waits for another's batch, and they are handed on and collected in input
+//! order, so every output (rollouts, quarantine, summary) is deterministic whatever the thread
 //! count. Before the first batch, each file's first record is looked at on `--jobs` threads
 //! (Batch API results are read whole ahead of the requests they join). Per-record problems are outcomes, not errors; only discovery,
 //! output failures and a panicking stage stop the run.
@@ -898,11 +898,13 @@ fn convert(
     workers: &rayon::ThreadPool,
     to_collector: &SyncSender<ConvertedBatch>,
 ) -> Result<f64, PipelineError> {
-    // Batches are converted a window at a time and handed on in order: with one batch at a
-    // time, every worker but the one on its last record waited at the end of each batch (a
-    // batch was 14 agent transcripts, 7 now: 2 workers came to 1.6-1.7 cores, and 16 could
-    // not all start).
-    let window = workers.current_num_threads().max(2);
+    // Batches are converted a window at a time and handed on in order, each on one worker:
+    // with one batch at a time, every worker but the one on its last record waited at the
+    // end of each batch; with a batch's works spread over the workers, a record's bytes,
+    // tape and outcome crossed cores (small records' workers took ~20 % more CPU at `-j 2`
+    // than at `-j 1`). One more batch than workers waits in the pool's queue, so that a worker
+    // done with its batch starts the next before this thread wakes to hand it on.
+    let window = workers.current_num_threads() + 1;
     let (done, finished) = std::sync::mpsc::channel::<(usize, Vec<Work>, Converting)>();
     let mut flight = InFlight::default();
     workers.in_place_scope(|scope| {
@@ -1452,13 +1454,13 @@ struct BatchContext<'a> {
     returns: &'a returns::Returns,
 }
 
-/// Converts one batch in parallel: for each of its works, one outcome per record, in batch
-/// order (none for the other events), and the worker that converted it. Each work's records
-/// are released once converted ([`reader::Records::release`]); a worker first frees the
-/// outcomes it was given back ([`returns`]).
+/// Converts one batch on the calling worker: for each of its works, one outcome per record,
+/// in batch order (none for the other events), and the worker that converted it. Each work's
+/// records are released once converted ([`reader::Records::release`]); a worker first frees
+/// the outcomes it was given back ([`returns`]).
 fn convert_batch(batch: &mut [Work], context: &BatchContext<'_>) -> BatchOutcomes {
     batch
-        .par_iter_mut()
+        .iter_mut()
         .map(|work| {
             let Work::Records(work) = work else {
                 return (Vec::new(), None);

@@ -32,9 +32,12 @@ use super::PlannedFile;
 /// the run's memory in flight: at 512 records and 1 MiB, a run writing small records held
 /// ~4,000 records and ~1,900 rollouts at its peak, and one writing 2 GB of agent transcripts
 /// peaked at 62-65 MB; at half of each, 58 and 49-51 MB, at the same CPU (a batch's cost is
-/// a channel send and a spawn, ~10 µs against 256 × 30 µs of small records' work).
-const BATCH_RECORDS: usize = 256;
-const BATCH_BYTES: usize = 512 << 10;
+/// a channel send and a spawn, ~10 µs against 256 × 30 µs of small records' work). Halved
+/// again when each batch came to convert on one worker with one more batch in flight: at 256
+/// records and 512 KiB, small records' writing run peaked at 63-68 MB instead of 53-63; at
+/// 128 and 256 KiB, at 54-62 MB, as fast.
+const BATCH_RECORDS: usize = 128;
+const BATCH_BYTES: usize = 256 << 10;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 /// A file read ahead is handed over in chunks of this many bytes of records (or events)...

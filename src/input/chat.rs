@@ -188,19 +188,18 @@ fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transc
         (None, read_tools_tape(root)?)
     };
     let path = path.as_str().to_string();
-    let mut messages = match list.into_json() {
-        Json::String(text) => read_messages([user_text(text)], 0, &path, rules).ok()?,
-        Json::List(items) if !items.is_empty() && items.iter().all(Tree::is_list) => {
-            let turns = items.into_iter().flat_map(|turn| match turn.into_json() {
-                Json::List(messages) => messages,
-                Json::Null | Json::Bool | Json::Number | Json::String(_) | Json::Object(_) => {
-                    Vec::new()
-                }
-            });
-            read_messages(turns, 0, &path, rules).ok()?
+    // The list is walked on the tape, never collected; a list of turns (lists) is read as
+    // their messages in order.
+    let mut messages = match list.into_items() {
+        Ok(items) if items.len() > 0 && items.clone().all(|turn| turn.is_list()) => {
+            read_messages(items.flat_map(TapeNode::items), 0, &path, rules).ok()?
         }
-        Json::List(items) => read_messages(items, 0, &path, rules).ok()?,
-        Json::Null | Json::Bool | Json::Number | Json::Object(_) => return None,
+        Ok(items) => read_messages(items, 0, &path, rules).ok()?,
+        Err(list) => match list.into_json() {
+            Json::String(text) => read_messages([user_text(text)], 0, &path, rules).ok()?,
+            Json::List(items) => read_messages(items, 0, &path, rules).ok()?,
+            Json::Null | Json::Bool | Json::Number | Json::Object(_) => return None,
+        },
     };
     if let Some(reply) = value.as_mut().and_then(|value| take_reply(value, rules)) {
         messages.extend(read_messages([reply], messages.len(), &path, rules).ok()?);
@@ -712,14 +711,25 @@ pub(crate) fn read_message<N: Tree>(
     let mut dropped = Vec::new();
     let content = read_content(map.take("content"), &mut dropped)?;
     let mut tool_calls = Vec::new();
-    match map.take("tool_calls").map(Tree::into_json) {
-        None | Some(Json::Null) => {}
-        Some(Json::List(calls)) => {
+    match map.take("tool_calls").map(Tree::into_items) {
+        None => {}
+        Some(Ok(calls)) => {
             for call in calls {
                 tool_calls.push(read_tool_call(call)?);
             }
         }
-        Some(other) => return Err(format!("`tool_calls` is a {}", other.kind())),
+        Some(Err(other)) => match other.into_json() {
+            Json::Null => {}
+            Json::List(calls) => {
+                for call in calls {
+                    tool_calls.push(read_tool_call(call)?);
+                }
+            }
+            other @ Json::Bool
+            | other @ Json::Number
+            | other @ Json::String(_)
+            | other @ Json::Object(_) => return Err(format!("`tool_calls` is a {}", other.kind())),
+        },
     }
     let function_call = match map.take("function_call").map(Tree::into_json) {
         None | Some(Json::Null) => None,
@@ -793,22 +803,35 @@ pub(crate) fn read_content<N: Tree>(
     content: Option<N>,
     dropped: &mut Vec<DroppedField>,
 ) -> Result<Content, String> {
-    Ok(match content.map(Tree::into_json) {
-        None => Content::Missing,
-        Some(Json::Null) => Content::Null,
-        Some(Json::String(s)) => Content::Text(s),
-        Some(Json::List(parts)) => Content::Parts(
-            parts
-                .into_iter()
-                .enumerate()
-                .map(|(i, part)| read_part(part.into_json(), &PartAt(i), dropped))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        Some(single @ Json::Object(_)) => {
-            Content::Parts(vec![read_part(single, &"content.", dropped)?])
+    let Some(content) = content else {
+        return Ok(Content::Missing);
+    };
+    let content = match content.into_items() {
+        Ok(parts) => return read_parts(parts, dropped),
+        Err(content) => content,
+    };
+    Ok(match content.into_json() {
+        Json::Null => Content::Null,
+        Json::String(s) => Content::Text(s),
+        Json::List(parts) => return read_parts(parts.into_iter(), dropped),
+        single @ Json::Object(_) => Content::Parts(vec![read_part(single, &"content.", dropped)?]),
+        other @ Json::Bool | other @ Json::Number => {
+            return Err(format!("`content` is a {}", other.kind()))
         }
-        Some(other) => return Err(format!("`content` is a {}", other.kind())),
     })
+}
+
+/// A list of content parts, each read by [`read_part`].
+fn read_parts<N: Tree>(
+    parts: impl Iterator<Item = N>,
+    dropped: &mut Vec<DroppedField>,
+) -> Result<Content, String> {
+    Ok(Content::Parts(
+        parts
+            .enumerate()
+            .map(|(i, part)| read_part(part.into_json(), &PartAt(i), dropped))
+            .collect::<Result<Vec<_>, _>>()?,
+    ))
 }
 
 /// `tool_call_id`, then every id of a `tool_call_ids` list.

@@ -26,6 +26,14 @@ pub(crate) trait Tree: Sized {
     /// The string, or the value back when it is not one.
     fn into_string(self) -> Result<String, Self>;
 
+    /// The elements of a list, walked rather than collected.
+    type Items: Iterator<Item = Self>;
+
+    /// The list's elements, or the value back when it is not a list ([`Tree::into_json`]
+    /// collects them: a list of a tape's nodes made for one walk was ~1.4 of a small chat
+    /// record's ~74 allocations).
+    fn into_items(self) -> Result<Self::Items, Self>;
+
     /// The string, borrowed, when the value is one: read without a copy.
     fn as_str(&self) -> Option<&str>;
 
@@ -33,7 +41,6 @@ pub(crate) trait Tree: Sized {
     fn to_json(&self) -> String;
 
     fn is_null(&self) -> bool;
-    fn is_list(&self) -> bool;
 }
 
 /// An object of a [`Tree`], its values taken out by key.
@@ -101,6 +108,19 @@ impl Tree for Value {
         }
     }
 
+    type Items = std::vec::IntoIter<Value>;
+
+    fn into_items(self) -> Result<Self::Items, Value> {
+        match self {
+            Value::Array(items) => Ok(items.into_iter()),
+            other @ Value::Null
+            | other @ Value::Bool(_)
+            | other @ Value::Number(_)
+            | other @ Value::String(_)
+            | other @ Value::Object(_) => Err(other),
+        }
+    }
+
     fn as_str(&self) -> Option<&str> {
         Value::as_str(self)
     }
@@ -111,10 +131,6 @@ impl Tree for Value {
 
     fn is_null(&self) -> bool {
         Value::is_null(self)
-    }
-
-    fn is_list(&self) -> bool {
-        self.is_array()
     }
 }
 
@@ -166,6 +182,15 @@ impl<'t> Tree for TapeNode<'t> {
         }
     }
 
+    type Items = crate::model::tape::TapeItems<'t>;
+
+    fn into_items(self) -> Result<Self::Items, TapeNode<'t>> {
+        match self.is_list() {
+            true => Ok(self.items()),
+            false => Err(self),
+        }
+    }
+
     fn as_str(&self) -> Option<&str> {
         TapeNode::as_str(self)
     }
@@ -184,10 +209,6 @@ impl<'t> Tree for TapeNode<'t> {
             Some(Node::Static(StaticNode::F64(f))) => !f.is_finite(),
             _ => false,
         }
-    }
-
-    fn is_list(&self) -> bool {
-        TapeNode::is_list(self)
     }
 }
 

@@ -231,20 +231,48 @@ impl<'t> TapeNode<'t> {
     }
 
     /// The elements of this array (none if it is not one).
-    pub fn items(self) -> impl Iterator<Item = TapeNode<'t>> {
-        let len = match self.node() {
+    pub fn items(self) -> TapeItems<'t> {
+        let left = match self.node() {
             Some(Node::Array { len, .. }) => len,
             _ => 0,
         };
-        let nodes = self.nodes;
-        let mut at = self.at + 1;
-        (0..len).map(move |_| {
-            let item = TapeNode { nodes, at };
-            at += span(nodes, at);
-            item
-        })
+        TapeItems {
+            nodes: self.nodes,
+            at: self.at + 1,
+            left,
+        }
     }
 }
+
+/// The elements of an array of a tape, in order ([`TapeNode::items`]): walked, never
+/// collected, and cheap to walk again (a copy is a position in the tape).
+#[derive(Clone, Copy)]
+pub struct TapeItems<'t> {
+    nodes: &'t [Node<'t>],
+    /// The next element's node.
+    at: usize,
+    left: usize,
+}
+
+impl<'t> Iterator for TapeItems<'t> {
+    type Item = TapeNode<'t>;
+
+    fn next(&mut self) -> Option<TapeNode<'t>> {
+        self.left = self.left.checked_sub(1)?;
+        let item = TapeNode {
+            nodes: self.nodes,
+            at: self.at,
+        };
+        self.at += span(self.nodes, self.at);
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for TapeItems<'_> {}
 
 /// An object in a simd-json tape. Reading a value leaves the tape as it is: a key read twice
 /// reads the same value.

@@ -328,6 +328,47 @@ fn count_invalid_utf8(mut bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::tree::{TapeNode, Tree};
+
+    /// The record is parsed in place with padding after it (`fill_tape_padded`): a text that
+    /// ends in a number, a literal or a string, or ends early, parses as serde_json parses it,
+    /// strings unescaped, and a short text after a longer one in the same scratch sees nothing
+    /// of it.
+    #[test]
+    fn a_record_parsed_in_place_reads_as_serde_json_reads_it() {
+        let texts = [
+            r#"{"content":"hello\nworld \u00e9\ud83d\ude00","n":-12.5e3,"t":true}"#,
+            "123",
+            "-12",
+            "true",
+            "nul",
+            "tru",
+            r#""a\"b""#,
+            r#""unterminated"#,
+            "[1,2,3]",
+            "[1,2,3",
+            r#"{"a":1}   "#,
+            r#"{"a":1} x"#,
+            r#"{"a":"#,
+            "",
+            "   ",
+        ];
+        for text in texts {
+            let serde = serde_json::from_str::<serde_json::Value>(text).ok();
+            // A long record first, so that the scratch holds its bytes past `text`'s end.
+            crate::model::tape::with_scratch(
+                format!(r#"{{"pad":"{}"}}"#, "x".repeat(4096)).as_bytes(),
+                |_| 0,
+                |_, _| (),
+            );
+            let tape = crate::model::tape::with_scratch(
+                text.as_bytes(),
+                |_| 0,
+                |_, nodes| nodes.map(|nodes| TapeNode::root(nodes).to_json()),
+            );
+            assert_eq!(tape, serde.map(|value| value.to_string()), "{text:?}");
+        }
+    }
 
     #[test]
     fn the_tape_walk_builds_the_value_simd_jsons_serde_path_builds() {

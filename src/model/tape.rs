@@ -75,8 +75,11 @@ pub fn with_scratch<R>(
         input.clear();
         input.extend_from_slice(bytes);
         let repairs = prepare(input);
+        // Padded here, parsed in place: `fill_tape` copied every record once more into an
+        // aligned buffer of its own, to pad it (the same spaces as here).
+        input.resize(bytes.len() + simd_json::INPUT_PADDING, b' ');
         let mut filled = std::mem::replace(tape, simd_json::tape::Tape(Vec::new())).reset();
-        let parsed = simd_json::fill_tape(input, buffers, &mut filled).is_ok();
+        let parsed = simd_json::fill_tape_padded(input, bytes.len(), buffers, &mut filled).is_ok();
         let result = read(repairs, parsed.then_some(filled.0.as_slice()));
         *tape = filled.reset();
         scratch.trim();

@@ -26,7 +26,7 @@ pub enum Compression {
 /// A decompressed stream and a counter of the compressed bytes consumed so far, so that
 /// damage can be reported at its offset in the file on disk.
 pub struct Opened {
-    pub reader: Box<dyn BufRead + Send>,
+    pub reader: Box<dyn LineSource>,
     pub compression: Compression,
     pub compressed_read: Arc<AtomicU64>,
 }
@@ -72,21 +72,18 @@ pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, Sou
     } else {
         Compression::None
     };
-    let reader: Box<dyn BufRead + Send> = match compression {
-        Compression::None => Box::new(raw),
+    let reader: Box<dyn LineSource> = match compression {
+        Compression::None => Box::new(Plain(raw)),
         Compression::Zstd => {
-            let decoder = zstd::stream::read::Decoder::with_buffer(raw).map_err(|source| {
-                SourceError::Open {
-                    path: path.display().to_string(),
-                    source,
-                }
-            })?;
-            Box::new(BufReader::with_capacity(READ_BUFFER, decoder))
+            Box::new(ZstdBlocks::new(raw).map_err(|source| SourceError::Open {
+                path: path.display().to_string(),
+                source,
+            })?)
         }
-        Compression::Gzip => Box::new(BufReader::with_capacity(
+        Compression::Gzip => Box::new(Plain(BufReader::with_capacity(
             READ_BUFFER,
             flate2::bufread::MultiGzDecoder::new(raw),
-        )),
+        ))),
         Compression::Zip => {
             let lines = export_conversations(path).map_err(|source| SourceError::Open {
                 path: path.display().to_string(),
@@ -96,7 +93,7 @@ pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, Sou
                 std::fs::metadata(path).map_or(0, |m| m.len()),
                 Ordering::Relaxed,
             );
-            Box::new(lines)
+            Box::new(Plain(lines))
         }
     };
     Ok(Opened {
@@ -464,13 +461,18 @@ impl EntryLines {
     }
 }
 
+/// `Read` for a reader whose bytes are in its own buffer: copied out of it.
+fn read_buffered(reader: &mut impl BufRead, buf: &mut [u8]) -> io::Result<usize> {
+    let available = reader.fill_buf()?;
+    let n = available.len().min(buf.len());
+    buf[..n].copy_from_slice(&available[..n]);
+    reader.consume(n);
+    Ok(n)
+}
+
 impl Read for ExportLines {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, buf)
     }
 }
 
@@ -484,6 +486,179 @@ impl BufRead for ExportLines {
 
     fn consume(&mut self, amount: usize) {
         self.at = (self.at + amount).min(self.out.len());
+    }
+}
+
+/// A decompressed stream, read by lines ([`super::split`]): a `BufRead` whose buffered bytes
+/// may be handed out as a shared block's slice instead of copied.
+pub trait LineSource: BufRead + Send {
+    /// True when [`LineSource::take_shared`] hands out the buffer without a copy: then the
+    /// splitter takes a whole buffered line from it rather than copying it into a block.
+    fn shares(&self) -> bool {
+        false
+    }
+
+    /// The first `n` bytes of what `fill_buf` returned, consumed. A copy unless
+    /// [`LineSource::shares`]; `n` past the buffer is cut to it.
+    fn take_shared(&mut self, n: usize) -> bytes::Bytes {
+        let line = match self.fill_buf() {
+            Ok(buffer) => bytes::Bytes::copy_from_slice(&buffer[..n.min(buffer.len())]),
+            Err(_) => bytes::Bytes::new(),
+        };
+        self.consume(line.len());
+        line
+    }
+}
+
+/// A `BufRead` whose buffer is its own (copied out line by line).
+pub struct Plain<R>(pub R);
+
+impl<R: Read> Read for Plain<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<R: BufRead> BufRead for Plain<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.0.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.0.consume(amount);
+    }
+}
+
+impl<R: BufRead + Send> LineSource for Plain<R> {}
+
+/// A zstd stream decoded straight into blocks of up to [`READ_BUFFER`] bytes, whose lines
+/// the splitter then takes as slices ([`LineSource::take_shared`]): through zstd's reader and
+/// a `BufReader`, every byte was copied out of the read buffer into a block of records once
+/// more, a fifth of the reader thread's time on long records. A line cut by a block's end is
+/// still gathered (copied) by the splitter.
+///
+/// A block holds what that `BufReader` held at each refill, so the bytes read are the same up
+/// to a damage too: frames one after another (skippable frames skipped), a stream ending
+/// inside a frame an `incomplete frame` error, zstd's own window limit (128 MiB) for a frame
+/// that asks for more. Memory: the blocks its records still hold (each at least half full),
+/// and zstd's window.
+pub struct ZstdBlocks<R> {
+    input: R,
+    decoder: zstd::stream::raw::Decoder<'static>,
+    /// The decoded bytes not yet consumed.
+    block: bytes::Bytes,
+    state: Decoding,
+    finished_frame: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decoding {
+    Reading,
+    PastEof,
+    Finished,
+}
+
+impl<R: BufRead> ZstdBlocks<R> {
+    pub fn new(input: R) -> io::Result<ZstdBlocks<R>> {
+        Ok(ZstdBlocks {
+            input,
+            decoder: zstd::stream::raw::Decoder::new()?,
+            block: bytes::Bytes::new(),
+            state: Decoding::Reading,
+            finished_frame: false,
+        })
+    }
+
+    /// Decodes the next block (empty at the end of the stream), as zstd's reader fills a
+    /// `BufReader` of [`READ_BUFFER`] bytes: the calls into zstd up to the first that gives
+    /// bytes, so that a block holds exactly what that buffer held, up to a damage too (a
+    /// call that fails gives none of its bytes).
+    fn decode(&mut self) -> io::Result<()> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        let mut out = Vec::with_capacity(READ_BUFFER);
+        // The first call flushes what zstd holds from the last block, reading nothing.
+        let mut first = true;
+        loop {
+            match self.state {
+                Decoding::Reading => {
+                    let input = if first {
+                        &[][..]
+                    } else {
+                        self.input.fill_buf()?
+                    };
+                    if !first && input.is_empty() {
+                        self.state = Decoding::PastEof;
+                        continue;
+                    }
+                    first = false;
+                    if self.finished_frame && !input.is_empty() {
+                        self.decoder.reinit()?;
+                        self.finished_frame = false;
+                    }
+                    let mut src = InBuffer::around(input);
+                    let hint = self
+                        .decoder
+                        .run(&mut src, &mut OutBuffer::around_pos(&mut out, 0))?;
+                    let used = src.pos();
+                    self.input.consume(used);
+                    if hint == 0 {
+                        self.finished_frame = true;
+                    }
+                    if !out.is_empty() {
+                        break;
+                    }
+                }
+                Decoding::PastEof => {
+                    let hint = self
+                        .decoder
+                        .finish(&mut OutBuffer::around_pos(&mut out, 0), self.finished_frame)?;
+                    if hint == 0 {
+                        self.state = Decoding::Finished;
+                    }
+                    break;
+                }
+                Decoding::Finished => break,
+            }
+        }
+        // A block less than half full (the end of a frame or of the compressed buffer, or a
+        // stream of tiny frames) is copied at its size: its records would otherwise each hold
+        // a whole buffer's allocation alive.
+        self.block = if out.len() >= READ_BUFFER / 2 {
+            bytes::Bytes::from(out)
+        } else {
+            bytes::Bytes::copy_from_slice(&out)
+        };
+        Ok(())
+    }
+}
+
+impl<R: BufRead> Read for ZstdBlocks<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        read_buffered(self, buf)
+    }
+}
+
+impl<R: BufRead> BufRead for ZstdBlocks<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.block.is_empty() {
+            self.decode()?;
+        }
+        Ok(&self.block)
+    }
+
+    fn consume(&mut self, amount: usize) {
+        let amount = amount.min(self.block.len());
+        bytes::Buf::advance(&mut self.block, amount);
+    }
+}
+
+impl<R: BufRead + Send> LineSource for ZstdBlocks<R> {
+    fn shares(&self) -> bool {
+        true
+    }
+
+    fn take_shared(&mut self, n: usize) -> bytes::Bytes {
+        self.block.split_to(n.min(self.block.len()))
     }
 }
 
@@ -520,6 +695,16 @@ impl<R: BufRead> BufRead for Stoppable<R> {
 
     fn consume(&mut self, amount: usize) {
         self.inner.consume(amount);
+    }
+}
+
+impl<R: LineSource + ?Sized> LineSource for Stoppable<Box<R>> {
+    fn shares(&self) -> bool {
+        self.inner.shares()
+    }
+
+    fn take_shared(&mut self, n: usize) -> bytes::Bytes {
+        self.inner.take_shared(n)
     }
 }
 
@@ -606,5 +791,106 @@ mod tests {
         let mut head = [0u8; 100];
         opened.reader.read_exact(&mut head).expect("read");
         assert_eq!(slot.get(), None, "read in part");
+    }
+
+    /// What zstd's own reader, behind a `BufReader` of [`READ_BUFFER`] bytes, makes of
+    /// `stream`: its bytes, and the error that ended it.
+    fn zstd_reads(stream: &[u8]) -> (Vec<u8>, Option<String>) {
+        let decoder = zstd::stream::read::Decoder::with_buffer(stream).expect("decoder");
+        let mut reader = BufReader::with_capacity(READ_BUFFER, decoder);
+        let mut out = Vec::new();
+        loop {
+            match reader.fill_buf() {
+                Ok([]) => return (out, None),
+                Ok(buffer) => {
+                    let n = buffer.len();
+                    out.extend_from_slice(buffer);
+                    reader.consume(n);
+                }
+                Err(err) => return (out, Some(err.to_string())),
+            }
+        }
+    }
+
+    /// What [`ZstdBlocks`] makes of `stream`, taken as the splitter takes it: lines of
+    /// `step` bytes as shared slices where the block holds them, the rest read in pieces.
+    fn blocks_read(stream: &[u8], step: usize) -> (Vec<u8>, Option<String>) {
+        let mut blocks = ZstdBlocks::new(stream).expect("decoder");
+        let mut out = Vec::new();
+        loop {
+            let available = match blocks.fill_buf() {
+                Ok(available) => available.len(),
+                Err(err) => return (out, Some(err.to_string())),
+            };
+            if available == 0 {
+                return (out, None);
+            }
+            if available >= step {
+                out.extend_from_slice(&blocks.take_shared(step));
+            } else {
+                let mut piece = vec![0; available.min(7)];
+                blocks.read_exact(&mut piece).expect("buffered");
+                out.extend_from_slice(&piece);
+            }
+        }
+    }
+
+    /// The zstd reader of `convert` decodes as zstd's own reader did behind a `BufReader`:
+    /// one frame or several, a skippable frame between them, many blocks; a stream cut inside
+    /// a frame, corrupt or followed by garbage yields the same bytes, then the same error.
+    #[test]
+    fn zstd_blocks_read_as_zstds_own_reader() {
+        let lines: Vec<u8> = (0..40_000u32)
+            .flat_map(|i| {
+                format!(
+                    "{{\"n\":{},\"t\":\"{}\"}}\n",
+                    i,
+                    "ab".repeat((i % 97) as usize)
+                )
+                .into_bytes()
+            })
+            .collect();
+        assert!(lines.len() > 3 * READ_BUFFER);
+        let one = zstd::encode_all(&lines[..], 3).expect("zstd");
+        let skippable = [
+            &0x184D_2A50u32.to_le_bytes()[..],
+            &3u32.to_le_bytes(),
+            b"abc",
+        ]
+        .concat();
+        let frames = [
+            zstd::encode_all(&lines[..100_000], 1).expect("zstd"),
+            skippable,
+            zstd::encode_all(&lines[100_000..], 19).expect("zstd"),
+        ]
+        .concat();
+        let streams = [
+            ("one frame", one.clone()),
+            ("frames", frames.clone()),
+            ("cut", one[..one.len() / 2].to_vec()),
+            ("cut at the end", one[..one.len() - 3].to_vec()),
+            ("garbage after", [&one[..], b"not zstd at all"].concat()),
+            ("corrupt", {
+                let mut corrupt = frames.clone();
+                let middle = corrupt.len() / 2;
+                corrupt[middle..middle + 64].fill(0xA5);
+                corrupt
+            }),
+        ];
+        for (name, stream) in streams {
+            let (expected, error) = zstd_reads(&stream);
+            for step in [1, 100, 4096, 70_000] {
+                let (read, read_error) = blocks_read(&stream, step);
+                assert!(
+                    read == expected,
+                    "{name}, step {step}: {} bytes, not {}",
+                    read.len(),
+                    expected.len()
+                );
+                assert_eq!(read_error, error, "{name}, step {step}");
+            }
+        }
+        assert_eq!(zstd_reads(&one), (lines.clone(), None));
+        assert_eq!(zstd_reads(&frames), (lines, None));
     }
 }

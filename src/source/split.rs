@@ -12,9 +12,11 @@
 //! the damage is yielded as `truncated`.
 //!
 //! Memory: a line is read whole (up to `--max-record-bytes`; past it only its head is kept),
-//! a document up to the same limit. A JSON Lines record is copied once out of the read buffer,
-//! into a 256 KiB block shared with the records read around it (a longer one gets its own);
-//! the block is freed with the last of its records.
+//! a document up to the same limit. A JSON Lines record of a zstd file is a slice of the block
+//! zstd decoded it into ([`super::open::ZstdBlocks`]), not copied; of any other file, it is
+//! copied once out of the read buffer, into a 256 KiB block shared with the records read
+//! around it (a longer one gets its own). A line cut by the end of a buffer is gathered and
+//! copied. A block is freed with the last of its records.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Read};
@@ -25,7 +27,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::discover::SourceFile;
 use super::elements::{Element, Elements, Framing};
-use super::open::{open_hashing, Compression, DigestSlot, Opened};
+use super::open::{open_hashing, Compression, DigestSlot, LineSource, Opened, Plain};
 use crate::model::Location;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -142,7 +144,7 @@ pub fn records_in(display: Arc<str>, bytes: Vec<u8>) -> RecordReader {
     RecordReader::over(
         display,
         Opened {
-            reader: Box::new(std::io::Cursor::new(bytes)),
+            reader: Box::new(Plain(std::io::Cursor::new(bytes))),
             compression: Compression::None,
             compressed_read: Arc::new(AtomicU64::new(0)),
         },
@@ -160,7 +162,7 @@ enum Mode {
 /// Iterator over a file's [`RecordEvent`]s.
 pub struct RecordReader {
     path: Arc<str>,
-    reader: Option<Box<dyn BufRead + Send>>,
+    reader: Option<Box<dyn LineSource>>,
     compression: Compression,
     compressed_read: Arc<AtomicU64>,
     line: u64,
@@ -277,7 +279,7 @@ impl RecordReader {
             Box::new(super::open::Stoppable {
                 inner,
                 stop: Arc::clone(stop),
-            }) as Box<dyn BufRead + Send>
+            }) as Box<dyn LineSource>
         });
         self
     }
@@ -315,6 +317,7 @@ impl RecordReader {
         let mut size = 0u64;
         let start = self.offset;
         let mut whole_chunk = None;
+        let shares = reader.shares();
         let error = loop {
             let available = match reader.fill_buf() {
                 Ok(available) => available,
@@ -330,11 +333,19 @@ impl RecordReader {
             };
             let room = keep.saturating_sub(buf.len()).min(used);
             if ends && size == 0 && room == used {
-                // The common case: the whole line is in the buffer.
-                whole_chunk = Some(take_line(chunk, &available[..used]));
-            } else {
-                buf.extend_from_slice(&available[..room]);
+                // The common case: the whole line is in the buffer, taken as a slice of it
+                // when the buffer is a shared block (zstd's), else copied into one.
+                whole_chunk = Some(if shares {
+                    reader.take_shared(used)
+                } else {
+                    let line = take_line(chunk, &available[..used]);
+                    reader.consume(used);
+                    line
+                });
+                size = used as u64;
+                break None;
             }
+            buf.extend_from_slice(&available[..room]);
             reader.consume(used);
             size += used as u64;
             if ends {
@@ -809,6 +820,8 @@ impl std::io::Read for Replay {
         Ok(n)
     }
 }
+
+impl LineSource for Replay {}
 
 impl BufRead for Replay {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {

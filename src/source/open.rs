@@ -508,6 +508,11 @@ pub trait LineSource: BufRead + Send {
         self.consume(line.len());
         line
     }
+
+    /// Keeps what is buffered (unconsumed) at the head of the next buffer, which then holds
+    /// more after it: a line cut by the end of a shared buffer becomes one slice, its head
+    /// copied once. Only when [`LineSource::shares`]; otherwise it does nothing.
+    fn carry(&mut self) {}
 }
 
 /// A `BufRead` whose buffer is its own (copied out line by line).
@@ -531,11 +536,11 @@ impl<R: BufRead> BufRead for Plain<R> {
 
 impl<R: BufRead + Send> LineSource for Plain<R> {}
 
-/// A zstd stream decoded straight into blocks of up to [`READ_BUFFER`] bytes, whose lines
+/// A zstd stream decoded straight into blocks of up to `READ_BUFFER` (256 KiB), whose lines
 /// the splitter then takes as slices ([`LineSource::take_shared`]): through zstd's reader and
 /// a `BufReader`, every byte was copied out of the read buffer into a block of records once
 /// more, a fifth of the reader thread's time on long records. A line cut by a block's end is
-/// still gathered (copied) by the splitter.
+/// carried whole into the next block ([`LineSource::carry`]: its head copied once).
 ///
 /// A block holds what that `BufReader` held at each refill, so the bytes read are the same up
 /// to a damage too: frames one after another (skippable frames skipped), a stream ending
@@ -547,6 +552,10 @@ pub struct ZstdBlocks<R> {
     decoder: zstd::stream::raw::Decoder<'static>,
     /// The decoded bytes not yet consumed.
     block: bytes::Bytes,
+    /// Bytes kept for the head of the next block ([`LineSource::carry`]).
+    carried: bytes::Bytes,
+    /// The error that ended decoding while bytes were carried: given once they are read.
+    pending: Option<io::Error>,
     state: Decoding,
     finished_frame: bool,
 }
@@ -564,6 +573,8 @@ impl<R: BufRead> ZstdBlocks<R> {
             input,
             decoder: zstd::stream::raw::Decoder::new()?,
             block: bytes::Bytes::new(),
+            carried: bytes::Bytes::new(),
+            pending: None,
             state: Decoding::Reading,
             finished_frame: false,
         })
@@ -573,9 +584,36 @@ impl<R: BufRead> ZstdBlocks<R> {
     /// `BufReader` of [`READ_BUFFER`] bytes: the calls into zstd up to the first that gives
     /// bytes, so that a block holds exactly what that buffer held, up to a damage too (a
     /// call that fails gives none of its bytes).
+    ///
+    /// Bytes carried from the last block ([`LineSource::carry`]) come first, and zstd still
+    /// writes after them into [`READ_BUFFER`] bytes of room, so the calls are the same. When
+    /// decoding fails, the carried bytes are the block, and the error comes after them.
     fn decode(&mut self) -> io::Result<()> {
+        let carried = std::mem::take(&mut self.carried);
+        let mut out = Vec::with_capacity(carried.len() + READ_BUFFER);
+        out.extend_from_slice(&carried);
+        if let Err(err) = self.decode_into(&mut out, carried.len()) {
+            if carried.is_empty() {
+                return Err(err);
+            }
+            self.pending = Some(err);
+            self.block = carried;
+            return Ok(());
+        }
+        // A block less than half full (the end of a frame or of the compressed buffer, or a
+        // stream of tiny frames) is copied at its size: its records would otherwise each hold
+        // a whole buffer's allocation alive.
+        self.block = if out.len() >= READ_BUFFER / 2 {
+            bytes::Bytes::from(out)
+        } else {
+            bytes::Bytes::copy_from_slice(&out)
+        };
+        Ok(())
+    }
+
+    /// The calls into zstd for one block, writing after `out`'s first `at` bytes.
+    fn decode_into(&mut self, out: &mut Vec<u8>, at: usize) -> io::Result<()> {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        let mut out = Vec::with_capacity(READ_BUFFER);
         // The first call flushes what zstd holds from the last block, reading nothing.
         let mut first = true;
         loop {
@@ -598,20 +636,20 @@ impl<R: BufRead> ZstdBlocks<R> {
                     let mut src = InBuffer::around(input);
                     let hint = self
                         .decoder
-                        .run(&mut src, &mut OutBuffer::around_pos(&mut out, 0))?;
+                        .run(&mut src, &mut OutBuffer::around_pos(out, at))?;
                     let used = src.pos();
                     self.input.consume(used);
                     if hint == 0 {
                         self.finished_frame = true;
                     }
-                    if !out.is_empty() {
+                    if out.len() > at {
                         break;
                     }
                 }
                 Decoding::PastEof => {
                     let hint = self
                         .decoder
-                        .finish(&mut OutBuffer::around_pos(&mut out, 0), self.finished_frame)?;
+                        .finish(&mut OutBuffer::around_pos(out, at), self.finished_frame)?;
                     if hint == 0 {
                         self.state = Decoding::Finished;
                     }
@@ -620,14 +658,6 @@ impl<R: BufRead> ZstdBlocks<R> {
                 Decoding::Finished => break,
             }
         }
-        // A block less than half full (the end of a frame or of the compressed buffer, or a
-        // stream of tiny frames) is copied at its size: its records would otherwise each hold
-        // a whole buffer's allocation alive.
-        self.block = if out.len() >= READ_BUFFER / 2 {
-            bytes::Bytes::from(out)
-        } else {
-            bytes::Bytes::copy_from_slice(&out)
-        };
         Ok(())
     }
 }
@@ -641,7 +671,15 @@ impl<R: BufRead> Read for ZstdBlocks<R> {
 impl<R: BufRead> BufRead for ZstdBlocks<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.block.is_empty() {
-            self.decode()?;
+            match self.pending.take() {
+                // Carried again after the error: nothing can follow them, they come back.
+                Some(err) if !self.carried.is_empty() => {
+                    self.pending = Some(err);
+                    self.block = std::mem::take(&mut self.carried);
+                }
+                Some(err) => return Err(err),
+                None => self.decode()?,
+            }
         }
         Ok(&self.block)
     }
@@ -659,6 +697,10 @@ impl<R: BufRead + Send> LineSource for ZstdBlocks<R> {
 
     fn take_shared(&mut self, n: usize) -> bytes::Bytes {
         self.block.split_to(n.min(self.block.len()))
+    }
+
+    fn carry(&mut self) {
+        self.carried = std::mem::take(&mut self.block);
     }
 }
 
@@ -705,6 +747,10 @@ impl<R: LineSource + ?Sized> LineSource for Stoppable<Box<R>> {
 
     fn take_shared(&mut self, n: usize) -> bytes::Bytes {
         self.inner.take_shared(n)
+    }
+
+    fn carry(&mut self) {
+        self.inner.carry();
     }
 }
 
@@ -813,20 +859,33 @@ mod tests {
     }
 
     /// What [`ZstdBlocks`] makes of `stream`, taken as the splitter takes it: lines of
-    /// `step` bytes as shared slices where the block holds them, the rest read in pieces.
-    fn blocks_read(stream: &[u8], step: usize) -> (Vec<u8>, Option<String>) {
+    /// `step` bytes as shared slices where the block holds them; at a block's end, the rest
+    /// carried into the next block when `carry` (and then found again at its head), else
+    /// read in pieces.
+    fn blocks_read(stream: &[u8], step: usize, carry: bool) -> (Vec<u8>, Option<String>) {
         let mut blocks = ZstdBlocks::new(stream).expect("decoder");
         let mut out = Vec::new();
+        let mut carried: Option<Vec<u8>> = None;
+        // As the splitter does, once a line: never twice without reading on.
+        let mut carried_at = None;
         loop {
             let available = match blocks.fill_buf() {
-                Ok(available) => available.len(),
+                Ok(available) => available,
                 Err(err) => return (out, Some(err.to_string())),
             };
+            if let Some(head) = carried.take() {
+                assert!(available.starts_with(&head), "the carried bytes lead");
+            }
+            let available = available.len();
             if available == 0 {
                 return (out, None);
             }
             if available >= step {
                 out.extend_from_slice(&blocks.take_shared(step));
+            } else if carry && carried_at != Some(out.len()) && out.len() % 3 == 0 {
+                carried = Some(blocks.fill_buf().expect("buffered").to_vec());
+                carried_at = Some(out.len());
+                blocks.carry();
             } else {
                 let mut piece = vec![0; available.min(7)];
                 blocks.read_exact(&mut piece).expect("buffered");
@@ -835,9 +894,10 @@ mod tests {
         }
     }
 
-    /// The zstd reader of `convert` decodes as zstd's own reader did behind a `BufReader`:
-    /// one frame or several, a skippable frame between them, many blocks; a stream cut inside
-    /// a frame, corrupt or followed by garbage yields the same bytes, then the same error.
+    /// The zstd reader of `convert` decodes as zstd's own reader did behind a `BufReader`,
+    /// lines carried from block to block or not: one frame or several, a skippable frame
+    /// between them, many blocks; a stream cut inside a frame, corrupt or followed by garbage
+    /// yields the same bytes, then the same error (after the carried bytes).
     #[test]
     fn zstd_blocks_read_as_zstds_own_reader() {
         let lines: Vec<u8> = (0..40_000u32)
@@ -879,8 +939,8 @@ mod tests {
         ];
         for (name, stream) in streams {
             let (expected, error) = zstd_reads(&stream);
-            for step in [1, 100, 4096, 70_000] {
-                let (read, read_error) = blocks_read(&stream, step);
+            for (step, carry) in [(1, false), (100, true), (4096, false), (70_000, true)] {
+                let (read, read_error) = blocks_read(&stream, step, carry);
                 assert!(
                     read == expected,
                     "{name}, step {step}: {} bytes, not {}",

@@ -13,9 +13,10 @@
 //!
 //! Memory: a line is read whole (up to `--max-record-bytes`; past it only its head is kept),
 //! a document up to the same limit. A JSON Lines record of a zstd file is a slice of the block
-//! zstd decoded it into ([`super::open::ZstdBlocks`]), not copied; of any other file, it is
-//! copied once out of the read buffer, into a 256 KiB block shared with the records read
-//! around it (a longer one gets its own). A line cut by the end of a buffer is gathered and
+//! zstd decoded it into ([`super::open::ZstdBlocks`]), not copied; a line cut by a block's end
+//! has its head carried into the next block (up to `CARRY_MAX`, 256 KiB). Of any other file, a
+//! record is copied once out of the read buffer, into a 256 KiB block shared with the records
+//! read around it (a longer one gets its own). A line longer than a buffer is gathered and
 //! copied. A block is freed with the last of its records.
 
 use std::collections::VecDeque;
@@ -205,6 +206,10 @@ fn take_line(chunk: &mut BytesMut, line: &[u8]) -> Bytes {
     chunk.split().freeze()
 }
 
+/// The longest head of a line carried into the next block of a shared buffer
+/// ([`LineSource::carry`]): a longer line is gathered in `spill`, as from any buffer.
+const CARRY_MAX: usize = 256 << 10;
+
 /// `spill` grown past this by one long line is freed after it.
 const SPILL_KEEP: usize = 16 << 20;
 
@@ -318,6 +323,7 @@ impl RecordReader {
         let start = self.offset;
         let mut whole_chunk = None;
         let shares = reader.shares();
+        let mut carried = false;
         let error = loop {
             let available = match reader.fill_buf() {
                 Ok(available) => available,
@@ -344,6 +350,14 @@ impl RecordReader {
                 });
                 size = used as u64;
                 break None;
+            }
+            if !ends && size == 0 && shares && !carried && used <= CARRY_MAX {
+                // A line cut by the end of a shared block: its head goes to the head of the
+                // next block, so that the line is still one slice (once a line; a longer one
+                // is gathered below).
+                reader.carry();
+                carried = true;
+                continue;
             }
             buf.extend_from_slice(&available[..room]);
             reader.consume(used);
@@ -1099,6 +1113,45 @@ mod tests {
         }
         assert!(doc.len() > 4 * CHUNK);
         assert_eq!(events(&doc, 1 << 20), want);
+    }
+
+    /// A zstd file's records (slices of the decoded blocks, a line cut by a block's end
+    /// carried into the next, a longer one gathered) are the plain file's: bytes, lines,
+    /// offsets, blank lines, oversized lines.
+    #[test]
+    fn a_zstd_files_records_are_the_plain_files() {
+        let sizes = [
+            10usize,
+            70_000,
+            CARRY_MAX - 40,
+            CARRY_MAX + 1,
+            3,
+            600_000,
+            150_000,
+            1_500_000,
+            200_000,
+        ];
+        let mut doc = Vec::new();
+        for i in 0..60 {
+            let size = sizes[i % sizes.len()];
+            let text = format!("{{\"n\":{i},\"s\":\"{}\"}}", "y".repeat(size));
+            doc.extend_from_slice(text.as_bytes());
+            doc.extend_from_slice(match i % 4 {
+                0 => b"\r\n",
+                1 => b"\n\n\n",
+                _ => b"\n",
+            });
+        }
+        doc.extend_from_slice(b"{\"last\":\"no newline\"}");
+        let zstd = zstd::encode_all(&doc[..], 3).unwrap();
+        for max in [1 << 20, 100_000] {
+            let plain = events(&doc, max);
+            assert!(
+                plain.iter().any(|e| e.starts_with('O')),
+                "an oversized line"
+            );
+            assert_eq!(events(&zstd, max), plain, "max {max}");
+        }
     }
 
     #[test]

@@ -532,6 +532,57 @@ fn a_record_over_max_record_bytes_is_quarantined_unread() {
     assert_eq!(home.rollouts().len(), 3);
 }
 
+/// The Batch API scan, which reads every file's first record and every results file before
+/// the run, reads them as the run reads any file: up to `--max-record-bytes` a record. A
+/// result line past it is quarantined `too_large` and joins no request; before, the scan
+/// read it whole at the default limit (a 100 MiB first line under a 1 MiB limit: 500 MB).
+#[test]
+fn a_batch_result_over_max_record_bytes_is_quarantined_not_joined() {
+    let wd = Workdir::new("max_record_bytes_batch");
+    let request = |id: &str| {
+        json!({"custom_id": id, "method": "POST", "url": "/v1/chat/completions",
+               "body": {"model": "gpt-4o-mini",
+                        "messages": [{"role": "user", "content": format!("Question {id}?")}]}})
+    };
+    let result = |id: &str, n: u64, answer: &str| {
+        json!({"id": format!("batch_req_{n}"), "custom_id": id,
+               "response": {"status_code": 200, "request_id": format!("req_{n}"), "body": {
+                   "id": format!("chatcmpl-{n}"), "object": "chat.completion",
+                   "created": 1727784100 + n, "model": "gpt-4o-mini",
+                   "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": answer}}]}},
+               "error": null})
+    };
+    wd.create_jsonl("batches/requests.jsonl", &[request("a"), request("b")]);
+    let long = "a long answer ".repeat(400);
+    wd.create_jsonl(
+        "batches/results.jsonl",
+        &[result("a", 1, "a short answer"), result("b", 2, &long)],
+    );
+    let texts = |home: &Home| -> String {
+        home.all_rollouts()
+            .iter()
+            .map(|r| serde_json::to_string(&r.items()).unwrap())
+            .collect()
+    };
+
+    let home = wd.convert("batches", "home", &["--max-record-bytes", "2KiB"], 1);
+    let quarantine = home.quarantine();
+    assert_eq!(quarantine.len(), 1, "{quarantine:?}");
+    assert_eq!(quarantine[0]["class"], "too_large");
+    assert_eq!(quarantine[0]["line"], 2);
+    let source = quarantine[0]["source"].as_str().unwrap();
+    assert!(source.ends_with("results.jsonl"), "{source}");
+    let joined = texts(&home);
+    assert!(joined.contains("a short answer"), "{joined}");
+    assert!(!joined.contains("a long answer"), "{joined}");
+
+    // Under the default limit the result joins its request.
+    let home = wd.convert("batches", "home2", &[], 0);
+    assert!(home.quarantine().is_empty());
+    assert!(texts(&home).contains("a long answer"));
+}
+
 /// Issue 26, item 7: the copy of standard input is an unnamed file, so a run killed with
 /// SIGKILL while it reads its input leaves nothing of the transcripts in `$TMPDIR`.
 #[test]

@@ -145,6 +145,21 @@ pub fn batch_result(mut result: Value, custom_id: &str) -> Result<Value, InputEr
     })
 }
 
+/// How [`BatchIndex::scan`] reads a file: up to the run's `--max-record-bytes` a record, as
+/// long as no signal came.
+struct Limits<'a> {
+    max_record_bytes: u64,
+    stop: &'a Arc<AtomicUsize>,
+}
+
+impl Limits<'_> {
+    fn records(&self, file: &SourceFile) -> crate::source::split::RecordReader {
+        records(file)
+            .max_record_bytes(self.max_record_bytes)
+            .stop(self.stop)
+    }
+}
+
 /// What a file's first record says it is, to [`BatchIndex::scan`].
 enum First {
     /// A Batch API result line: the file is read whole.
@@ -156,12 +171,14 @@ enum First {
 }
 
 impl First {
-    fn of(file: &SourceFile, rules: &InputRules, repair: bool, stop: &Arc<AtomicUsize>) -> First {
-        if stop.load(Ordering::Relaxed) != 0 {
+    fn of(file: &SourceFile, rules: &InputRules, repair: bool, limits: &Limits<'_>) -> First {
+        if limits.stop.load(Ordering::Relaxed) != 0 {
             return First::Other;
         }
-        // Blank lines before the first record are skipped; a damage ends the file.
-        let first = records(file).stop(stop).find_map(|event| match event {
+        // Blank lines before the first record are skipped; a damage ends the file. A first
+        // record past `--max-record-bytes` is read no further than the limit, as the run
+        // reads it (its head is then no JSON: not a Batch file).
+        let first = limits.records(file).find_map(|event| match event {
             RecordEvent::Record(record) => Some(record),
             RecordEvent::Blank(_) | RecordEvent::Damage(_) => None,
         });
@@ -189,18 +206,26 @@ impl BatchIndex {
     /// before any conversion starts, that look was a run's largest serial stage over many
     /// files (decompressing each file's first blocks: 61 M of 572 M instructions for 150
     /// agent transcripts in 8 files). Only a results file is then read whole, in order.
+    ///
+    /// Records are read as the run reads them, up to `--max-record-bytes` (`max_record_bytes`):
+    /// a longer one is held as its head only, and the run quarantines it as `too_large`.
     pub fn scan(
         files: &[SourceFile],
         rules: &InputRules,
         repair: bool,
+        max_record_bytes: u64,
         stop: &Arc<AtomicUsize>,
         pool: &rayon::ThreadPool,
     ) -> BatchIndex {
         use rayon::prelude::*;
+        let limits = Limits {
+            max_record_bytes,
+            stop,
+        };
         let firsts: Vec<First> = pool.install(|| {
             files
                 .par_iter()
-                .map(|file| First::of(file, rules, repair, stop))
+                .map(|file| First::of(file, rules, repair, &limits))
                 .collect()
         });
         let mut index = BatchIndex::default();
@@ -216,7 +241,7 @@ impl BatchIndex {
                 }
                 Some(First::Other) | None => continue,
             }
-            let mut events = records(file).stop(stop);
+            let mut events = limits.records(file);
             let compression = events.compression();
             // Blank lines before the first record are counted, never kept (a file of newlines
             // is read in constant memory); a damage ends the file.

@@ -25,7 +25,6 @@ use crate::input::batch::BatchIndex;
 use crate::input::format;
 use crate::input::parse::parse_record;
 use crate::rules::{InvalidUnicode, RuleSet};
-use crate::source::split::DEFAULT_MAX_RECORD_BYTES;
 use crate::source::{records, RecordEvent, SourceFile};
 
 /// What a claim needs beside the index.
@@ -75,11 +74,8 @@ fn claim_file(
 ) {
     let repair = rules.policy.invalid_unicode == InvalidUnicode::Replace;
     let rate = options.sample.unwrap_or(1.0);
-    // A results file is replayed from the scan, which read it with the default limit.
-    let limit = match held {
-        Some(_) => DEFAULT_MAX_RECORD_BYTES,
-        None => options.max_record_bytes,
-    };
+    // A results file is replayed from the scan, which read it with the same limit.
+    let limit = options.max_record_bytes;
     let mut format = options.from;
     let mut ordinal = 0u64;
     for event in records(file).max_record_bytes(limit) {

@@ -753,7 +753,14 @@ fn scan_results(
         1
     };
     let pool = thread_pool(threads, None)?;
-    let mut index = BatchIndex::scan(walk, &rules.input, repair, &options.stop, &pool);
+    let mut index = BatchIndex::scan(
+        walk,
+        &rules.input,
+        repair,
+        options.max_record_bytes,
+        &options.stop,
+        &pool,
+    );
     interrupted(options, "looking for Batch API results")?;
     // Each file of the walk's index among this run's files, if it reads it.
     let mut run_of = vec![None; walk.len()];

@@ -62,13 +62,19 @@ pub fn hex128(value: u128) -> String {
 }
 
 /// Appends [`hex128`] of `value` to `out`.
+///
+/// Two digits a byte of the big-endian bytes, appended as one `str`: pushed a `char` at a
+/// time, with a `u128` shift a digit, it cost ~780 instructions a call (1.1 % of the
+/// instructions of a `--format responses` run over small records).
 pub fn push_hex128(out: &mut String, value: u128) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digits: [u8; 32] = std::array::from_fn(|i| {
-        let nibble = (value >> (4 * (31 - i))) & 0xf;
-        DIGITS[nibble as usize]
-    });
-    out.extend(digits.iter().map(|&d| char::from(d)));
+    let mut digits = [0u8; 32];
+    for (pair, byte) in digits.chunks_exact_mut(2).zip(value.to_be_bytes()) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0xf)];
+    }
+    // Every digit is ASCII: the check cannot fail.
+    out.push_str(std::str::from_utf8(&digits).unwrap_or_default());
 }
 
 /// Counts identical records within one file, in file order. Memory: one map entry (~24 bytes)

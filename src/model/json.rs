@@ -28,6 +28,21 @@ pub fn escape_into(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// `n` in decimal, as serde_json writes an unsigned integer.
+pub fn decimal_into(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// The escapes of the control characters, as serde_json writes them.
 const CONTROL: [&str; 32] = [
     "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",

@@ -22,7 +22,7 @@ use crate::input::format::{
 use crate::input::SourceFormat;
 use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
-use crate::model::json::escape_into;
+use crate::model::json::{decimal_into, escape_into};
 use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::{Role, Transcript};
@@ -184,7 +184,8 @@ impl Converted {
     }
 
     /// The audit line, written by hand: the bytes `serde_json::to_vec` writes of these fields
-    /// (a test holds the two equal), its decisions still through serde. serde_json's writer
+    /// (a test holds the two equal), its decisions' actions still through serde
+    /// ([`Decision::write_json`]). serde_json's writer
     /// escapes a string a byte at a time and goes through a map for the flattened links: ~7,000
     /// instructions a small record's line, 3.5 % of a dry run (issue 29).
     pub(super) fn audit_bytes(&self) -> Option<Vec<u8>> {
@@ -213,7 +214,14 @@ impl Converted {
         number(&mut out, "bytes_added", account.bytes_added as u64);
         out.push(b'}');
         key_into(&mut out, "decisions");
-        serde_json::to_writer(&mut out, &self.decisions).ok()?;
+        out.push(b'[');
+        for (i, decision) in self.decisions.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            decision.write_json(&mut out).ok()?;
+        }
+        out.push(b']');
         text(&mut out, "digest", &self.digest);
         if !is_one(&self.records) {
             number(&mut out, "records", self.records);
@@ -288,21 +296,6 @@ fn key_into(out: &mut Vec<u8>, key: &str) {
     out.extend_from_slice(b",\"");
     out.extend_from_slice(key.as_bytes());
     out.extend_from_slice(b"\":");
-}
-
-/// `n` in decimal, as serde_json writes an unsigned integer.
-fn decimal_into(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 fn is_one(n: &u64) -> bool {

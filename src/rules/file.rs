@@ -100,6 +100,25 @@ pub enum Slot {
     User,
 }
 
+impl Slot {
+    /// The slot's name, as serde writes it (`snake_case`): the audit's decisions are written
+    /// by hand with it ([`crate::audit::decision::Decision::write_json`], whose test holds
+    /// the two equal for every slot).
+    pub fn name(self) -> &'static str {
+        match self {
+            Slot::BaseInstructions => "base_instructions",
+            Slot::Developer => "developer",
+            Slot::SeparateDeveloper => "separate_developer",
+            Slot::ModelSwitch => "model_switch",
+            Slot::ContextualUser => "contextual_user",
+            Slot::Compacted => "compacted",
+            Slot::Drop => "drop",
+            Slot::Quarantine => "quarantine",
+            Slot::User => "user",
+        }
+    }
+}
+
 /// Where in the conversation a rule applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -205,6 +205,13 @@ impl Guard {
         Ok(Placed::Replaced { copy })
     }
 
+    /// Whether placing `relative` may read the disk: always in a run that writes, and in a
+    /// dry run unless the session's folder is missing from the home (then nothing is there to
+    /// read, and the decision is made from the manifest alone).
+    pub fn reads_disk(&self, home: &Home, relative: &Path) -> bool {
+        !self.dry || !self.in_missing_folder(home, relative)
+    }
+
     /// True when a dry run knows the folder of `relative` is missing from the home (so no
     /// session is at `relative`). Only a folder that is not there at all counts: one that is
     /// a symlink, a file, or unreadable goes the way of every path, which says what is wrong.

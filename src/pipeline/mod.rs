@@ -2,7 +2,9 @@
 //! split into bounded batches; each file's source format detected at its first record) →
 //! [`record`] (the workers, in parallel: [`process_work`] reads a work's records with its
 //! format's reader, then converts, renders, validates and accounts each conversation) → the writers (a pool of `--jobs` threads driven from the collector's thread:
-//! each batch's Codex rollouts written while the workers convert the next batch) → the
+//! each batch's Codex rollouts written while the workers convert the next batch; a dry run's
+//! placement that reads nothing from the disk, into a folder the home lacks, is made on the
+//! collector's thread itself) → the
 //! [`collect`]or (in input order: quarantine lines, conversation lines, counters,
 //! `summary.json`).
 //!
@@ -1024,7 +1026,13 @@ fn collect<'p>(
     for mut done in converted.iter() {
         if let Some(writers) = writers {
             claims.mark_duplicates(&mut done.outcomes);
-            writers.install(|| place_batch(&mut done.outcomes, &plan.home, &plan.guard))?;
+            // A placement that reads nothing from the disk (a dry run's into a fresh home)
+            // costs about a microsecond: handing it to the pool cost more (a wake-up of its
+            // threads and of this one per batch; small records' dry run took ~7 % longer).
+            place_batch_here(&mut done.outcomes, &plan.home, &plan.guard)?;
+            if converted_mut(&mut done.outcomes).any(|done| done.placed.is_none()) {
+                writers.install(|| place_batch(&mut done.outcomes, &plan.home, &plan.guard))?;
+            }
         }
         collector.batch(
             &done.batch,
@@ -1601,6 +1609,23 @@ fn place_batch(
             Ok(())
         })
     })
+}
+
+/// [`place_batch`] for the rollouts whose placement reads nothing from the disk, on the
+/// calling thread; the rest are left for the pool.
+fn place_batch_here(
+    outcomes: &mut [Vec<Outcome>],
+    home: &Home,
+    guard: &Guard,
+) -> Result<(), OutputError> {
+    for done in converted_mut(outcomes) {
+        if done.placed.is_none() && !guard.reads_disk(home, &done.relative) {
+            done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+            failpoint("placed");
+            done.bytes = Vec::new();
+        }
+    }
+    Ok(())
 }
 
 /// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that

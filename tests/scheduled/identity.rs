@@ -556,3 +556,70 @@ fn same_named_exports_into_a_responses_home_keep_both_body_files() {
         .collect();
     assert_eq!(paths.len(), 2, "{paths:?}");
 }
+
+/// `records` spread over days: record `i` on day `days[i]` after 2023-11-14.
+fn records_on_days(tag: &str, days: &[i64]) -> Vec<Value> {
+    records(tag, days.len())
+        .into_iter()
+        .zip(days)
+        .map(|(mut record, day)| {
+            record["created"] = json!(1_700_000_000 + day * 86_400);
+            record
+        })
+        .collect()
+}
+
+#[test]
+fn a_dry_run_plans_for_each_session_what_the_run_then_does() {
+    // A dry run places a session whose folder is missing from the home on the collector's
+    // thread, and hands the rest to the pool, which reads what is on disk: both ways must
+    // decide what the run then does.
+    let wd = Workdir::new("plan-is-the-run");
+    wd.create_jsonl("in/a.jsonl", &records_on_days("first", &[0, 0, 0, 1, 1]));
+    wd.convert("in", "home", &[], 0);
+    let written = sessions(&wd, "home");
+    assert_eq!(written.len(), 5);
+    // The user deleted day two's sessions, and Codex resumed one of day one's.
+    let day_two = wd.path("home/sessions/2023/11/15");
+    assert!(day_two.is_dir(), "{written:?}");
+    fs::remove_dir_all(&day_two).expect("delete day two");
+    let resumed = written
+        .iter()
+        .find(|p| p.contains("2023/11/14"))
+        .expect("a day-one session");
+    let mut bytes = fs::read(wd.path("home").join(resumed)).expect("rollout");
+    bytes.extend_from_slice(
+        b"{\"timestamp\":\"2030-01-01T00:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"task_started\"}}\n",
+    );
+    fs::write(wd.path("home").join(resumed), bytes).expect("resume");
+    // New conversations: one on day one (its folder is there), two on a day not seen yet.
+    wd.create_jsonl("in/b.jsonl", &records_on_days("second", &[0, 3, 3]));
+    // `--full`: the run reads a.jsonl again too (unchanged since the first run, it would skip
+    // it), as the dry run does.
+    wd.convert("in", "home", &["--dry-run", "--full"], 0);
+    let plan: Value = serde_json::from_slice(
+        &fs::read(wd.path("home/rollover/runs/0002/summary.json")).expect("the plan's summary"),
+    )
+    .expect("json");
+    let run = wd.convert("in", "home", &["--full"], 0).summary();
+    assert_eq!(plan["dry_run"], true);
+    for key in [
+        "sessions_new",
+        "sessions_updated",
+        "sessions_kept",
+        "sessions_withheld",
+        "sessions_replaced",
+        "sessions_duplicate",
+        "rollouts_unchanged",
+    ] {
+        assert_eq!(
+            plan[key], run[key],
+            "{key}: the plan said one thing, the run did another"
+        );
+    }
+    assert_eq!(n(&run, "sessions_new"), 3);
+    assert_eq!(n(&run, "sessions_withheld"), 2);
+    // Day one's three sessions, the resumed one too: the source has nothing new for them.
+    assert_eq!(n(&run, "rollouts_unchanged"), 3);
+    assert_eq!(sessions(&wd, "home").len(), 3 + 3);
+}

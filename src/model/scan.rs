@@ -97,6 +97,7 @@ impl<'a> Scanner<'a> {
         Some(true)
     }
 
+    #[inline(always)]
     pub(crate) fn literal(&mut self, word: &[u8]) -> Option<()> {
         let end = self.at + word.len();
         (self.bytes().get(self.at..end)? == word).then(|| self.at = end)
@@ -178,6 +179,14 @@ impl<'a> Scanner<'a> {
             });
         }
         self.string_rest(start)
+    }
+
+    /// A string with no escapes: its text (`None` for an escaped string, as for any other
+    /// value). Names (tags, types) are compared as they stand.
+    #[inline(always)]
+    pub(crate) fn plain(&mut self) -> Option<&'a str> {
+        let raw = self.string()?;
+        (!raw.escaped).then_some(raw.inner)
     }
 
     /// [`Scanner::string`] from its first byte at `start`, any length, escapes checked.

@@ -15,9 +15,12 @@
 //! Two ways in. The fast way reads the line in one pass into a flat set of fields (no
 //! `serde_json::Value` tree, no map per object), by hand in [`scan`] with serde_json's
 //! acceptance (the serde-derived reader of the same fields is its reference in the tests), and
-//! then sorts them into the views. It accepts only the shapes a
-//! well-formed rollout has, and fails on anything else (a `phase` that is a number, a
-//! `payload` that is an array, a duplicate key...). The slow way reads the same fields from a
+//! then sorts them into the views. The lines a rollout is mostly made of (messages, tool calls
+//! and outputs, message events, the session meta, each compact with its keys in codex-rs's
+//! order) it first tries to read as byte templates ([`template`]), straight into their views
+//! and exactly as [`scan`] reads them; any other line goes to [`scan`]. The fast way accepts
+//! only the shapes a well-formed rollout has, and fails on anything else (a `phase` that is a
+//! number, a `payload` that is an array, a duplicate key...). The slow way reads the same fields from a
 //! `Value`, following `serde_json::Value` indexing (a missing key, `null` and a wrong type all
 //! read as absent), and handles every line; use it when the fast way fails: for any line the
 //! fast way accepts, both give the same view.
@@ -209,7 +212,7 @@ impl ResponseItemView<'_> {
 /// The fast way: `None` when the line is not valid JSON or has a shape only the slow way reads.
 /// Read by hand ([`scan`]), with the acceptance of the serde reader below.
 pub fn fast(raw: &str) -> Option<LineView<'_>> {
-    scan::line(raw)
+    template::line(raw).or_else(|| scan::line(raw))
 }
 
 /// The fast way as serde derives it from the field types: what [`scan`] replaced, and the
@@ -587,5 +590,6 @@ impl<'de> Deserialize<'de> for Kind {
 }
 
 mod scan;
+mod template;
 #[cfg(test)]
 mod tests;

@@ -96,7 +96,7 @@ impl<'a> Scanner<'a> {
 
     /// A value the checks only type-check. A number is parsed as serde_json parses it, so one
     /// out of range is refused here as it was by the serde reader.
-    fn kind(&mut self) -> Option<Kind> {
+    pub(super) fn kind(&mut self) -> Option<Kind> {
         self.ws();
         Some(match self.peek()? {
             b'"' => {

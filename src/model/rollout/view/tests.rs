@@ -104,9 +104,9 @@ fn expected_view(item: &ResponseItem) -> ResponseItemView<'_> {
     }
 }
 
-#[test]
-fn every_written_item_reads_back() {
-    let items = [
+/// An item of every kind the converter writes, and of every kind of content part.
+fn written_items() -> Vec<ResponseItem> {
+    vec![
         ResponseItem::Message {
             role: ROLE_ASSISTANT,
             content: vec![ContentItem::OutputText { text: "a".into() }],
@@ -158,7 +158,12 @@ fn every_written_item_reads_back() {
             call_id: "call_2".into(),
             output: ToolOutput::Items(vec![ContentItem::InputText { text: "x".into() }]),
         },
-    ];
+    ]
+}
+
+#[test]
+fn every_written_item_reads_back() {
+    let items = written_items();
     for item in &items {
         let raw = round_trip(tag::RESPONSE_ITEM, item);
         let view = read(&raw);
@@ -170,23 +175,31 @@ fn every_written_item_reads_back() {
     }
 }
 
-#[test]
-fn session_meta_events_and_compacted_read_back() {
-    let meta = SessionMeta {
+/// A session meta with each optional field given or not.
+fn session_meta(
+    source: Option<&'static str>,
+    model_provider: Option<&'static str>,
+    base_instructions: Option<&'static str>,
+    git_branch: Option<&'static str>,
+) -> SessionMeta<'static> {
+    SessionMeta {
         id: "0199a213-81c0-7800-8aa1-bbab2a035a53".into(),
         timestamp: "2025-10-01T12:00:00.000Z".into(),
         cwd: "/p".into(),
         originator: "rollover".into(),
         cli_version: "0.169.0".into(),
-        source: Some("cli".into()),
-        model_provider: None,
-        base_instructions: Some(BaseInstructions {
-            text: "be brief".into(),
+        source: source.map(Into::into),
+        model_provider: model_provider.map(Into::into),
+        base_instructions: base_instructions.map(|text| BaseInstructions { text: text.into() }),
+        git: git_branch.map(|branch| GitInfo {
+            branch: branch.into(),
         }),
-        git: Some(GitInfo {
-            branch: "main".into(),
-        }),
-    };
+    }
+}
+
+#[test]
+fn session_meta_events_and_compacted_read_back() {
+    let meta = session_meta(Some("cli"), None, Some("be brief"), Some("main"));
     let raw = round_trip(tag::SESSION_META, &meta);
     let expected = RolloutItemView::SessionMeta(SessionMetaView {
         id: text(&meta.id),
@@ -569,6 +582,230 @@ proptest::proptest! {
     fn hand_reader_reads_what_serde_reads(text in line_text(), edit in one_edit()) {
         agree(&text);
         if let Some(damaged) = edit.apply(&text) {
+            agree(&damaged);
+        }
+    }
+}
+
+// --- The templates ---------------------------------------------------------------------------
+
+/// Whether the templates read the line `item` is written as. Every variant is decided here (no
+/// `_` arm): a line the converter writes by the thousand that falls to the scanner costs the
+/// check ~2.5x its time, which no output would show.
+fn read_by_template(item: &ResponseItem) -> bool {
+    match item {
+        ResponseItem::Message { content, .. } => content.iter().all(|part| match part {
+            ContentItem::InputText { .. } | ContentItem::OutputText { .. } => true,
+            ContentItem::InputImage { .. } | ContentItem::InputAudio { .. } => false,
+        }),
+        ResponseItem::FunctionCall { .. }
+        | ResponseItem::FunctionCallOutput { .. }
+        | ResponseItem::CustomToolCall { .. }
+        | ResponseItem::CustomToolCallOutput { .. } => true,
+        ResponseItem::Reasoning { .. } => false,
+    }
+}
+
+#[test]
+fn the_lines_a_rollout_is_mostly_made_of_are_read_by_template() {
+    let mut items = written_items();
+    items.extend([
+        ResponseItem::Message {
+            role: ROLE_ASSISTANT,
+            content: vec![ContentItem::OutputText {
+                text: "a \"b\"\n".into(),
+            }],
+            phase: Some(Phase::Commentary),
+        },
+        ResponseItem::Message {
+            role: ROLE_USER,
+            content: vec![
+                ContentItem::InputText { text: "a".into() },
+                ContentItem::InputText {
+                    text: "é😀".into()
+                },
+            ],
+            phase: None,
+        },
+        ResponseItem::Message {
+            role: ROLE_USER,
+            content: vec![],
+            phase: None,
+        },
+    ]);
+    for item in &items {
+        let raw = round_trip(tag::RESPONSE_ITEM, item);
+        let by_template = template::line(&raw);
+        assert_eq!(by_template.is_some(), read_by_template(item), "{raw}");
+        if let Some(view) = by_template {
+            assert_eq!(view, read(&raw), "{raw}");
+            assert_eq!(
+                view.item,
+                RolloutItemView::ResponseItem(expected_view(item))
+            );
+        }
+    }
+    for event in [
+        EventMsg::UserMessage {
+            message: Cow::Borrowed("hi"),
+            images: vec![],
+        },
+        EventMsg::AgentMessage {
+            message: Cow::Borrowed("a\tb"),
+            phase: Some(Phase::FinalAnswer),
+        },
+        EventMsg::AgentMessage {
+            message: Cow::Borrowed(""),
+            phase: None,
+        },
+    ] {
+        let raw = round_trip(tag::EVENT_MSG, &event);
+        assert_eq!(template::line(&raw), Some(read(&raw)), "{raw}");
+    }
+    for (source, model_provider, base, git) in [
+        (None, None, None, None),
+        (
+            Some("cli"),
+            Some("openai"),
+            Some("be \"brief\""),
+            Some("main"),
+        ),
+        (Some("cli"), None, Some(""), None),
+    ] {
+        let raw = round_trip(
+            tag::SESSION_META,
+            &session_meta(source, model_provider, base, git),
+        );
+        assert_eq!(template::line(&raw), Some(read(&raw)), "{raw}");
+    }
+    // What the templates leave to the scanner: another order, a space, an escaped name, an
+    // extra member, `null` for a string, a line Codex writes with its own fields.
+    for raw in [
+        r#"{"type":"event_msg","timestamp":"t","payload":{"type":"user_message","message":"m"}}"#,
+        r#"{"timestamp":"t","type":"event_msg","payload":{"message":"m","type":"user_message"}}"#,
+        r#"{"timestamp": "t","type":"event_msg","payload":{"type":"user_message","message":"m"}}"#,
+        r#"{"timestamp":"t","type":"event\u005fmsg","payload":{"type":"user_message","message":"m"}}"#,
+        r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"m","images":[]}}"#,
+        r#"{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":null}}"#,
+        r#"{"timestamp":null,"type":"event_msg","payload":{"type":"user_message","message":"m"}}"#,
+        r#"{"timestamp":"t","type":"event_msg","payload":{"type":"task_started","turn_id":"t"}}"#,
+        r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","id":"msg_1","role":"assistant","content":[]}}"#,
+        r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"text":"a","type":"input_text"}]}}"#,
+        r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"f","call_id":"c","arguments":"{}"}}"#,
+        r#"{"timestamp":"t","type":"session_meta","payload":{"id":"x","forked_from_id":null,"timestamp":"t","cwd":"/","originator":"o","cli_version":"1"}}"#,
+        r#"{"timestamp":"t","type":"session_meta","payload":{"id":"x","timestamp":"t","cwd":"/","originator":"o","cli_version":"1","base_instructions":null}}"#,
+        r#"{"timestamp":"t","type":"turn_context","payload":{"cwd":"/"}}"#,
+    ] {
+        assert_eq!(template::line(raw), None, "{raw}");
+        assert!(same(raw), "the fast way refused {raw}");
+    }
+    // A member given twice: the template reads no member after the phase, and the scanner
+    // refuses the line (serde refuses a duplicate field).
+    let twice = r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[],"phase":"commentary","phase":null}}"#;
+    assert_eq!(template::line(twice), None);
+    assert!(!same(twice));
+}
+
+/// A JSON value of any type, nested a little: what a skipped or type-checked member may hold.
+fn json_value() -> impl Strategy<Value = Value> {
+    json_leaf().prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(("[a-z]{1,6}", inner), 0..3)
+                .prop_map(|members| Value::Object(members.into_iter().collect())),
+        ]
+    })
+}
+
+/// A string as JSON text: any characters, with escapes, and `\u` escapes (a surrogate pair
+/// among them) written the long way as another writer may.
+fn json_string() -> impl Strategy<Value = String> {
+    "[a-z\"\\\\\n\t\u{1}\u{e9}\u{1f600}☃§ /]{0,40}".prop_map(|text| {
+        Value::from(text)
+            .to_string()
+            .replace('☃', "\\ud83d\\ude00")
+            .replace('§', "\\u00e9")
+    })
+}
+
+/// A line of one of the templates' shapes, its strings and values drawn at random, each
+/// optional member there or not.
+fn template_line() -> impl Strategy<Value = String> {
+    let s = json_string;
+    let v = || json_value().prop_map(|v| v.to_string());
+    let maybe = |member: &'static str, value: BoxedStrategy<String>| {
+        prop::option::of(value).prop_map(move |value| {
+            value.map_or(String::new(), |value| format!(",\"{member}\":{value}"))
+        })
+    };
+    let part = (s(), s()).prop_map(|(kind, text)| format!(r#"{{"type":{kind},"text":{text}}}"#));
+    let payload = prop_oneof![
+        (
+            s(),
+            prop::collection::vec(part, 0..3),
+            maybe("phase", s().boxed())
+        )
+            .prop_map(|(role, parts, phase)| format!(
+                r#""response_item","payload":{{"type":"message","role":{role},"content":[{}]{phase}}}"#,
+                parts.join(",")
+            )),
+        (v(), v(), s()).prop_map(|(name, arguments, call_id)| format!(
+            r#""response_item","payload":{{"type":"function_call","name":{name},"arguments":{arguments},"call_id":{call_id}}}"#
+        )),
+        (s(), v(), v()).prop_map(|(call_id, name, input)| format!(
+            r#""response_item","payload":{{"type":"custom_tool_call","call_id":{call_id},"name":{name},"input":{input}}}"#
+        )),
+        (
+            prop::sample::select(vec!["function_call_output", "custom_tool_call_output"]),
+            s(),
+            v()
+        )
+            .prop_map(|(kind, call_id, output)| format!(
+                r#""response_item","payload":{{"type":"{kind}","call_id":{call_id},"output":{output}}}"#
+            )),
+        (
+            prop::sample::select(vec!["user_message", "agent_message"]),
+            s(),
+            maybe("phase", s().boxed())
+        )
+            .prop_map(|(kind, message, phase)| format!(
+                r#""event_msg","payload":{{"type":"{kind}","message":{message}{phase}}}"#
+            )),
+        (
+            (s(), v(), v(), v(), v()),
+            (
+                maybe("source", v().boxed()),
+                maybe("model_provider", v().boxed()),
+                maybe(
+                    "base_instructions",
+                    s().prop_map(|text| format!(r#"{{"text":{text}}}"#)).boxed()
+                ),
+                maybe("git", v().boxed()),
+            )
+        )
+            .prop_map(|((id, timestamp, cwd, originator, cli_version), (a, b, c, d))| format!(
+                r#""session_meta","payload":{{"id":{id},"timestamp":{timestamp},"cwd":{cwd},"originator":{originator},"cli_version":{cli_version}{a}{b}{c}{d}}}"#
+            )),
+    ];
+    (s(), payload)
+        .prop_map(|(timestamp, payload)| format!(r#"{{"timestamp":{timestamp},"type":{payload}}}"#))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Every line of a template's shape is read by it, as the scanner reads it; damaged by one
+    /// edit, it is refused or still read as the scanner reads it.
+    #[test]
+    fn templates_read_what_the_scanner_reads(raw in template_line(), edit in one_edit()) {
+        let by_template = template::line(&raw);
+        prop_assert!(by_template.is_some(), "{}", raw);
+        prop_assert_eq!(&by_template, &scan::line(&raw), "{}", raw);
+        agree(&raw);
+        if let Some(damaged) = edit.apply(&raw) {
+            if let Some(view) = template::line(&damaged) {
+                prop_assert_eq!(Some(view), scan::line(&damaged), "{}", damaged);
+            }
             agree(&damaged);
         }
     }

@@ -1,0 +1,235 @@
+//! The fastest way in: the lines a rollout is mostly made of, read by their bytes.
+//!
+//! A rollout's lines are written by serde_json (Codex) or as serde_json writes them (rollover's
+//! renderer): compact, keys in the order of the types' fields. Most are one of a few shapes:
+//! a message, a tool call or output, and the message events. Those are read here as literals
+//! with holes: `{"timestamp":` then a string, `,"type":` then a plain tag, `,"payload":{"type":`
+//! then a plain item type, then that type's members in codex-rs's order (a session meta's
+//! payload has no type: its members follow `,"payload":`). Each key is compared
+//! as the bytes it must be, where [`super::scan`] reads every key as a string, looks it up among
+//! the fifteen the views know, and fills a flat set of fields it sorts into the view afterwards.
+//!
+//! The holes are read by the same strict scanner (strings, numbers, skipped values), so what
+//! this accepts it reads exactly as [`super::scan::line`] does; any other byte (a space, another
+//! key or order, `null`, an escape in a tag, an extra member) refuses the line, and the caller
+//! reads it the scanner's way. The templates come from the wire format ([`wire`]), never from
+//! the renderer, so the check stays independent of the converter. Tests hold the two readers
+//! to each other on every template and on random and damaged lines (`view::tests`).
+//!
+//! Why: the scanner spent ~2,400 instructions on a ~350-byte line of small chat records, most
+//! of them per key, not per byte; its line reading was ~18 % of a dry run of small records.
+
+use super::{
+    BaseInstructionsView, EventMsgView, Kind, LineView, MessageView, PartView, PhaseView,
+    ResponseItemView, RolloutItemView, SessionMetaView, Text,
+};
+use crate::model::rollout::wire::{event, item, key, line, tag};
+use crate::model::scan::Scanner;
+
+/// The depth of a payload's values (inside the line and the payload), as [`super::scan`] has it.
+const PAYLOAD_DEPTH: usize = 2;
+
+/// Reads `raw` (one line, no newline) when it has one of the shapes below; `None` otherwise.
+pub(super) fn line(raw: &str) -> Option<LineView<'_>> {
+    let mut s = Scanner::new(raw);
+    s.first(line::field::TIMESTAMP)?;
+    let timestamp = s.text()?;
+    s.member(line::field::TYPE)?;
+    let tag = s.plain()?;
+    s.member(line::field::PAYLOAD)?;
+    let item = match tag {
+        tag::SESSION_META => RolloutItemView::SessionMeta(session_meta(&mut s)?),
+        tag::RESPONSE_ITEM => {
+            let kind = s.item_type()?;
+            RolloutItemView::ResponseItem(response_item(&mut s, kind)?)
+        }
+        tag::EVENT_MSG => {
+            let kind = s.item_type()?;
+            RolloutItemView::EventMsg(event(&mut s, kind)?)
+        }
+        _ => return None,
+    };
+    // The payload's end, the line's end, and nothing after them but whitespace.
+    s.eat(b'}')?;
+    s.eat(b'}')?;
+    s.end()?;
+    Some(LineView {
+        timestamp: Some(timestamp),
+        item,
+        payload_is_object: true,
+    })
+}
+
+/// A session meta: `{"id":..,"timestamp":..,"cwd":..,"originator":..,"cli_version":..`, then
+/// each of `source`, `model_provider`, `base_instructions` (`{"text":..}`) and `git` or not,
+/// in that order: codex-rs's fields as an importer writes them.
+fn session_meta<'a>(s: &mut Scanner<'a>) -> Option<SessionMetaView<'a>> {
+    s.first(key::field::ID)?;
+    let id = s.text()?;
+    s.member(key::field::TIMESTAMP)?;
+    let timestamp = s.kind()?;
+    s.member(key::field::CWD)?;
+    let cwd = s.kind()?;
+    s.member(key::field::ORIGINATOR)?;
+    let originator = s.kind()?;
+    s.member(key::field::CLI_VERSION)?;
+    let cli_version = s.kind()?;
+    for field in [key::field::SOURCE, key::field::MODEL_PROVIDER] {
+        if s.member(field).is_some() {
+            s.skip(PAYLOAD_DEPTH)?;
+        }
+    }
+    let base_instructions = match s.member(key::field::BASE_INSTRUCTIONS) {
+        Some(()) => {
+            s.first(key::field::TEXT)?;
+            let text = s.text()?;
+            s.eat(b'}')?;
+            BaseInstructionsView::Object { text: Some(text) }
+        }
+        None => BaseInstructionsView::Absent,
+    };
+    if s.member(key::field::GIT).is_some() {
+        s.skip(PAYLOAD_DEPTH)?;
+    }
+    Some(SessionMetaView {
+        id: Some(id),
+        timestamp,
+        cwd,
+        originator,
+        cli_version,
+        base_instructions,
+    })
+}
+
+/// A response item's members after its `type`, in codex-rs's order of fields.
+fn response_item<'a>(s: &mut Scanner<'a>, kind: &str) -> Option<ResponseItemView<'a>> {
+    Some(match kind {
+        // `{"type":"message","role":..,"content":[..](,"phase":..)}`
+        item::MESSAGE => {
+            s.member(key::field::ROLE)?;
+            let role = s.text()?;
+            s.member(key::field::CONTENT)?;
+            let content = parts(s)?;
+            let phase = match s.member(key::field::PHASE) {
+                Some(()) => PhaseView::Text(s.text()?),
+                None => PhaseView::Absent,
+            };
+            ResponseItemView::Message(MessageView {
+                role: Some(role),
+                content: Some(content),
+                phase,
+                id: None,
+            })
+        }
+        // `{"type":"function_call","name":..,"arguments":..,"call_id":..}`
+        item::FUNCTION_CALL => {
+            s.member(key::field::NAME)?;
+            s.skip(PAYLOAD_DEPTH)?;
+            s.member(key::field::ARGUMENTS)?;
+            let arguments = s.kind()?;
+            s.member(key::field::CALL_ID)?;
+            ResponseItemView::FunctionCall {
+                call_id: Some(s.text()?),
+                arguments,
+            }
+        }
+        // `{"type":"custom_tool_call","call_id":..,"name":..,"input":..}`
+        item::CUSTOM_TOOL_CALL => {
+            s.member(key::field::CALL_ID)?;
+            let call_id = s.text()?;
+            s.member(key::field::NAME)?;
+            s.skip(PAYLOAD_DEPTH)?;
+            s.member(key::field::INPUT)?;
+            ResponseItemView::CustomToolCall {
+                call_id: Some(call_id),
+                input: s.kind()?,
+            }
+        }
+        // `{"type":"function_call_output","call_id":..,"output":..}`, and the same of a
+        // custom tool.
+        item::FUNCTION_CALL_OUTPUT | item::CUSTOM_TOOL_CALL_OUTPUT => {
+            s.member(key::field::CALL_ID)?;
+            let call_id = Some(s.text()?);
+            s.member(key::field::OUTPUT)?;
+            let output: Kind = s.kind()?;
+            if kind == item::FUNCTION_CALL_OUTPUT {
+                ResponseItemView::FunctionCallOutput { call_id, output }
+            } else {
+                ResponseItemView::CustomToolCallOutput { call_id, output }
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// A message event's members after its `type`: `,"message":..(,"phase":..)`.
+fn event<'a>(s: &mut Scanner<'a>, kind: &str) -> Option<EventMsgView<'a>> {
+    let user = match kind {
+        event::USER_MESSAGE => true,
+        event::AGENT_MESSAGE => false,
+        _ => return None,
+    };
+    s.member(key::field::MESSAGE)?;
+    let message = Some(s.text()?);
+    // Read and checked as the scanner checks it, and not kept: the views of events hold none.
+    if s.member(key::field::PHASE).is_some() {
+        s.text()?;
+    }
+    Some(if user {
+        EventMsgView::UserMessage { message }
+    } else {
+        EventMsgView::AgentMessage { message }
+    })
+}
+
+/// Content: `[` then parts `{"type":..,"text":..}` separated by commas, then `]`.
+fn parts<'a>(s: &mut Scanner<'a>) -> Option<Vec<PartView<'a>>> {
+    let mut parts = Vec::new();
+    s.eat(b'[')?;
+    if s.eat(b']').is_some() {
+        return Some(parts);
+    }
+    loop {
+        s.first(key::field::TYPE)?;
+        let kind = s.text()?;
+        s.member(key::field::TEXT)?;
+        let text = s.text()?;
+        s.eat(b'}')?;
+        parts.push(PartView {
+            kind: Some(kind),
+            text: Some(text),
+        });
+        if s.eat(b']').is_some() {
+            return Some(parts);
+        }
+        s.eat(b',')?;
+    }
+}
+
+impl<'a> Scanner<'a> {
+    /// An object's first member's key: `{` and then `field` (`,"name":`) after its comma.
+    #[inline(always)]
+    fn first(&mut self, field: &str) -> Option<()> {
+        self.eat(b'{')?;
+        self.literal(field.as_bytes().get(1..)?)
+    }
+
+    /// A next member's key: `field` (`,"name":`) as it is. The cursor stays when it is not.
+    #[inline(always)]
+    fn member(&mut self, field: &str) -> Option<()> {
+        self.literal(field.as_bytes())
+    }
+
+    /// A tagged payload's start, `{"type":`, and its type, a plain string.
+    #[inline(always)]
+    fn item_type(&mut self) -> Option<&'a str> {
+        self.first(key::field::TYPE)?;
+        self.plain()
+    }
+
+    /// A string value, unescaped.
+    #[inline(always)]
+    fn text(&mut self) -> Option<Text<'a>> {
+        Some(Text(self.string()?.text()?))
+    }
+}

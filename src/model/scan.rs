@@ -57,6 +57,16 @@ impl<'a> Scanner<'a> {
         Scanner { text, at: 0 }
     }
 
+    /// How far the cursor is in the text, in bytes.
+    pub(crate) fn offset(&self) -> usize {
+        self.at
+    }
+
+    /// The bytes read since `start` (an earlier [`Scanner::offset`]).
+    pub(crate) fn since(&self, start: usize) -> &'a [u8] {
+        self.bytes().get(start..self.at).unwrap_or_default()
+    }
+
     /// Only whitespace is left: nothing may follow a JSON text's value.
     pub(crate) fn end(&mut self) -> Option<()> {
         self.ws();

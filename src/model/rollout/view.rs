@@ -215,6 +215,13 @@ pub fn fast(raw: &str) -> Option<LineView<'_>> {
     template::line(raw).or_else(|| scan::line(raw))
 }
 
+/// The first line of `text` (a file's lines from there on) the fast way, when a template reads
+/// it and it ends where the template does: the line and its length, without its newline.
+/// `None` says nothing of the line: find its end, and read it with [`fast`].
+pub fn fast_first_line(text: &str) -> Option<(LineView<'_>, usize)> {
+    template::first_line(text)
+}
+
 /// The fast way as serde derives it from the field types: what [`scan`] replaced, and the
 /// reference the tests hold it to.
 #[cfg(test)]

@@ -32,27 +32,46 @@ const PAYLOAD_DEPTH: usize = 2;
 /// Reads `raw` (one line, no newline) when it has one of the shapes below; `None` otherwise.
 pub(super) fn line(raw: &str) -> Option<LineView<'_>> {
     let mut s = Scanner::new(raw);
+    let line = read(&mut s)?;
+    s.end()?;
+    Some(line)
+}
+
+/// Reads the first line of `text` (lines to the end of a file) when it has one of the shapes
+/// below and ends with the line: a newline or the end of `text` right after its last `}`.
+/// The line and its length, without the newline. As no shape holds a newline (in strings,
+/// JSON escapes it; between tokens, the shapes have no whitespace), the line is the text up to
+/// its first newline, and [`line`] reads it the same.
+pub(super) fn first_line(text: &str) -> Option<(LineView<'_>, usize)> {
+    let mut s = Scanner::new(text);
+    let line = read(&mut s)?;
+    let len = s.offset();
+    matches!(s.peek(), None | Some(b'\n')).then_some((line, len))
+}
+
+/// A line of one of the shapes, up to its last `}`.
+#[inline(always)]
+fn read<'a>(s: &mut Scanner<'a>) -> Option<LineView<'a>> {
     s.first(line::field::TIMESTAMP)?;
     let timestamp = s.text()?;
     s.member(line::field::TYPE)?;
     let tag = s.plain()?;
     s.member(line::field::PAYLOAD)?;
     let item = match tag {
-        tag::SESSION_META => RolloutItemView::SessionMeta(session_meta(&mut s)?),
+        tag::SESSION_META => RolloutItemView::SessionMeta(session_meta(s)?),
         tag::RESPONSE_ITEM => {
             let kind = s.item_type()?;
-            RolloutItemView::ResponseItem(response_item(&mut s, kind)?)
+            RolloutItemView::ResponseItem(response_item(s, kind)?)
         }
         tag::EVENT_MSG => {
             let kind = s.item_type()?;
-            RolloutItemView::EventMsg(event(&mut s, kind)?)
+            RolloutItemView::EventMsg(event(s, kind)?)
         }
         _ => return None,
     };
-    // The payload's end, the line's end, and nothing after them but whitespace.
+    // The payload's end and the line's.
     s.eat(b'}')?;
     s.eat(b'}')?;
-    s.end()?;
     Some(LineView {
         timestamp: Some(timestamp),
         item,
@@ -67,16 +86,16 @@ fn session_meta<'a>(s: &mut Scanner<'a>) -> Option<SessionMetaView<'a>> {
     s.first(key::field::ID)?;
     let id = s.text()?;
     s.member(key::field::TIMESTAMP)?;
-    let timestamp = s.kind()?;
+    let timestamp = s.value(Scanner::kind)?;
     s.member(key::field::CWD)?;
-    let cwd = s.kind()?;
+    let cwd = s.value(Scanner::kind)?;
     s.member(key::field::ORIGINATOR)?;
-    let originator = s.kind()?;
+    let originator = s.value(Scanner::kind)?;
     s.member(key::field::CLI_VERSION)?;
-    let cli_version = s.kind()?;
+    let cli_version = s.value(Scanner::kind)?;
     for field in [key::field::SOURCE, key::field::MODEL_PROVIDER] {
         if s.member(field).is_some() {
-            s.skip(PAYLOAD_DEPTH)?;
+            s.value(|s| s.skip(PAYLOAD_DEPTH))?;
         }
     }
     let base_instructions = match s.member(key::field::BASE_INSTRUCTIONS) {
@@ -89,7 +108,7 @@ fn session_meta<'a>(s: &mut Scanner<'a>) -> Option<SessionMetaView<'a>> {
         None => BaseInstructionsView::Absent,
     };
     if s.member(key::field::GIT).is_some() {
-        s.skip(PAYLOAD_DEPTH)?;
+        s.value(|s| s.skip(PAYLOAD_DEPTH))?;
     }
     Some(SessionMetaView {
         id: Some(id),
@@ -124,9 +143,9 @@ fn response_item<'a>(s: &mut Scanner<'a>, kind: &str) -> Option<ResponseItemView
         // `{"type":"function_call","name":..,"arguments":..,"call_id":..}`
         item::FUNCTION_CALL => {
             s.member(key::field::NAME)?;
-            s.skip(PAYLOAD_DEPTH)?;
+            s.value(|s| s.skip(PAYLOAD_DEPTH))?;
             s.member(key::field::ARGUMENTS)?;
-            let arguments = s.kind()?;
+            let arguments = s.value(Scanner::kind)?;
             s.member(key::field::CALL_ID)?;
             ResponseItemView::FunctionCall {
                 call_id: Some(s.text()?),
@@ -138,11 +157,11 @@ fn response_item<'a>(s: &mut Scanner<'a>, kind: &str) -> Option<ResponseItemView
             s.member(key::field::CALL_ID)?;
             let call_id = s.text()?;
             s.member(key::field::NAME)?;
-            s.skip(PAYLOAD_DEPTH)?;
+            s.value(|s| s.skip(PAYLOAD_DEPTH))?;
             s.member(key::field::INPUT)?;
             ResponseItemView::CustomToolCall {
                 call_id: Some(call_id),
-                input: s.kind()?,
+                input: s.value(Scanner::kind)?,
             }
         }
         // `{"type":"function_call_output","call_id":..,"output":..}`, and the same of a
@@ -151,7 +170,7 @@ fn response_item<'a>(s: &mut Scanner<'a>, kind: &str) -> Option<ResponseItemView
             s.member(key::field::CALL_ID)?;
             let call_id = Some(s.text()?);
             s.member(key::field::OUTPUT)?;
-            let output: Kind = s.kind()?;
+            let output: Kind = s.value(Scanner::kind)?;
             if kind == item::FUNCTION_CALL_OUTPUT {
                 ResponseItemView::FunctionCallOutput { call_id, output }
             } else {
@@ -225,6 +244,18 @@ impl<'a> Scanner<'a> {
     fn item_type(&mut self) -> Option<&'a str> {
         self.first(key::field::TYPE)?;
         self.plain()
+    }
+
+    /// A value only type-checked or skipped, read by `read` as the scanner reads it, and
+    /// refused when a newline lies in it: between the tokens of an array or an object, or
+    /// before the value, whitespace may be a newline, which in a file ends the line there
+    /// ([`first_line`]). A string holds none (JSON escapes it), and needs no search.
+    #[inline(always)]
+    fn value<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        let start = self.offset();
+        let value = read(self)?;
+        let span = self.since(start);
+        (span.first() == Some(&b'"') || memchr::memchr(b'\n', span).is_none()).then_some(value)
     }
 
     /// A string value, unescaped.

@@ -810,3 +810,64 @@ proptest::proptest! {
         }
     }
 }
+
+/// What [`fast_first_line`] must answer on `text`: nothing, or the line up to the first
+/// newline as [`fast`] reads it.
+fn first_line_agrees(text: &str) {
+    if let Some((view, len)) = fast_first_line(text) {
+        let end = text.find('\n').unwrap_or(text.len());
+        assert_eq!(len, end, "{text:?}");
+        assert_eq!(Some(view), fast(&text[..end]), "{text:?}");
+    }
+}
+
+#[test]
+fn a_templates_line_ends_at_the_first_newline() {
+    let call = |name: &str| {
+        format!(
+            r#"{{"timestamp":"t","type":"response_item","payload":{{"type":"function_call","name":{name},"arguments":"{{}}","call_id":"c"}}}}"#
+        )
+    };
+    for (text, read) in [
+        (call("\"f\""), true),
+        (call("\"f\"") + "\n", true),
+        (call("\"f\"") + "\n" + &call("\"g\""), true),
+        (call("\"f\"") + "\r\n", false),
+        (call("\"f\"") + " \n", false),
+        (call("\"f\"") + "{}", false),
+        // A newline between the tokens of a skipped value, or before it: in a file the line
+        // ends there, and neither half is a template's.
+        (call("[1,\n2]"), false),
+        (call("\n\"f\""), false),
+        (call("{\"a\":\n1}"), false),
+    ] {
+        assert_eq!(fast_first_line(&text).is_some(), read, "{text:?}");
+        first_line_agrees(&text);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// A line of a template's shape or any JSON, damaged or not, and then another line after
+    /// a newline (or a CRLF, or trailing space, or nothing): the first line is read as the
+    /// text up to its first newline reads, or left to the caller.
+    #[test]
+    fn the_first_line_is_read_as_the_line(
+        first in prop_oneof![template_line(), line_text()],
+        second in template_line(),
+        edit in one_edit(),
+        separator in prop::sample::select(vec!["\n", "\r\n", " \n", "", "\n\n"]),
+        newline_at in any::<prop::sample::Index>(),
+    ) {
+        let first = edit.apply(&first).unwrap_or(first);
+        first_line_agrees(&format!("{first}{separator}{second}"));
+        first_line_agrees(&format!("{first}{separator}"));
+        // A newline anywhere in the first line (between bytes of one character, the text is
+        // not a `str`: skipped).
+        let at = newline_at.index(first.len() + 1);
+        if first.is_char_boundary(at) {
+            first_line_agrees(&format!("{}\n{}", &first[..at], &first[at..]));
+        }
+    }
+}

@@ -113,6 +113,21 @@ impl<'a> Scanner<'a> {
         (self.bytes().get(self.at..end)? == word).then(|| self.at = end)
     }
 
+    /// An object's first member's key, compact: `{` and then `field` (`,"name":`) after its
+    /// comma. The byte templates' way to read a key: compared as the bytes it must be.
+    #[inline(always)]
+    pub(crate) fn first(&mut self, field: &str) -> Option<()> {
+        self.eat(b'{')?;
+        self.literal(field.as_bytes().get(1..)?)
+    }
+
+    /// A next member's key, compact: `field` (`,"name":`) as it is. The cursor stays when it
+    /// is not.
+    #[inline(always)]
+    pub(crate) fn member(&mut self, field: &str) -> Option<()> {
+        self.literal(field.as_bytes())
+    }
+
     /// The members of an object, each value left to `member` (called after the colon).
     pub(crate) fn object(
         &mut self,

@@ -18,6 +18,12 @@
 //! (not UTF-8 or not JSON, nesting past serde_json's levels, a key with escapes, or a string the
 //! check reads that holds escapes), is read again as a `serde_json::Value`, and the violations
 //! and their messages come from that reading alone.
+//!
+//! Before both, a body written as the converter and serde_json write one (compact, each item's
+//! keys in codex-rs's order) is read by byte templates ([`template`]), which check each
+//! invariant as they reach it and only ever answer "clean" (any other byte, or any invariant
+//! broken, and the body goes to the outline as above): most bodies are read once, and no part
+//! of them is stored.
 
 use std::cell::{Cell, RefCell};
 
@@ -28,6 +34,8 @@ use super::meta::is_uuid;
 use super::{Invariant, Violation};
 use crate::model::responses::TYPE_ADDITIONAL_TOOLS;
 use crate::model::scan::{self, OutlineItems, OutlineNode, Part};
+
+mod template;
 
 /// Item types a body may hold.
 const ITEM_TYPES: [&str; 6] = [
@@ -46,8 +54,12 @@ const IMAGE_DETAILS: [&str; 4] = ["auto", "low", "high", "original"];
 pub fn check_body(bytes: &[u8]) -> Vec<Violation> {
     let trimmed = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let one_line = memchr::memchr(b'\n', trimmed).is_none();
-    if one_line && clean_in_outline(trimmed) {
-        return Vec::new();
+    if one_line {
+        if let Ok(text) = simdutf8::basic::from_utf8(trimmed) {
+            if template::clean(text) || clean_in_outline(text) {
+                return Vec::new();
+            }
+        }
     }
     let mut out = Vec::new();
     let mut bad = |invariant: Invariant, message: &dyn Fn() -> String| {
@@ -75,13 +87,10 @@ pub fn check_body(bytes: &[u8]) -> Vec<Violation> {
 /// when it breaks one, and when the outline cannot answer as serde_json would (not UTF-8, not
 /// JSON to the scanner, nesting past serde_json's levels, a key with escapes, a string the check
 /// reads that holds escapes): then [`check_body`] reads it again as a `Value`.
-fn clean_in_outline(body: &[u8]) -> bool {
+fn clean_in_outline(text: &str) -> bool {
     thread_local! {
         static PARTS: RefCell<Vec<Part>> = const { RefCell::new(Vec::new()) };
     }
-    let Ok(text) = simdutf8::basic::from_utf8(body) else {
-        return false;
-    };
     PARTS.with(|parts| {
         let Ok(mut parts) = parts.try_borrow_mut() else {
             return false;
@@ -404,6 +413,11 @@ mod tests {
         found
     }
 
+    /// Whether the outline finds the body clean.
+    fn outlined(bytes: &[u8]) -> bool {
+        std::str::from_utf8(bytes).is_ok_and(clean_in_outline)
+    }
+
     fn messages(bytes: &[u8]) -> Vec<String> {
         check_body(bytes)
             .into_iter()
@@ -420,7 +434,7 @@ mod tests {
             {"type":"message","role":"assistant","phase":"final_answer","content":[{"type":"output_text","text":"done"}]}]"#,
         )
         .replace('\n', "");
-        assert!(clean_in_outline(text.as_bytes()));
+        assert!(outlined(text.as_bytes()));
         assert!(by_value(text.as_bytes()).is_empty());
         assert!(check_body(text.as_bytes()).is_empty());
     }
@@ -462,7 +476,8 @@ mod tests {
         for text in bodies {
             let expected = by_value(text.as_bytes());
             assert!(!expected.is_empty(), "{text}");
-            assert!(!clean_in_outline(text.as_bytes()), "{text}");
+            assert!(!outlined(text.as_bytes()), "{text}");
+            assert!(!template::clean(&text), "{text}");
             assert_eq!(messages(text.as_bytes()), expected, "{text}");
         }
     }
@@ -509,11 +524,11 @@ mod tests {
             // Only whitespace around the value: clean.
             (format!(" {} ", body("[]")).into_bytes(), true, true),
         ];
-        for (bytes, clean, outlined) in cases {
+        for (bytes, clean, in_outline) in cases {
             let text = String::from_utf8_lossy(&bytes).into_owned();
             let expected = by_value(&bytes);
             assert_eq!(expected.is_empty(), clean, "{text}");
-            assert_eq!(clean_in_outline(&bytes), outlined, "{text}");
+            assert_eq!(outlined(&bytes), in_outline, "{text}");
             let told = messages(&bytes);
             if expected.first().is_some_and(|m| m.starts_with("not JSON")) {
                 assert!(told[0].starts_with("LineFormat: not JSON: "), "{text}");
@@ -529,7 +544,7 @@ mod tests {
             return;
         };
         let text = body(&format!(r#"[{{"{key}":"1"}}]"#));
-        assert!(!clean_in_outline(text.as_bytes()));
+        assert!(!outlined(text.as_bytes()));
         assert!(!messages(text.as_bytes()).is_empty());
     }
 
@@ -539,7 +554,7 @@ mod tests {
         let lone = body(
             r#"[{"type":"message","role":"user","content":[{"type":"input_text","text":"\ud800"}]}]"#,
         );
-        assert!(!clean_in_outline(lone.as_bytes()));
+        assert!(!outlined(lone.as_bytes()));
         assert!(messages(lone.as_bytes())[0].starts_with("LineFormat: not JSON: "));
         // Nesting past serde_json's limit in a tool's parameters (the body's own four levels
         // included): refused by serde_json, at exactly the depth it refuses.
@@ -549,7 +564,7 @@ mod tests {
                 "[".repeat(levels),
                 "]".repeat(levels)
             );
-            assert_eq!(clean_in_outline(deep.as_bytes()), !refused, "{levels}");
+            assert_eq!(outlined(deep.as_bytes()), !refused, "{levels}");
             assert_eq!(
                 messages(deep.as_bytes())
                     .first()

@@ -226,19 +226,6 @@ fn parts<'a>(s: &mut Scanner<'a>) -> Option<Vec<PartView<'a>>> {
 }
 
 impl<'a> Scanner<'a> {
-    /// An object's first member's key: `{` and then `field` (`,"name":`) after its comma.
-    #[inline(always)]
-    fn first(&mut self, field: &str) -> Option<()> {
-        self.eat(b'{')?;
-        self.literal(field.as_bytes().get(1..)?)
-    }
-
-    /// A next member's key: `field` (`,"name":`) as it is. The cursor stays when it is not.
-    #[inline(always)]
-    fn member(&mut self, field: &str) -> Option<()> {
-        self.literal(field.as_bytes())
-    }
-
     /// A tagged payload's start, `{"type":`, and its type, a plain string.
     #[inline(always)]
     fn item_type(&mut self) -> Option<&'a str> {

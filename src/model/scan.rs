@@ -62,9 +62,18 @@ impl<'a> Scanner<'a> {
         self.at
     }
 
-    /// The bytes read since `start` (an earlier [`Scanner::offset`]).
-    pub(crate) fn since(&self, start: usize) -> &'a [u8] {
-        self.bytes().get(start..self.at).unwrap_or_default()
+    /// What `read` reads at the cursor with the text cut at the next newline: a value read
+    /// there cannot reach past the line it starts on. The cursor moves past what was read.
+    pub(crate) fn within_line<T>(
+        &mut self,
+        read: impl FnOnce(&mut Scanner<'a>) -> Option<T>,
+    ) -> Option<T> {
+        let rest = self.text.get(self.at..)?;
+        let end = memchr::memchr(b'\n', rest.as_bytes()).unwrap_or(rest.len());
+        let mut line = Scanner::new(rest.get(..end)?);
+        let read = read(&mut line)?;
+        self.at += line.at;
+        Some(read)
     }
 
     /// Only whitespace is left: nothing may follow a JSON text's value.
@@ -727,6 +736,26 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_value_read_within_its_line_stops_at_the_newline() {
+        // Read to the newline and no further: the value there is all that is read.
+        let mut s = Scanner::new("[1,{\"a\":2}] \n[3]");
+        assert_eq!(s.within_line(|s| s.skip(1)), Some(()));
+        assert_eq!(s.offset(), 11);
+        // A value the newline cuts is refused, as the line cut there is; the cursor stays.
+        for text in ["[1,\n2]", "{\"a\":\n1}", "[\"a\"\n]", "[[[[\n]]]]"] {
+            let mut s = Scanner::new(text);
+            assert_eq!(s.within_line(|s| s.skip(1)), None, "{text:?}");
+            assert_eq!(s.offset(), 0, "{text:?}");
+        }
+        // Past a newline the cursor was already beyond, the next line is the limit.
+        let mut s = Scanner::new("[0]\n[1,2]\n[3]");
+        s.within_line(|s| s.skip(1));
+        s.ws();
+        assert_eq!(s.within_line(|s| s.skip(1)), Some(()));
+        assert_eq!(s.offset(), 9);
     }
 
     #[test]

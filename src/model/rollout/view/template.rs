@@ -233,16 +233,21 @@ impl<'a> Scanner<'a> {
         self.plain()
     }
 
-    /// A value only type-checked or skipped, read by `read` as the scanner reads it, and
-    /// refused when a newline lies in it: between the tokens of an array or an object, or
-    /// before the value, whitespace may be a newline, which in a file ends the line there
-    /// ([`first_line`]). A string holds none (JSON escapes it), and needs no search.
+    /// A value only type-checked or skipped, read by `read` as the scanner reads it, within
+    /// its line. In a file ([`first_line`]) a newline ends the line, and an array or an object
+    /// may hold one between its tokens: such a value is read with the text cut at the next
+    /// newline, so that it is refused there, as the line cut there is, and no reading goes
+    /// past its line (a line opening a value it never closes would otherwise have each of the
+    /// lines after it read again, up to the nesting limit). Whitespace before the value is
+    /// not the templates' (they are compact): refused. Any other value (a string, a number, a
+    /// literal) holds no newline.
     #[inline(always)]
     fn value<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
-        let start = self.offset();
-        let value = read(self)?;
-        let span = self.since(start);
-        (span.first() == Some(&b'"') || memchr::memchr(b'\n', span).is_none()).then_some(value)
+        match self.peek()? {
+            b'[' | b'{' => self.within_line(read),
+            b' ' | b'\t' | b'\n' | b'\r' => None,
+            _ => read(self),
+        }
     }
 
     /// A string value, unescaped.

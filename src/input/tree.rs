@@ -41,6 +41,11 @@ pub(crate) trait Tree: Sized {
     fn to_json(&self) -> String;
 
     fn is_null(&self) -> bool;
+
+    /// An object's keys with their values, walked once and taken apart: a key given twice
+    /// comes each time, in order, so the last is the one a `Value` keeps. The value back when
+    /// it is not an object.
+    fn each_entry(self, visit: impl FnMut(&str, Self)) -> Result<(), Self>;
 }
 
 /// An object of a [`Tree`], its values taken out by key.
@@ -54,9 +59,26 @@ pub(crate) trait Object {
     fn str_of(&self, key: &str) -> Option<&str>;
 
     fn contains(&self, key: &str) -> bool;
+}
 
-    /// The keys, other than `known`, whose value is not `null`: in byte order, once each.
-    fn other_keys(&self, known: &[&str]) -> Vec<String>;
+/// The keys of an object's entries (each with whether its value is `null`, in the order
+/// given) as the object's `Value` keeps them: in byte order, once each, and a key whose last
+/// value is `null` left out.
+pub(crate) fn kept_keys(mut entries: Vec<(String, bool)>) -> Vec<String> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    // A stable sort keeps duplicates in the order given: the last of each is the one kept.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut keys = Vec::new();
+    let mut entries = entries.into_iter().peekable();
+    while let Some((key, null)) = entries.next() {
+        let last = entries.peek().is_none_or(|next| next.0 != key);
+        if last && !null {
+            keys.push(key);
+        }
+    }
+    keys
 }
 
 /// A [`Tree`] value taken apart.
@@ -132,12 +154,28 @@ impl Tree for Value {
     fn is_null(&self) -> bool {
         Value::is_null(self)
     }
+
+    fn each_entry(self, mut visit: impl FnMut(&str, Value)) -> Result<(), Value> {
+        match self {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    visit(&key, value);
+                }
+                Ok(())
+            }
+            other @ Value::Null
+            | other @ Value::Bool(_)
+            | other @ Value::Number(_)
+            | other @ Value::String(_)
+            | other @ Value::Array(_) => Err(other),
+        }
+    }
 }
 
 impl Object for Map<String, Value> {
     type Node = Value;
 
-    /// Moved out, `null` left in its place (which [`Object::other_keys`] then leaves out).
+    /// Moved out, `null` left in its place.
     fn take(&mut self, key: &str) -> Option<Value> {
         self.get_mut(key).map(std::mem::take)
     }
@@ -148,13 +186,6 @@ impl Object for Map<String, Value> {
 
     fn contains(&self, key: &str) -> bool {
         self.contains_key(key)
-    }
-
-    fn other_keys(&self, known: &[&str]) -> Vec<String> {
-        self.iter()
-            .filter(|(k, v)| !known.contains(&k.as_str()) && !v.is_null())
-            .map(|(k, _)| k.clone())
-            .collect()
     }
 }
 
@@ -210,6 +241,14 @@ impl<'t> Tree for TapeNode<'t> {
             _ => false,
         }
     }
+
+    fn each_entry(self, mut visit: impl FnMut(&str, TapeNode<'t>)) -> Result<(), TapeNode<'t>> {
+        let entries = self.entries().ok_or(self)?;
+        for (key, value) in entries {
+            visit(key, value);
+        }
+        Ok(())
+    }
 }
 
 impl<'t> Object for TapeObject<'t> {
@@ -229,26 +268,5 @@ impl<'t> Object for TapeObject<'t> {
 
     fn contains(&self, key: &str) -> bool {
         TapeObject::contains(self, key)
-    }
-
-    fn other_keys(&self, known: &[&str]) -> Vec<String> {
-        let mut others: Vec<(&str, bool)> = self
-            .entries()
-            .filter(|(k, _)| !known.contains(k))
-            .map(|(k, v)| (k, v.is_null()))
-            .collect();
-        if others.is_empty() {
-            return Vec::new();
-        }
-        // A stable sort keeps duplicates in record order: the last of each is the one kept.
-        others.sort_by(|a, b| a.0.cmp(b.0));
-        let mut keys = Vec::new();
-        for (i, (key, null)) in others.iter().enumerate() {
-            let last = others.get(i + 1).is_none_or(|next| next.0 != *key);
-            if last && !null {
-                keys.push((*key).to_string());
-            }
-        }
-        keys
     }
 }

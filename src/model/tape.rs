@@ -225,6 +225,16 @@ impl<'t> TapeNode<'t> {
         self.items().nth(index)
     }
 
+    /// Each key of this object with its value, in the record's order (a key given twice comes
+    /// twice), walked once and without the key bits a [`TapeObject`] makes; `None` when this
+    /// is not an object.
+    pub fn entries(self) -> Option<impl Iterator<Item = (&'t str, TapeNode<'t>)>> {
+        match self.node()? {
+            Node::Object { len, .. } => Some(entries(self.nodes, self.at, len)),
+            Node::String(_) | Node::Array { .. } | Node::Static(_) => None,
+        }
+    }
+
     /// This value as an object, when it is one.
     pub fn object(self) -> Option<TapeObject<'t>> {
         match self.node()? {
@@ -284,9 +294,28 @@ pub struct TapeObject<'t> {
     at: usize,
     len: usize,
     /// A bit for each of its keys ([`key_bit`]): most keys a reader asks for are absent (a
-    /// message has a few of the eleven the chat reader reads), and a clear bit says so
-    /// without a walk.
+    /// content part has a few of those the part reader asks for), and a clear bit says so
+    /// without a walk. A reader that wants most of an object's keys walks it once instead
+    /// ([`TapeNode::entries`]: a chat message, a tool call).
     keys: u64,
+}
+
+/// Each key of the object at `nodes[at]` (of `len` keys) with its value, in the record's
+/// order.
+fn entries<'t>(
+    nodes: &'t [Node<'t>],
+    at: usize,
+    len: usize,
+) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
+    let mut at = at + 1;
+    (0..len).map_while(move |_| {
+        let Some(Node::String(key)) = nodes.get(at).copied() else {
+            return None;
+        };
+        let value = TapeNode { nodes, at: at + 1 };
+        at += 1 + span(nodes, at + 1);
+        Some((key, value))
+    })
 }
 
 /// A key's bit in [`TapeObject::keys`], from its length and its first and last bytes (the
@@ -313,16 +342,7 @@ impl<'t> TapeObject<'t> {
 
     /// Each key with its value, in the record's order.
     pub fn entries(&self) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
-        let nodes = self.nodes;
-        let mut at = self.at + 1;
-        (0..self.len).map_while(move |_| {
-            let Some(Node::String(key)) = nodes.get(at).copied() else {
-                return None;
-            };
-            let value = TapeNode { nodes, at: at + 1 };
-            at += 1 + span(nodes, at + 1);
-            Some((key, value))
-        })
+        entries(self.nodes, self.at, self.len)
     }
 
     /// The value of `key` (the last one, as a `Value` keeps it). Inlined: for a key the caller

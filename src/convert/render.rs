@@ -16,7 +16,7 @@ use crate::model::rollout::{
     BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, Phase, ResponseItem, SessionMeta,
     ToolOutput, ROLE_USER,
 };
-use crate::model::time::{format_ms, MAX_MS};
+use crate::model::time::{format_ms, ms_digits, MAX_MS};
 use crate::model::transcript::RecordMeta;
 use crate::rules::RuleSet;
 
@@ -211,10 +211,9 @@ pub(super) fn key_into(out: &mut Vec<u8>, sep: u8, field: &str) {
 /// Neither needs escaping (a timestamp is digits, `-:.TZ`; a tag is one of the model's
 /// lowercase names), so both are copied between quotes.
 fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
-    key_into(out, b'{', line::field::TIMESTAMP);
-    out.push(b'"');
-    out.extend_from_slice(clock.tick().as_bytes());
-    out.push(b'"');
+    clock.tick();
+    out.reserve(HEAD + line::field::TYPE.len() + tag.len() + line::field::PAYLOAD.len() + 2);
+    out.extend_from_slice(&clock.head);
     key_into(out, b',', line::field::TYPE);
     out.push(b'"');
     out.extend_from_slice(tag.as_bytes());
@@ -431,19 +430,33 @@ fn write_phase(out: &mut Vec<u8>, phase: Option<Phase>) {
     }
 }
 
-/// The line timestamps: `format_ms` of the start, then of each next millisecond. Lines within
-/// one second differ only in the milliseconds, so only those digits are rewritten; the date is
-/// formatted again when the second changes.
+/// `{"timestamp":"`, where a line's head starts.
+const OPEN: usize = line::field::TIMESTAMP.len() + 1;
+
+/// A line's head up to its timestamp's closing quote: `{"timestamp":"…Z"`.
+const HEAD: usize = OPEN + 24 + 1;
+
+/// The line timestamps: `format_ms` of the start, then of each next millisecond, kept in the
+/// head of the line they start ([`line_head`] copies it whole). Lines within one second
+/// differ only in the milliseconds, so only those digits are rewritten; the date is formatted
+/// again when the second changes.
 struct Clock {
     next: i64,
-    text: String,
+    /// `{"timestamp":"`, the last tick's time and its closing quote.
+    head: [u8; HEAD],
+    /// True when `head` holds a tick, which the next one may rewrite the milliseconds of.
+    ticked: bool,
 }
 
 impl Clock {
     fn new(started_ms: i64) -> Clock {
+        let mut head = [b'"'; HEAD];
+        head[0] = b'{';
+        head[1..OPEN - 1].copy_from_slice(&line::field::TIMESTAMP.as_bytes()[1..]);
         Clock {
             next: started_ms,
-            text: String::new(),
+            head,
+            ticked: false,
         }
     }
 
@@ -452,27 +465,36 @@ impl Clock {
         if ms > self.next {
             self.next = ms;
             // The next tick may be in another second: format it whole.
-            self.text.clear();
+            self.ticked = false;
         }
     }
 
-    fn tick(&mut self) -> &str {
+    /// The next millisecond, into the head.
+    fn tick(&mut self) {
         // Past the last representable millisecond the clock stands still (non-decreasing).
         let ms = self.next.min(MAX_MS);
         self.next = self.next.saturating_add(1);
         // `format_ms` ends in `.mmmZ`; before the epoch it clamps to 0, so reformat there.
-        let same_second = ms > 0 && ms % 1000 != 0 && self.text.len() > 5;
+        let same_second = ms > 0 && ms % 1000 != 0 && self.ticked;
+        let stamp = &mut self.head[OPEN..HEAD - 1];
         if same_second {
-            self.text.truncate(self.text.len() - 4);
             let millis = ms % 1000;
-            for digit in [millis / 100, millis / 10 % 10, millis % 10] {
-                self.text.push(char::from(b'0' + digit as u8));
+            for (at, digit) in [millis / 100, millis / 10 % 10, millis % 10]
+                .into_iter()
+                .enumerate()
+            {
+                stamp[20 + at] = b'0' + digit as u8;
             }
-            self.text.push('Z');
         } else {
-            self.text = format_ms(ms);
+            stamp.copy_from_slice(&ms_digits(ms));
         }
-        &self.text
+        self.ticked = true;
+    }
+
+    /// The last tick's time, as [`format_ms`] writes it.
+    #[cfg(test)]
+    fn stamp(&self) -> &str {
+        std::str::from_utf8(&self.head[OPEN..HEAD - 1]).unwrap_or_default()
     }
 }
 
@@ -685,7 +707,7 @@ mod tests {
             line_head(&mut ours, &mut clock, tag::SESSION_META);
             write_session_meta(&mut ours, &meta);
             ours.extend_from_slice(b"}\n");
-            let expected = serde_line(tag::SESSION_META, &clock.text.clone(), &meta);
+            let expected = serde_line(tag::SESSION_META, clock.stamp(), &meta);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
                 String::from_utf8(expected).unwrap()
@@ -709,7 +731,7 @@ mod tests {
                 assert_eq!(copied, escaped);
                 copies += usize::from(text.is_some());
             }
-            let expected = serde_line(tag::RESPONSE_ITEM, &clock.text.clone(), item);
+            let expected = serde_line(tag::RESPONSE_ITEM, clock.stamp(), item);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
                 String::from_utf8(expected).unwrap()
@@ -720,7 +742,7 @@ mod tests {
             line_head(&mut ours, &mut clock, tag::EVENT_MSG);
             write_event(&mut ours, event, None);
             ours.extend_from_slice(b"}\n");
-            let expected = serde_line(tag::EVENT_MSG, &clock.text.clone(), event);
+            let expected = serde_line(tag::EVENT_MSG, clock.stamp(), event);
             assert_eq!(
                 String::from_utf8(ours).unwrap(),
                 String::from_utf8(expected).unwrap()
@@ -746,7 +768,8 @@ mod tests {
         ] {
             let mut clock = Clock::new(start);
             for ms in start..start + 2_005 {
-                assert_eq!(clock.tick(), format_ms(ms), "{start} {ms}");
+                clock.tick();
+                assert_eq!(clock.stamp(), format_ms(ms), "{start} {ms}");
             }
         }
     }
@@ -754,7 +777,12 @@ mod tests {
     #[test]
     fn clock_stands_still_at_the_end_of_year_9999() {
         let mut clock = Clock::new(MAX_MS - 2);
-        let ticks: Vec<String> = (0..5).map(|_| clock.tick().to_string()).collect();
+        let ticks: Vec<String> = (0..5)
+            .map(|_| {
+                clock.tick();
+                clock.stamp().to_string()
+            })
+            .collect();
         assert_eq!(
             ticks,
             [

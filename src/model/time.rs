@@ -38,7 +38,7 @@ pub fn format_ms(ms: i64) -> String {
 }
 
 /// The bytes of [`format_ms`] of `ms`.
-fn ms_digits(ms: i64) -> [u8; 24] {
+pub fn ms_digits(ms: i64) -> [u8; 24] {
     let ms = ms.clamp(0, MAX_MS);
     let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     let (year, month, day) = civil_from_days(days);

@@ -8,7 +8,7 @@ use super::format::{
     FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
     SourceFormat,
 };
-use super::tree::{Json, Object, TapeNode, Tree};
+use super::tree::{Json, Object, TapeNode, TapeObject, Tree};
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
 use crate::model::transcript::{
@@ -154,12 +154,12 @@ pub fn extract_fast(bytes: &[u8], rules: &InputRules) -> Option<FastRead> {
 /// [`extract_fast`]'s reading, or `None` for [`extract`] to read the record.
 fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transcript> {
     let root = TapeNode::new(nodes, 0);
-    if !matches!(nodes.first(), Some(simd_json::Node::Object { .. })) {
-        return None;
-    }
+    // The record's keys, looked up for every path of the rule file: made once.
+    let object = root.object()?;
+    let find = |key: &str| object.find(key);
     // The first path that holds a list or a string, as `extract` finds it.
     let (path, list) = rules.messages_at.iter().find_map(|path| {
-        let node = path.walk(root, TapeNode::get, TapeNode::index)?;
+        let node = path.walk(root, find, TapeNode::get, TapeNode::index)?;
         (node.is_list() || node.is_string()).then_some((path, node))
     })?;
     if reads_into(rules, path) {
@@ -170,7 +170,7 @@ fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transc
     // `null`, which the reply is then taken out of. A reply the tape does not hold, the
     // `Value` does not either (it is the tape with the list `null`).
     let reply = rules.reply_at.iter().any(|path| {
-        path.walk(root, TapeNode::lookup, TapeNode::index)
+        path.walk(root, find, TapeNode::lookup, TapeNode::index)
             .is_some_and(|node| node.is_object())
     });
     let mut meta = RecordMeta::default();
@@ -183,11 +183,11 @@ fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transc
         let tools = read_tools(&value);
         (Some(value), tools)
     } else {
-        if is_rollout_line(root) {
+        if is_rollout_line(&object) {
             return None;
         }
-        read_meta_tape(root, rules, &mut meta);
-        (None, read_tools_tape(root)?)
+        read_meta_tape(root, &object, rules, &mut meta);
+        (None, read_tools_tape(&object)?)
     };
     let path = path.as_str().to_string();
     // The list is walked on the tape, never collected; a list of turns (lists) is read as
@@ -211,16 +211,15 @@ fn read_tape(nodes: &[simd_json::Node<'_>], rules: &InputRules) -> Option<Transc
     }
     let ignored = match value {
         Some(value) => kept_keys(value),
-        None => kept_keys_tape(root, list.at()),
+        None => kept_keys_tape(&object, list.at()),
     };
     transcript(ignored, meta, tools, path, messages).ok()
 }
 
 /// [`rollout_tag`] of a record on the tape: a rollout line's tag and a `payload`.
-fn is_rollout_line(root: TapeNode<'_>) -> bool {
-    let tag = root.lookup("type").and_then(|tag| tag.as_str());
-    tag.is_some_and(|tag| ROLLOUT_TAGS.contains(&tag))
-        && root.object().is_some_and(|o| o.contains("payload"))
+fn is_rollout_line(record: &TapeObject<'_>) -> bool {
+    let tag = record.find("type").and_then(|tag| tag.as_str());
+    tag.is_some_and(|tag| ROLLOUT_TAGS.contains(&tag)) && record.contains("payload")
 }
 
 /// The top-level keys of a record whose value is not `null`, once each, in byte order: its
@@ -240,29 +239,16 @@ fn kept_keys(value: Value) -> Vec<String> {
 
 /// [`kept_keys`] of the record on the tape with the value at node `hole` (its messages)
 /// read as `null`, as [`super::parse::tape_value_without`] would build it.
-fn kept_keys_tape(root: TapeNode<'_>, hole: usize) -> Vec<String> {
-    let Some(object) = root.object() else {
-        return Vec::new();
-    };
-    let mut entries: Vec<(&str, bool)> = object
-        .entries()
-        .map(|(key, v)| {
-            (
-                key,
-                v.at() == hole || matches!(Found::of_tape(v), Found::Null),
-            )
-        })
-        .collect();
-    // A stable sort keeps a key given twice in record order: the last is the one kept.
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    let mut keys = Vec::with_capacity(entries.len());
-    for (i, &(key, null)) in entries.iter().enumerate() {
-        let last = entries.get(i + 1).is_none_or(|next| next.0 != key);
-        if last && !null {
-            keys.push(key.to_string());
-        }
-    }
-    keys
+fn kept_keys_tape(record: &TapeObject<'_>, hole: usize) -> Vec<String> {
+    super::tree::kept_keys(
+        record
+            .entries()
+            .map(|(key, v)| {
+                let null = v.at() == hole || matches!(Found::of_tape(v), Found::Null);
+                (key, null)
+            })
+            .collect(),
+    )
 }
 
 /// A record's bare string of messages: one user message.
@@ -463,14 +449,19 @@ fn read_tools(value: &Value) -> Vec<Value> {
 
 /// [`read_tools`] of a record on the tape: each definition made a `Value` (it is written as
 /// given); `None` when one cannot be (the tape is then read the careful way).
-fn read_tools_tape(root: TapeNode<'_>) -> Option<Vec<Value>> {
+fn read_tools_tape(record: &TapeObject<'_>) -> Option<Vec<Value>> {
     let value = |node: TapeNode<'_>| super::parse::tape_value_at(node.nodes(), &mut node.at());
-    let holders = [Some(root), root.lookup("body")];
-    for holder in holders.into_iter().flatten() {
-        if let Some(tools) = holder.lookup("tools").filter(TapeNode::is_list) {
+    let body = record.find("body");
+    let in_body = |key| body.and_then(|body| body.lookup(key));
+    let holders = [
+        (record.find("tools"), record.find("functions")),
+        (in_body("tools"), in_body("functions")),
+    ];
+    for (tools, functions) in holders {
+        if let Some(tools) = tools.filter(TapeNode::is_list) {
             return tools.items().map(value).collect();
         }
-        if let Some(functions) = holder.lookup("functions").filter(TapeNode::is_list) {
+        if let Some(functions) = functions.filter(TapeNode::is_list) {
             return functions
                 .items()
                 .map(|f| Some(serde_json::json!({"type": "function", "function": value(f)?})))
@@ -511,8 +502,14 @@ pub(crate) fn read_meta(record: &Value, rules: &InputRules, meta: &mut RecordMet
 /// [`read_meta`] of a record on the parser's tape: the same paths and the same readings,
 /// without the record's `Value` (building it and searching its maps was ~2,000 instructions
 /// and 6 allocations a small record).
-fn read_meta_tape(root: TapeNode<'_>, rules: &InputRules, meta: &mut RecordMeta) {
-    let find = |path: &PathExpr| path.walk(root, TapeNode::lookup, TapeNode::index);
+fn read_meta_tape(
+    root: TapeNode<'_>,
+    record: &TapeObject<'_>,
+    rules: &InputRules,
+    meta: &mut RecordMeta,
+) {
+    let first = |key: &str| record.find(key);
+    let find = |path: &PathExpr| path.walk(root, first, TapeNode::lookup, TapeNode::index);
     read_meta_with(
         rules,
         meta,

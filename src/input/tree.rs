@@ -64,7 +64,7 @@ pub(crate) trait Object {
 /// The keys of an object's entries (each with whether its value is `null`, in the order
 /// given) as the object's `Value` keeps them: in byte order, once each, and a key whose last
 /// value is `null` left out.
-pub(crate) fn kept_keys(mut entries: Vec<(String, bool)>) -> Vec<String> {
+pub(crate) fn kept_keys<K: Ord + Into<String>>(mut entries: Vec<(K, bool)>) -> Vec<String> {
     if entries.is_empty() {
         return Vec::new();
     }
@@ -75,7 +75,7 @@ pub(crate) fn kept_keys(mut entries: Vec<(String, bool)>) -> Vec<String> {
     while let Some((key, null)) = entries.next() {
         let last = entries.peek().is_none_or(|next| next.0 != key);
         if last && !null {
-            keys.push(key);
+            keys.push(key.into());
         }
     }
     keys

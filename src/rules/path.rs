@@ -66,17 +66,26 @@ impl PathExpr {
         &self.text
     }
 
-    /// The node at this path in any JSON tree, if every step exists: `key` looks up an
-    /// object's key, `index` an array's element (a negative index counts from the end; see
-    /// [`PathExpr::get`], which is this walk on a `Value`).
+    /// The node at this path in any JSON tree, if every step exists: `first` looks up the
+    /// root's keys, `key` the keys of an object below it, `index` an array's element (a
+    /// negative index counts from the end; see [`PathExpr::get`], which is this walk on a
+    /// `Value`). A reader asking one object for many paths makes its lookup once: a tape
+    /// object's key bits answer an absent key, as most of a rule file's are, without a walk
+    /// of its keys.
     pub(crate) fn walk<N>(
         &self,
         root: N,
+        first: impl Fn(&str) -> Option<N>,
         key: impl Fn(N, &str) -> Option<N>,
         index: impl Fn(N, i64) -> Option<N>,
     ) -> Option<N> {
-        let mut current = root;
-        for step in &self.steps {
+        let mut steps = self.steps.iter();
+        let mut current = match steps.next() {
+            None => return Some(root),
+            Some(Step::Key(k)) => first(k)?,
+            Some(Step::Index(i)) => index(root, *i)?,
+        };
+        for step in steps {
             current = match step {
                 Step::Key(k) => key(current, k)?,
                 Step::Index(i) => index(current, *i)?,

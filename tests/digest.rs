@@ -114,7 +114,7 @@ fn file_digest(path: &str, bytes: &[u8]) -> String {
     named.extend_from_slice(path.as_bytes());
     named.push(0);
     named.extend_from_slice(bytes);
-    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&named))[..8].to_string()
+    format!("{:016x}", twox_hash::XxHash3_64::oneshot(&named))[..8].to_string()
 }
 
 const FILES_HEADER: &str = "\

@@ -192,7 +192,7 @@ fn fingerprint(args: &ConvertArgs, rules: &RuleSet) -> pipeline::Fingerprint {
     let digest = |value: serde_json::Value| {
         format!(
             "{:032x}",
-            xxhash_rust::xxh3::xxh3_128(value.to_string().as_bytes())
+            crate::model::hash::xxh3_128(value.to_string().as_bytes())
         )
     };
     let rules_value = json!({

@@ -33,7 +33,7 @@ impl RecordId {
     /// record given alone): its first occurrence.
     pub fn of(bytes: &[u8]) -> RecordId {
         RecordId {
-            digest: xxhash_rust::xxh3::xxh3_128(bytes),
+            digest: crate::model::hash::xxh3_128(bytes),
             occurrence: 0,
         }
     }
@@ -87,7 +87,7 @@ pub struct Occurrences {
 impl Occurrences {
     /// The identity of the next record of the file, whose bytes are `bytes`.
     pub fn next(&mut self, bytes: &[u8]) -> RecordId {
-        let digest = xxhash_rust::xxh3::xxh3_128(bytes);
+        let digest = crate::model::hash::xxh3_128(bytes);
         let count = self.seen.entry(digest).or_insert(0);
         let id = RecordId {
             digest,

@@ -34,6 +34,7 @@
 //!   and occurrence), from which its session id is made.
 
 pub mod conversation;
+pub mod hash;
 pub mod identity;
 pub mod invariant;
 pub mod json;

@@ -10,7 +10,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::Xxh3;
+use crate::model::hash::Xxh3;
 
 use super::home::{private_dir_all, private_file, write_error, Home};
 use super::{Guard, OutputError, Placed};

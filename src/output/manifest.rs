@@ -138,7 +138,7 @@ struct Listers {
 
 impl Listers {
     fn path(path: &str) -> u128 {
-        xxhash_rust::xxh3::xxh3_128(path.as_bytes())
+        crate::model::hash::xxh3_128(path.as_bytes())
     }
 
     fn number(&mut self, key: &str) -> u32 {
@@ -423,7 +423,7 @@ fn line<T: Serialize>(out: &mut dyn Write, value: &T) -> std::io::Result<()> {
 
 /// The digest of some bytes, as the manifest writes it.
 pub fn digest(bytes: &[u8]) -> String {
-    crate::model::identity::hex128(xxhash_rust::xxh3::xxh3_128(bytes))
+    crate::model::identity::hex128(crate::model::hash::xxh3_128(bytes))
 }
 
 /// The digest of a file's bytes, read in blocks.
@@ -436,7 +436,7 @@ pub fn file_digest_unless(
     path: &Path,
     stop: &std::sync::atomic::AtomicUsize,
 ) -> std::io::Result<String> {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut hasher = crate::model::hash::Xxh3::new();
     let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
     loop {
         if stop.load(std::sync::atomic::Ordering::Relaxed) != 0 {

@@ -1220,7 +1220,7 @@ fn body_paths(
         let path = if taken {
             let tag = format!(
                 "{:08x}",
-                xxhash_rust::xxh3::xxh3_64(file.origin.as_bytes()) as u32
+                crate::model::hash::xxh3_64(file.origin.as_bytes()) as u32
             );
             let suffix = if compress { ".jsonl.zst" } else { ".jsonl" };
             let stem = usual.strip_suffix(suffix).unwrap_or(&usual);
@@ -1581,7 +1581,7 @@ impl Claims {
     /// the run took: it is not placed, and records the digest of what is there.
     fn mark_duplicates(&mut self, outcomes: &mut [Vec<Outcome>]) {
         for done in converted_mut(outcomes) {
-            let path = xxhash_rust::xxh3::xxh3_128(done.path.as_bytes());
+            let path = crate::model::hash::xxh3_128(done.path.as_bytes());
             if let Some(digest) = self.claim(path, &done.digest) {
                 done.placed = Some(crate::output::Placed::Duplicate);
                 done.reword(None, Some(digest));

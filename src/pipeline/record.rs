@@ -62,7 +62,7 @@ pub fn sampled(source_key: &str, ordinal: u64, rate: f64) -> bool {
         return true;
     }
     let key = format!("{source_key}#{ordinal}");
-    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+    let hash = crate::model::hash::xxh3_64(key.as_bytes());
     (hash as f64) < rate * (u64::MAX as f64)
 }
 

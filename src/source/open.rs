@@ -56,7 +56,7 @@ pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, Sou
         CountingReader {
             inner: file,
             count: Arc::clone(&counter),
-            hashing: slot.map(|slot| (Box::new(xxhash_rust::xxh3::Xxh3::new()), slot)),
+            hashing: slot.map(|slot| (Box::new(crate::model::hash::Xxh3::new()), slot)),
         },
     );
     let head = raw.fill_buf().map_err(|source| SourceError::Open {
@@ -758,7 +758,7 @@ struct CountingReader<R> {
     inner: R,
     count: Arc<AtomicU64>,
     /// The digest of the bytes read so far, and where it goes at the end.
-    hashing: Option<(Box<xxhash_rust::xxh3::Xxh3>, DigestSlot)>,
+    hashing: Option<(Box<crate::model::hash::Xxh3>, DigestSlot)>,
 }
 
 impl<R: Read> Read for CountingReader<R> {
@@ -828,7 +828,7 @@ mod tests {
             let mut read = Vec::new();
             opened.reader.read_to_end(&mut read).expect("read");
             assert_eq!(read, lines[..read.len()], "{name}");
-            let whole = hex128(xxhash_rust::xxh3::xxh3_128(&bytes));
+            let whole = hex128(crate::model::hash::xxh3_128(&bytes));
             assert_eq!(slot.get(), Some(&whole), "{name}");
         }
         let path = dir.path().join("plain.jsonl");

@@ -79,7 +79,7 @@ pub struct ShardPlan {
 }
 
 fn bucket(bytes: &[u8], count: u32) -> u32 {
-    (xxhash_rust::xxh3::xxh3_64(bytes) % u64::from(count.max(1))) as u32
+    (crate::model::hash::xxh3_64(bytes) % u64::from(count.max(1))) as u32
 }
 
 impl ShardPlan {

@@ -972,7 +972,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!(
             "rollover-split-{}-{}",
             std::process::id(),
-            xxhash_rust::xxh3::xxh3_64(bytes)
+            crate::model::hash::xxh3_64(bytes)
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f.json");

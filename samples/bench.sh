@@ -153,9 +153,10 @@ if [ "$mode" = instructions ]; then
   # The serial stages with several input files: each slice in 8 files, `-j 4` (two files
   # decompressed at once by read-ahead threads, four workers). Each thread is told apart by
   # the functions it ran: the main thread's start and end (the plan, the digests, the summary
-  # and the report), a worker (process_work; valgrind numbers a thread of the pool that looked
-  # at each file's first record like the worker after it), the reader handing batches out in
-  # order (reader::spawn), the collector placing and recording them in order
+  # and the report), a worker (process_work, or convert::convert where LTO inlined the first;
+  # valgrind numbers a thread of the pool that looked at each file's first record like the
+  # worker after it), the reader handing batches out in order (reader::spawn, or the record
+  # identities and their routing, which only it runs), the collector placing and recording them in order
   # (pipeline::collect), a read-ahead thread decompressing and splitting a file (zstd), and
   # the writers.
   echo "serial stages, each slice in 8 files, convert -j 4 (instructions per record)"
@@ -175,8 +176,8 @@ if [ "$mode" = instructions ]; then
       for f in "$work/cs-$name-$run"-*; do
         t=$(sed -n 's/^totals: //p;s/^summary: //p' "$f" | head -1)
         if grep -q 'rollover::main' "$f"; then k=main
-        elif grep -q 'process_work' "$f"; then k=workers
-        elif grep -q 'pipeline::reader::spawn' "$f"; then k=reader
+        elif grep -qE 'process_work|\) rollover::convert::convert$' "$f"; then k=workers
+        elif grep -qE 'pipeline::reader::spawn|Occurrences::next|FileRecords::route' "$f"; then k=reader
         elif grep -q 'pipeline::collect' "$f"; then k=collector
         elif grep -q 'ZSTD_decompress' "$f"; then k=ahead
         else k=workers; fi  # a writer, or a thread of the pool that looks at first records

@@ -30,10 +30,13 @@
 //! - [`scan`]: a strict one-pass JSON scanner with serde_json's acceptance, over text already
 //!   known to be UTF-8: the rollout views' fast way in, and the outline of a written Responses
 //!   body that its check walks (strings as spans of the text, nothing copied).
+//! - [`digests`]: a table keyed by 128-bit digests that stores each entry once and never
+//!   moves it (the records seen in a file, the sessions placed in a run).
 //! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
 //!   and occurrence), from which its session id is made.
 
 pub mod conversation;
+pub mod digests;
 pub mod hash;
 pub mod identity;
 pub mod invariant;

@@ -55,6 +55,7 @@ use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::format::FileCache;
 use crate::input::SourceFormat;
+use crate::model::digests::DigestTable;
 use crate::model::responses::Format;
 use crate::model::Location;
 use crate::output::manifest::file_digest_unless;
@@ -1536,12 +1537,12 @@ fn converted_mut(outcomes: &mut [Vec<Outcome>]) -> impl Iterator<Item = &mut rec
 /// The sessions placed so far in this run, by a hash of their path, with the digest placed:
 /// a conversation read twice (one file under two names, a conversation in two exports) is
 /// placed once, by the first in input order, so that a run's output does not depend on which
-/// writer came first. Memory: ~32 bytes a bucket, a bucket or two per session of the run (the
-/// digest held as its 128 bits: as a `String` it was ~130 bytes a session, 8 MB of a run
-/// writing 64,000; as an enum of bits or text, 48 bytes a bucket).
+/// writer came first. Memory: ~36 bytes a session of the run ([`DigestTable`]: the digest
+/// held as its 128 bits; as a `String` it was ~130 bytes a session, 8 MB of a run writing
+/// 64,000; in a `HashMap`, 32 bytes a bucket, all moved into fresh memory at each doubling).
 #[derive(Debug, Default)]
 struct Claims {
-    placed: HashMap<u128, u128, rustc_hash::FxBuildHasher>,
+    placed: DigestTable<u128>,
     /// The digests that are not the manifest's 32 hex digits (none is written today), kept
     /// as text so that a duplicate records what was placed whatever it is.
     texts: HashMap<u128, String, rustc_hash::FxBuildHasher>,
@@ -1560,7 +1561,7 @@ impl Claims {
     /// Claims the session at `path` (its xxh3-128) for `digest`, unless an earlier one of the
     /// run did: then the digest placed.
     fn claim(&mut self, path: u128, digest: &str) -> Option<String> {
-        if let Some(&bits) = self.placed.get(&path) {
+        if let Some(&bits) = self.placed.get(path) {
             return Some(crate::model::identity::hex128(bits));
         }
         if let Some(text) = self.texts.get(&path) {
@@ -1568,7 +1569,7 @@ impl Claims {
         }
         match digest_bits(digest) {
             Some(bits) => {
-                self.placed.insert(path, bits);
+                self.placed.get_or_insert(path, bits);
             }
             None => {
                 self.texts.insert(path, digest.to_string());

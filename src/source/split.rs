@@ -208,7 +208,7 @@ fn take_line(chunk: &mut BytesMut, line: &[u8]) -> Bytes {
 
 /// The longest head of a line carried into the next block of a shared buffer
 /// ([`LineSource::carry`]): a longer line is gathered in `spill`, as from any buffer.
-const CARRY_MAX: usize = 256 << 10;
+pub(crate) const CARRY_MAX: usize = 256 << 10;
 
 /// `spill` grown past this by one long line is freed after it.
 const SPILL_KEEP: usize = 16 << 20;

@@ -97,7 +97,7 @@ pub fn render(
         .map(|item| crate::audit::accounting::output_item_bytes(item) + 96)
         .sum::<usize>()
         + base.map_or(0, str::len);
-    let mut out = Vec::with_capacity(1024 + texts + texts / 16);
+    let mut out = super::body_buffer(1024 + texts + texts / 16);
     let envelope = options.envelope.then_some(conversation.meta.id.as_str());
     // Writing our own types to a Vec cannot fail: every map key is a string.
     if write_body(&mut out, &body, envelope).is_err() {

@@ -11,7 +11,8 @@
 //! a local one.
 //!
 //! Memory: what a worker is given back waits at most until its next work, and a worker only
-//! gets back what it made, so it holds no more than the batches in flight did.
+//! gets back what it made, so it holds no more than the batches in flight did; of the bodies
+//! it keeps a few buffers for its next ones (at most 8 MiB, [`crate::convert::body_buffer`]).
 
 use std::sync::Mutex;
 
@@ -46,15 +47,21 @@ impl Returns {
         }
     }
 
-    /// Drops what was given back to the calling worker.
+    /// Drops what was given back to the calling worker, but the Responses bodies, which it
+    /// keeps for its next ones ([`crate::convert::recycle_body`]).
     pub(super) fn free_mine(&self) {
         let Some(slot) = Self::owner().and_then(|owner| self.slots.get(owner)) else {
             return;
         };
-        let given = match slot.lock() {
+        let mut given = match slot.lock() {
             Ok(mut slot) => std::mem::take(&mut *slot),
             Err(_) => return,
         };
+        for outcome in given.iter_mut().flatten() {
+            if let Outcome::Converted(done) = outcome {
+                crate::convert::recycle_body(std::mem::take(&mut done.bytes));
+            }
+        }
         drop(given);
     }
 }

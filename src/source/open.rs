@@ -547,12 +547,12 @@ impl<R: BufRead + Send> LineSource for Plain<R> {}
 /// to a damage too: frames one after another (skippable frames skipped), a stream ending
 /// inside a frame an `incomplete frame` error, zstd's own window limit (128 MiB) for a frame
 /// that asks for more. Memory: the blocks its records still hold (each at least half full),
-/// and zstd's window, and up to [`BLOCKS_KEPT`] blocks no record holds any more, kept for the
-/// next ones.
+/// and zstd's window; the run keeps up to [`BLOCKS_KEPT`] blocks no record holds any more for
+/// the next ones, whichever file's ([`FreeBlocks`]).
 pub struct ZstdBlocks<R> {
     input: R,
     decoder: zstd::stream::raw::Decoder<'static>,
-    /// The blocks given back by their last record.
+    /// Where blocks are given back by their last record (the run's, [`FreeBlocks::shared`]).
     free: FreeBlocks,
     /// The decoded bytes not yet consumed.
     block: bytes::Bytes,
@@ -573,10 +573,15 @@ enum Decoding {
 
 impl<R: BufRead> ZstdBlocks<R> {
     pub fn new(input: R) -> io::Result<ZstdBlocks<R>> {
+        ZstdBlocks::with_blocks(input, FreeBlocks::shared())
+    }
+
+    /// A reader whose blocks are kept in `free`.
+    fn with_blocks(input: R, free: FreeBlocks) -> io::Result<ZstdBlocks<R>> {
         Ok(ZstdBlocks {
             input,
             decoder: zstd::stream::raw::Decoder::new()?,
-            free: FreeBlocks::default(),
+            free,
             block: bytes::Bytes::new(),
             carried: bytes::Bytes::new(),
             pending: None,
@@ -677,13 +682,13 @@ impl<R: BufRead> ZstdBlocks<R> {
     }
 }
 
-/// How many blocks no record holds a file's reader keeps for its next ones: more than a run
+/// How many blocks no record holds the run keeps for its next ones: more than a run
 /// has in flight (the batches read ahead, those being converted or waiting their turn, the
 /// one being collected: ~10 blocks), so that in a steady run every block is one given back.
 /// With 8, blocks freed while the most were in flight were allocated again later, fresh.
 const BLOCKS_KEPT: usize = 16;
 
-/// The blocks of one file's reader that no record holds any more. A block is 256 KiB that
+/// The blocks of the run's zstd readers that no record holds any more. A block is 256 KiB that
 /// the reader thread fills and the thread that drops its last record frees: freed to the
 /// allocator, the next block was most often fresh memory, touched a page at a time, where a
 /// block given back is memory already touched. Over 128 MB of small records, the reader's
@@ -691,12 +696,19 @@ const BLOCKS_KEPT: usize = 16;
 /// most are in flight). A fresh page costs far more than its zeroing on a virtual machine
 /// whose host reclaims idle memory: ~40 us each on ours, where zeroing fresh pages took 12 %
 /// of a small dry run's CPU (perf).
-/// Memory: at most [`BLOCKS_KEPT`] blocks of the longest block's size (512 KiB, of which only
-/// the bytes written were touched), and none once the reader and its records are gone.
+/// Memory: at most [`BLOCKS_KEPT`] blocks for the whole process, however many files are
+/// decompressed at once, each of the longest block's size (512 KiB, of which only the bytes
+/// written were touched); a file's blocks serve the next file's.
 #[derive(Clone, Default)]
 struct FreeBlocks(Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
 
 impl FreeBlocks {
+    /// The process's blocks, which every zstd reader shares.
+    fn shared() -> FreeBlocks {
+        static SHARED: std::sync::OnceLock<FreeBlocks> = std::sync::OnceLock::new();
+        SHARED.get_or_init(FreeBlocks::default).clone()
+    }
+
     /// A block of `len` bytes to write over: one given back if there is one (where only the
     /// bytes past its last length are zeroed, a few, as a block is most often full), else a new
     /// one, with room for the longest block ([`CARRY_MAX`] carried and [`READ_BUFFER`] read), so
@@ -960,7 +972,9 @@ mod tests {
             .flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes())
             .collect();
         let stream = zstd::encode_all(&lines[..], 3).expect("zstd");
-        let mut blocks = ZstdBlocks::new(&stream[..]).expect("decoder");
+        // Blocks of its own: the tests around it share the process's.
+        let mut blocks =
+            ZstdBlocks::with_blocks(&stream[..], FreeBlocks::default()).expect("decoder");
         let mut whole = || {
             let n = blocks.fill_buf().expect("a block").len();
             blocks.take_shared(n)

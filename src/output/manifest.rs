@@ -29,6 +29,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::home::{open_error, private_file, write_error, Home};
+pub use super::rollouts::Rollouts;
 use super::OutputError;
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -55,8 +56,9 @@ pub struct FileEntry {
     pub rules: String,
     /// Fingerprint of the options that change output (`--cwd`, `--format`, ...).
     pub options: String,
-    /// For `--format codex`, the rollouts; for `--format responses`, the one output file.
-    pub rollouts: Vec<RolloutEntry>,
+    /// For `--format codex`, the rollouts; for `--format responses`, the one output file
+    /// (held compact, written as a list of `{"path","digest"}`: [`Rollouts`]).
+    pub rollouts: Rollouts,
     /// Rollouts kept because Codex changed them since, while this file holds newer data for
     /// them: the next run reads the file again and says so; `--force` replaces them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -252,23 +254,21 @@ impl Manifest {
 
     fn insert(&mut self, entry: FileEntry) {
         self.unlist(&entry.key);
-        for rollout in &entry.rollouts {
-            self.orphans.remove(&rollout.path);
+        let (orphans, listers, files) = (&mut self.orphans, &mut self.listers, &mut self.files);
+        entry.rollouts.each(|path, digest| {
+            orphans.remove(path);
             // A digest is what is at the path now, whichever file wrote it last: another
             // file that lists the same session (one renamed away, a duplicate) gets it too,
             // so that no stale digest of it makes a later run take the session for one Codex
             // changed (issue 27: a rename, then two rule changes, left the first rules'
             // session behind).
-            for other in self.listers.of(&rollout.path) {
-                let listed = self.files.get_mut(other).into_iter();
-                for stale in listed.flat_map(|f| f.rollouts.iter_mut()) {
-                    if stale.path == rollout.path {
-                        stale.digest.clone_from(&rollout.digest);
-                    }
+            for other in listers.of(path) {
+                if let Some(listed) = files.get_mut(other) {
+                    listed.rollouts.set_digest(path, digest);
                 }
             }
-            self.listers.add(&rollout.path, &entry.key);
-        }
+            listers.add(path, &entry.key);
+        });
         self.files.insert(entry.key.clone(), entry);
     }
 
@@ -277,30 +277,35 @@ impl Manifest {
         let Some(previous) = self.files.get(key) else {
             return;
         };
-        for rollout in &previous.rollouts {
-            self.listers.remove(&rollout.path, key);
-        }
+        let listers = &mut self.listers;
+        previous.rollouts.each(|path, _| listers.remove(path, key));
     }
 
     /// Every session the manifest knows (of files and orphans), by path, with the digest
     /// written.
     pub fn rollout_digests(&self) -> HashMap<String, String> {
-        self.files
-            .values()
-            .flat_map(|f| f.rollouts.iter())
-            .chain(self.orphans.values().map(|o| &o.orphan))
-            .map(|r| (r.path.clone(), r.digest.clone()))
-            .collect()
+        let mut digests = HashMap::new();
+        for file in self.files.values() {
+            file.rollouts.each(|path, digest| {
+                digests.insert(path.to_string(), digest.to_string());
+            });
+        }
+        for orphan in self.orphans.values() {
+            let rollout = &orphan.orphan;
+            digests.insert(rollout.path.clone(), rollout.digest.clone());
+        }
+        digests
     }
 
     /// The number of sessions the manifest knows.
     pub fn sessions(&self) -> usize {
-        let mut paths: std::collections::HashSet<&str> = self
-            .files
-            .values()
-            .flat_map(|f| f.rollouts.iter().map(|r| r.path.as_str()))
-            .collect();
-        paths.extend(self.orphans.keys().map(String::as_str));
+        let mut paths = std::collections::HashSet::new();
+        for file in self.files.values() {
+            file.rollouts.each(|path, _| {
+                paths.insert(path.to_string());
+            });
+        }
+        paths.extend(self.orphans.keys().cloned());
         paths.len()
     }
 

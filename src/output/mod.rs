@@ -18,6 +18,7 @@ pub mod lock;
 pub mod manifest;
 pub mod quarantine;
 pub mod results_seen;
+pub mod rollouts;
 pub mod session_index;
 
 pub use guard::{Guard, Placed, Removal};

@@ -29,7 +29,7 @@ use crate::model::responses::Format;
 use crate::model::rule::RuleRef;
 use crate::output::bodies::BodyFile;
 use crate::output::guard::key;
-use crate::output::manifest::{FileEntry, RolloutEntry};
+use crate::output::manifest::{FileEntry, RolloutEntry, Rollouts};
 use crate::output::{
     Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal, LINE_BUFFER,
 };
@@ -553,22 +553,18 @@ impl<'h> Collector<'h> {
         if let (Some(placed), true) = (&done.placed, listed) {
             // What the manifest holds for the session is what is on disk: a kept (pending) or
             // withheld session keeps the digest written before.
+            let guard = self.guard;
             let digest = match placed {
-                Placed::Kept | Placed::Withheld(_) => self
-                    .guard
-                    .recorded(&done.path)
-                    .unwrap_or(&done.digest)
-                    .to_string(),
+                Placed::Kept | Placed::Withheld(_) => {
+                    guard.recorded(&done.path).unwrap_or(&done.digest)
+                }
                 Placed::Written
                 | Placed::Updated
                 | Placed::Unchanged
                 | Placed::Replaced { .. }
-                | Placed::Duplicate => done.digest.clone(),
+                | Placed::Duplicate => &done.digest,
             };
-            self.file_entry(file).rollouts.push(RolloutEntry {
-                path: done.path.clone(),
-                digest,
-            });
+            self.file_entry(file).rollouts.push(&done.path, digest);
         }
         self.tally.count(done);
         let summary = &mut self.summary;
@@ -629,9 +625,7 @@ impl<'h> Collector<'h> {
             let path = key(body.relative());
             let (placed, digest) = body.finish(self.home, self.guard)?;
             self.count_placed(file, &path, &placed);
-            self.file_entry(file)
-                .rollouts
-                .push(RolloutEntry { path, digest });
+            self.file_entry(file).rollouts.push(&path, &digest);
         }
         // Taken, not cloned: a file of 64,000 sessions has 64,000 rollouts in its entry.
         let mut entry = match self.open.remove(&file) {
@@ -649,20 +643,19 @@ impl<'h> Collector<'h> {
         // sessions of whole files become orphans here.
         let split = self.files.get(file).is_some_and(|f| f.portion.ranges);
         let previous = manifest.files.get(&entry.key).filter(|_| !split);
-        let gone: Vec<RolloutEntry> = match previous {
-            Some(previous) => {
-                let now: std::collections::HashSet<&str> =
-                    entry.rollouts.iter().map(|r| r.path.as_str()).collect();
-                previous
-                    .rollouts
-                    .iter()
-                    .filter(|r| !now.contains(r.path.as_str()))
-                    .filter(|r| !manifest.listed_elsewhere(&r.path, &entry.key, &self.walked))
-                    .cloned()
-                    .collect()
-            }
-            None => Vec::new(),
-        };
+        let mut gone: Vec<RolloutEntry> = Vec::new();
+        if let Some(previous) = previous {
+            let now = entry.rollouts.paths();
+            previous.rollouts.each(|path, digest| {
+                if !now.contains(path) && !manifest.listed_elsewhere(path, &entry.key, &self.walked)
+                {
+                    gone.push(RolloutEntry {
+                        path: path.to_string(),
+                        digest: digest.to_string(),
+                    });
+                }
+            });
+        }
         for rollout in gone {
             if self.summary.home.prune {
                 self.prune(manifest, &rollout)?;
@@ -726,11 +719,14 @@ impl<'h> Collector<'h> {
         let mut sessions: Vec<RolloutEntry> = Vec::new();
         for key in &gone_files {
             if let Some(entry) = manifest.files.get(key) {
-                for rollout in &entry.rollouts {
-                    if !manifest.listed_elsewhere(&rollout.path, key, walked) {
-                        sessions.push(rollout.clone());
+                entry.rollouts.each(|path, digest| {
+                    if !manifest.listed_elsewhere(path, key, walked) {
+                        sessions.push(RolloutEntry {
+                            path: path.to_string(),
+                            digest: digest.to_string(),
+                        });
                     }
-                }
+                });
             }
         }
         sessions.extend(manifest.orphans.values().map(|o| o.orphan.clone()));
@@ -847,7 +843,7 @@ fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format)
         records: 0,
         rules: fingerprint.rules.clone(),
         options: fingerprint.options.clone(),
-        rollouts: Vec::new(),
+        rollouts: Rollouts::default(),
         pending: Vec::new(),
         format: match format {
             Format::Codex => None,

@@ -35,9 +35,12 @@ use super::PlannedFile;
 /// a channel send and a spawn, ~10 µs against 256 × 30 µs of small records' work). Halved
 /// again when each batch came to convert on one worker with one more batch in flight: at 256
 /// records and 512 KiB, small records' writing run peaked at 63-68 MB instead of 53-63; at
-/// 128 and 256 KiB, at 54-62 MB, as fast.
-const BATCH_RECORDS: usize = 128;
-const BATCH_BYTES: usize = 256 << 10;
+/// 128 and 256 KiB, at 54-62 MB, as fast. Back to 256 records and 512 KiB once the manifest
+/// held a session in 48 bytes, not ~180 ([`crate::output::rollouts`]): that run peaks at
+/// 45-52 MB, and a dry run of small records takes 0.51-0.53 s against 0.53-0.57 s (half the
+/// batches: half the hand-offs, each a channel send, a spawn and a wake-up).
+const BATCH_RECORDS: usize = 256;
+const BATCH_BYTES: usize = 512 << 10;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 /// A file read ahead is handed over in chunks of this many bytes of records (or events)...

@@ -106,64 +106,22 @@ pub fn epoch_number_to_ms(n: f64) -> Option<i64> {
     Some(ms as i64)
 }
 
-/// The length of a rollout stem ([`push_rollout_stem`]).
-pub const ROLLOUT_STEM_LEN: usize = 47;
-
 /// Appends `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss` of `ms` to `out`: a rollout's
 /// UTC date folders and the time in its file name.
 pub fn push_rollout_stem(out: &mut String, ms: i64) {
-    let stem = rollout_stem(ms);
-    // Every byte is ASCII: the check cannot fail.
-    out.push_str(std::str::from_utf8(&stem).unwrap_or_default());
-}
-
-/// The bytes of [`push_rollout_stem`] of `ms`.
-pub fn rollout_stem(ms: i64) -> [u8; ROLLOUT_STEM_LEN] {
-    let digits = ms_digits(ms);
-    let mut stem = *b"sessions/0000/00/00/rollout-0000-00-00T00-00-00";
-    stem[9..13].copy_from_slice(&digits[0..4]);
-    stem[14..16].copy_from_slice(&digits[5..7]);
-    stem[17..19].copy_from_slice(&digits[8..10]);
-    stem[28..38].copy_from_slice(&digits[0..10]);
+    let mut digits = ms_digits(ms);
+    let text = rfc3339(&digits);
+    out.push_str("sessions/");
+    out.push_str(&text[0..4]);
+    out.push('/');
+    out.push_str(&text[5..7]);
+    out.push('/');
+    out.push_str(&text[8..10]);
+    out.push_str("/rollout-");
     // The file name's time has `-` for `:`.
-    for at in [11, 14, 17] {
-        stem[28 + at..30 + at].copy_from_slice(&digits[at..at + 2]);
-    }
-    stem
-}
-
-/// The time of a rollout stem, in milliseconds: what [`push_rollout_stem`] writes as `stem`,
-/// exactly, or `None` (another name, or one that is not how a time is written: `2025/02/30`,
-/// folders of another day).
-pub fn rollout_stem_ms(stem: &[u8]) -> Option<i64> {
-    let number = |at: usize, width: usize| -> Option<i64> {
-        let digits = stem.get(at..at + width)?;
-        digits.iter().try_fold(0_i64, |n, &d| {
-            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
-        })
-    };
-    if stem.len() != ROLLOUT_STEM_LEN {
-        return None;
-    }
-    let (year, month, day) = (number(28, 4)?, number(33, 2)?, number(36, 2)?);
-    let (hour, minute, second) = (number(39, 2)?, number(42, 2)?, number(45, 2)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
-    let ms = seconds.checked_mul(1000)?;
-    (rollout_stem(ms) == stem).then_some(ms)
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    digits[13] = b'-';
+    digits[16] = b'-';
+    out.push_str(&rfc3339(&digits)[0..19]);
 }
 
 /// The current time is never used for output; only for run timing.
@@ -217,40 +175,7 @@ mod tests {
                 t[11..19].replace(':', "-")
             );
             assert_eq!(stem, expected, "{ms}");
-            let clamped = ms.clamp(0, MAX_MS);
-            assert_eq!(
-                rollout_stem_ms(stem.as_bytes()),
-                Some(clamped - clamped % 1000),
-                "{stem}"
-            );
         }
-    }
-
-    /// A stem is read back only when it is what the writer writes for its time.
-    #[test]
-    fn rollout_stems_not_written_so_are_refused() {
-        for stem in [
-            "sessions/2025/02/30/rollout-2025-02-30T00-00-00",
-            "sessions/2025/02/28/rollout-2025-02-27T00-00-00",
-            "sessions/2025/02/28/rollout-2025-02-28T24-00-00",
-            "sessions/2025/02/28/rollout-2025-02-28T00-60-00",
-            "sessions/2025/02/28/rollout-2025-02-28T00-00-60",
-            "sessions/2025/00/28/rollout-2025-00-28T00-00-00",
-            "sessions/2025/02/28/rollout-2025-02-28T00:00:00",
-            "sessions/2025/02/28/rollout-2025-02-28T00-00-0x",
-            "sessions/2025/02/28/rollout-2025-02-28T00-00-001",
-            "sessions/2025/02/28/rollout-2025-02-28T00-00-0",
-            "Sessions/2025/02/28/rollout-2025-02-28T00-00-00",
-            "sessions/2025/02/28/Rollout-2025-02-28T00-00-00",
-            "sessions/+025/02/28/rollout-+025-02-28T00-00-00",
-        ] {
-            assert_eq!(rollout_stem_ms(stem.as_bytes()), None, "{stem}");
-        }
-        let leap = "sessions/2024/02/29/rollout-2024-02-29T23-59-59";
-        assert_eq!(
-            rollout_stem_ms(leap.as_bytes()),
-            parse_rfc3339_ms("2024-02-29T23:59:59Z")
-        );
     }
 
     #[test]

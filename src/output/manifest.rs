@@ -140,7 +140,7 @@ struct Listers {
 
 impl Listers {
     fn path(path: &str) -> u128 {
-        crate::model::hash::xxh3_128(path.as_bytes())
+        super::rollouts::path_key(path)
     }
 
     fn number(&mut self, key: &str) -> u32 {
@@ -155,7 +155,11 @@ impl Listers {
 
     /// The keys of the files that list `path`.
     fn of(&self, path: &str) -> impl Iterator<Item = &str> {
-        let path = Listers::path(path);
+        self.of_key(Listers::path(path))
+    }
+
+    /// The keys of the files that list the path of key `path` ([`Listers::path`]).
+    fn of_key(&self, path: u128) -> impl Iterator<Item = &str> {
         let first = self.first.get(&path).into_iter();
         let more = self.more.get(&path).into_iter().flatten();
         first
@@ -163,9 +167,8 @@ impl Listers {
             .filter_map(|&n| self.keys.get(n as usize).map(String::as_str))
     }
 
-    fn add(&mut self, path: &str, key: &str) {
+    fn add(&mut self, path: u128, key: &str) {
         let n = self.number(key);
-        let path = Listers::path(path);
         match self.first.get(&path) {
             None => {
                 self.first.insert(path, n);
@@ -180,11 +183,10 @@ impl Listers {
         }
     }
 
-    fn remove(&mut self, path: &str, key: &str) {
+    fn remove(&mut self, path: u128, key: &str) {
         let Some(&n) = self.numbers.get(key) else {
             return;
         };
-        let path = Listers::path(path);
         let more = self.more.get_mut(&path);
         if self.first.get(&path) == Some(&n) {
             match more.and_then(Vec::pop) {
@@ -254,21 +256,29 @@ impl Manifest {
 
     fn insert(&mut self, entry: FileEntry) {
         self.unlist(&entry.key);
-        let (orphans, listers, files) = (&mut self.orphans, &mut self.listers, &mut self.files);
-        entry.rollouts.each(|path, digest| {
-            orphans.remove(path);
+        // By key: a session's path and digest are written out only for an orphan or a
+        // session another file lists too (the collector, a serial stage, records every
+        // session here).
+        for at in 0..entry.rollouts.len() {
+            let path = entry.rollouts.key_at(at);
+            let mut text = None;
+            if !self.orphans.is_empty() {
+                let rollout = text.get_or_insert_with(|| entry.rollouts.entry_at(at));
+                self.orphans.remove(&rollout.path);
+            }
             // A digest is what is at the path now, whichever file wrote it last: another
             // file that lists the same session (one renamed away, a duplicate) gets it too,
             // so that no stale digest of it makes a later run take the session for one Codex
             // changed (issue 27: a rename, then two rule changes, left the first rules'
             // session behind).
-            for other in listers.of(path) {
-                if let Some(listed) = files.get_mut(other) {
-                    listed.rollouts.set_digest(path, digest);
+            for other in self.listers.of_key(path) {
+                let rollout = text.get_or_insert_with(|| entry.rollouts.entry_at(at));
+                if let Some(listed) = self.files.get_mut(other) {
+                    listed.rollouts.set_digest(&rollout.path, &rollout.digest);
                 }
             }
-            listers.add(path, &entry.key);
-        });
+            self.listers.add(path, &entry.key);
+        }
         self.files.insert(entry.key.clone(), entry);
     }
 
@@ -277,8 +287,9 @@ impl Manifest {
         let Some(previous) = self.files.get(key) else {
             return;
         };
-        let listers = &mut self.listers;
-        previous.rollouts.each(|path, _| listers.remove(path, key));
+        for at in 0..previous.rollouts.len() {
+            self.listers.remove(previous.rollouts.key_at(at), key);
+        }
     }
 
     /// Every session the manifest knows (of files and orphans), by path, with the digest
@@ -471,24 +482,24 @@ mod tests {
     #[test]
     fn listers_answer_who_lists_a_session_as_files_come_and_go() {
         let mut listers = Listers::default();
-        listers.add("s/a.jsonl", "/in/one");
-        listers.add("s/a.jsonl", "/in/one");
-        listers.add("s/b.jsonl", "/in/one");
+        listers.add(Listers::path("s/a.jsonl"), "/in/one");
+        listers.add(Listers::path("s/a.jsonl"), "/in/one");
+        listers.add(Listers::path("s/b.jsonl"), "/in/one");
         assert_eq!(of(&listers, "s/a.jsonl"), ["/in/one"]);
         // A renamed input lists the same sessions: both files are listers.
-        listers.add("s/a.jsonl", "/in/renamed");
-        listers.add("s/a.jsonl", "/in/third");
+        listers.add(Listers::path("s/a.jsonl"), "/in/renamed");
+        listers.add(Listers::path("s/a.jsonl"), "/in/third");
         assert_eq!(
             of(&listers, "s/a.jsonl"),
             ["/in/one", "/in/renamed", "/in/third"]
         );
         // The first lister leaves: the others stay, whichever was first.
-        listers.remove("s/a.jsonl", "/in/one");
+        listers.remove(Listers::path("s/a.jsonl"), "/in/one");
         assert_eq!(of(&listers, "s/a.jsonl"), ["/in/renamed", "/in/third"]);
-        listers.remove("s/a.jsonl", "/in/third");
-        listers.remove("s/a.jsonl", "/in/unknown");
+        listers.remove(Listers::path("s/a.jsonl"), "/in/third");
+        listers.remove(Listers::path("s/a.jsonl"), "/in/unknown");
         assert_eq!(of(&listers, "s/a.jsonl"), ["/in/renamed"]);
-        listers.remove("s/a.jsonl", "/in/renamed");
+        listers.remove(Listers::path("s/a.jsonl"), "/in/renamed");
         assert!(of(&listers, "s/a.jsonl").is_empty());
         assert!(listers.first.len() == 1 && listers.more.is_empty());
         assert_eq!(of(&listers, "s/b.jsonl"), ["/in/one"]);

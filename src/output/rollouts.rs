@@ -4,12 +4,16 @@
 //!
 //! A run holds every entry of the home in memory (the manifest is written whole at its end),
 //! so an entry is held compact: a path rollover names (`sessions/YYYY/MM/DD/rollout-TIME-UUID.jsonl`,
-//! [`crate::convert::Conversation::relative_path`]) as its second and its UUID, and a digest
-//! of 32 lowercase hex digits as its 16 bytes: 48 bytes a session. Two strings took ~180
-//! bytes (14 MB of a run writing 64,000 sessions, a fifth of its peak). Any other path or
-//! digest (a Responses bodies' file, a manifest edited by hand) is held as it is. A path is
-//! held compact only when writing it back gives the same bytes, so the manifest reads and
-//! writes exactly what it did.
+//! [`crate::convert::Conversation::relative_path`]) as the 14 digits of its time and the 16
+//! bytes of its UUID, and a digest of 32 lowercase hex digits as its 16 bytes: 40 bytes a
+//! session. Two strings took ~180 bytes (~12 MB of a run writing 64,000 sessions). Any other
+//! path or digest (a Responses bodies' file, a manifest edited by hand) is held as it is. A
+//! path is held compact only when writing it back gives the same bytes, so the manifest reads
+//! and writes exactly what it did.
+//!
+//! Reading and writing a path are a pass over a 90-byte template, no arithmetic on dates: the
+//! collector, a serial stage, does both for every session (a first version that went through
+//! the time in milliseconds cost it ~4,400 instructions a small record, 8,282 -> 12,727).
 
 use std::collections::HashSet;
 
@@ -17,7 +21,6 @@ use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::manifest::RolloutEntry;
-use crate::model::time::{rollout_stem, rollout_stem_ms, ROLLOUT_STEM_LEN};
 
 /// The rollouts of one input file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,7 +32,7 @@ pub struct Rollouts {
 enum Slot {
     /// A path as rollover names a rollout, and a digest as rollover writes one.
     Made {
-        seconds: i64,
+        time: [u8; 7],
         id: [u8; 16],
         digest: [u8; 16],
     },
@@ -37,18 +40,33 @@ enum Slot {
     Other(Box<RolloutEntry>),
 }
 
-/// The length of a path rollover names: the stem, `-`, a UUID, `.jsonl`.
-const MADE_LEN: usize = ROLLOUT_STEM_LEN + 1 + UUID_LEN + SUFFIX.len();
-const UUID_LEN: usize = 36;
-const SUFFIX: &str = ".jsonl";
-/// Where a hyphenated UUID has its hyphens.
-const HYPHENS: [usize; 4] = [8, 13, 18, 23];
+/// A path rollover names, with the places of its digits: the time's 14 (the folders repeat
+/// the date's 8) and the UUID's 32 hex digits.
+const TEMPLATE: &[u8; MADE_LEN] =
+    b"sessions/0000/00/00/rollout-0000-00-00T00-00-00-00000000-0000-0000-0000-000000000000.jsonl";
+const MADE_LEN: usize = 90;
+/// Where the time's 14 digits are in the file name, in runs (`YYYY-MM-DDThh-mm-ss`), and
+/// where each run starts among the digits.
+const DATE_RUNS: [(usize, usize); 6] = [(28, 32), (33, 35), (36, 38), (39, 41), (42, 44), (45, 47)];
+const TIME_RUNS: [usize; 6] = [0, 4, 6, 8, 10, 12];
+/// Where the UUID's 32 hex digits are, in runs.
+const UUID: [(usize, usize); 5] = [(48, 56), (57, 61), (62, 66), (67, 71), (72, 84)];
 const DIGITS: &[u8; 16] = b"0123456789abcdef";
+/// The value of each lowercase hex digit; 0xff for any other byte.
+const NIBBLE: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut digit = 0;
+    while digit < 16 {
+        table[DIGITS[digit] as usize] = digit as u8;
+        digit += 1;
+    }
+    table
+};
 
 /// A rollout's path as a key: equal keys, equal paths.
 #[derive(Debug, PartialEq, Eq, Hash)]
 enum Key<'a> {
-    Made(i64, [u8; 16]),
+    Made([u8; 7], [u8; 16]),
     Other(&'a str),
 }
 
@@ -96,6 +114,23 @@ impl Rollouts {
         })
     }
 
+    /// The key of the path of the rollout at `at` ([`path_key`]); 0 past the end.
+    pub fn key_at(&self, at: usize) -> u128 {
+        self.slots.get(at).map_or(0, |slot| slot.key().hash())
+    }
+
+    /// The rollout at `at`, as an owned entry (empty past the end).
+    pub fn entry_at(&self, at: usize) -> RolloutEntry {
+        let (path, digest) = self.slots.get(at).map_or_else(
+            || (String::new(), String::new()),
+            |slot| {
+                let (path, digest) = slot.text();
+                (path.as_str().to_string(), digest.as_str().to_string())
+            },
+        );
+        RolloutEntry { path, digest }
+    }
+
     /// Sets the digest of every rollout at `path`.
     pub fn set_digest(&mut self, path: &str, digest: &str) {
         let wanted = key(path);
@@ -119,11 +154,7 @@ impl Rollouts {
 impl Slot {
     fn new(path: &str, digest: &str) -> Slot {
         match (made(path), hex16(digest.as_bytes())) {
-            (Some((seconds, id)), Some(digest)) => Slot::Made {
-                seconds,
-                id,
-                digest,
-            },
+            (Some((time, id)), Some(digest)) => Slot::Made { time, id, digest },
             _ => Slot::Other(Box::new(RolloutEntry {
                 path: path.to_string(),
                 digest: digest.to_string(),
@@ -133,7 +164,7 @@ impl Slot {
 
     fn key(&self) -> Key<'_> {
         match self {
-            Slot::Made { seconds, id, .. } => Key::Made(*seconds, *id),
+            Slot::Made { time, id, .. } => Key::Made(*time, *id),
             Slot::Other(entry) => key(&entry.path),
         }
     }
@@ -141,11 +172,9 @@ impl Slot {
     /// The path and digest as text.
     fn text(&self) -> (Text<'_, MADE_LEN>, Text<'_, 32>) {
         match self {
-            Slot::Made {
-                seconds,
-                id,
-                digest,
-            } => (Text::Made(made_path(*seconds, id)), Text::Made(hex(digest))),
+            Slot::Made { time, id, digest } => {
+                (Text::Made(made_path(time, id)), Text::Made(hex(digest)))
+            }
             Slot::Other(entry) => (
                 Text::Other(entry.path.as_str()),
                 Text::Other(entry.digest.as_str()),
@@ -164,93 +193,126 @@ impl<const N: usize> Text<'_, N> {
     fn as_str(&self) -> &str {
         match self {
             // Written from ASCII digits and names: the check cannot fail.
-            Text::Made(bytes) => std::str::from_utf8(bytes).unwrap_or_default(),
+            Text::Made(bytes) => simdutf8::basic::from_utf8(bytes).unwrap_or_default(),
             Text::Other(text) => text,
+        }
+    }
+}
+
+/// A path's key for look-ups (the manifest's index of the files that list each session):
+/// equal paths, equal keys. xxh3-128 of the path as held: a path rollover names by its time
+/// and UUID after a byte no text starts with, any other by its text.
+pub fn path_key(path: &str) -> u128 {
+    key(path).hash()
+}
+
+impl Key<'_> {
+    fn hash(&self) -> u128 {
+        match self {
+            Key::Made(time, id) => {
+                let mut held = [0xffu8; 24];
+                held[1..8].copy_from_slice(time);
+                held[8..].copy_from_slice(id);
+                crate::model::hash::xxh3_128(&held)
+            }
+            Key::Other(path) => crate::model::hash::xxh3_128(path.as_bytes()),
         }
     }
 }
 
 fn key(path: &str) -> Key<'_> {
     match made(path) {
-        Some((seconds, id)) => Key::Made(seconds, id),
+        Some((time, id)) => Key::Made(time, id),
         None => Key::Other(path),
     }
 }
 
-/// The second and UUID of a path rollover names, when writing them back gives `path`.
-fn made(path: &str) -> Option<(i64, [u8; 16])> {
-    let bytes = path.as_bytes();
-    if bytes.len() != MADE_LEN || !path.ends_with(SUFFIX) {
+/// The time's digits (two a byte) and the UUID of a path rollover names, when writing them
+/// back gives `path`.
+fn made(path: &str) -> Option<([u8; 7], [u8; 16])> {
+    let bytes: &[u8; MADE_LEN] = path.as_bytes().try_into().ok()?;
+    let mut digits = [0u8; 14];
+    for (to, (start, end)) in DATE_RUNS.into_iter().enumerate() {
+        let at = TIME_RUNS[to];
+        digits[at..at + end - start].copy_from_slice(&bytes[start..end]);
+    }
+    let mut time = [0u8; 7];
+    let mut bad = 0;
+    for (pair, two) in time.iter_mut().zip(digits.chunks_exact(2)) {
+        let (high, low) = (two[0].wrapping_sub(b'0'), two[1].wrapping_sub(b'0'));
+        bad |= if high > 9 || low > 9 { 0xff } else { 0 };
+        *pair = high << 4 | low;
+    }
+    let mut hex = [0u8; 32];
+    let mut to = 0;
+    for (start, end) in UUID {
+        hex[to..to + end - start].copy_from_slice(&bytes[start..end]);
+        to += end - start;
+    }
+    let id = hex16(&hex)?;
+    if bad != 0 {
         return None;
     }
-    let ms = rollout_stem_ms(&bytes[..ROLLOUT_STEM_LEN])?;
-    if bytes[ROLLOUT_STEM_LEN] != b'-' {
-        return None;
-    }
-    let id = uuid(&bytes[ROLLOUT_STEM_LEN + 1..ROLLOUT_STEM_LEN + 1 + UUID_LEN])?;
-    Some((ms / 1000, id))
+    (made_path(&time, &id) == *bytes).then_some((time, id))
 }
 
-fn made_path(seconds: i64, id: &[u8; 16]) -> [u8; MADE_LEN] {
-    let mut path = [0u8; MADE_LEN];
-    path[..ROLLOUT_STEM_LEN].copy_from_slice(&rollout_stem(seconds * 1000));
-    path[ROLLOUT_STEM_LEN] = b'-';
-    let (uuid, suffix) = path[ROLLOUT_STEM_LEN + 1..].split_at_mut(UUID_LEN);
-    let digits = hex(id);
-    let mut next = digits.iter();
-    for (at, out) in uuid.iter_mut().enumerate() {
-        *out = if HYPHENS.contains(&at) {
-            b'-'
-        } else {
-            next.next().copied().unwrap_or(b'0')
-        };
+/// The path rollover names for a time's digits and a UUID: [`TEMPLATE`] with them in place.
+fn made_path(time: &[u8; 7], id: &[u8; 16]) -> [u8; MADE_LEN] {
+    let mut path = *TEMPLATE;
+    let mut digits = [0u8; 14];
+    for (two, pair) in digits.chunks_exact_mut(2).zip(time) {
+        two[0] = b'0' + (pair >> 4);
+        two[1] = b'0' + (pair & 0xf);
     }
-    suffix.copy_from_slice(SUFFIX.as_bytes());
+    for (from, (start, end)) in DATE_RUNS.into_iter().enumerate() {
+        let at = TIME_RUNS[from];
+        path[start..end].copy_from_slice(&digits[at..at + end - start]);
+    }
+    // The folders: the date's year, month and day again.
+    path[9..13].copy_from_slice(&digits[0..4]);
+    path[14..16].copy_from_slice(&digits[4..6]);
+    path[17..19].copy_from_slice(&digits[6..8]);
+    let hex = hex(id);
+    let mut from = 0;
+    for (start, end) in UUID {
+        path[start..end].copy_from_slice(&hex[from..from + end - start]);
+        from += end - start;
+    }
     path
-}
-
-/// A UUID as lowercase hex with hyphens (how rollover writes one), as its 16 bytes.
-fn uuid(text: &[u8]) -> Option<[u8; 16]> {
-    if text.len() != UUID_LEN || HYPHENS.iter().any(|&at| text[at] != b'-') {
-        return None;
-    }
-    let mut digits = [0u8; 32];
-    let plain = text
-        .iter()
-        .enumerate()
-        .filter(|(at, _)| !HYPHENS.contains(at));
-    for (out, (_, &digit)) in digits.iter_mut().zip(plain) {
-        *out = digit;
-    }
-    hex16(&digits)
 }
 
 /// 32 lowercase hex digits as 16 bytes; `None` for anything else.
 fn hex16(text: &[u8]) -> Option<[u8; 16]> {
-    let nibble = |digit: u8| match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        _ => None,
-    };
-    if text.len() != 32 {
-        return None;
-    }
+    let text: &[u8; 32] = text.try_into().ok()?;
     let mut out = [0u8; 16];
+    let mut bad = 0;
     for (byte, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
-        *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
+        let (high, low) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+        bad |= high | low;
+        *byte = high << 4 | low;
     }
-    Some(out)
+    (bad <= 0xf).then_some(out)
 }
 
 /// 16 bytes as 32 lowercase hex digits.
 fn hex(bytes: &[u8; 16]) -> [u8; 32] {
     let mut out = [0u8; 32];
     for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0xf)];
+        pair.copy_from_slice(&PAIRS[usize::from(*byte)]);
     }
     out
 }
+
+/// Each byte's two lowercase hex digits.
+const PAIRS: [[u8; 2]; 256] = {
+    let mut table = [[0u8; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0xf]];
+        byte += 1;
+    }
+    table
+};
 
 /// One rollout as the manifest writes it: the fields of [`RolloutEntry`], borrowed.
 #[derive(Serialize)]
@@ -365,12 +427,36 @@ mod tests {
         assert!(held[0]);
     }
 
-    /// The compact form is what bounds a run's memory: 48 bytes a session.
+    /// The compact form is what bounds a run's memory: 40 bytes a session.
     #[test]
-    fn a_session_rollover_named_takes_48_bytes() {
-        assert_eq!(std::mem::size_of::<Slot>(), 48);
+    fn a_session_rollover_named_takes_40_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 40);
         assert!(made(PATH).is_some());
         assert!(hex16(DIGEST.as_bytes()).is_some());
+    }
+
+    /// The index of listers finds a session by the key of its path, however the path is held.
+    #[test]
+    fn a_paths_key_is_the_same_held_compact_or_as_text() {
+        let other = PATH.replace("71e9", "71ea");
+        let upper = PATH.replace("019247f5", "019247F5");
+        let mut rollouts = Rollouts::default();
+        for path in [PATH, other.as_str(), upper.as_str(), "bodies/chat.jsonl"] {
+            rollouts.push(path, DIGEST);
+        }
+        for at in 0..rollouts.len() {
+            let entry = rollouts.entry_at(at);
+            assert_eq!(rollouts.key_at(at), path_key(&entry.path), "{}", entry.path);
+        }
+        let keys: HashSet<u128> = (0..rollouts.len()).map(|at| rollouts.key_at(at)).collect();
+        assert_eq!(keys.len(), 4);
+        assert_eq!(
+            rollouts.entry_at(9),
+            RolloutEntry {
+                path: String::new(),
+                digest: String::new()
+            }
+        );
     }
 
     #[test]

@@ -13,11 +13,13 @@
 //! record of a format read record by record, or a whole file's records when a format's
 //! conversations span them) that ends in one [`Outcome`] per record.
 //!
-//! Records travel in bounded batches (256 KiB or 128 records), so memory stays flat in the
+//! Records travel in bounded batches (512 KiB or 256 records), so memory stays flat in the
 //! archive's size; each batch converts on one worker, up to `--jobs` + 1 of them at once, so
 //! that no worker waits for another's batch, and they are handed on and collected in input
 //! order, so every output (rollouts, quarantine, summary) is deterministic whatever the thread
-//! count. Before the first batch, each file's first record is looked at on `--jobs` threads
+//! count. The workers run at a lower priority than the run's other threads
+//! ([`WORKER_NICE`]): the reader and the collector are one thread each, and a worker waits
+//! for them, never they for a worker. Before the first batch, each file's first record is looked at on `--jobs` threads
 //! (Batch API results are read whole ahead of the requests they join). Per-record problems are outcomes, not errors; only discovery,
 //! output failures and a panicking stage stop the run.
 //!
@@ -410,14 +412,14 @@ fn execute<'p>(
         to_read.map(|f| f.source.size).sum(),
     );
     let threads = options.jobs.unwrap_or(0);
-    let workers = thread_pool(threads, None)?;
+    let workers = thread_pool(threads, None, Priority::Worker)?;
     // Codex rollouts are written by their own pool, on the collector's thread, while the
     // converting pool works on the next batch: a rollout's file is mostly the kernel's work
     // (creating it, copying its bytes into the page cache, the rename), which on one thread
     // would stand in line with the conversion.
     // A dry run's writers only plan: they read what is on disk to decide what a run would do.
     let writers = match options.format {
-        Format::Codex => Some(thread_pool(threads, Some("rollover-write"))?),
+        Format::Codex => Some(thread_pool(threads, Some("rollover-write"), Priority::Run)?),
         Format::Responses(_) => None,
     };
     let caches: Vec<FileCache> = plan.files.iter().map(|_| FileCache::default()).collect();
@@ -755,7 +757,7 @@ fn scan_results(
     } else {
         1
     };
-    let pool = thread_pool(threads, None)?;
+    let pool = thread_pool(threads, None, Priority::Run)?;
     let mut index = BatchIndex::scan(
         walk,
         &rules.input,
@@ -883,19 +885,66 @@ fn collector<'p>(
     Ok(collector)
 }
 
-/// A pool of `threads` threads (0: one per core), named `{name}-{i}` when named.
+/// A pool of `threads` threads (0: one per core), named `{name}-{i}` when named, each at
+/// `priority`.
 fn thread_pool(
     threads: usize,
     name: Option<&'static str>,
+    priority: Priority,
 ) -> Result<rayon::ThreadPool, PipelineError> {
     let mut builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
     if let Some(name) = name {
         builder = builder.thread_name(move |i| format!("{name}-{i}"));
     }
+    match priority {
+        Priority::Run => {}
+        Priority::Worker => builder = builder.start_handler(|_| lower_this_thread(WORKER_NICE)),
+    }
     builder.build().map_err(|e| PipelineError::Pool {
         threads,
         message: e.to_string(),
     })
+}
+
+/// The priority of a pool's threads.
+#[derive(Clone, Copy)]
+enum Priority {
+    /// The run's own: the process's nice value.
+    Run,
+    /// The converting workers': [`WORKER_NICE`] below the run's.
+    Worker,
+}
+
+/// How far below the run's other threads the converting workers run, in nice values. The
+/// reader (decompressing and splitting) and the collector are one thread each; the workers
+/// are `--jobs` threads, and the pipeline is as fast as the slowest of them. At equal
+/// priority, the reader of agent transcripts (~0.36 s of CPU a run that can take 0.40 s on
+/// 2 cores) shared its core with a worker about half the time, and the workers then waited
+/// for its batches: a dry run on 2 cores took 0.44-0.53 s against 0.40-0.44 s with the workers
+/// at +10, and its CPU was the same (`samples/BENCHMARKS.md`, seventeenth round). Nice +5
+/// (a worker's weight a third of the reader's) gained nearly as much; +10 leaves room for
+/// the collector and the main thread too. A worker waits for the serial threads, never they
+/// for a worker; with idle cores it runs as fast as ever.
+///
+/// On Linux a nice value is a thread's own, and it orders the process's threads against
+/// those of the same group only (the session's autogroup, or a cgroup with the CPU
+/// controller: a Slurm job, a Kubernetes pod, a systemd service). Elsewhere nothing is
+/// changed: there it would lower the whole process.
+const WORKER_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority by `by` nice values (to 19 at most). Raising one's
+/// own nice value needs no privilege; where it is refused (a sandbox filtering the call),
+/// the thread keeps the run's priority, and only the threads' order on a busy core changes.
+fn lower_this_thread(by: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        let thread = rustix::thread::gettid();
+        if let Ok(nice) = rustix::process::getpriority_process(Some(thread)) {
+            let _ = rustix::process::setpriority_process(Some(thread), (nice + by).min(19));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = by;
 }
 
 /// The workers' loop, on the calling thread: each batch the reader sends is converted on the
@@ -1703,7 +1752,30 @@ fn dedupe_keys(files: &mut [SourceFile]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{digest_bits, Claims};
+    use super::{digest_bits, thread_pool, Claims, Priority, WORKER_NICE};
+
+    /// The nice value of the calling thread.
+    #[cfg(target_os = "linux")]
+    fn nice() -> i32 {
+        rustix::process::getpriority_process(Some(rustix::thread::gettid()))
+            .unwrap_or_else(|e| panic!("getpriority: {e}"))
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_workers_yield_to_the_serial_threads_and_only_they() {
+        let run = nice();
+        let at = |priority| {
+            let pool = thread_pool(2, None, priority).unwrap_or_else(|e| panic!("pool: {e}"));
+            let mut seen: Vec<i32> = pool.broadcast(|_| nice());
+            seen.dedup();
+            seen
+        };
+        assert_eq!(at(Priority::Worker), vec![(run + WORKER_NICE).min(19)]);
+        assert_eq!(at(Priority::Run), vec![run]);
+        // The thread that built the pools (the run's main thread) keeps its priority.
+        assert_eq!(nice(), run);
+    }
 
     #[test]
     fn a_claimed_digest_is_given_back_as_it_was_placed() {

@@ -17,9 +17,9 @@
 //! archive's size; each batch converts on one worker, up to `--jobs` + 1 of them at once, so
 //! that no worker waits for another's batch, and they are handed on and collected in input
 //! order, so every output (rollouts, quarantine, summary) is deterministic whatever the thread
-//! count. The workers run at a lower priority than the run's other threads
-//! ([`WORKER_NICE`]): the reader and the collector are one thread each, and a worker waits
-//! for them, never they for a worker. Before the first batch, each file's first record is looked at on `--jobs` threads
+//! count. When the workers are as many as the cores, they run at a lower priority than the
+//! run's other threads ([`WORKER_NICE`]): the reader and the collector are one thread each,
+//! and a worker waits for them, never they for a worker. Before the first batch, each file's first record is looked at on `--jobs` threads
 //! (Batch API results are read whole ahead of the requests they join). Per-record problems are outcomes, not errors; only discovery,
 //! output failures and a panicking stage stop the run.
 //!
@@ -412,7 +412,7 @@ fn execute<'p>(
         to_read.map(|f| f.source.size).sum(),
     );
     let threads = options.jobs.unwrap_or(0);
-    let workers = thread_pool(threads, None, Priority::Worker)?;
+    let workers = thread_pool(threads, None, Priority::workers(threads))?;
     // Codex rollouts are written by their own pool, on the collector's thread, while the
     // converting pool works on the next batch: a rollout's file is mostly the kernel's work
     // (creating it, copying its bytes into the page cache, the rename), which on one thread
@@ -907,7 +907,7 @@ fn thread_pool(
 }
 
 /// The priority of a pool's threads.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Priority {
     /// The run's own: the process's nice value.
     Run,
@@ -915,16 +915,32 @@ enum Priority {
     Worker,
 }
 
+impl Priority {
+    /// The converting workers' priority for `--jobs` (0: one per core): below the run's when
+    /// they are as many as the cores the process may run on, so that the serial threads get a
+    /// core when they need one. Fewer workers leave a core to the serial threads anyway, and
+    /// below them a lone worker (`-j 1` on 2 cores) ran only while the reader and the
+    /// collector both waited, on one core of two: agent transcripts to Responses bodies took
+    /// 0.50 s (best of 8, interleaved) against 0.47-0.48 s at the run's priority.
+    fn workers(jobs: usize) -> Priority {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        match jobs == 0 || jobs >= cores {
+            true => Priority::Worker,
+            false => Priority::Run,
+        }
+    }
+}
+
 /// How far below the run's other threads the converting workers run, in nice values. The
 /// reader (decompressing and splitting) and the collector are one thread each; the workers
 /// are `--jobs` threads, and the pipeline is as fast as the slowest of them. At equal
-/// priority, the reader of agent transcripts (~0.36 s of CPU a run that can take 0.40 s on
-/// 2 cores) shared its core with a worker about half the time, and the workers then waited
-/// for its batches: a dry run on 2 cores took 0.44-0.53 s against 0.40-0.44 s with the workers
-/// at +10, and its CPU was the same (`samples/BENCHMARKS.md`, seventeenth round). Nice +5
-/// (a worker's weight a third of the reader's) gained nearly as much; +10 leaves room for
-/// the collector and the main thread too. A worker waits for the serial threads, never they
-/// for a worker; with idle cores it runs as fast as ever.
+/// priority, the reader of agent transcripts (~40 % of a dry run's CPU: it needs most of a
+/// core while two workers share the other) shared its core with a worker, and the workers
+/// then waited for its batches: a dry run on 2 cores took 0.45-0.49 s, and 0.41-0.42 s with
+/// the workers at +10, for the same CPU (best of 5, interleaved; `samples/BENCHMARKS.md`,
+/// seventeenth round). Nice +5 (a worker's weight a third of the reader's) gained nearly as
+/// much; +10 leaves room for the collector and the main thread too. A worker waits for the
+/// serial threads, never they for a worker; with idle cores it runs as fast as ever.
 ///
 /// On Linux a nice value is a thread's own, and it orders the process's threads against
 /// those of the same group only (the session's autogroup, or a cgroup with the CPU
@@ -1772,6 +1788,14 @@ mod tests {
             seen
         };
         assert_eq!(at(Priority::Worker), vec![(run + WORKER_NICE).min(19)]);
+        // As many workers as cores, or one per core: below the run's; fewer: the run's.
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(Priority::workers(0), Priority::Worker);
+        assert_eq!(Priority::workers(cores), Priority::Worker);
+        assert_eq!(Priority::workers(cores + 3), Priority::Worker);
+        if cores > 1 {
+            assert_eq!(Priority::workers(cores - 1), Priority::Run);
+        }
         assert_eq!(at(Priority::Run), vec![run]);
         // The thread that built the pools (the run's main thread) keeps its priority.
         assert_eq!(nice(), run);

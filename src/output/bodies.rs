@@ -7,7 +7,7 @@
 //! kill left behind is removed by the next start (`Home::remove_temporary_files`).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::model::hash::Xxh3;
@@ -33,23 +33,74 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-impl Hashing<BufWriter<File>> {
-    /// `bytes` written to the file itself, after the buffer's bytes: the same bytes in the
-    /// same order as `write_all`, with no copy into the buffer.
-    fn write_direct(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.inner.flush()?;
-        self.inner.get_mut().write_all(bytes)?;
-        self.hasher.update(bytes);
+/// The bytes of one `write` of a body file, at an offset that is a multiple of it.
+const CHUNK: usize = 1 << 20;
+
+/// A file written in whole [`CHUNK`]s, each at a multiple of its size (the last one short):
+/// the page cache then takes each `write` as a few large folios. Bodies were written a line
+/// at a time when long (agent transcripts' ~73 KB, to skip a copy into a buffer) and through
+/// a 256 KiB `BufWriter` otherwise: writing agent transcripts' 235 MB of bodies took the
+/// kernel 0.42 s a run (`--format responses -j 1`, the mean of 6), and 0.27 s in chunks of
+/// 1 MiB, copy included, with the same user CPU (`samples/BENCHMARKS.md`, seventeenth round).
+/// What is not a whole chunk waits in the buffer; a part of a write that spans whole chunks
+/// once the buffer is written goes to the file from where it is, not copied.
+struct Chunked<F: Write = File> {
+    file: F,
+    buffer: Vec<u8>,
+}
+
+impl<F: Write> Chunked<F> {
+    fn new(file: F) -> Chunked<F> {
+        Chunked {
+            file,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// Writes what the buffer holds and gives the file back.
+    fn into_inner(mut self) -> std::io::Result<F> {
+        self.flush()?;
+        Ok(self.file)
+    }
+}
+
+impl<F: Write> Write for Chunked<F> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn write_all(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        if self.buffer.capacity() < CHUNK {
+            self.buffer.reserve_exact(CHUNK - self.buffer.len());
+        }
+        let room = CHUNK - self.buffer.len();
+        if bytes.len() < room {
+            self.buffer.extend_from_slice(bytes);
+            return Ok(());
+        }
+        // The buffer filled up to a whole chunk and written; then the whole chunks of the
+        // rest from where they are, and what is left into the buffer.
+        self.buffer.extend_from_slice(&bytes[..room]);
+        self.file.write_all(&self.buffer)?;
+        self.buffer.clear();
+        bytes = &bytes[room..];
+        let whole = bytes.len() - bytes.len() % CHUNK;
+        self.file.write_all(&bytes[..whole])?;
+        self.buffer.extend_from_slice(&bytes[whole..]);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.write_all(&self.buffer)?;
+        self.buffer.clear();
         Ok(())
     }
 }
 
-/// A body line at least this long is written by [`Hashing::write_direct`].
-const DIRECT_BYTES: usize = 32 << 10;
-
 enum Sink {
-    Plain(Hashing<BufWriter<File>>),
-    Zstd(zstd::Encoder<'static, Hashing<BufWriter<File>>>),
+    Plain(Hashing<Chunked>),
+    Zstd(zstd::Encoder<'static, Hashing<Chunked>>),
 }
 
 /// One output file being written.
@@ -74,7 +125,7 @@ impl BodyFile {
         let mut options = OpenOptions::new();
         let file = private_file(options.write(true).create(true).truncate(true), &temp)?;
         let hashing = Hashing {
-            inner: BufWriter::with_capacity(super::LINE_BUFFER, file),
+            inner: Chunked::new(file),
             hasher: Xxh3::new(),
         };
         let sink = if compress {
@@ -95,12 +146,9 @@ impl BodyFile {
         &self.relative
     }
 
-    /// Appends one body line. A long line goes to the file in its own `write`, after what the
-    /// buffer holds: copied into the buffer first, it was a second copy of every byte of agent
-    /// transcripts' bodies (~1.7 % of their conversion, on the collector's thread).
+    /// Appends one body line.
     pub fn append(&mut self, line: &[u8]) -> Result<(), OutputError> {
         let written = match &mut self.sink {
-            Some(Sink::Plain(out)) if line.len() >= DIRECT_BYTES => out.write_direct(line),
             Some(Sink::Plain(out)) => out.write_all(line),
             Some(Sink::Zstd(out)) => out.write_all(line),
             None => Ok(()),
@@ -118,9 +166,7 @@ impl BodyFile {
             None => return Ok((Placed::Unchanged, String::new())),
         };
         let Hashing { inner, hasher } = hashing;
-        let file = inner
-            .into_inner()
-            .map_err(|e| write_error(&target, e.into_error()))?;
+        let file = inner.into_inner().map_err(|e| write_error(&target, e))?;
         if home.durable {
             file.sync_all().map_err(|e| write_error(&target, e))?;
         }
@@ -155,11 +201,10 @@ mod tests {
 
     use super::*;
 
-    /// Lines long enough to be written directly, between buffered ones and at either end,
-    /// reach the file in order, and the digest is the file's: as if every line went through
-    /// the buffer.
+    /// Lines shorter and longer than a chunk, ending at and across its bounds, reach the file
+    /// in order, and the digest is the file's.
     #[test]
-    fn long_lines_written_directly_keep_their_order_and_the_digest() {
+    fn lines_of_any_length_keep_their_order_and_the_digest() {
         let root = tempfile::tempdir().expect("temp dir");
         let home = Home::new(root.path());
         let guard = Guard::new(HashMap::new(), false);
@@ -170,13 +215,14 @@ mod tests {
             line
         };
         let lines = [
-            long(b'a', DIRECT_BYTES + 5),
+            long(b'a', CHUNK - 7),
             long(b'b', 10),
             long(b'c', 20),
-            long(b'd', DIRECT_BYTES - 1),
-            long(b'e', 3 * DIRECT_BYTES),
+            long(b'd', CHUNK - 1),
+            long(b'e', 3 * CHUNK),
             long(b'f', 7),
-            long(b'g', super::super::LINE_BUFFER + 1),
+            long(b'g', CHUNK + 1),
+            long(b'h', 2 * CHUNK - 40),
         ];
         let mut body = BodyFile::create(&home, relative, false).expect("create");
         for line in &lines {
@@ -191,5 +237,55 @@ mod tests {
             digest,
             crate::model::identity::hex128(crate::model::hash::xxh3_128(&expected))
         );
+    }
+
+    /// What a `write` was given: its offset in the file and its length.
+    #[derive(Default)]
+    struct Writes(Vec<(usize, usize)>, usize);
+
+    impl Write for Writes {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.push((self.1, bytes.len()));
+            self.1 += bytes.len();
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Every `write` but the last starts at a multiple of a chunk and is whole chunks, for
+    /// lines of any length; a line of several chunks is written in one, from where it is.
+    #[test]
+    fn a_body_file_is_written_in_whole_chunks_at_their_bounds() {
+        let mut out = Chunked::new(Writes::default());
+        let lengths = [
+            1,
+            3_000,
+            CHUNK - 3_001,
+            73_000,
+            CHUNK,
+            5,
+            3 * CHUNK + 17,
+            900_000,
+        ];
+        for (i, n) in lengths.iter().enumerate() {
+            out.write_all(&vec![i as u8; *n]).expect("write");
+        }
+        let Writes(writes, total) = out.into_inner().expect("flush");
+        assert_eq!(total, lengths.iter().sum::<usize>());
+        let (last, whole) = writes.split_last().expect("writes");
+        for &(at, n) in whole {
+            assert!(
+                at % CHUNK == 0 && n % CHUNK == 0 && n > 0,
+                "a write of {n} at {at}"
+            );
+        }
+        assert_eq!(last.0 % CHUNK, 0);
+        assert!(last.1 < CHUNK);
+        // The 3-chunk line: the buffer topped up and written, then its next whole chunks
+        // (two) in one write.
+        assert!(writes.iter().any(|&(_, n)| n == 2 * CHUNK), "{writes:?}");
     }
 }

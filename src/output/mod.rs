@@ -5,10 +5,11 @@
 //! Fails with an [`OutputError`] naming the path; those are fatal to the run (an unwritable
 //! output is not a per-record problem).
 
-/// The buffer of a file written line by line through a run (a Responses output file, the
-/// audit's `conversations.jsonl` and `quarantine.jsonl`): with std's 8 KiB, writing the small
-/// corpus's 211 MB of bodies took ~26,000 `write` calls, each a lock and a page-cache walk in
-/// the kernel, on the collector, a serial stage.
+/// The buffer of a file written line by line through a run (the audit's `conversations.jsonl`
+/// and `quarantine.jsonl`; a Responses output file is written in chunks of 1 MiB,
+/// [`bodies`]): with std's 8 KiB, writing the small corpus's 211 MB of bodies took ~26,000
+/// `write` calls, each a lock and a page-cache walk in the kernel, on the collector, a serial
+/// stage.
 pub const LINE_BUFFER: usize = 256 << 10;
 
 pub mod bodies;

@@ -13,7 +13,7 @@
 //! record of a format read record by record, or a whole file's records when a format's
 //! conversations span them) that ends in one [`Outcome`] per record.
 //!
-//! Records travel in bounded batches (512 KiB or 256 records), so memory stays flat in the
+//! Records travel in bounded batches (256 KiB or 256 records), so memory stays flat in the
 //! archive's size; each batch converts on one worker, up to `--jobs` + 1 of them at once, so
 //! that no worker waits for another's batch, and they are handed on and collected in input
 //! order, so every output (rollouts, quarantine, summary) is deterministic whatever the thread

@@ -38,9 +38,13 @@ use super::PlannedFile;
 /// 128 and 256 KiB, at 54-62 MB, as fast. Back to 256 records and 512 KiB once the manifest
 /// held a session in 48 bytes, not ~180 ([`crate::output::rollouts`]): that run peaks at
 /// 45-52 MB, and a dry run of small records takes 0.51-0.53 s against 0.53-0.57 s (half the
-/// batches: half the hand-offs, each a channel send, a spawn and a wake-up).
+/// batches: half the hand-offs, each a channel send, a spawn and a wake-up). The bytes back
+/// to 256 KiB: agent transcripts are bounded by bytes (~3 a batch, not ~6), and a Codex home
+/// of 2 GB of them, written right after another run (the disk still busy), peaked at 56-68 MB
+/// (up to 78 MB in a build without LTO) with 512 KiB, and 48-60 MB with 256 KiB; small records
+/// (~2 KB) are then 128 a batch.
 const BATCH_RECORDS: usize = 256;
-const BATCH_BYTES: usize = 512 << 10;
+const BATCH_BYTES: usize = 256 << 10;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 /// A file read ahead is handed over in chunks of this many bytes of records (or events)...

@@ -13,15 +13,16 @@
 //! record of a format read record by record, or a whole file's records when a format's
 //! conversations span them) that ends in one [`Outcome`] per record.
 //!
-//! Records travel in bounded batches (256 KiB or 256 records), so memory stays flat in the
-//! archive's size; each batch converts on one worker, up to `--jobs` + 1 of them at once, so
-//! that no worker waits for another's batch, and they are handed on and collected in input
-//! order, so every output (rollouts, quarantine, summary) is deterministic whatever the thread
-//! count. When the workers are as many as the cores, they run at a lower priority than the
-//! run's other threads ([`WORKER_NICE`]): the reader and the collector are one thread each,
-//! and a worker waits for them, never they for a worker. Before the first batch, each file's first record is looked at on `--jobs` threads
-//! (Batch API results are read whole ahead of the requests they join). Per-record problems are outcomes, not errors; only discovery,
-//! output failures and a panicking stage stop the run.
+//! Records travel in bounded batches (256 records, 512 KiB of short records or 256 KiB with a long
+//! one), so memory stays flat in the archive's size; each batch converts on one worker, up to
+//! `--jobs` + 1 of them at once, so that no worker waits for another's batch, and they are handed
+//! on and collected in input order, so every output (rollouts, quarantine, summary) is
+//! deterministic whatever the thread count. When the workers are as many as the cores, they run at
+//! a lower priority than the run's other threads ([`WORKER_NICE`]): the reader and the collector
+//! are one thread each, and a worker waits for them, never they for a worker. Before the first
+//! batch, each file's first record is looked at on `--jobs` threads (Batch API results are read
+//! whole ahead of the requests they join). Per-record problems are outcomes, not errors; only
+//! discovery, output failures and a panicking stage stop the run.
 //!
 //! A sharded run (`--shard K/N`) walks every input like any run, then keeps the files (and
 //! ranges of split files) its shard owns ([`crate::source::shard`]); it writes its rollouts

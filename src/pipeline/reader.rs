@@ -41,10 +41,14 @@ use super::PlannedFile;
 /// batches: half the hand-offs, each a channel send, a spawn and a wake-up). The bytes back
 /// to 256 KiB: agent transcripts are bounded by bytes (~3 a batch, not ~6), and a Codex home
 /// of 2 GB of them, written right after another run (the disk still busy), peaked at 56-68 MB
-/// (up to 78 MB in a build without LTO) with 512 KiB, and 48-60 MB with 256 KiB; small records
-/// (~2 KB) are then 128 a batch.
+/// (up to 78 MB in a build without LTO) with 512 KiB, and 48-60 MB with 256 KiB. So a batch that
+/// holds a long record ends at 256 KiB, and one of short records (small records are ~2.8 KB)
+/// at 512 KiB: 256 of them, half the hand-offs of 128.
 const BATCH_RECORDS: usize = 256;
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 512 << 10;
+/// A record of this many bytes or more is long: its batch ends at [`LONG_BATCH_BYTES`].
+const LONG_RECORD: usize = 16 << 10;
+const LONG_BATCH_BYTES: usize = 256 << 10;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 /// A file read ahead is handed over in chunks of this many bytes of records (or events)...
@@ -211,6 +215,7 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
     let (shard, from, max_record_bytes) = (*shard, *from, *max_record_bytes);
     let mut batch = Vec::with_capacity(BATCH_RECORDS);
     let mut batch_bytes = 0;
+    let mut batch_limit = BATCH_BYTES;
     let mut disk_before = 0u64;
     for (file_index, planned) in files.iter().enumerate() {
         let file = &planned.source;
@@ -281,6 +286,9 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
             match event {
                 RecordEvent::Record(record) => {
                     batch_bytes += record.bytes.len();
+                    if record.bytes.len() >= LONG_RECORD {
+                        batch_limit = LONG_BATCH_BYTES;
+                    }
                     if let Some(work) = grouped.route(record, given.unwrap_or(ordinal)) {
                         batch.push(work);
                     }
@@ -289,13 +297,14 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
                 RecordEvent::Blank(n) => batch.push(Work::Blank(n)),
                 RecordEvent::Damage(damage) => batch.push(Work::Damage(damage)),
             }
-            if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
+            if batch.len() >= BATCH_RECORDS || batch_bytes >= batch_limit {
                 let read = in_file.load(Ordering::Relaxed).min(file.size);
                 disk.store(disk_before + read, Ordering::Relaxed);
                 if sender.send(std::mem::take(&mut batch)).is_err() {
                     return;
                 }
                 batch_bytes = 0;
+                batch_limit = BATCH_BYTES;
             }
         }
         if stopped || !complete.load(Ordering::Relaxed) {
@@ -890,6 +899,72 @@ mod tests {
             Ok(true),
             "the reader and its threads did not end"
         );
+    }
+
+    /// A Chat Completions record of exactly `bytes` bytes.
+    fn sized(bytes: usize) -> String {
+        let shell = r#"{"messages":[{"role":"user","content":""}]}"#;
+        let record = shell.replace(
+            r#""""#,
+            &format!(r#""{}""#, "x".repeat(bytes - shell.len())),
+        );
+        assert_eq!(record.len(), bytes);
+        record
+    }
+
+    #[test]
+    fn a_batch_of_short_records_ends_at_512_kib_and_one_holding_a_long_record_at_256() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (short, long) = (1_500, LONG_RECORD + 3_616);
+        // 300 short records, then 200 more with a long one at 400.
+        let lengths: Vec<usize> = (0..500)
+            .map(|i| if i == 400 { long } else { short })
+            .collect();
+        let path = dir.path().join("mixed.jsonl");
+        let text: String = lengths.iter().map(|&n| sized(n) + "\n").collect();
+        std::fs::write(&path, text).expect("write");
+        let source = SourceFile {
+            display: Arc::from(path.display().to_string()),
+            root: Some(Arc::from(dir.path())),
+            key: "mixed.jsonl".to_owned(),
+            origin: path.display().to_string(),
+            size: std::fs::metadata(&path).expect("stat").len(),
+            path,
+            mtime_ns: 0,
+        };
+        let files = planned(&[source], &[false]);
+        let index = BatchIndex::default();
+        // Each batch's records' lengths.
+        let batches: Vec<Vec<usize>> = std::thread::scope(|scope| {
+            let reader = spawn(scope, plan(&files, &index, 1));
+            let batches = reader
+                .batches
+                .iter()
+                .map(|batch| {
+                    let records = batch.iter().filter_map(|work| match work {
+                        Work::Records(work) => Some(work.records.iter()),
+                        Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => {
+                            None
+                        }
+                    });
+                    records.flatten().map(|(r, _)| r.bytes.len()).collect()
+                })
+                .collect();
+            reader.handle.join().expect("the reader ends");
+            batches
+        });
+        let counts: Vec<usize> = batches.iter().map(Vec::len).collect();
+        // 255 short records (374 KiB) and the file's opening segment make the first batch. The
+        // next holds the long record: it ends once past 256 KiB, 17 short records after it
+        // (145 + 1 + 17 records, 263,000 bytes; 16 would make 261,500). The rest is short again.
+        assert_eq!(counts, [255, 163, 82], "{batches:?}");
+        assert_eq!(batches.concat(), lengths);
+        let bytes: Vec<usize> = batches.iter().map(|b| b.iter().sum()).collect();
+        assert!(
+            bytes[0] > LONG_BATCH_BYTES && bytes[0] < BATCH_BYTES,
+            "{bytes:?}"
+        );
+        assert!(bytes[1] >= LONG_BATCH_BYTES && bytes[1] - short < LONG_BATCH_BYTES);
     }
 
     /// The files handed out and not yet taken.

@@ -17,12 +17,13 @@
 //! one), so memory stays flat in the archive's size; each batch converts on one worker, up to
 //! `--jobs` + 1 of them at once, so that no worker waits for another's batch, and they are handed
 //! on and collected in input order, so every output (rollouts, quarantine, summary) is
-//! deterministic whatever the thread count. When the workers are as many as the cores, they run at
-//! a lower priority than the run's other threads ([`WORKER_NICE`]): the reader and the collector
-//! are one thread each, and a worker waits for them, never they for a worker. Before the first
-//! batch, each file's first record is looked at on `--jobs` threads (Batch API results are read
-//! whole ahead of the requests they join). Per-record problems are outcomes, not errors; only
-//! discovery, output failures and a panicking stage stop the run.
+//! deterministic whatever the thread count. Whichever threads set the pace keep the run's priority
+//! and the others yield to them ([`Priorities`]): with as many workers as cores, the reader and the
+//! collector (one thread each) do, and a worker waits for them, never they for a worker; with fewer
+//! workers than cores, the workers do. Before the first batch, each file's first record is looked
+//! at on `--jobs` threads (Batch API results are read whole ahead of the requests they join).
+//! Per-record problems are outcomes, not errors; only discovery, output failures and a panicking
+//! stage stop the run.
 //!
 //! A sharded run (`--shard K/N`) walks every input like any run, then keeps the files (and
 //! ranges of split files) its shard owns ([`crate::source::shard`]); it writes its rollouts
@@ -413,7 +414,8 @@ fn execute<'p>(
         to_read.map(|f| f.source.size).sum(),
     );
     let threads = options.jobs.unwrap_or(0);
-    let workers = thread_pool(threads, None, Priority::workers(threads))?;
+    let priorities = Priorities::for_jobs(threads);
+    let workers = thread_pool(threads, None, priorities.workers)?;
     // Codex rollouts are written by their own pool, on the collector's thread, while the
     // converting pool works on the next batch: a rollout's file is mostly the kernel's work
     // (creating it, copying its bytes into the page cache, the rename), which on one thread
@@ -449,6 +451,7 @@ fn execute<'p>(
                 // half as many files at once as workers keep them fed, and leave 2 cores
                 // uncrowded.
                 readers: workers.current_num_threads().div_ceil(2),
+                priority: priorities.serial,
             },
         );
         // The ordered collector runs on its own thread, fed in batch order through a channel
@@ -458,6 +461,7 @@ fn execute<'p>(
         let writers = writers.as_ref();
         let returns = &returns;
         let collecting = scope.spawn(move || {
+            priorities.serial.apply();
             collect(
                 converted, collector, writers, plan, manifest, progress, returns,
             )
@@ -897,9 +901,8 @@ fn thread_pool(
     if let Some(name) = name {
         builder = builder.thread_name(move |i| format!("{name}-{i}"));
     }
-    match priority {
-        Priority::Run => {}
-        Priority::Worker => builder = builder.start_handler(|_| lower_this_thread(WORKER_NICE)),
+    if priority == Priority::Lowered {
+        builder = builder.start_handler(move |_| priority.apply());
     }
     builder.build().map_err(|e| PipelineError::Pool {
         threads,
@@ -907,32 +910,64 @@ fn thread_pool(
     })
 }
 
-/// The priority of a pool's threads.
+/// A thread's priority in the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Priority {
+pub(crate) enum Priority {
     /// The run's own: the process's nice value.
     Run,
-    /// The converting workers': [`WORKER_NICE`] below the run's.
-    Worker,
+    /// [`YIELD_NICE`] below the run's.
+    Lowered,
 }
 
 impl Priority {
-    /// The converting workers' priority for `--jobs` (0: one per core): below the run's when
-    /// they are as many as the cores the process may run on, so that the serial threads get a
-    /// core when they need one. Fewer workers leave a core to the serial threads anyway, and
-    /// below them a lone worker (`-j 1` on 2 cores) ran only while the reader and the
-    /// collector both waited, on one core of two: agent transcripts to Responses bodies took
-    /// 0.50 s (best of 8, interleaved) against 0.47-0.48 s at the run's priority.
-    fn workers(jobs: usize) -> Priority {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        match jobs == 0 || jobs >= cores {
-            true => Priority::Worker,
-            false => Priority::Run,
+    /// Sets the calling thread's priority. On Linux the threads it starts afterwards start at
+    /// its nice value: the reader's read-ahead threads take the reader's.
+    pub(crate) fn apply(self) {
+        match self {
+            Priority::Run => {}
+            Priority::Lowered => lower_this_thread(YIELD_NICE),
         }
     }
 }
 
-/// How far below the run's other threads the converting workers run, in nice values. The
+/// The priorities of a run's two kinds of threads: the converting workers (`--jobs` of them)
+/// and the serial threads (the reader and its read-ahead threads, the collector), one each
+/// of which the pipeline cannot do without. The main thread, which hands batches on, and the
+/// pool that writes rollouts keep the run's priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Priorities {
+    workers: Priority,
+    serial: Priority,
+}
+
+impl Priorities {
+    /// For `--jobs` (0: one per core), whichever kind sets the pace keeps the run's priority,
+    /// and the other yields to it ([`YIELD_NICE`]):
+    /// - as many workers as the cores the process may run on (or more): the serial threads
+    ///   set the pace, and the workers yield, so that the reader and the collector get a core
+    ///   when they need one. Below them a lone worker (`-j 1` on 2 cores) ran only while both
+    ///   waited, on one core of two (agent transcripts to Responses bodies: 0.50 s against
+    ///   0.47-0.48 s, best of 8, interleaved).
+    /// - fewer workers: they are the pace (a record's conversion costs more than its reading),
+    ///   and the serial threads, which have the cores the workers leave, yield. Agent
+    ///   transcripts to Responses bodies at `-j 1` on 2 cores: median 0.52-0.53 s -> 0.475-0.48 s
+    ///   (14 and 10 runs, interleaved); small records' dry run and bodies within 1.5 %.
+    fn for_jobs(jobs: usize) -> Priorities {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        match jobs == 0 || jobs >= cores {
+            true => Priorities {
+                workers: Priority::Lowered,
+                serial: Priority::Run,
+            },
+            false => Priorities {
+                workers: Priority::Run,
+                serial: Priority::Lowered,
+            },
+        }
+    }
+}
+
+/// How far below the run's other threads the threads that yield run, in nice values. The
 /// reader (decompressing and splitting) and the collector are one thread each; the workers
 /// are `--jobs` threads, and the pipeline is as fast as the slowest of them. At equal
 /// priority, the reader of agent transcripts (~40 % of a dry run's CPU: it needs most of a
@@ -940,14 +975,15 @@ impl Priority {
 /// then waited for its batches: a dry run on 2 cores took 0.45-0.49 s, and 0.41-0.42 s with
 /// the workers at +10, for the same CPU (best of 5, interleaved; `samples/BENCHMARKS.md`,
 /// seventeenth round). Nice +5 (a worker's weight a third of the reader's) gained nearly as
-/// much; +10 leaves room for the collector and the main thread too. A worker waits for the
-/// serial threads, never they for a worker; with idle cores it runs as fast as ever.
+/// much; +10 leaves room for the collector and the main thread too. With fewer workers than
+/// cores, the serial threads at +10 gained more than at +5 (median 0.475 against 0.49 s,
+/// eighteenth round). A thread that yields runs as fast as ever on an idle core.
 ///
 /// On Linux a nice value is a thread's own, and it orders the process's threads against
 /// those of the same group only (the session's autogroup, or a cgroup with the CPU
 /// controller: a Slurm job, a Kubernetes pod, a systemd service). Elsewhere nothing is
 /// changed: there it would lower the whole process.
-const WORKER_NICE: i32 = 10;
+const YIELD_NICE: i32 = 10;
 
 /// Lowers the calling thread's priority by `by` nice values (to 19 at most). Raising one's
 /// own nice value needs no privilege; where it is refused (a sandbox filtering the call),
@@ -1769,18 +1805,18 @@ fn dedupe_keys(files: &mut [SourceFile]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{digest_bits, thread_pool, Claims, Priority, WORKER_NICE};
+    use super::{digest_bits, thread_pool, Claims, Priorities, Priority, YIELD_NICE};
 
     /// The nice value of the calling thread.
     #[cfg(target_os = "linux")]
-    fn nice() -> i32 {
+    pub(crate) fn nice() -> i32 {
         rustix::process::getpriority_process(Some(rustix::thread::gettid()))
             .unwrap_or_else(|e| panic!("getpriority: {e}"))
     }
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn the_workers_yield_to_the_serial_threads_and_only_they() {
+    fn the_threads_that_set_the_pace_keep_the_run_s_priority_and_the_others_yield() {
         let run = nice();
         let at = |priority| {
             let pool = thread_pool(2, None, priority).unwrap_or_else(|e| panic!("pool: {e}"));
@@ -1788,16 +1824,35 @@ mod tests {
             seen.dedup();
             seen
         };
-        assert_eq!(at(Priority::Worker), vec![(run + WORKER_NICE).min(19)]);
-        // As many workers as cores, or one per core: below the run's; fewer: the run's.
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        assert_eq!(Priority::workers(0), Priority::Worker);
-        assert_eq!(Priority::workers(cores), Priority::Worker);
-        assert_eq!(Priority::workers(cores + 3), Priority::Worker);
-        if cores > 1 {
-            assert_eq!(Priority::workers(cores - 1), Priority::Run);
-        }
+        assert_eq!(at(Priority::Lowered), vec![(run + YIELD_NICE).min(19)]);
         assert_eq!(at(Priority::Run), vec![run]);
+        // As many workers as cores, or one per core: the workers yield to the serial threads.
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let workers_yield = Priorities {
+            workers: Priority::Lowered,
+            serial: Priority::Run,
+        };
+        assert_eq!(Priorities::for_jobs(0), workers_yield);
+        assert_eq!(Priorities::for_jobs(cores), workers_yield);
+        assert_eq!(Priorities::for_jobs(cores + 3), workers_yield);
+        // Fewer: the serial threads yield to the workers.
+        if cores > 1 {
+            let serial_yield = Priorities {
+                workers: Priority::Run,
+                serial: Priority::Lowered,
+            };
+            assert_eq!(Priorities::for_jobs(cores - 1), serial_yield);
+            assert_eq!(Priorities::for_jobs(1), serial_yield);
+        }
+        // A thread lowered starts its own threads at its priority.
+        let (lowered, started) = std::thread::spawn(|| {
+            Priority::Lowered.apply();
+            (nice(), std::thread::spawn(nice).join())
+        })
+        .join()
+        .unwrap_or_else(|_| panic!("the thread"));
+        assert_eq!(lowered, (run + YIELD_NICE).min(19));
+        assert_eq!(started.ok(), Some(lowered));
         // The thread that built the pools (the run's main thread) keeps its priority.
         assert_eq!(nice(), run);
     }

@@ -152,6 +152,8 @@ pub struct Plan<'a> {
     pub max_conversation_bytes: u64,
     /// At most this many files are decompressed at once (half of `--jobs`, rounded up).
     pub readers: usize,
+    /// The reader's priority, and its read-ahead threads' ([`super::Priorities`]).
+    pub(super) priority: super::Priority,
 }
 
 /// Starts the reader thread over the plan's files, in `scope`: it borrows the plan's files
@@ -165,6 +167,8 @@ pub fn spawn<'scope, 'env: 'scope>(
     let disk_read = Arc::new(AtomicU64::new(0));
     let disk = Arc::clone(&disk_read);
     let handle = scope.spawn(move || {
+        // Before the read-ahead threads start: they start at the reader's priority.
+        plan.priority.apply();
         // Files read whole from disk go to the read-ahead threads when there are several; a
         // small file, a file replayed from the batch index or cut into a shard's ranges is
         // read here.
@@ -211,6 +215,7 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
         max_record_bytes,
         max_conversation_bytes,
         readers: _,
+        priority: _,
     } = plan;
     let (shard, from, max_record_bytes) = (*shard, *from, *max_record_bytes);
     let mut batch = Vec::with_capacity(BATCH_RECORDS);
@@ -805,6 +810,7 @@ mod tests {
             max_record_bytes: 1 << 30,
             max_conversation_bytes: 1 << 30,
             readers,
+            priority: super::super::Priority::Run,
         }
     }
 
@@ -965,6 +971,56 @@ mod tests {
             "{bytes:?}"
         );
         assert!(bytes[1] >= LONG_BATCH_BYTES && bytes[1] - short < LONG_BATCH_BYTES);
+    }
+
+    /// The nice values of this process's threads named `rollover-read-*`, from `/proc`.
+    #[cfg(target_os = "linux")]
+    fn read_ahead_nice() -> Vec<i32> {
+        let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+        let mut seen = Vec::new();
+        for task in tasks.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The fields after the name: the state is the third field, the nice value the 19th.
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split(' ')
+                .collect();
+            if let (true, Some(nice)) = (comm.starts_with("rollover-read-"), fields.get(17)) {
+                seen.push(nice.parse().expect("a nice value"));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_reader_that_yields_starts_its_read_ahead_threads_yielding_too() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = planned(&archive(dir.path(), 40), &[false; 40]);
+        let index = BatchIndex::default();
+        let run = super::super::tests::nice();
+        let lowered = (run + super::super::YIELD_NICE).min(19);
+        let mut plan = plan(&files, &index, 2);
+        plan.priority = super::super::Priority::Lowered;
+        std::thread::scope(|scope| {
+            let reader = spawn(scope, plan);
+            // The reader waits to send its third batch: its read-ahead threads are running.
+            let first = reader.batches.recv().expect("a first batch");
+            assert!(!first.is_empty());
+            std::thread::sleep(Duration::from_millis(200));
+            // Other tests' readers run at the run's priority; only this one yields.
+            assert!(
+                read_ahead_nice().contains(&lowered),
+                "no read-ahead thread at nice {lowered}: {:?}",
+                read_ahead_nice()
+            );
+            drop(reader.batches);
+            reader.handle.join().expect("the reader ends");
+        });
+        // The thread that spawned the reader keeps its priority.
+        assert_eq!(super::super::tests::nice(), run);
     }
 
     /// The files handed out and not yet taken.

@@ -23,6 +23,59 @@ fn dry_run_writes_the_report_but_no_rollout() {
     );
 }
 
+/// A dry run reads its records in batches twice a run's size; what it reports is still what
+/// the run then records: the same conversations in the same order, the same quarantine and the
+/// same counts, over records spanning several batches of either size, with a repeated record,
+/// a damaged line and a refused conversation among them.
+#[test]
+fn a_dry_run_reports_what_the_run_records_whatever_its_batches() {
+    let wd = Workdir::new("dry_run_batches");
+    let mut lines: Vec<String> = (0..1_300)
+        .map(|i| {
+            json!({"messages": [
+                {"role": "system", "content": format!("You help with task {i}.")},
+                {"role": "user", "content": format!("question {i}: {}", "words ".repeat(i % 40))},
+                {"role": "assistant", "content": format!("answer {i}")},
+            ]})
+            .to_string()
+        })
+        .collect();
+    // A repeat of an earlier record, a line cut short, a tool output with no call and an empty
+    // message list, each near where a batch of 256 or of 512 records ends.
+    lines.insert(255, lines[3].clone());
+    lines.insert(
+        511,
+        r#"{"messages": [{"role": "user", "content": "cut"#.to_string(),
+    );
+    lines.insert(
+        767,
+        json!({"messages": [{"role": "tool", "tool_call_id": "x", "content": "r"}]}).to_string(),
+    );
+    lines.insert(1_023, json!({"messages": []}).to_string());
+    wd.create("in.jsonl", lines.join("\n") + "\n");
+    let plan = wd.convert("in.jsonl", "plan", &["--dry-run"], 1);
+    let run = wd.convert("in.jsonl", "run", &[], 1);
+    assert!(plan.rollouts().is_empty());
+    // Every record but the damaged line and the refused one is a session; the tool output
+    // with no call is dropped from its conversation, which is kept.
+    assert_eq!(run.rollouts().len(), 1_302, "{}", run.run);
+    let report = |home: &common::Home, file: &str| {
+        std::fs::read(common::run_folder(&home.root).join(file)).expect("a report file")
+    };
+    for file in ["conversations.jsonl", "quarantine.jsonl", "files.csv"] {
+        assert!(
+            report(&plan, file) == report(&run, file),
+            "{file}: the dry run reported one thing, the run recorded another"
+        );
+    }
+    assert_eq!(plan.conversations().len(), 1_302);
+    assert_eq!(plan.quarantine().len(), 2);
+    let (mut planned, ran) = (plan.summary(), run.summary());
+    assert_eq!(planned["dry_run"], true);
+    planned["dry_run"] = json!(false);
+    assert_eq!(planned, ran);
+}
+
 #[test]
 fn a_later_rule_file_overrides_policies_and_its_rules_win() {
     let wd = Workdir::new("rules_override");

@@ -26,6 +26,7 @@ use crate::source::{
 };
 
 use super::PlannedFile;
+use crate::model::responses::Format;
 
 /// A batch ends at this many records or bytes of records, whichever comes first. Every stage
 /// between the reader and the collector holds a few batches and their outputs, so these set
@@ -43,8 +44,8 @@ use super::PlannedFile;
 /// of 2 GB of them, written right after another run (the disk still busy), peaked at 56-68 MB
 /// (up to 78 MB in a build without LTO) with 512 KiB, and 48-60 MB with 256 KiB. So a batch that
 /// holds a long record ends at 256 KiB, and one of short records (small records are ~2.8 KB)
-/// at 512 KiB: 256 of them, half the hand-offs of 128. A dry run's batches of short records are
-/// twice that ([`Batches::DRY_RUN`]).
+/// at 512 KiB: 256 of them, half the hand-offs of 128. The batches of short records of a dry
+/// run or of a run writing Responses bodies are twice that ([`Batches::LARGE`]).
 const BATCH_RECORDS: usize = 256;
 const BATCH_BYTES: usize = 512 << 10;
 /// A record of this many bytes or more is long: its batch ends at [`LONG_BATCH_BYTES`].
@@ -62,29 +63,32 @@ pub struct Batches {
 }
 
 impl Batches {
-    /// A run that writes: what its outputs in flight allow ([`BATCH_RECORDS`], [`BATCH_BYTES`]).
-    pub const RUN: Batches = Batches {
+    /// A run that writes a Codex home: what its rollouts in flight allow ([`BATCH_RECORDS`],
+    /// [`BATCH_BYTES`]). With [`Batches::LARGE`] a Codex home of small records peaked at 68 MB.
+    pub const HOME: Batches = Batches {
         records: BATCH_RECORDS,
         bytes: BATCH_BYTES,
     };
-    /// A dry run frees each rollout once it is checked, so a batch in flight holds only its
-    /// records and their audit lines: 512 records and 1 MiB, half the hand-offs of a run's
-    /// batches. Small records' dry run on 2 cores: median 0.63 -> 0.60 s, user time 1.11 ->
-    /// 1.07 s (12 runs, interleaved), peak RSS 32 -> 40 MB. A run writing a Codex home of
-    /// small records peaked at 68 MB with these, so it keeps [`Batches::RUN`].
-    pub const DRY_RUN: Batches = Batches {
+    /// A dry run frees each rollout once it is checked, and a run writing Responses bodies
+    /// holds each body only until the collector writes it, so their batches can be twice a
+    /// home's: 512 records and 1 MiB, half the hand-offs. Small records on 2 cores, interleaved
+    /// with [`Batches::HOME`]: the dry run's median 0.63 -> 0.60 s, user 1.11 -> 1.07 s (12
+    /// runs), peak RSS 32 -> 40 MB; bodies, median 0.62 -> 0.60 s and 0.695 -> 0.67 s (12 and
+    /// 10 runs), peak RSS 36 -> 47 MB. Four times a home's batch gained nothing more.
+    pub const LARGE: Batches = Batches {
         records: 2 * BATCH_RECORDS,
         bytes: 2 * BATCH_BYTES,
     };
 
-    /// A dry run's, or a run's.
-    pub fn for_run(dry_run: bool) -> Batches {
-        match dry_run {
-            true => Batches::DRY_RUN,
-            false => Batches::RUN,
+    /// The batches of a run (a dry run when `dry_run`) that writes `format`.
+    pub fn for_run(dry_run: bool, format: Format) -> Batches {
+        match (dry_run, format) {
+            (false, Format::Codex) => Batches::HOME,
+            (true, _) | (false, Format::Responses(_)) => Batches::LARGE,
         }
     }
 }
+
 /// A file read ahead is handed over in chunks of this many bytes of records (or events)...
 const CHUNK_BYTES: usize = 1 << 20;
 const CHUNK_EVENTS: usize = 256;
@@ -848,7 +852,7 @@ mod tests {
             max_conversation_bytes: 1 << 30,
             readers,
             priority: super::super::Priority::Run,
-            batches: Batches::RUN,
+            batches: Batches::HOME,
         }
     }
 
@@ -986,8 +990,21 @@ mod tests {
         })
     }
 
+    /// A Codex home holds its rollouts in flight until written: its batches stay short. A dry
+    /// run or Responses bodies take large ones.
     #[test]
-    fn a_batch_of_short_records_ends_at_512_kib_or_a_dry_run_s_at_1_mib_and_one_holding_a_long_record_at_256(
+    fn only_a_run_that_writes_a_codex_home_keeps_its_batches_short() {
+        let bodies = Format::Responses(crate::model::responses::ResponsesOptions::default());
+        assert_eq!(Batches::for_run(false, Format::Codex), Batches::HOME);
+        assert_eq!(Batches::for_run(true, Format::Codex), Batches::LARGE);
+        assert_eq!(Batches::for_run(false, bodies), Batches::LARGE);
+        assert_eq!(Batches::for_run(true, bodies), Batches::LARGE);
+        assert_eq!(Batches::LARGE.records, 2 * Batches::HOME.records);
+        assert_eq!(Batches::LARGE.bytes, 2 * Batches::HOME.bytes);
+    }
+
+    #[test]
+    fn a_batch_of_short_records_ends_at_512_kib_or_a_large_one_at_1_mib_and_one_holding_a_long_record_at_256(
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let (short, long) = (1_500, LONG_RECORD + 3_616);
@@ -1008,7 +1025,7 @@ mod tests {
             mtime_ns: 0,
         };
         let files = planned(&[source], &[false]);
-        let batches = batch_lengths(&files, Batches::RUN);
+        let batches = batch_lengths(&files, Batches::HOME);
         let counts: Vec<usize> = batches.iter().map(Vec::len).collect();
         // 255 short records (374 KiB) and the file's opening segment make the first batch. The
         // next holds the long record: it ends once past 256 KiB, 17 short records after it
@@ -1022,14 +1039,14 @@ mod tests {
         );
         assert!(bytes[1] >= LONG_BATCH_BYTES && bytes[1] - short < LONG_BATCH_BYTES);
 
-        // A dry run's batches of short records are twice as long; one that holds a long record
+        // Large batches of short records (a dry run's) are twice as long; one that holds a long record
         // still ends once past 256 KiB: here right after the long record (400 short records
         // before it, 600,000 bytes), and the 99 records left make the last batch.
-        let dry = batch_lengths(&files, Batches::DRY_RUN);
+        let dry = batch_lengths(&files, Batches::LARGE);
         let counts: Vec<usize> = dry.iter().map(Vec::len).collect();
         assert_eq!(counts, [401, 99], "{dry:?}");
         assert_eq!(dry.concat(), lengths);
-        // 511 short records and the segment fill a dry run's batch, at 766,500 bytes.
+        // 511 short records and the segment fill a large batch, at 766,500 bytes.
         let shorts = dir.path().join("short.jsonl");
         std::fs::write(
             &shorts,
@@ -1048,12 +1065,12 @@ mod tests {
             }],
             &[false],
         );
-        let counts: Vec<usize> = batch_lengths(&files, Batches::DRY_RUN)
+        let counts: Vec<usize> = batch_lengths(&files, Batches::LARGE)
             .iter()
             .map(Vec::len)
             .collect();
         assert_eq!(counts, [511, 89]);
-        let counts: Vec<usize> = batch_lengths(&files, Batches::RUN)
+        let counts: Vec<usize> = batch_lengths(&files, Batches::HOME)
             .iter()
             .map(Vec::len)
             .collect();

@@ -14,8 +14,8 @@
 //! conversations span them) that ends in one [`Outcome`] per record.
 //!
 //! Records travel in bounded batches (256 records, 512 KiB of short records or 256 KiB with a long
-//! one; twice that of short records in a dry run or a run writing Responses bodies), so memory
-//! stays flat in the archive's size; each batch converts on one worker, up to
+//! one; twice each in a dry run or a run writing Responses bodies), so memory stays flat in the
+//! archive's size; each batch converts on one worker, up to
 //! `--jobs` + 1 of them at once, so that no worker waits for another's batch, and they are handed
 //! on and collected in input order, so every output (rollouts, quarantine, summary) is
 //! deterministic whatever the thread count. Whichever threads set the pace keep the run's priority

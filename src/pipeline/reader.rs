@@ -44,22 +44,25 @@ use crate::model::responses::Format;
 /// of 2 GB of them, written right after another run (the disk still busy), peaked at 56-68 MB
 /// (up to 78 MB in a build without LTO) with 512 KiB, and 48-60 MB with 256 KiB. So a batch that
 /// holds a long record ends at 256 KiB, and one of short records (small records are ~2.8 KB)
-/// at 512 KiB: 256 of them, half the hand-offs of 128. The batches of short records of a dry
-/// run or of a run writing Responses bodies are twice that ([`Batches::LARGE`]).
+/// at 512 KiB: 256 of them, half the hand-offs of 128. The batches of a dry run or of a run
+/// writing Responses bodies are twice that ([`Batches::LARGE`]).
 const BATCH_RECORDS: usize = 256;
 const BATCH_BYTES: usize = 512 << 10;
-/// A record of this many bytes or more is long: its batch ends at [`LONG_BATCH_BYTES`].
+/// A record of this many bytes or more is long: its batch ends at [`LONG_BATCH_BYTES`] (a
+/// Codex home's; twice that in [`Batches::LARGE`]).
 const LONG_RECORD: usize = 16 << 10;
 const LONG_BATCH_BYTES: usize = 256 << 10;
 /// Batches read ahead of the workers.
 const BATCHES_AHEAD: usize = 2;
 
-/// Where a batch of short records ends: at this many records or bytes of records, whichever
-/// comes first (one that holds a long record ends at [`LONG_BATCH_BYTES`] whatever the run).
+/// Where a batch ends: at this many records or bytes of records, whichever comes first, or
+/// at `long_bytes` once it holds a long record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Batches {
     pub records: usize,
     pub bytes: usize,
+    /// Where a batch that holds a long record ends.
+    pub long_bytes: usize,
 }
 
 impl Batches {
@@ -68,16 +71,21 @@ impl Batches {
     pub const HOME: Batches = Batches {
         records: BATCH_RECORDS,
         bytes: BATCH_BYTES,
+        long_bytes: LONG_BATCH_BYTES,
     };
     /// A dry run frees each rollout once it is checked, and a run writing Responses bodies
     /// holds each body only until the collector writes it, so their batches can be twice a
     /// home's: 512 records and 1 MiB, half the hand-offs. Small records on 2 cores, interleaved
     /// with [`Batches::HOME`]: the dry run's median 0.63 -> 0.60 s, user 1.11 -> 1.07 s (12
     /// runs), peak RSS 32 -> 40 MB; bodies, median 0.62 -> 0.60 s and 0.695 -> 0.67 s (12 and
-    /// 10 runs), peak RSS 36 -> 47 MB. Four times a home's batch gained nothing more.
+    /// 10 runs), peak RSS 36 -> 47 MB. Four times a home's batch gained nothing more. A batch
+    /// holding a long record ends at 512 KiB (~6 agent transcripts, not ~3): agent transcripts
+    /// to bodies, median 0.65 -> 0.605 s (10 runs), their dry run 0.58 -> 0.535 s (6); over
+    /// 1.87 GB of them peak RSS 39.7 -> 49.5 MB for bodies and 24.5 -> 27.8 MB for a dry run.
     pub const LARGE: Batches = Batches {
         records: 2 * BATCH_RECORDS,
         bytes: 2 * BATCH_BYTES,
+        long_bytes: 2 * LONG_BATCH_BYTES,
     };
 
     /// The batches of a run (a dry run when `dry_run`) that writes `format`.
@@ -333,7 +341,7 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
                 RecordEvent::Record(record) => {
                     batch_bytes += record.bytes.len();
                     if record.bytes.len() >= LONG_RECORD {
-                        batch_limit = LONG_BATCH_BYTES;
+                        batch_limit = batches.long_bytes;
                     }
                     if let Some(work) = grouped.route(record, given.unwrap_or(ordinal)) {
                         batch.push(work);
@@ -1001,10 +1009,11 @@ mod tests {
         assert_eq!(Batches::for_run(true, bodies), Batches::LARGE);
         assert_eq!(Batches::LARGE.records, 2 * Batches::HOME.records);
         assert_eq!(Batches::LARGE.bytes, 2 * Batches::HOME.bytes);
+        assert_eq!(Batches::LARGE.long_bytes, 2 * Batches::HOME.long_bytes);
     }
 
     #[test]
-    fn a_batch_of_short_records_ends_at_512_kib_or_a_large_one_at_1_mib_and_one_holding_a_long_record_at_256(
+    fn a_batch_ends_at_256_records_or_512_kib_or_256_kib_with_a_long_record_and_a_large_one_at_twice_that(
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let (short, long) = (1_500, LONG_RECORD + 3_616);
@@ -1039,9 +1048,10 @@ mod tests {
         );
         assert!(bytes[1] >= LONG_BATCH_BYTES && bytes[1] - short < LONG_BATCH_BYTES);
 
-        // Large batches of short records (a dry run's) are twice as long; one that holds a long record
-        // still ends once past 256 KiB: here right after the long record (400 short records
-        // before it, 600,000 bytes), and the 99 records left make the last batch.
+        // Large batches (a dry run's) are twice as long: of short records, 512 records or 1 MiB;
+        // one that holds a long record ends once past 512 KiB, here right after the long record
+        // (400 short records before it, 600,000 bytes), and the 99 records left make the last
+        // batch.
         let dry = batch_lengths(&files, Batches::LARGE);
         let counts: Vec<usize> = dry.iter().map(Vec::len).collect();
         assert_eq!(counts, [401, 99], "{dry:?}");
@@ -1075,6 +1085,34 @@ mod tests {
             .map(Vec::len)
             .collect();
         assert_eq!(counts, [255, 256, 89]);
+        // 30 long records of 20,000 bytes: a home's batch ends past 256 KiB (14 records,
+        // 280,000 bytes), a large one past 512 KiB (27, 540,000).
+        let longs = dir.path().join("long.jsonl");
+        std::fs::write(
+            &longs,
+            (0..30).map(|_| sized(long) + "\n").collect::<String>(),
+        )
+        .expect("write");
+        let files = planned(
+            &[SourceFile {
+                display: Arc::from(longs.display().to_string()),
+                root: Some(Arc::from(dir.path())),
+                key: "long.jsonl".to_owned(),
+                origin: longs.display().to_string(),
+                size: std::fs::metadata(&longs).expect("stat").len(),
+                path: longs,
+                mtime_ns: 0,
+            }],
+            &[false],
+        );
+        let counts = |batches| -> Vec<usize> {
+            batch_lengths(&files, batches)
+                .iter()
+                .map(Vec::len)
+                .collect()
+        };
+        assert_eq!(counts(Batches::HOME), [14, 14, 2]);
+        assert_eq!(counts(Batches::LARGE), [27, 3]);
     }
 
     /// The nice values of this process's threads named `rollover-read-*`, from `/proc`.

@@ -968,6 +968,22 @@ mod tests {
         record
     }
 
+    /// `text` written as `name` in `dir`, planned as a run's one file to read.
+    fn one_file(dir: &std::path::Path, name: &str, text: &str) -> Vec<PlannedFile> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        let source = SourceFile {
+            display: Arc::from(path.display().to_string()),
+            root: Some(Arc::from(dir)),
+            key: name.to_owned(),
+            origin: path.display().to_string(),
+            size: std::fs::metadata(&path).expect("stat").len(),
+            path,
+            mtime_ns: 0,
+        };
+        planned(&[source], &[false])
+    }
+
     /// The lengths of the records of each batch the reader sends for `files`, its short
     /// records' batches ending at `batches`.
     fn batch_lengths(files: &[PlannedFile], batches: Batches) -> Vec<Vec<usize>> {
@@ -1021,19 +1037,8 @@ mod tests {
         let lengths: Vec<usize> = (0..500)
             .map(|i| if i == 400 { long } else { short })
             .collect();
-        let path = dir.path().join("mixed.jsonl");
         let text: String = lengths.iter().map(|&n| sized(n) + "\n").collect();
-        std::fs::write(&path, text).expect("write");
-        let source = SourceFile {
-            display: Arc::from(path.display().to_string()),
-            root: Some(Arc::from(dir.path())),
-            key: "mixed.jsonl".to_owned(),
-            origin: path.display().to_string(),
-            size: std::fs::metadata(&path).expect("stat").len(),
-            path,
-            mtime_ns: 0,
-        };
-        let files = planned(&[source], &[false]);
+        let files = one_file(dir.path(), "mixed.jsonl", &text);
         let batches = batch_lengths(&files, Batches::HOME);
         let counts: Vec<usize> = batches.iter().map(Vec::len).collect();
         // 255 short records (374 KiB) and the file's opening segment make the first batch. The
@@ -1057,62 +1062,19 @@ mod tests {
         assert_eq!(counts, [401, 99], "{dry:?}");
         assert_eq!(dry.concat(), lengths);
         // 511 short records and the segment fill a large batch, at 766,500 bytes.
-        let shorts = dir.path().join("short.jsonl");
-        std::fs::write(
-            &shorts,
-            (0..600).map(|_| sized(short) + "\n").collect::<String>(),
-        )
-        .expect("write");
-        let files = planned(
-            &[SourceFile {
-                display: Arc::from(shorts.display().to_string()),
-                root: Some(Arc::from(dir.path())),
-                key: "short.jsonl".to_owned(),
-                origin: shorts.display().to_string(),
-                size: std::fs::metadata(&shorts).expect("stat").len(),
-                path: shorts,
-                mtime_ns: 0,
-            }],
-            &[false],
-        );
-        let counts: Vec<usize> = batch_lengths(&files, Batches::LARGE)
-            .iter()
-            .map(Vec::len)
-            .collect();
-        assert_eq!(counts, [511, 89]);
-        let counts: Vec<usize> = batch_lengths(&files, Batches::HOME)
-            .iter()
-            .map(Vec::len)
-            .collect();
-        assert_eq!(counts, [255, 256, 89]);
+        let text: String = (0..600).map(|_| sized(short) + "\n").collect();
+        let files = one_file(dir.path(), "short.jsonl", &text);
+        let counts = |files: &[PlannedFile], batches| -> Vec<usize> {
+            batch_lengths(files, batches).iter().map(Vec::len).collect()
+        };
+        assert_eq!(counts(&files, Batches::LARGE), [511, 89]);
+        assert_eq!(counts(&files, Batches::HOME), [255, 256, 89]);
         // 30 long records of 20,000 bytes: a home's batch ends past 256 KiB (14 records,
         // 280,000 bytes), a large one past 512 KiB (27, 540,000).
-        let longs = dir.path().join("long.jsonl");
-        std::fs::write(
-            &longs,
-            (0..30).map(|_| sized(long) + "\n").collect::<String>(),
-        )
-        .expect("write");
-        let files = planned(
-            &[SourceFile {
-                display: Arc::from(longs.display().to_string()),
-                root: Some(Arc::from(dir.path())),
-                key: "long.jsonl".to_owned(),
-                origin: longs.display().to_string(),
-                size: std::fs::metadata(&longs).expect("stat").len(),
-                path: longs,
-                mtime_ns: 0,
-            }],
-            &[false],
-        );
-        let counts = |batches| -> Vec<usize> {
-            batch_lengths(&files, batches)
-                .iter()
-                .map(Vec::len)
-                .collect()
-        };
-        assert_eq!(counts(Batches::HOME), [14, 14, 2]);
-        assert_eq!(counts(Batches::LARGE), [27, 3]);
+        let text: String = (0..30).map(|_| sized(long) + "\n").collect();
+        let files = one_file(dir.path(), "long.jsonl", &text);
+        assert_eq!(counts(&files, Batches::HOME), [14, 14, 2]);
+        assert_eq!(counts(&files, Batches::LARGE), [27, 3]);
     }
 
     /// The nice values of this process's threads named `rollover-read-*`, from `/proc`.

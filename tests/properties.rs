@@ -532,9 +532,20 @@ fn check_home(
         .count() as u64;
     let sessions_new = optional("sessions_new");
     prop_assert_eq!(rollouts, sessions_new, "{}", shown);
+    // Each conversation placed once: a new session, the same one read again, or another
+    // version of one placed (older, or in conflict with it).
+    let listed = |key: &str| {
+        summary
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(0, |l| l.len() as u64)
+    };
     prop_assert_eq!(
         converted,
-        sessions_new + optional("sessions_duplicate"),
+        sessions_new
+            + optional("sessions_duplicate")
+            + listed("sessions_older")
+            + listed("sessions_conflict"),
         "{}",
         shown
     );

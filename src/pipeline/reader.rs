@@ -825,6 +825,8 @@ mod tests {
                     path,
                     size,
                     mtime_ns: 0,
+                    ctime_ns: 0,
+                    ino: 0,
                 }
             })
             .collect()
@@ -845,6 +847,7 @@ mod tests {
                 skip: skip[index],
                 digest: String::new(),
                 read_digest: None,
+                legacy: None,
             })
             .collect()
     }
@@ -980,6 +983,8 @@ mod tests {
             size: std::fs::metadata(&path).expect("stat").len(),
             path,
             mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
         };
         planned(&[source], &[false])
     }

@@ -984,6 +984,8 @@ mod tests {
             origin: "f.json".into(),
             size: bytes.len() as u64,
             mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
             root: None,
         };
         let out = records(&file)

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::input::batch::BatchIndex;
-use crate::input::format::{self, Granularity, SourceFormat};
+use crate::input::format::{self, Granularity, Group, SourceFormat};
 use crate::model::identity::Occurrences;
 use crate::model::Location;
 use crate::source::{
@@ -390,6 +390,11 @@ pub(super) struct FileRecords {
     occurrences: Occurrences,
     /// The records held for a format read whole, with their ordinals.
     whole: Vec<(RawRecord, u64)>,
+    /// The records of the conversations still open in a file that interleaves them
+    /// ([`format::FormatReader::group`]), keyed by the ordinal of each one's first record (the
+    /// file's end reads them in that order), and that ordinal by conversation.
+    open: std::collections::BTreeMap<u64, Vec<(RawRecord, u64)>>,
+    open_keys: std::collections::HashMap<String, u64>,
     /// The bytes of those records; past `max_whole` the file is refused (`refused`: where
     /// its first record was) and its records dropped as they come.
     whole_bytes: u64,
@@ -406,6 +411,8 @@ impl FileRecords {
             format: from,
             occurrences: Occurrences::default(),
             whole: Vec::new(),
+            open: std::collections::BTreeMap::new(),
+            open_keys: std::collections::HashMap::new(),
             whole_bytes: 0,
             max_whole: u64::MAX,
             refused: None,
@@ -444,16 +451,50 @@ impl FileRecords {
                 format,
             ))),
             Granularity::File => {
+                let group = format::reader(format).group(&record.bytes);
+                if group == Group::Alone {
+                    return Some(Work::Records(Records::new(
+                        vec![(record, ordinal)],
+                        self.file,
+                        format,
+                    )));
+                }
                 self.whole_bytes += record.bytes.len() as u64;
                 if self.refused.is_none() && self.whole_bytes > self.max_whole {
                     let first = self.whole.first().map(|(r, _)| r.location.clone());
+                    let first = first.or_else(|| {
+                        let held = self.open.values().next()?.first()?;
+                        Some(held.0.location.clone())
+                    });
                     self.refused = Some(first.unwrap_or_else(|| record.location.clone()));
                     self.whole = Vec::new();
+                    self.open.clear();
+                    self.open_keys.clear();
                 }
-                if self.refused.is_none() {
-                    self.whole.push((record, ordinal));
+                if self.refused.is_some() {
+                    return None;
                 }
-                None
+                match group {
+                    Group::File | Group::Alone => {
+                        self.whole.push((record, ordinal));
+                        None
+                    }
+                    Group::Member(key) => {
+                        let first = *self.open_keys.entry(key).or_insert(ordinal);
+                        self.open.entry(first).or_default().push((record, ordinal));
+                        None
+                    }
+                    Group::Last(key) => {
+                        let mut records = match self.open_keys.remove(&key) {
+                            Some(first) => self.open.remove(&first).unwrap_or_default(),
+                            None => Vec::new(),
+                        };
+                        records.push((record, ordinal));
+                        let held: u64 = records.iter().map(|(r, _)| r.bytes.len() as u64).sum();
+                        self.whole_bytes = self.whole_bytes.saturating_sub(held);
+                        Some(Work::Records(Records::new(records, self.file, format)))
+                    }
+                }
             }
         }
     }
@@ -474,10 +515,17 @@ impl FileRecords {
                 ),
             }));
         }
-        if self.whole.is_empty() {
+        // The conversations never closed are read together with the file's other records,
+        // in file order: their reader tells them apart as it does in any file.
+        let mut whole = self.whole;
+        if !self.open.is_empty() {
+            whole.extend(self.open.into_values().flatten());
+            whole.sort_unstable_by_key(|(_, ordinal)| *ordinal);
+        }
+        if whole.is_empty() {
             return None;
         }
-        Some(Work::Records(Records::new(self.whole, self.file, format)))
+        Some(Work::Records(Records::new(whole, self.file, format)))
     }
 }
 

@@ -38,6 +38,7 @@ pub mod claude_code;
 pub mod format;
 pub mod gemini_cli;
 pub mod inside;
+pub mod media;
 pub mod otel;
 pub mod parse;
 pub mod responses;

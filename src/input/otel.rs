@@ -48,7 +48,8 @@ use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{
     Content, Message, Part, ReasoningOrigin, Role, Thinking, ToolCall, Transcript,
 };
-use crate::rules::{Builtin, DropOrQuarantine, PolicyId, ResentHistory};
+use crate::rules::policy::ResentHistory;
+use crate::rules::{Builtin, DropOrQuarantine, PolicyId};
 
 pub struct OtelReader;
 

@@ -112,6 +112,10 @@ impl<R: BufRead> Nested<R> {
                 self.expect = Expect::First;
                 return None;
             }
+            // A value cannot start here; reading one would consume nothing.
+            if matches!(byte, b',' | b':' | b'}' | b']') {
+                return Some(self.broken("expected a JSON value"));
+            }
             return Some(match self.value(true) {
                 Ok(mut element) => {
                     if let Element::Value { index, .. } | Element::Oversized { index, .. } =
@@ -177,6 +181,9 @@ impl<R: BufRead> Nested<R> {
             }
             (Frame::Array(level), Expect::First | Expect::Next, _) => {
                 self.expect = Expect::After;
+                if matches!(byte, b',' | b':' | b'}' | b']') {
+                    return Some(self.broken("expected a JSON value"));
+                }
                 if level + 1 < self.path.len() {
                     if byte == b'{' {
                         self.scan.take_byte();
@@ -188,9 +195,6 @@ impl<R: BufRead> Nested<R> {
                         Ok(_) => None,
                         Err(broken) => Some(broken),
                     };
-                }
-                if matches!(byte, b',' | b':' | b'}') {
-                    return Some(self.broken("expected a JSON value"));
                 }
                 let index = self.index;
                 self.index += 1;
@@ -273,9 +277,9 @@ mod tests {
         assert_eq!(
             walk(doc),
             vec![
-                r#"{"traceId":"a","n":[1,{"b":"}"}]} @125 L0 #Some(0)"#.to_string(),
-                r#"{"traceId":"b"} @160 L0 #Some(1)"#.to_string(),
-                r#"{"traceId": "c"} @252 L2 #Some(2)"#.to_string(),
+                r#"{"traceId":"a","n":[1,{"b":"}"}]} @136 L0 #Some(0)"#.to_string(),
+                r#"{"traceId":"b"} @170 L0 #Some(1)"#.to_string(),
+                r#"{"traceId": "c"} @263 L3 #Some(2)"#.to_string(),
             ]
         );
     }

@@ -224,3 +224,52 @@ fn interleaved_traces_each_read_whole() {
         );
     }
 }
+
+/// `rollover explain` on one record of each format, as recorded in `tests/expected/`
+/// (checked by hand against the fixtures: the session's 9 messages with its rewind, copy
+/// and notice counted; the weather trace's second export line, its two inference spans
+/// merged).
+#[test]
+fn explain_reads_one_record_of_each_format() {
+    let wd = Workdir::new("explain_sessions_traces");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for (format, file, expected) in [
+        (
+            "gemini-cli",
+            "tests/fixtures/gemini-cli/session-2026-03-01T10-00-5e6f7a8b.jsonl",
+            include_str!("expected/explain-gemini-cli.txt"),
+        ),
+        (
+            "otel",
+            "tests/fixtures/otel/examples-llm-calls.otlp.jsonl:2",
+            include_str!("expected/explain-otel.txt"),
+        ),
+    ] {
+        for extra in [&[][..], &["--from", format][..]] {
+            let mut cmd = wd.command(&["explain", file]);
+            cmd.args(extra).current_dir(&root);
+            let out = cmd.output().expect("run rollover explain");
+            assert_eq!(out.status.code(), Some(0), "{format}: {out:?}");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{format} {extra:?}");
+        }
+    }
+}
+
+/// The review pages show conversations of both formats.
+#[test]
+fn review_pages_show_both_formats() {
+    let wd = Workdir::new("review_sessions_traces");
+    inputs(
+        &wd,
+        &[
+            "gemini-cli/session-2026-03-01T10-00-5e6f7a8b.jsonl",
+            "otel/examples-llm-calls.otlp.jsonl",
+        ],
+    );
+    let home = wd.convert("in", "home", &["--review", "20"], 0);
+    let index = std::fs::read_to_string(home.root.join("rollover/runs/0001/review/index.html"))
+        .expect("review index");
+    for file in ["session-2026-03-01T10-00-5e6f7a8b.jsonl", "examples-llm-calls.otlp.jsonl"] {
+        assert!(index.contains(file), "{file} not in the review index");
+    }
+}

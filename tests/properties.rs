@@ -656,7 +656,17 @@ fn every_format() -> impl Strategy<Value = Inputs> {
         formats::sharegpt(),
     )
         .prop_map(
-            |(anthropic, chat, chat_stream, chatgpt, claude_code, gemini, otel, responses, sharegpt)| {
+            |(
+                anthropic,
+                chat,
+                chat_stream,
+                chatgpt,
+                claude_code,
+                gemini,
+                otel,
+                responses,
+                sharegpt,
+            )| {
                 let chat = once_chat(chat);
                 [
                     anthropic,

@@ -18,7 +18,10 @@ fn fixture(relative: &str) -> PathBuf {
 fn inputs(wd: &Workdir, files: &[&str]) {
     for file in files {
         let name = file.rsplit('/').next().unwrap_or(file);
-        wd.create(&format!("in/{name}"), std::fs::read(fixture(file)).expect("fixture"));
+        wd.create(
+            &format!("in/{name}"),
+            std::fs::read(fixture(file)).expect("fixture"),
+        );
     }
 }
 
@@ -40,7 +43,11 @@ fn expect(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
 }
 
 /// Every rollout's counts, keyed by its first user text, with the run's summary.
-fn converted(wd: &Workdir, home: &str, extra: &[&str]) -> (BTreeMap<String, BTreeMap<String, usize>>, Value) {
+fn converted(
+    wd: &Workdir,
+    home: &str,
+    extra: &[&str],
+) -> (BTreeMap<String, BTreeMap<String, usize>>, Value) {
     let home = wd.convert("in", home, extra, 0);
     let mut by_first_user = BTreeMap::new();
     for rollout in home.all_rollouts() {
@@ -65,7 +72,10 @@ fn gemini_cli_sessions_convert_with_exact_counts() {
             "gemini-cli/session-2026-03-01T10-00-5e6f7a8b.jsonl",
         ],
     );
-    for (n, extra) in [&[][..], &["--from", "gemini-cli"][..]].into_iter().enumerate() {
+    for (n, extra) in [&[][..], &["--from", "gemini-cli"][..]]
+        .into_iter()
+        .enumerate()
+    {
         let (by_first_user, summary) = converted(&wd, &format!("home{n}"), extra);
         assert_eq!(summary["quarantined"], 0, "{summary}");
         assert_eq!(
@@ -119,16 +129,25 @@ fn otel_traces_convert_with_exact_counts() {
             ("message:user", 1),
         ]);
         let home = wd.convert("in", &format!("home{n}"), extra, 0);
-        let mut all: Vec<BTreeMap<String, usize>> = home.all_rollouts().iter().map(counts).collect();
+        let mut all: Vec<BTreeMap<String, usize>> =
+            home.all_rollouts().iter().map(counts).collect();
         all.sort();
         let mut want = vec![
             // simple chat, two choices (the second counted, not written)
             expect(&[("message:assistant", 1), ("message:user", 1)]),
             expect(&[("message:assistant", 1), ("message:user", 1)]),
             // reasoning
-            expect(&[("message:assistant", 1), ("message:user", 1), ("reasoning", 1)]),
+            expect(&[
+                ("message:assistant", 1),
+                ("message:user", 1),
+                ("reasoning", 1),
+            ]),
             // system instructions (the base instructions) and a system message (developer context)
-            expect(&[("message:assistant", 1), ("message:developer", 1), ("message:user", 1)]),
+            expect(&[
+                ("message:assistant", 1),
+                ("message:developer", 1),
+                ("message:user", 1),
+            ]),
             // tool calls, as the conventions write them and as the deprecated ones did
             weather.clone(),
             weather,
@@ -179,7 +198,12 @@ fn an_otlp_file_of_many_traces_is_held_a_trace_at_a_time() {
         let text = many_traces(200, pretty);
         let limit = (text.len() / 10).to_string();
         wd.create(&format!("{name}/traces.json"), &text);
-        let home = wd.convert(name, &format!("home-{name}"), &["--max-conversation-bytes", &limit], 0);
+        let home = wd.convert(
+            name,
+            &format!("home-{name}"),
+            &["--max-conversation-bytes", &limit],
+            0,
+        );
         let summary = home.summary();
         assert_eq!(summary["converted"], 200, "{name}: {summary}");
         assert_eq!(summary["quarantined"], 0, "{name}: {summary}");
@@ -250,7 +274,11 @@ fn explain_reads_one_record_of_each_format() {
             cmd.args(extra).current_dir(&root);
             let out = cmd.output().expect("run rollover explain");
             assert_eq!(out.status.code(), Some(0), "{format}: {out:?}");
-            assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{format} {extra:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                expected,
+                "{format} {extra:?}"
+            );
         }
     }
 }
@@ -269,7 +297,10 @@ fn review_pages_show_both_formats() {
     let home = wd.convert("in", "home", &["--review", "20"], 0);
     let index = std::fs::read_to_string(home.root.join("rollover/runs/0001/review/index.html"))
         .expect("review index");
-    for file in ["session-2026-03-01T10-00-5e6f7a8b.jsonl", "examples-llm-calls.otlp.jsonl"] {
+    for file in [
+        "session-2026-03-01T10-00-5e6f7a8b.jsonl",
+        "examples-llm-calls.otlp.jsonl",
+    ] {
         assert!(index.contains(file), "{file} not in the review index");
     }
 }

@@ -39,8 +39,7 @@ use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
 use super::format::{
-    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
-    SourceFormat,
+    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
 use super::media::{inline_part, json_kind, linked_part, text_of};
 use super::InputError;
@@ -189,7 +188,8 @@ impl Loaded {
                 self.messages[at] = message;
             }
             None => {
-                self.position.insert(message.id.clone(), self.messages.len());
+                self.position
+                    .insert(message.id.clone(), self.messages.len());
                 self.messages.push(message);
             }
         }
@@ -724,7 +724,11 @@ fn result_parts(
     let mut outputs: Vec<(Option<String>, Vec<Part>, bool)> = Vec::new();
     for part in parts {
         match piece(part) {
-            Piece::Response { id, text, failed: error } => {
+            Piece::Response {
+                id,
+                text,
+                failed: error,
+            } => {
                 outputs.push((
                     id.or_else(|| call_id.cloned()),
                     vec![Part::Text(text)],

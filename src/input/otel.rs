@@ -111,7 +111,10 @@ impl FormatReader for OtelReader {
         let Some(trace) = trace.filter(|t| !t.is_empty()) else {
             return Group::Alone;
         };
-        let root = probe.parent.or(probe.parent_id).is_none_or(|p| p.is_empty());
+        let root = probe
+            .parent
+            .or(probe.parent_id)
+            .is_none_or(|p| p.is_empty());
         if root {
             Group::Last(trace.into_owned())
         } else {
@@ -228,7 +231,11 @@ fn any_value(value: Value, depth: usize) -> Value {
     if let Some(v) = map.remove("intValue") {
         return match &v {
             Value::String(s) => s.parse::<i64>().map(Value::from).unwrap_or(v),
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_) => v,
+            Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::Array(_)
+            | Value::Object(_) => v,
         };
     }
     if let Some(v) = map.remove("doubleValue") {
@@ -242,7 +249,12 @@ fn any_value(value: Value, depth: usize) -> Value {
             Some(Value::Array(values)) => values,
             _ => Vec::new(),
         };
-        return Value::Array(values.into_iter().map(|v| any_value(v, depth + 1)).collect());
+        return Value::Array(
+            values
+                .into_iter()
+                .map(|v| any_value(v, depth + 1))
+                .collect(),
+        );
     }
     if let Some(Value::Object(mut list)) = map.remove("kvlistValue") {
         let values = match list.remove("values") {
@@ -264,7 +276,9 @@ fn key_values(list: Vec<Value>, depth: usize) -> Map<String, Value> {
         let Some(Value::String(key)) = item.remove("key") else {
             continue;
         };
-        let value = item.remove("value").map_or(Value::Null, |v| any_value(v, depth));
+        let value = item
+            .remove("value")
+            .map_or(Value::Null, |v| any_value(v, depth));
         map.insert(key, value);
     }
     map
@@ -336,7 +350,10 @@ fn message_parts(message: Value) -> Value {
     }
     if let Some(Value::Array(calls)) = map.remove("tool_calls").map(json_value) {
         for mut c in calls {
-            let function = c.get_mut("function").map(Value::take).unwrap_or(Value::Null);
+            let function = c
+                .get_mut("function")
+                .map(Value::take)
+                .unwrap_or(Value::Null);
             let name = function.get("name").or_else(|| c.get("name")).cloned();
             let arguments = function
                 .get("arguments")
@@ -507,7 +524,10 @@ fn read_span(value: Value, record: usize) -> Result<Span, InputError> {
             let mut message = Map::new();
             message.insert("role".to_string(), json!(role));
             for key in ["content", "tool_calls", "id", "tool_call_id"] {
-                if let Some(value) = attrs.remove(key).or_else(|| attrs.remove(&format!("gen_ai.event.{key}"))) {
+                if let Some(value) = attrs
+                    .remove(key)
+                    .or_else(|| attrs.remove(&format!("gen_ai.event.{key}")))
+                {
                     message.insert(key.to_string(), value);
                 }
             }
@@ -535,7 +555,12 @@ fn read_span(value: Value, record: usize) -> Result<Span, InputError> {
             // `index` orders the choices; the first is the reply.
             exchange.output.push(Value::Object(message));
         } else {
-            read_attributes(attrs, &mut exchange, &mut ignored, &format!("events.{name}."));
+            read_attributes(
+                attrs,
+                &mut exchange,
+                &mut ignored,
+                &format!("events.{name}."),
+            );
         }
     }
     Ok(Span {
@@ -581,13 +606,17 @@ pub fn read_spans(records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileR
         }
         if !value.is_object() {
             let kind = json_kind(&value);
-            read.refused
-                .push((index, refuse(format!("record is a JSON {kind}, not a span"))));
+            read.refused.push((
+                index,
+                refuse(format!("record is a JSON {kind}, not a span")),
+            ));
             continue;
         }
         if !is_span(&value) {
-            read.refused
-                .push((index, refuse("object without a trace id and a span id: not a span")));
+            read.refused.push((
+                index,
+                refuse("object without a trace id and a span id: not a span"),
+            ));
             continue;
         }
         match read_span(value, index) {
@@ -631,7 +660,8 @@ fn export(value: Value, index: usize, context: &ReadContext<'_>, read: &mut File
     }
     let mut inner = FileRead::default();
     let traces: BTreeSet<String> = spans.iter().map(|s| s.trace.clone()).collect();
-    let mut by_trace: Vec<(String, Vec<Span>)> = traces.into_iter().map(|t| (t, Vec::new())).collect();
+    let mut by_trace: Vec<(String, Vec<Span>)> =
+        traces.into_iter().map(|t| (t, Vec::new())).collect();
     for span in spans {
         if let Some((_, list)) = by_trace.iter_mut().find(|(t, _)| *t == span.trace) {
             list.push(span);
@@ -709,12 +739,19 @@ fn trace_conversations(
             let Some(exchange) = &i.span.exchange else {
                 return Vec::new();
             };
-            let mut history: Vec<Value> = exchange.system.iter().map(|s| json!({"system": s})).collect();
+            let mut history: Vec<Value> = exchange
+                .system
+                .iter()
+                .map(|s| json!({"system": s}))
+                .collect();
             history.extend(exchange.input.iter().map(|m| message_parts(m.clone())));
             if exchange.input.is_empty() {
                 return Vec::new();
             }
-            history.into_iter().map(|m| Value::String(m.to_string())).collect()
+            history
+                .into_iter()
+                .map(|m| Value::String(m.to_string()))
+                .collect()
         })
         .collect();
     let merge = context.rules.policy.resent_history == ResentHistory::Merge;
@@ -724,7 +761,9 @@ fn trace_conversations(
         let Some(last) = members.pop() else {
             return Err(refuse("empty chain"));
         };
-        let first_span = members.first().map_or(last.span.id.clone(), |m| m.span.id.clone());
+        let first_span = members
+            .first()
+            .map_or(last.span.id.clone(), |m| m.span.id.clone());
         let mut ignored: BTreeSet<String> = BTreeSet::new();
         let mut start = last.span.start;
         for member in members {
@@ -760,7 +799,11 @@ fn conversation(span: Span, mut ignored: BTreeSet<String>) -> Result<Transcript,
     if let Some(system) = exchange.system {
         let parts: Vec<Value> = match system {
             Value::Array(parts) => parts,
-            other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_)) => {
+            other @ (Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Object(_)) => {
                 vec![json!({"type": "text", "content": text_of(other)})]
             }
         };
@@ -779,7 +822,12 @@ fn conversation(span: Span, mut ignored: BTreeSet<String>) -> Result<Transcript,
     }
     let extra = outputs.count();
     if extra > 0 {
-        built.note(Builtin::ExtraChoices, "output message beyond the first choice", extra as u64, 0);
+        built.note(
+            Builtin::ExtraChoices,
+            "output message beyond the first choice",
+            extra as u64,
+            0,
+        );
     }
     for tool in exchange.tools {
         built.tool(tool_definition(tool));
@@ -831,14 +879,30 @@ fn content_part(part: &Value, kind: &str) -> Part {
     let text = |key: &str| string(part.get(key));
     let (mime, modality) = (text("mime_type"), text("modality"));
     match kind {
-        "text" => Part::Text(part.get("content").cloned().map(text_of).unwrap_or_default()),
+        "text" => Part::Text(
+            part.get("content")
+                .cloned()
+                .map(text_of)
+                .unwrap_or_default(),
+        ),
         "blob" => inline_part(
             mime.as_deref(),
             modality.as_deref(),
-            part.get("content").cloned().map(text_of).unwrap_or_default(),
+            part.get("content")
+                .cloned()
+                .map(text_of)
+                .unwrap_or_default(),
         ),
-        "uri" => linked_part(mime.as_deref(), modality.as_deref(), text("uri").unwrap_or_default()),
-        "file" => file_part(mime.as_deref(), modality.as_deref(), text("file_id").unwrap_or_default()),
+        "uri" => linked_part(
+            mime.as_deref(),
+            modality.as_deref(),
+            text("uri").unwrap_or_default(),
+        ),
+        "file" => file_part(
+            mime.as_deref(),
+            modality.as_deref(),
+            text("file_id").unwrap_or_default(),
+        ),
         other => Part::Unknown {
             kind: other.to_string(),
         },
@@ -892,13 +956,21 @@ fn add_message(message: Value, built: &mut TranscriptBuilder) {
             }
             "tool_call_response" => {
                 flush(&mut pending, built, &mut wrote);
-                let response = part.get("response").cloned().map(text_of).unwrap_or_default();
+                let response = part
+                    .get("response")
+                    .cloned()
+                    .map(text_of)
+                    .unwrap_or_default();
                 built.output(string(part.get("id")), Content::Text(response), false);
                 wrote = true;
             }
             "reasoning" => {
                 flush(&mut pending, built, &mut wrote);
-                let text = part.get("content").cloned().map(text_of).unwrap_or_default();
+                let text = part
+                    .get("content")
+                    .cloned()
+                    .map(text_of)
+                    .unwrap_or_default();
                 built.thinking(Thinking {
                     content: vec![text],
                     origin: ReasoningOrigin::OpenTelemetry,
@@ -928,7 +1000,12 @@ mod tests {
 
     fn read(values: Vec<Value>) -> FileRead {
         let rules = RuleSet::builtin().expect("default rules");
-        read_values(&OtelReader, values, &rules, std::path::Path::new("traces.jsonl"))
+        read_values(
+            &OtelReader,
+            values,
+            &rules,
+            std::path::Path::new("traces.jsonl"),
+        )
     }
 
     fn kv(key: &str, value: Value) -> Value {
@@ -943,15 +1020,33 @@ mod tests {
 
     #[test]
     fn a_traces_inference_spans_chain_into_one_conversation() {
-        let q = json!([{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]);
+        let q =
+            json!([{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]);
         let call = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"location": "Paris"}}]}]);
         let mut history = q.as_array().cloned().unwrap_or_default();
         history.extend(call.as_array().cloned().unwrap_or_default());
         history.push(json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "rainy"}]}));
         let reply = json!([{"role": "assistant", "parts": [{"type": "reasoning", "content": "easy"}, {"type": "text", "content": "Rainy."}], "finish_reason": "stop"}]);
         let read = read(vec![
-            span("00000000000000a1", Some("00000000000000f0"), 1_000_000, vec![kv("gen_ai.input.messages", q), kv("gen_ai.output.messages", call)]),
-            span("00000000000000a2", Some("00000000000000f0"), 2_000_000, vec![kv("gen_ai.input.messages", Value::Array(history)), kv("gen_ai.output.messages", reply), kv("gen_ai.usage.input_tokens", json!(5))]),
+            span(
+                "00000000000000a1",
+                Some("00000000000000f0"),
+                1_000_000,
+                vec![
+                    kv("gen_ai.input.messages", q),
+                    kv("gen_ai.output.messages", call),
+                ],
+            ),
+            span(
+                "00000000000000a2",
+                Some("00000000000000f0"),
+                2_000_000,
+                vec![
+                    kv("gen_ai.input.messages", Value::Array(history)),
+                    kv("gen_ai.output.messages", reply),
+                    kv("gen_ai.usage.input_tokens", json!(5)),
+                ],
+            ),
             span("00000000000000f0", None, 500_000, vec![]),
         ]);
         assert!(read.refused.is_empty(), "{:?}", read.refused);
@@ -963,7 +1058,16 @@ mod tests {
         let shape: Vec<String> = t
             .messages
             .iter()
-            .map(|m| format!("{} {} {} {:?} {}", m.role, m.content.joined_texts(), m.tool_calls.len(), m.tool_call_ids, m.thinking.len()))
+            .map(|m| {
+                format!(
+                    "{} {} {} {:?} {}",
+                    m.role,
+                    m.content.joined_texts(),
+                    m.tool_calls.len(),
+                    m.tool_call_ids,
+                    m.thinking.len()
+                )
+            })
             .collect();
         assert_eq!(
             shape,
@@ -974,10 +1078,15 @@ mod tests {
                 "assistant Rainy. 0 [] 1"
             ]
         );
-        assert_eq!(t.meta.id.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736/00000000000000f0"));
+        assert_eq!(
+            t.meta.id.as_deref(),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736/00000000000000f0")
+        );
         assert!(t.meta.finished);
         assert_eq!(t.note_counts(), [("policy.resent_history", 1)]);
-        assert!(t.ignored_fields.contains(&"attributes.gen_ai.usage.input_tokens".to_string()));
+        assert!(t
+            .ignored_fields
+            .contains(&"attributes.gen_ai.usage.input_tokens".to_string()));
         assert!(t.ignored_fields.contains(&"span.kind".to_string()));
     }
 
@@ -997,7 +1106,20 @@ mod tests {
         let texts: Vec<Vec<String>> = read
             .conversations
             .iter()
-            .map(|c| c.transcript.messages.iter().map(|m| format!("{}:{}:{}", m.role, m.content.joined_texts(), m.tool_calls.len())).collect())
+            .map(|c| {
+                c.transcript
+                    .messages
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            "{}:{}:{}",
+                            m.role,
+                            m.content.joined_texts(),
+                            m.tool_calls.len()
+                        )
+                    })
+                    .collect()
+            })
             .collect();
         assert_eq!(
             texts,
@@ -1011,9 +1133,18 @@ mod tests {
     #[test]
     fn a_root_span_closes_its_trace_and_a_child_waits() {
         let reader = OtelReader;
-        assert_eq!(reader.group(br#"{"traceId":"ab","spanId":"1","parentSpanId":""}"#), Group::Last("ab".into()));
-        assert_eq!(reader.group(br#"{"traceId":"ab","spanId":"2","parentSpanId":"1"}"#), Group::Member("ab".into()));
-        assert_eq!(reader.group(br#"{"context":{"trace_id":"0xab"},"parent_id":null}"#), Group::Last("0xab".into()));
+        assert_eq!(
+            reader.group(br#"{"traceId":"ab","spanId":"1","parentSpanId":""}"#),
+            Group::Last("ab".into())
+        );
+        assert_eq!(
+            reader.group(br#"{"traceId":"ab","spanId":"2","parentSpanId":"1"}"#),
+            Group::Member("ab".into())
+        );
+        assert_eq!(
+            reader.group(br#"{"context":{"trace_id":"0xab"},"parent_id":null}"#),
+            Group::Last("0xab".into())
+        );
         assert_eq!(reader.group(b"not json"), Group::Alone);
     }
 }

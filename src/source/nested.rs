@@ -171,10 +171,7 @@ impl<R: BufRead> Nested<R> {
                     return None;
                 }
                 self.expect = Expect::After;
-                match self.value(false) {
-                    Ok(_) => None,
-                    Err(broken) => Some(broken),
-                }
+                self.value(false).err()
             }
             (Frame::Object(_), Expect::First | Expect::Next, _) => {
                 Some(self.broken("expected a key in an object"))
@@ -191,17 +188,14 @@ impl<R: BufRead> Nested<R> {
                         self.expect = Expect::First;
                         return None;
                     }
-                    return match self.value(false) {
-                        Ok(_) => None,
-                        Err(broken) => Some(broken),
-                    };
+                    return self.value(false).err();
                 }
                 let index = self.index;
                 self.index += 1;
                 Some(match self.value(true) {
                     Ok(mut element) => {
-                        if let Element::Value { index: at, .. } | Element::Oversized { index: at, .. } =
-                            &mut element
+                        if let Element::Value { index: at, .. }
+                        | Element::Oversized { index: at, .. } = &mut element
                         {
                             *at = Some(index);
                         }
@@ -288,10 +282,19 @@ mod tests {
     fn a_document_off_the_path_is_one_value_and_a_broken_one_ends_the_walk() {
         assert_eq!(walk("[1,2] 3"), vec!["[1,2] @0 L0 #None", "3 @6 L0 #None"]);
         for (doc, message) in [
-            (r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"a":1}"#, "ends inside"),
-            (r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"a":1} {"b":2}]}]}]}"#, "expected `,` or `]`"),
+            (
+                r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"a":1}"#,
+                "ends inside",
+            ),
+            (
+                r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"a":1} {"b":2}]}]}]}"#,
+                "expected `,` or `]`",
+            ),
             (r#"{"resourceSpans" [] }"#, "expected `:`"),
-            (r#"{"resourceSpans":[{"scopeSpans":[{"spans":[,]}]}]}"#, "expected a JSON value"),
+            (
+                r#"{"resourceSpans":[{"scopeSpans":[{"spans":[,]}]}]}"#,
+                "expected a JSON value",
+            ),
         ] {
             let got = walk(doc);
             assert!(

@@ -390,10 +390,12 @@ pub(super) struct FileRecords {
     occurrences: Occurrences,
     /// The records held for a format read whole, with their ordinals.
     whole: Vec<(RawRecord, u64)>,
-    /// The records of the conversations still open in a file that interleaves them
-    /// ([`format::FormatReader::group`]), keyed by the ordinal of each one's first record (the
-    /// file's end reads them in that order), and that ordinal by conversation.
-    open: std::collections::BTreeMap<u64, Vec<(RawRecord, u64)>>,
+    /// The records of the conversations of a file that interleaves them
+    /// ([`format::FormatReader::group`]), keyed by the ordinal of each one's first record,
+    /// with whether it is complete; and the first ordinal of each one still open. A complete
+    /// conversation is handed over once every conversation that began before it is: the
+    /// reports keep the file's order.
+    open: std::collections::BTreeMap<u64, (bool, Vec<(RawRecord, u64)>)>,
     open_keys: std::collections::HashMap<String, u64>,
     /// The bytes of those records; past `max_whole` the file is refused (`refused`: where
     /// its first record was) and its records dropped as they come.
@@ -452,18 +454,11 @@ impl FileRecords {
             ))),
             Granularity::File => {
                 let group = format::reader(format).group(&record.bytes);
-                if group == Group::Alone {
-                    return Some(Work::Records(Records::new(
-                        vec![(record, ordinal)],
-                        self.file,
-                        format,
-                    )));
-                }
                 self.whole_bytes += record.bytes.len() as u64;
                 if self.refused.is_none() && self.whole_bytes > self.max_whole {
                     let first = self.whole.first().map(|(r, _)| r.location.clone());
                     let first = first.or_else(|| {
-                        let held = self.open.values().next()?.first()?;
+                        let held = self.open.values().next()?.1.first()?;
                         Some(held.0.location.clone())
                     });
                     self.refused = Some(first.unwrap_or_else(|| record.location.clone()));
@@ -474,29 +469,65 @@ impl FileRecords {
                 if self.refused.is_some() {
                     return None;
                 }
+                let last = matches!(group, Group::Last(_));
                 match group {
-                    Group::File | Group::Alone => {
+                    Group::File => {
                         self.whole.push((record, ordinal));
-                        None
+                        return None;
                     }
-                    Group::Member(key) => {
-                        let first = *self.open_keys.entry(key).or_insert(ordinal);
-                        self.open.entry(first).or_default().push((record, ordinal));
-                        None
+                    Group::Alone => {
+                        self.open.insert(ordinal, (true, vec![(record, ordinal)]));
                     }
-                    Group::Last(key) => {
-                        let mut records = match self.open_keys.remove(&key) {
-                            Some(first) => self.open.remove(&first).unwrap_or_default(),
-                            None => Vec::new(),
-                        };
-                        records.push((record, ordinal));
-                        let held: u64 = records.iter().map(|(r, _)| r.bytes.len() as u64).sum();
-                        self.whole_bytes = self.whole_bytes.saturating_sub(held);
-                        Some(Work::Records(Records::new(records, self.file, format)))
+                    Group::Member(key) | Group::Last(key) => {
+                        let first = *self.open_keys.entry(key.clone()).or_insert(ordinal);
+                        let held = self
+                            .open
+                            .entry(first)
+                            .or_insert_with(|| (false, Vec::new()));
+                        held.1.push((record, ordinal));
+                        if last {
+                            held.0 = true;
+                            self.open_keys.remove(&key);
+                        }
                     }
                 }
+                self.complete(format)
             }
         }
+    }
+
+    /// The complete conversations that no open one is interleaved with, as one work in file
+    /// order (their reader tells them apart): the longest run of complete ones, in the order
+    /// they began, whose records all come before the next one's first record. So a
+    /// conversation is reported in the file's order whatever record of it names it.
+    fn complete(&mut self, format: SourceFormat) -> Option<Work> {
+        let mut cut = None;
+        let mut last = 0u64;
+        for (at, (&first, (complete, held))) in self.open.iter().enumerate() {
+            if at > 0 && last < first {
+                cut = Some(first);
+            }
+            if !complete {
+                break;
+            }
+            let end = held.last().map_or(first, |(_, ordinal)| *ordinal);
+            last = last.max(end);
+            if at + 1 == self.open.len() {
+                cut = Some(u64::MAX);
+            }
+        }
+        let cut = cut?;
+        let mut records = Vec::new();
+        while let Some(entry) = self.open.first_entry() {
+            if *entry.key() >= cut {
+                break;
+            }
+            records.extend(entry.remove().1);
+        }
+        records.sort_unstable_by_key(|(_, ordinal)| *ordinal);
+        let held: u64 = records.iter().map(|(r, _)| r.bytes.len() as u64).sum();
+        self.whole_bytes = self.whole_bytes.saturating_sub(held);
+        Some(Work::Records(Records::new(records, self.file, format)))
     }
 
     /// The records held for a format read whole, once the file's last record was routed; a
@@ -519,7 +550,7 @@ impl FileRecords {
         // in file order: their reader tells them apart as it does in any file.
         let mut whole = self.whole;
         if !self.open.is_empty() {
-            whole.extend(self.open.into_values().flatten());
+            whole.extend(self.open.into_values().flat_map(|(_, records)| records));
             whole.sort_unstable_by_key(|(_, ordinal)| *ordinal);
         }
         if whole.is_empty() {

@@ -41,7 +41,7 @@ use super::builder::TranscriptBuilder;
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
-use super::media::{inline_part, json_kind, linked_part, text_of};
+use super::media::{content, inline_part, json_kind, linked_part, text_of};
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{
@@ -442,18 +442,6 @@ fn piece(part: Value) -> Piece {
     }
     let kind = part.keys().next().cloned().unwrap_or_else(|| "part".into());
     Piece::Media(Part::Unknown { kind })
-}
-
-/// The content of `parts`: one text as text, anything else as parts.
-fn content(mut parts: Vec<Part>) -> Content {
-    match parts.as_slice() {
-        [] => Content::Text(String::new()),
-        [Part::Text(_)] => match parts.pop() {
-            Some(Part::Text(text)) => Content::Text(text),
-            _ => Content::Parts(parts),
-        },
-        _ => Content::Parts(parts),
-    }
 }
 
 /// A thought summary as Gemini CLI sends it back: `**subject** description`.

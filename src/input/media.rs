@@ -1,10 +1,10 @@
 //! What the Gemini CLI and OpenTelemetry readers share: a media part given inline or by
 //! reference (Gemini `inlineData`/`fileData`, OTel `blob`/`uri`/`file`) as a content part,
-//! and a JSON value's kind and text.
+//! parts as a message's content, and a JSON value's kind and text.
 
 use serde_json::Value;
 
-use crate::model::transcript::Part;
+use crate::model::transcript::{Content, Part};
 
 /// Whether media of `mime` (or of `modality` when the type is unknown) is an image, audio,
 /// or something else.
@@ -85,6 +85,19 @@ pub fn file_part(mime: Option<&str>, modality: Option<&str>, file_id: String) ->
             file_id: Some(file_id),
             data_len: 0,
         },
+    }
+}
+
+/// A message's content of `parts`: a single text as text, nothing as an empty text, anything
+/// else as parts.
+pub fn content(mut parts: Vec<Part>) -> Content {
+    match parts.as_slice() {
+        [] => Content::Text(String::new()),
+        [Part::Text(_)] => match parts.pop() {
+            Some(Part::Text(text)) => Content::Text(text),
+            _ => Content::Parts(parts),
+        },
+        _ => Content::Parts(parts),
     }
 }
 

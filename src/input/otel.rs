@@ -42,7 +42,7 @@ use super::format::{
     DroppedRecord, FileRead, FormatReader, Granularity, Group, InputRecord, ReadContext,
     SourceFormat,
 };
-use super::media::{file_part, inline_part, json_kind, linked_part, text_of};
+use super::media::{content, file_part, inline_part, json_kind, linked_part, text_of};
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{
@@ -906,17 +906,6 @@ fn content_part(part: &Value, kind: &str) -> Part {
         other => Part::Unknown {
             kind: other.to_string(),
         },
-    }
-}
-
-fn content(mut parts: Vec<Part>) -> Content {
-    match parts.as_slice() {
-        [Part::Text(_)] => match parts.pop() {
-            Some(Part::Text(text)) => Content::Text(text),
-            _ => Content::Parts(parts),
-        },
-        [] => Content::Text(String::new()),
-        _ => Content::Parts(parts),
     }
 }
 

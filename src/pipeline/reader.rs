@@ -858,6 +858,47 @@ mod tests {
         }
     }
 
+    /// What `FileRecords` hands over for OTLP spans routed in order: each work's ordinals.
+    fn grouped(spans: &[&str]) -> Vec<Vec<u64>> {
+        let mut grouped = FileRecords::new(0, Some(SourceFormat::OTEL));
+        let mut works = Vec::new();
+        for (ordinal, span) in spans.iter().enumerate() {
+            works.extend(grouped.route(raw(span.as_bytes(), None), ordinal as u64));
+        }
+        works.extend(grouped.finish());
+        works
+            .into_iter()
+            .map(|work| match work {
+                Work::Records(records) => records.records.iter().map(|(_, o)| *o).collect(),
+                Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => {
+                    Vec::new()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_trace_is_handed_over_at_its_root_once_no_earlier_trace_is_open() {
+        let child = |t: &str| format!(r#"{{"traceId":"{t}","spanId":"c","parentSpanId":"r"}}"#);
+        let root = |t: &str| format!(r#"{{"traceId":"{t}","spanId":"r","parentSpanId":""}}"#);
+        let (a, a_root, b, b_root) = (child("a"), root("a"), child("b"), root("b"));
+        // One trace after the other: each at its root.
+        assert_eq!(
+            grouped(&[&a, &a, &a_root, &b, &b_root]),
+            [vec![0, 1, 2], vec![3, 4]]
+        );
+        // Interleaved: b, complete first, waits for a (its records come between a's).
+        assert_eq!(
+            grouped(&[&a, &b, &b_root, &a, &a_root]),
+            [vec![0, 1, 2, 3, 4]]
+        );
+        // A line that is no span is handed over in its place; a trace never closed at the end.
+        assert_eq!(
+            grouped(&[&a, &a_root, "[1]", &b]),
+            [vec![0, 1], vec![2], vec![3]]
+        );
+    }
+
     #[test]
     fn records_released_once_converted_still_count_the_bytes_read() {
         // An oversized record keeps only its head, but counts as its whole size read.

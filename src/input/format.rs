@@ -6,7 +6,9 @@
 //! ([`Granularity::Record`]: Chat Completions records,
 //! ChatGPT export conversations, ShareGPT rows) or needs the whole file, because one
 //! conversation spans many records ([`Granularity::File`]: a Claude Code session's lines, API
-//! logs whose requests resend the history). Either way its reader turns records into
+//! logs whose requests resend the history; of a file interleaving conversations, such as an
+//! OTLP file's traces, the records of each conversation as it completes: [`FormatReader::group`]).
+//! Either way its reader turns records into
 //! [`Transcript`]s, and everything after (classification by rule files, conversion, invariants,
 //! quarantine, the audit) is the same for every format.
 

@@ -228,6 +228,10 @@ pub enum ReasoningOrigin {
     OpenAi,
     Anthropic,
     ChatGpt,
+    /// Gemini CLI thought summaries.
+    Gemini,
+    /// `reasoning` parts of an OpenTelemetry GenAI trace (any provider's readable reasoning).
+    OpenTelemetry,
 }
 
 /// A message or part field left out because it held the wrong JSON type.

@@ -348,7 +348,7 @@ fn copy_tree(from: &Path, to: &Path) {
 #[test]
 fn a_home_the_previous_release_wrote_keeps_every_session_id() {
     let wd = Workdir::new("previous-release");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/previous-release");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/previous-release");
     copy_tree(&fixture, wd.root());
     let input = wd.path("input");
     let manifest = wd.path("home/rollover/manifest");

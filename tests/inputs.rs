@@ -236,6 +236,12 @@ fn codex_homes_inside_the_input_are_skipped() {
         "in/codex/sessions/2025/01/01/rollout-2025-01-01T00-00-00-x.jsonl",
         "{\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"x\"}}\n",
     );
+    // A home whose only sessions are archived and compressed is one too.
+    let meta = b"{\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"y\"}}\n";
+    wd.create(
+        "in/packed/archived_sessions/rollout-2025-01-01T00-00-00-y.jsonl.zst",
+        zstd::encode_all(&meta[..], 3).expect("zstd"),
+    );
     // A folder skipped is a finding: someone must look at what was not read.
     let home = wd.convert("in", "home", &[], 1);
     assert_lines(
@@ -243,6 +249,7 @@ fn codex_homes_inside_the_input_are_skipped() {
         &[
             "rollover: skipped in/codex: it is a Codex home (rollouts, not transcripts)",
             "rollover: skipped in/old-home: it is a Codex home (rollouts, not transcripts)",
+            "rollover: skipped in/packed: it is a Codex home (rollouts, not transcripts)",
         ],
     );
     let summary = home.summary();
@@ -250,7 +257,7 @@ fn codex_homes_inside_the_input_are_skipped() {
     assert_eq!(summary["quarantined"], 0);
     assert_eq!(
         summary["skipped_codex_homes"],
-        json!(["in/codex", "in/old-home"])
+        json!(["in/codex", "in/old-home", "in/packed"])
     );
 }
 

@@ -387,20 +387,24 @@ pub fn is_codex_home(dir: &Path) -> bool {
     if first_line(&manifest).is_some_and(|line| is_manifest_header(&line)) {
         return true;
     }
-    let sessions = dir.join("sessions");
-    sessions.is_dir()
-        && WalkDir::new(&sessions)
-            .max_depth(4)
-            .into_iter()
-            .filter_map(Result::ok)
-            .filter(|e| {
-                e.file_type().is_file() && {
-                    let name = e.file_name().to_string_lossy();
-                    name.starts_with("rollout-") && name.ends_with(".jsonl")
-                }
-            })
-            .take(16)
-            .any(|e| first_line(e.path()).is_some_and(|line| is_rollout_start(&line)))
+    // Live and archived sessions, plain or zstd (as Codex or a user may leave them).
+    ["sessions", "archived_sessions"].iter().any(|folder| {
+        let sessions = dir.join(folder);
+        sessions.is_dir()
+            && WalkDir::new(&sessions)
+                .max_depth(4)
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|e| {
+                    e.file_type().is_file() && {
+                        let name = e.file_name().to_string_lossy();
+                        name.starts_with("rollout-")
+                            && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"))
+                    }
+                })
+                .take(16)
+                .any(|e| first_line(e.path()).is_some_and(|line| is_rollout_start(&line)))
+    })
 }
 
 /// The first line of a file, read up to 1 MiB (a session's first line holds its
@@ -409,7 +413,12 @@ fn first_line(path: &Path) -> Option<Vec<u8>> {
     use std::io::{BufRead, Read};
     let file = std::fs::File::open(path).ok()?;
     let mut line = Vec::new();
-    std::io::BufReader::new(file.take(1 << 20))
+    let plain: Box<dyn Read> = if path.extension().is_some_and(|e| e == "zst") {
+        Box::new(zstd::stream::read::Decoder::new(file).ok()?)
+    } else {
+        Box::new(file)
+    };
+    std::io::BufReader::new(plain.take(1 << 20))
         .read_until(b'\n', &mut line)
         .ok()?;
     Some(line)

@@ -59,6 +59,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         stdin_name: "stdin".to_string(),
         filter: Default::default(),
         stop: Default::default(),
+        codex_homes: from == Some(SourceFormat::CODEX),
     };
     let path = &target.path;
     let found = discover(std::slice::from_ref(path), None, &walk)
@@ -452,6 +453,12 @@ pub(super) fn describe(item: &OutItem) -> String {
         OutPayload::CompactedReplacing(text) => {
             format!("compacted, replacing the history ({} chars)", chars(text))
         }
+        OutPayload::CompactedNative(native) => {
+            format!(
+                "compacted, as Codex wrote it ({} chars)",
+                chars(native.summary())
+            )
+        }
         OutPayload::Item(response) => match response {
             ResponseItem::Message {
                 role,
@@ -516,6 +523,17 @@ pub(super) fn describe(item: &OutItem) -> String {
                     ToolOutput::Items(items) => format!("{} content items", items.len()),
                 };
                 format!("function_call_output (call_id {call_id}, {size})")
+            }
+            ResponseItem::Native(native) => {
+                let role = native
+                    .message_role()
+                    .map(|r| format!(" {r}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}{role}, as Codex wrote it ({} text bytes)",
+                    native.kind,
+                    native.text_bytes()
+                )
             }
         },
     }

@@ -17,6 +17,7 @@ pub mod build;
 mod context;
 pub mod ids;
 pub mod image;
+mod native;
 pub mod parts;
 pub mod phase;
 pub mod render;
@@ -221,7 +222,10 @@ pub fn convert<'r>(
         transcript.meta.parent_source_id.is_some(),
         &key.record,
     );
-    let id = ids::session_id(&identity, started_ms);
+    let id = match kept_session_id(&transcript) {
+        Some(id) => id.to_ascii_lowercase(),
+        None => ids::session_id(&identity, started_ms),
+    };
     let tools = std::mem::take(&mut transcript.tools);
     let model = transcript.meta.model.clone();
     // `--model`: the model of a body whose record names none.
@@ -297,6 +301,14 @@ pub fn convert<'r>(
         times,
         title,
     })
+}
+
+/// The session id a conversation keeps: its source's own, when its format's ids are Codex
+/// session ids and it is a UUID (a Codex rollout read again is the same session).
+fn kept_session_id(transcript: &Transcript) -> Option<&str> {
+    let format = transcript.meta.format?;
+    let id = transcript.meta.source_id.as_deref()?;
+    (format.keeps_session_ids() && ids::is_uuid(id)).then_some(id)
 }
 
 /// Each message's time by its index; empty when no message has one (chat records), so their

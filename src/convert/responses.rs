@@ -63,7 +63,25 @@ pub fn render(
             // the conformance test): the body holds what the model saw.
             input.truncate(prefix);
         }
+        if let OutPayload::CompactedNative(native) = &item.payload {
+            // A Codex compaction with its replacement history: that history is what follows,
+            // as Codex resumes it; without one, the summary stands for what came before.
+            if let Some(history) = native.replacement_history() {
+                input.truncate(prefix);
+                for replaced in history {
+                    input.push(InputItem::Item(Cow::Owned(ResponseItem::Native(replaced))));
+                }
+                continue;
+            }
+        }
         let response = match &item.payload {
+            OutPayload::CompactedNative(native) => Cow::Owned(ResponseItem::Message {
+                role: ROLE_USER,
+                content: vec![ContentItem::InputText {
+                    text: native.summary().to_string(),
+                }],
+                phase: None,
+            }),
             // A compaction summary stands for the history before it: a user message, as
             // Codex rebuilds a compacted history (not checked against Codex: see README).
             OutPayload::Compacted(summary) | OutPayload::CompactedReplacing(summary) => {

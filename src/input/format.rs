@@ -224,6 +224,7 @@ pub enum FastRead {
 /// of messages somewhere). Each format's module adds its reader here.
 pub fn readers() -> &'static [&'static dyn FormatReader] {
     &[
+        &super::codex::CodexReader,
         &super::claude_code::ClaudeCodeReader,
         &super::chatgpt::ChatGptReader,
         &super::anthropic::AnthropicReader,
@@ -265,7 +266,7 @@ mod tests {
 
     #[test]
     fn names_read_back() {
-        assert_eq!(SourceFormat::all().count(), 7);
+        assert_eq!(SourceFormat::all().count(), 8);
         for format in SourceFormat::all() {
             assert_eq!(format.name().parse::<SourceFormat>(), Ok(format));
         }

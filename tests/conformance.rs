@@ -1292,10 +1292,19 @@ fn codex_generations_resume_in(codex: &Codex) {
         let want = if resumable {
             restored_history(codex, &work.path().join(format!("source-{n}")), source)
         } else {
+            // An item's `"id": null` (pre-envelope items have it) is no id: Codex sends none.
             let items = expected(source)
                 .items
                 .iter()
-                .map(conformance_support::normalize_like_codex)
+                .map(|item| {
+                    let mut item = conformance_support::normalize_like_codex(item);
+                    if let Some(object) = item.as_object_mut() {
+                        if object.get("id").is_some_and(Value::is_null) {
+                            object.remove("id");
+                        }
+                    }
+                    item
+                })
                 .collect();
             ours.as_ref()
                 .map(|(first, _)| (first.clone(), items))
@@ -1357,19 +1366,31 @@ fn codex_migrates_in(codex: &Codex) {
     let sources: Vec<PathBuf> = fixtures().into_iter().chain(corpora()).collect();
     let inputs: Vec<&Path> = sources.iter().map(PathBuf::as_path).collect();
     convert_with(&inputs, &home, &["--from", "codex"]);
-    let paths = conversation_paths(&home);
+    let mut paths = conversation_paths(&home);
+    paths.sort();
+    paths.dedup();
     // The paginated fixture is a fixture's session migrated: the same session, placed once.
     let ids: BTreeSet<String> = sources
         .iter()
         .map(|s| crate::codex_source::expected(s).id)
         .collect();
     assert_eq!(paths.len(), ids.len(), "one session a session id");
+    // The items, as Codex keeps them: `"id": null` (a pre-envelope item's) is no id, and
+    // Codex's migration writes none; a reasoning item gets its `null` fields
+    // (`normalize_like_codex`).
     let items_of = |path: &Path| -> Vec<Value> {
         read_rollout_lines(path)
             .unwrap_or_else(|e| panic!("{e}"))
             .into_iter()
             .filter(|l| l["type"] == "response_item")
-            .map(|l| l["payload"].clone())
+            .map(|mut l| {
+                if let Some(item) = l["payload"].as_object_mut() {
+                    if item.get("id").is_some_and(Value::is_null) {
+                        item.remove("id");
+                    }
+                }
+                conformance_support::normalize_like_codex(&l["payload"])
+            })
             .collect()
     };
     let before: Vec<Vec<Value>> = paths.iter().map(|p| items_of(&home.join(p))).collect();
@@ -1391,6 +1412,11 @@ fn codex_migrates_in(codex: &Codex) {
         outcomes.iter().all(|o| o["status"] == "migrated"),
         "not every conversion migrated: {report:#}"
     );
+    println!(
+        "[conformance] migrate-rollouts --apply --json: {} of {} migrated",
+        outcomes.len(),
+        paths.len()
+    );
     for (path, items) in paths.iter().zip(&before) {
         let migrated = home.join(path);
         let lines = read_rollout_lines(&migrated).unwrap_or_else(|e| panic!("{e}"));
@@ -1399,11 +1425,17 @@ fn codex_migrates_in(codex: &Codex) {
             "{}: Codex wrote the paginated form",
             path.display()
         );
+        let kept = items_of(&migrated);
+        let at = (0..kept.len().max(items.len())).find(|&i| kept.get(i) != items.get(i));
         assert_eq!(
-            &items_of(&migrated),
-            items,
-            "{}: items kept",
-            path.display()
+            at,
+            None,
+            "{}: items kept ({} migrated, {} before); at the first difference:\n  migrated: {:?}\n  before:   {:?}",
+            path.display(),
+            kept.len(),
+            items.len(),
+            at.and_then(|i| kept.get(i)),
+            at.and_then(|i| items.get(i))
         );
         // The paginated generation, as Codex wrote it from ours: valid, and read back whole.
         let check = Command::new(env!("CARGO_BIN_EXE_rollover"))

@@ -2088,7 +2088,8 @@ fn corpora_sets_convert_every_conversation_and_quarantine_the_rest() {
         // The few-shot `sample` files hold their messages at `sample`: found by shape.
         ("openai-evals", 0, None),
         ("bfcl", 0, None),
-        ("codex-rollouts", 1, Some("rollout_line")),
+        // Codex's own rollouts: read by the codex format (issue 60).
+        ("codex-rollouts", 0, None),
     ];
     for (set, code, class) in sets {
         let wd = Workdir::new(&format!("corpora_{set}"));

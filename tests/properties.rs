@@ -6,8 +6,8 @@
 //!   body.messages / batch result / input string or list / history / question turns / bare
 //!   list, plus some broken lines);
 //! - `every_source_format_is_total_accounted_valid_and_deterministic`: a folder of one random
-//!   file of each of the seven source formats (`properties/formats.rs`), each found by
-//!   detection (the summary's `formats` must name all seven);
+//!   file of each of the eight source formats (`properties/formats.rs`), each found by
+//!   detection (the summary's `formats` must name all eight);
 //! - `any_thread_count_writes_the_same_tree_over_batches_and_read_ahead`: an archive that spans
 //!   several batches (over 512 records) and several files read ahead (64 KiB or more), beside
 //!   small files and a file of each other format, converted with `--jobs` 1, 2 and 3.
@@ -630,17 +630,18 @@ fn cases() -> u32 {
 }
 
 /// A file name's format prefix, so that the walk (by name) takes them in this order.
-const FORMATS: [&str; 7] = [
+const FORMATS: [&str; 8] = [
     "anthropic",
     "chat",
     "chat-stream",
     "chatgpt",
     "claude-code",
+    "codex",
     "responses",
     "sharegpt",
 ];
 
-/// One file of each of the seven source formats: `NAME.jsonl` for the format `NAME`.
+/// One file of each of the eight source formats: `NAME.jsonl` for the format `NAME`.
 fn every_format() -> impl Strategy<Value = Inputs> {
     (
         formats::anthropic(),
@@ -648,11 +649,12 @@ fn every_format() -> impl Strategy<Value = Inputs> {
         formats::chat_stream(),
         formats::chatgpt(0),
         formats::claude_code(0),
+        formats::codex(),
         formats::responses(),
         formats::sharegpt(),
     )
         .prop_map(
-            |(anthropic, chat, chat_stream, chatgpt, claude_code, responses, sharegpt)| {
+            |(anthropic, chat, chat_stream, chatgpt, claude_code, codex, responses, sharegpt)| {
                 let chat = once_chat(chat);
                 [
                     anthropic,
@@ -660,6 +662,7 @@ fn every_format() -> impl Strategy<Value = Inputs> {
                     chat_stream,
                     chatgpt,
                     claude_code,
+                    codex,
                     responses,
                     sharegpt,
                 ]

@@ -258,7 +258,7 @@ pub fn read_rollout(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                     1,
                     0,
                 );
-                items.push((index, time, prompt_item(event)));
+                items.push((index, time, prompt_item(event, rules)));
             }
             Line::Prompt(_) => drop_line(&mut read, index, policy, "user_message event"),
             Line::Dropped(what) => drop_line(&mut read, index, policy, &what),
@@ -527,8 +527,14 @@ impl ItemHead<'_> {
     }
 }
 
-/// A prompt recorded only as a `user_message` event, as the user message Codex sends now.
-fn prompt_item(event: UserMessageEvent) -> NativeItem {
+/// A prompt recorded only as a `user_message` event, as the user message Codex sends now
+/// (contextual, as Codex takes it, when its text is wrapped in a registered marker).
+fn prompt_item(event: UserMessageEvent, rules: &RuleSet) -> NativeItem {
+    let role = if rules.marker_wrapping(&event.message).is_some() {
+        NativeRole::ContextualUser
+    } else {
+        NativeRole::User
+    };
     let mut parts = vec![serde_json::json!({"type": content::INPUT_TEXT, "text": event.message})];
     for url in event.images.unwrap_or_default() {
         parts.push(serde_json::json!({"type": content::INPUT_IMAGE, "image_url": url}));
@@ -538,7 +544,7 @@ fn prompt_item(event: UserMessageEvent) -> NativeItem {
     payload.insert(key::ROLE.into(), Value::String("user".into()));
     payload.insert(key::CONTENT.into(), Value::Array(parts));
     NativeItem {
-        role: NativeRole::User,
+        role,
         kind: item::MESSAGE,
         payload,
     }

@@ -1107,6 +1107,15 @@ fn responses_bodies_hold_exactly_the_history_codex_sends_in(codex: &Codex) {
     );
     let mut failures = Vec::new();
     for (n, c) in conversations.iter().enumerate() {
+        // A body stands a summary in for a history Codex would rebuild (README): not
+        // compared with Codex's rebuild.
+        if rebuilds_history(&home.join(&c.path)) {
+            println!(
+                "[conformance] not compared (Codex rebuilds its compacted history): {} line {}",
+                c.source, c.line
+            );
+            continue;
+        }
         let resume_home = work.path().join(format!("resume-{n:03}"));
         if let Err(e) = check_resume(&codex.bin, &resume_home, &home.join(&c.path), &c.path) {
             failures.push(format!("{} line {}: resume failed: {e}", c.source, c.line));

@@ -370,6 +370,9 @@ struct InputMessage {
     chars: usize,
     parts: usize,
     tool_calls: usize,
+    /// The item's type, when it is an item read as Codex wrote it (a Codex rollout's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    native: Option<&'static str>,
 }
 
 impl InputMessage {
@@ -378,12 +381,14 @@ impl InputMessage {
             Content::Parts(parts) => parts.len(),
             Content::Missing | Content::Null | Content::Text(_) => 0,
         };
+        let native = m.native.as_deref();
         InputMessage {
             index: m.index,
             role: m.role.to_string(),
             chars: m.content.texts().iter().map(|t| t.chars().count()).sum(),
             parts,
             tool_calls: m.tool_calls.len() + usize::from(m.function_call.is_some()),
+            native: native.map(|n| n.kind),
         }
     }
 }
@@ -564,7 +569,11 @@ impl Explained {
         }
         for m in &self.messages {
             let i = &m.input;
-            let mut what = format!("{} chars", i.chars);
+            let mut what = match i.native {
+                // Its texts are counted on the item it is written as.
+                Some(kind) => format!("{kind}, as Codex wrote it"),
+                None => format!("{} chars", i.chars),
+            };
             if i.parts > 0 {
                 what.push_str(&format!(", {} parts", i.parts));
             }

@@ -76,34 +76,20 @@ impl FormatReader for CodexReader {
         Granularity::File
     }
 
+    /// A rollout's first line: a pre-envelope header, or a `session_meta` line (legacy or
+    /// paginated). Another rollout line first (a file cut short, or one line of a rollout
+    /// pasted into another format's file) is left to that format, which refuses it.
     fn detect(&self, first: Option<&Value>, _raw: &[u8]) -> bool {
         first.and_then(Value::as_object).is_some_and(|object| {
             is_pre_envelope_header(object)
                 || (is_envelope(object)
-                    && object
-                        .get(key::TYPE)
-                        .and_then(Value::as_str)
-                        .is_some_and(is_rollout_tag))
+                    && object.get(key::TYPE).and_then(Value::as_str) == Some(tag::SESSION_META))
         })
     }
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
         read_rollout(records, context.rules)
     }
-}
-
-/// Tags of lines Codex writes (`RolloutItem`): a file starting with one is a rollout.
-fn is_rollout_tag(name: &str) -> bool {
-    [
-        tag::SESSION_META,
-        tag::RESPONSE_ITEM,
-        tag::EVENT_MSG,
-        tag::COMPACTED,
-        tag::TURN_CONTEXT,
-        tag::WORLD_STATE,
-        tag::TOKEN_USAGE_RECORD,
-    ]
-    .contains(&name)
 }
 
 /// A rollout line: `{"timestamp", "type", "payload"}` (paginated lines add `ordinal`).

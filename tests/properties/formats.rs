@@ -630,18 +630,18 @@ pub fn codex() -> impl Strategy<Value = Vec<Vec<u8>>> {
             let rest = lines
                 .into_iter()
                 .enumerate()
-                .filter_map(|(i, line)| {
+                .map(|(i, line)| {
                     let at = i + 1;
                     if generation == 2 {
                         // Bare items and state lines; no events in this generation.
                         return match line {
-                            CodexLine::Item(item) => Some(item),
-                            CodexLine::Event(_) | CodexLine::TurnContext | CodexLine::Compacted(..) => {
-                                Some(json!({"record_type": "state"}))
-                            }
+                            CodexLine::Item(item) => item,
+                            CodexLine::Event(_)
+                            | CodexLine::TurnContext
+                            | CodexLine::Compacted(..) => json!({"record_type": "state"}),
                         };
                     }
-                    Some(match line {
+                    match line {
                         CodexLine::Item(item) => envelope(at, "response_item", item),
                         CodexLine::Event(event) => envelope(at, "event_msg", event),
                         CodexLine::TurnContext => envelope(at, "turn_context", json!({"cwd": "/w", "model": "gpt-5-codex"})),
@@ -655,7 +655,7 @@ pub fn codex() -> impl Strategy<Value = Vec<Vec<u8>>> {
                             }
                             envelope(at, "compacted", payload)
                         }
-                    })
+                    }
                 })
                 .collect();
             with_junk(head, rest, junk)

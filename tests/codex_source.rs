@@ -8,8 +8,9 @@
 //!
 //! What the source holds for the model is read here independently of the reader
 //! ([`expected`]): a pre-envelope file's bare items, an envelope file's `response_item`
-//! payloads and `compacted` lines, less what Codex itself never sends (`ghost_snapshot`), plus,
-//! in a file whose prompts exist only as `user_message` events, those prompts.
+//! payloads and `compacted` lines, less what Codex itself never sends (`ghost_snapshot`) and
+//! the turns a `thread_rolled_back` event takes back, plus, in a file whose prompts exist only
+//! as `user_message` events, those prompts.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -111,10 +112,19 @@ pub fn expected(path: &Path) -> Expected {
             .map(|l| &l["payload"])
     };
     let prompts_in_events = !response_items().any(is_real_user);
-    let mut items = Vec::new();
+    let mut items: Vec<Value> = Vec::new();
     for line in &lines[1..] {
         let payload = &line["payload"];
         match line["type"].as_str() {
+            // The user took back the last turns: from the n-th last real prompt on.
+            Some("event_msg") if payload["type"] == "thread_rolled_back" => {
+                let n = payload["num_turns"].as_u64().unwrap() as usize;
+                let starts: Vec<usize> = (0..items.len())
+                    .filter(|&i| is_real_user(&items[i]))
+                    .collect();
+                let from = starts.len().checked_sub(n).map_or(0, |k| starts[k]);
+                items.truncate(from);
+            }
             Some("response_item") if payload["type"] != "ghost_snapshot" => {
                 items.push(payload.clone())
             }
@@ -254,6 +264,14 @@ fn a_legacy_rollout_with_header_instructions_converts_item_for_item() {
         rules.contains(&"builtin.codex-user-instructions"),
         "{rules:?}"
     );
+    // The turn the user took back (`thread_rolled_back`) is left out, its two items counted.
+    let rolled_back = decisions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["rule"] == "builtin.codex-rolled-back")
+        .unwrap_or_else(|| panic!("{decisions:#}"));
+    assert_eq!(rolled_back["count"], 2, "{rolled_back}");
 }
 
 #[test]

@@ -22,7 +22,8 @@
 //! counts, `ghost_snapshot` items, a pre-envelope file's state lines, system messages, and
 //! items Codex cannot parse (an unknown phase, content that is not a list, arguments that are
 //! not a string). A user prompt an older file recorded only as a `user_message` event becomes
-//! the user message (`builtin.codex-event-prompt`). A legacy header's `instructions` are the
+//! the user message (`builtin.codex-event-prompt`); the turns a `thread_rolled_back` event
+//! takes back are left out, as Codex resumes the session (`builtin.codex-rolled-back`). A legacy header's `instructions` are the
 //! user's instructions (Codex's own `SessionMeta` says so), given to the rule files as a
 //! system message named `codex:instructions` (an AGENTS.md fragment by default), unless the
 //! history already holds them. A message with a role Codex would send to the API as it is
@@ -187,6 +188,9 @@ enum Line {
     Item(NativeItem),
     /// A `user_message` event: a prompt's UI copy, or in older files the prompt itself.
     Prompt(UserMessageEvent),
+    /// A `thread_rolled_back` event: the user took back the last turns, and Codex resumes
+    /// without them.
+    RolledBack(usize),
     /// Kept out of the model's history by `policy.codex_line`; what it is.
     Dropped(String),
     Refused(InputError),
@@ -247,6 +251,10 @@ pub fn read_rollout(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                 items.push((index, time, prompt_item(event, rules)));
             }
             Line::Prompt(_) => drop_line(&mut read, index, policy, "user_message event"),
+            Line::RolledBack(turns) => {
+                records.push(index);
+                roll_back(&mut items, turns, &mut built);
+            }
             Line::Dropped(what) => drop_line(&mut read, index, policy, &what),
             Line::Refused(err) => read.refused.push((index, err)),
         }
@@ -287,6 +295,40 @@ pub fn read_rollout(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
         }
     }
     read
+}
+
+/// The event by which the user took back the last turns of a session.
+const ROLLED_BACK: &str = "thread_rolled_back";
+
+/// The last `turns` turns taken back, as Codex resumes the session: every item from the
+/// `turns`-th last real user message on (all of them when there are fewer turns). Counted,
+/// their text as dropped.
+fn roll_back(
+    items: &mut Vec<(usize, Option<i64>, NativeItem)>,
+    turns: usize,
+    built: &mut TranscriptBuilder,
+) {
+    if turns == 0 {
+        return;
+    }
+    let starts: Vec<usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, _, n))| n.role == NativeRole::User)
+        .map(|(at, _)| at)
+        .collect();
+    let from = match starts.len().checked_sub(turns) {
+        Some(k) => starts[k],
+        None => starts.first().copied().unwrap_or(items.len()),
+    };
+    let taken: Vec<_> = items.drain(from..).collect();
+    let bytes = taken.iter().map(|(_, _, n)| n.text_bytes()).sum();
+    built.note(
+        Builtin::CodexRolledBack,
+        "item of a turn the user took back",
+        taken.len() as u64,
+        bytes,
+    );
 }
 
 /// A line kept out of the model's history, by `policy.codex_line`.
@@ -383,6 +425,14 @@ impl Reading {
             },
             tag::EVENT_MSG => {
                 let kind = payload.get(key::TYPE).and_then(Value::as_str);
+                if kind == Some(ROLLED_BACK) {
+                    return match payload.get("num_turns").and_then(Value::as_u64) {
+                        Some(turns) => {
+                            Line::RolledBack(usize::try_from(turns).unwrap_or(usize::MAX))
+                        }
+                        None => dropped("thread_rolled_back event without num_turns"),
+                    };
+                }
                 if kind == Some(event::USER_MESSAGE) {
                     if let Ok(prompt) = serde_json::from_value(Value::Object(payload)) {
                         return Line::Prompt(prompt);

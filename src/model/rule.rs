@@ -262,6 +262,9 @@ builtins! {
     /// A user prompt an older Codex rollout recorded only as a `user_message` event: written
     /// as the user message the model was sent.
     CodexEventPrompt = "codex-event-prompt",
+    /// The items of the turns a Codex session took back (`thread_rolled_back`): left out,
+    /// as Codex resumes the session without them.
+    CodexRolledBack = "codex-rolled-back",
     /// A Codex session's `model_provider`, not written: Codex refuses to resume a session
     /// whose provider differs from its own (its own migration clears it too).
     CodexModelProvider = "codex-model-provider",

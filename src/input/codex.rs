@@ -23,11 +23,12 @@
 //! items Codex cannot parse (an unknown phase, content that is not a list, arguments that are
 //! not a string). A user prompt an older file recorded only as a `user_message` event becomes
 //! the user message (`builtin.codex-event-prompt`); the turns a `thread_rolled_back` event
-//! takes back are left out, as Codex resumes the session (`builtin.codex-rolled-back`). A legacy header's `instructions` are the
-//! user's instructions (Codex's own `SessionMeta` says so), given to the rule files as a
-//! system message named `codex:instructions` (an AGENTS.md fragment by default), unless the
-//! history already holds them. A message with a role Codex would send to the API as it is
-//! (and the API refuses) is refused with why; the rest of the session still converts.
+//! takes back are left out, as Codex resumes the session (`builtin.codex-rolled-back`). A
+//! legacy header's `instructions` are the user's instructions (Codex's own `SessionMeta`
+//! says so), given to the rule files as a system message named `codex:instructions` (an
+//! AGENTS.md fragment by default), unless the history already holds them. A message with a
+//! role Codex would send to the API as it is (and the API refuses) is refused with why; the
+//! rest of the session still converts.
 //!
 //! Memory: the file's lines, held once (a rollout is one conversation); linear time, no
 //! recursion on the input's depth (items are moved, not walked).
@@ -317,10 +318,13 @@ fn roll_back(
         .filter(|(_, (_, _, n))| n.role == NativeRole::User)
         .map(|(at, _)| at)
         .collect();
-    let from = match starts.len().checked_sub(turns) {
-        Some(k) => starts[k],
-        None => starts.first().copied().unwrap_or(items.len()),
-    };
+    let from = starts
+        .len()
+        .checked_sub(turns)
+        .and_then(|k| starts.get(k))
+        .or(starts.first())
+        .copied()
+        .unwrap_or(items.len());
     let taken: Vec<_> = items.drain(from..).collect();
     let bytes = taken.iter().map(|(_, _, n)| n.text_bytes()).sum();
     built.note(

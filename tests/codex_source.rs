@@ -413,6 +413,54 @@ fn a_codex_home_is_read_for_its_live_and_archived_sessions() {
     assert_eq!(read.rollouts().len(), 2);
 }
 
+/// A rollout compressed with zstd (as `.jsonl.zst`), given alone or under a Codex home's
+/// `archived_sessions/`, converts item for item as its plain text does.
+#[test]
+fn a_zstd_rollout_converts_as_its_plain_text() {
+    let wd = Workdir::new("codex_zstd");
+    let plain = Path::new(FIXTURES).join(BASE_INSTRUCTIONS);
+    let text = std::fs::read(&plain).unwrap();
+    let packed = zstd::stream::encode_all(&text[..], 3).unwrap();
+    wd.create("in.jsonl.zst", &packed);
+    let want = expected(&plain);
+    let home = wd.convert("in.jsonl.zst", "home", &[], 0);
+    let rollout = home.single_rollout();
+    assert_eq!(rollout.meta()["id"], want.id);
+    assert_eq!(written(&rollout), want.items);
+    // A home (a live session and the prompt history beside the archived one): only its
+    // rollouts are read.
+    for dir in ["archived_sessions", "sessions/2025/10/30"] {
+        std::fs::create_dir_all(wd.path(&format!(".codex/{dir}"))).unwrap();
+    }
+    wd.create(
+        &format!(".codex/archived_sessions/{BASE_INSTRUCTIONS}.zst"),
+        &packed,
+    );
+    std::fs::copy(
+        Path::new(FIXTURES).join(EVENT_PROMPTS),
+        wd.path(&format!(".codex/sessions/2025/10/30/{EVENT_PROMPTS}")),
+    )
+    .unwrap();
+    wd.create(
+        ".codex/history.jsonl",
+        "{\"session_id\":\"x\",\"ts\":1,\"text\":\"hi\"}\n",
+    );
+    let from_home = wd.convert(".codex", "home2", &[], 0);
+    assert!(
+        from_home.quarantine().is_empty(),
+        "{:?}",
+        from_home.quarantine()
+    );
+    let rollouts = from_home.rollouts();
+    assert_eq!(rollouts.len(), 2, "{rollouts:?}");
+    let again = rollouts
+        .iter()
+        .map(|p| Rollout::read(p))
+        .find(|r| r.meta()["id"] == want.id)
+        .unwrap_or_else(|| panic!("{rollouts:?}"));
+    assert_eq!(written(&again), want.items);
+}
+
 /// What Codex keeps out of the model's history is dropped by `policy.codex_line` and counted;
 /// a rule file can make it a quarantine instead.
 #[test]

@@ -34,9 +34,9 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// One file of each of the seven source formats, explained exactly as recorded.
+/// One file of each of the eight source formats, explained exactly as recorded.
 #[test]
-fn explain_reads_one_file_of_each_of_the_seven_formats() {
+fn explain_reads_one_file_of_each_of_the_eight_formats() {
     let cases = [
         ("chat", "openai-evals/ascii-digit-recognition/samples.jsonl", include_str!("expected/explain-chat.txt")),
         ("claude-code", "sources/claude-code/claude-code-viewer-v1.0/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl", include_str!("expected/explain-claude-code.txt")),
@@ -45,6 +45,7 @@ fn explain_reads_one_file_of_each_of_the_seven_formats() {
         ("responses", "sources/openai-responses-api/thinking_with_tool_calls.jsonl", include_str!("expected/explain-responses.txt")),
         ("chat-stream", "sources/openai-chat-completions/stream_with_tool_calls.jsonl", include_str!("expected/explain-chat-stream.txt")),
         ("sharegpt", "sources/sharegpt/llamafactory-glaive_toolcall_en_demo.json", include_str!("expected/explain-sharegpt.txt")),
+        ("codex", "codex-rollouts/session-migrate/codex-0.144.4-basic.jsonl", include_str!("expected/explain-codex.txt")),
     ];
     for (format, file, expected) in cases {
         let out = run(&corpora(), &["explain", file]);
@@ -144,7 +145,7 @@ fn explain_from_the_home_gives_the_session_convert_wrote() {
     }
     assert_eq!(
         formats.len(),
-        7,
+        8,
         "every format explained from a home: {formats:?}"
     );
 }

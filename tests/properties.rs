@@ -6,8 +6,8 @@
 //!   body.messages / batch result / input string or list / history / question turns / bare
 //!   list, plus some broken lines);
 //! - `every_source_format_is_total_accounted_valid_and_deterministic`: a folder of one random
-//!   file of each of the nine source formats (`properties/formats.rs`), each found by
-//!   detection (the summary's `formats` must name all nine);
+//!   file of each of the ten source formats (`properties/formats.rs`), each found by
+//!   detection (the summary's `formats` must name all ten);
 //! - `any_thread_count_writes_the_same_tree_over_batches_and_read_ahead`: an archive that spans
 //!   several batches (over 512 records) and several files read ahead (64 KiB or more), beside
 //!   small files and a file of each other format, converted with `--jobs` 1, 2 and 3.
@@ -641,19 +641,20 @@ fn cases() -> u32 {
 }
 
 /// A file name's format prefix, so that the walk (by name) takes them in this order.
-const FORMATS: [&str; 9] = [
+const FORMATS: [&str; 10] = [
     "anthropic",
     "chat",
     "chat-stream",
     "chatgpt",
     "claude-code",
+    "codex",
     "gemini-cli",
     "otel",
     "responses",
     "sharegpt",
 ];
 
-/// One file of each of the nine source formats: `NAME.jsonl` for the format `NAME`.
+/// One file of each of the ten source formats: `NAME.jsonl` for the format `NAME`.
 fn every_format() -> impl Strategy<Value = Inputs> {
     (
         formats::anthropic(),
@@ -661,6 +662,7 @@ fn every_format() -> impl Strategy<Value = Inputs> {
         formats::chat_stream(),
         formats::chatgpt(0),
         formats::claude_code(0),
+        formats::codex(),
         formats::gemini_cli(),
         formats::otel(),
         formats::responses(),
@@ -673,6 +675,7 @@ fn every_format() -> impl Strategy<Value = Inputs> {
                 chat_stream,
                 chatgpt,
                 claude_code,
+                codex,
                 gemini,
                 otel,
                 responses,
@@ -685,6 +688,7 @@ fn every_format() -> impl Strategy<Value = Inputs> {
                     chat_stream,
                     chatgpt,
                     claude_code,
+                    codex,
                     gemini,
                     otel,
                     responses,

@@ -226,9 +226,18 @@ fn the_numbers_add_up_against_a_real_run() {
     )
     .expect("json");
     let n = |k: &str| summary[k].as_u64().expect(k);
+    // samples/codex holds a Codex rollout: one conversation whose other lines are merged into
+    // it or dropped by rule.
+    let dropped: u64 = summary["records_dropped"]
+        .as_object()
+        .map_or(0, |d| d.values().filter_map(Value::as_u64).sum());
     assert_eq!(
         n("records"),
-        n("converted") + n("quarantined") + n("joined")
+        n("converted")
+            + n("quarantined")
+            + n("joined")
+            + summary["records_merged"].as_u64().unwrap_or(0)
+            + dropped
     );
     let reported: BTreeMap<String, u64> = summary["items"]
         .as_object()

@@ -200,7 +200,7 @@ fn review_pages_render_in_headless_chromium() {
             }
         }
     }
-    assert_eq!(formats.len(), 7, "a page of each format: {formats:?}");
+    assert_eq!(formats.len(), 8, "a page of each format: {formats:?}");
     // Screenshots to look at: target/review-screenshots/{index,FORMAT}.png.
     let shots = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),

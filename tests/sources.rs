@@ -30,6 +30,7 @@ fn payloads(conversation: &Conversation) -> Vec<Value> {
             OutPayload::Item(item) => serde_json::to_value(item).unwrap(),
             OutPayload::Compacted(m) => json!({"compacted": m}),
             OutPayload::CompactedReplacing(m) => json!({"compacted_replacing": m}),
+            OutPayload::CompactedNative(native) => json!({"compacted": native.payload}),
         })
         .collect()
 }

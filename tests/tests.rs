@@ -22,6 +22,7 @@ mod api_sources;
 mod architecture;
 mod cli;
 mod cluster;
+mod codex_source;
 mod conformance;
 mod convert;
 mod digest;

@@ -804,6 +804,11 @@ fn corpora_codex_rollout_folder_is_checked_not_just_walked() {
     assert!(rollouts >= 2, "the corpus holds its rollouts");
     assert_eq!(report["files"], rollouts, "{report}");
     assert_eq!(report["passed"], rollouts, "{report}");
+    // Both real rollouts (Codex 0.135.0's and session-migrate's 0.144.4 fixture) are named as
+    // the legacy generation.
+    for file in report["reports"].as_array().unwrap() {
+        assert_eq!(file["generation"], "legacy", "{report}");
+    }
 }
 
 #[test]

@@ -25,7 +25,8 @@ impl Account {
 }
 
 /// Text bytes of one input message: content text and refusal parts, `refusal`, reasoning
-/// (plain and with provenance: summaries and contents), and call arguments.
+/// (plain and with provenance: summaries and contents), call arguments, and the texts of an
+/// item read from a Codex rollout.
 pub fn input_message_bytes(m: &Message) -> usize {
     let content = match &m.content {
         Content::Missing | Content::Null => 0,
@@ -55,6 +56,7 @@ pub fn input_message_bytes(m: &Message) -> usize {
         .sum();
     content
         + thinking
+        + m.native.as_ref().map_or(0, |native| native.text_bytes())
         + m.refusal.as_ref().map_or(0, String::len)
         + m.reasoning.as_ref().map_or(0, String::len)
         + calls
@@ -73,6 +75,7 @@ pub fn output_item_bytes(item: &OutItem) -> usize {
     match &item.payload {
         // A replacing line repeats the summary in its replacement history: counted once.
         OutPayload::Compacted(message) | OutPayload::CompactedReplacing(message) => message.len(),
+        OutPayload::CompactedNative(native) => native.text_bytes(),
         OutPayload::Item(response) => match response {
             ResponseItem::Message { content, .. } => content_bytes(content),
             ResponseItem::Reasoning {
@@ -90,6 +93,7 @@ pub fn output_item_bytes(item: &OutItem) -> usize {
                 ToolOutput::Text(t) => t.len(),
                 ToolOutput::Items(items) => content_bytes(items),
             },
+            ResponseItem::Native(native) => native.text_bytes(),
         },
     }
 }

@@ -134,6 +134,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
             stdin_name: args.stdin_name.clone(),
             filter,
             stop,
+            codex_homes: from == Some(SourceFormat::CODEX),
         },
         format,
         shard,

@@ -59,6 +59,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         stdin_name: "stdin".to_string(),
         filter: Default::default(),
         stop: Default::default(),
+        codex_homes: from == Some(SourceFormat::CODEX),
     };
     let path = &target.path;
     let found = discover(std::slice::from_ref(path), None, &walk)
@@ -370,6 +371,9 @@ struct InputMessage {
     chars: usize,
     parts: usize,
     tool_calls: usize,
+    /// The item's type, when it is an item read as Codex wrote it (a Codex rollout's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    native: Option<&'static str>,
 }
 
 impl InputMessage {
@@ -378,12 +382,14 @@ impl InputMessage {
             Content::Parts(parts) => parts.len(),
             Content::Missing | Content::Null | Content::Text(_) => 0,
         };
+        let native = m.native.as_deref();
         InputMessage {
             index: m.index,
             role: m.role.to_string(),
             chars: m.content.texts().iter().map(|t| t.chars().count()).sum(),
             parts,
             tool_calls: m.tool_calls.len() + usize::from(m.function_call.is_some()),
+            native: native.map(|n| n.kind),
         }
     }
 }
@@ -453,6 +459,12 @@ pub(super) fn describe(item: &OutItem) -> String {
         OutPayload::CompactedReplacing(text) => {
             format!("compacted, replacing the history ({} chars)", chars(text))
         }
+        OutPayload::CompactedNative(native) => {
+            format!(
+                "compacted, as Codex wrote it ({} chars)",
+                chars(native.summary())
+            )
+        }
         OutPayload::Item(response) => match response {
             ResponseItem::Message {
                 role,
@@ -518,6 +530,17 @@ pub(super) fn describe(item: &OutItem) -> String {
                 };
                 format!("function_call_output (call_id {call_id}, {size})")
             }
+            ResponseItem::Native(native) => {
+                let role = native
+                    .message_role()
+                    .map(|r| format!(" {r}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}{role}, as Codex wrote it ({} text bytes)",
+                    native.kind,
+                    native.text_bytes()
+                )
+            }
         },
     }
 }
@@ -547,7 +570,11 @@ impl Explained {
         }
         for m in &self.messages {
             let i = &m.input;
-            let mut what = format!("{} chars", i.chars);
+            let mut what = match i.native {
+                // Its texts are counted on the item it is written as.
+                Some(kind) => format!("{kind}, as Codex wrote it"),
+                None => format!("{} chars", i.chars),
+            };
             if i.parts > 0 {
                 what.push_str(&format!(", {} parts", i.parts));
             }

@@ -207,6 +207,7 @@ fn pages_of_source(
         stdin_name: "stdin".to_string(),
         filter: Default::default(),
         stop: Default::default(),
+        codex_homes: from == Some(SourceFormat::CODEX),
     };
     let file = source.and_then(|source| {
         let path = PathBuf::from(source);
@@ -458,6 +459,7 @@ fn item_text(item: &OutItem) -> String {
     };
     match &item.payload {
         OutPayload::Compacted(text) | OutPayload::CompactedReplacing(text) => cap(text),
+        OutPayload::CompactedNative(native) => cap(native.summary()),
         OutPayload::Item(response) => match response {
             ResponseItem::Message { content, .. } => contents(content),
             ResponseItem::Reasoning {
@@ -475,6 +477,9 @@ fn item_text(item: &OutItem) -> String {
                 ToolOutput::Text(text) => cap(text),
                 ToolOutput::Items(items) => contents(items),
             },
+            ResponseItem::Native(native) => {
+                cap(&serde_json::Value::Object(native.payload.clone()).to_string())
+            }
         },
     }
 }

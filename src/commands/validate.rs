@@ -14,16 +14,22 @@ use crate::commands::{outln, Exit};
 use crate::rules::RuleSet;
 use crate::source::open;
 use crate::validate::{
-    check_with_warnings, supported_codex, uuid_in_file_name, Findings, Invariant, Violation,
-    Warning, SUPPORTED_CODEX,
+    check_with_warnings, supported_codex, uuid_in_file_name, Findings, Generation, Invariant,
+    Violation, Warning, SUPPORTED_CODEX,
 };
 
 #[derive(Serialize)]
 struct FileReport {
     path: String,
     ok: bool,
+    /// The generation of Codex rollout the file is, when it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<&'static str>,
     violations: Vec<Violation>,
     warnings: Vec<Warning>,
+    /// How to bring the file to what current Codex resumes, when it needs converting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    convert: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -70,13 +76,19 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
                     message: format!("cannot read: {err}"),
                 }],
                 warnings: Vec::new(),
+                generation: None,
             },
         };
+        let shown = path.display().to_string();
+        let convert =
+            (findings.generation == Some(Generation::PreEnvelope)).then(|| convert_command(&shown));
         reports.push(FileReport {
-            path: path.display().to_string(),
             ok: findings.violations.is_empty(),
+            generation: findings.generation.map(Generation::name),
             violations: findings.violations,
             warnings: findings.warnings,
+            convert,
+            path: shown,
         });
     }
     let failed = reports.iter().filter(|r| !r.ok).count();
@@ -96,19 +108,44 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
     Ok(Exit::findings_if(failed > 0))
 }
 
+/// The command that converts a rollout Codex cannot resume into a home it can.
+fn convert_command(path: &str) -> String {
+    let quoted = if path.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    } else {
+        path.to_string()
+    };
+    format!("rollover convert {quoted} --from codex --out HOME")
+}
+
 fn print_text(report: &Report, max_per_file: usize, ui: &Ui) -> std::io::Result<()> {
     for r in &report.reports {
+        // A generation Codex cannot resume: its name and the way out, not its every line.
+        if let Some(command) = &r.convert {
+            outln!(
+                "{}  {}: {}; convert it with `{command}`",
+                ui.bad("FAIL"),
+                r.path,
+                Generation::PreEnvelope.describe()
+            )?;
+            continue;
+        }
+        let paginated = if r.generation == Some(Generation::Paginated.name()) {
+            " (paginated)"
+        } else {
+            ""
+        };
         if r.ok && r.warnings.is_empty() {
             if ui.verbose {
-                outln!("{}  {}", ui.ok("ok  "), r.path)?;
+                outln!("{}  {}{paginated}", ui.ok("ok  "), r.path)?;
             }
             continue;
         }
         if r.ok {
-            outln!("{}  {}", ui.ok("ok  "), r.path)?;
+            outln!("{}  {}{paginated}", ui.ok("ok  "), r.path)?;
         } else {
             outln!(
-                "{}  {} ({})",
+                "{}  {}{paginated} ({})",
                 ui.bad("FAIL"),
                 r.path,
                 plural(r.violations.len() as u64, "violation", "violations")
@@ -143,6 +180,15 @@ fn print_text(report: &Report, max_per_file: usize, ui: &Ui) -> std::io::Result<
     let warnings = match report.warnings {
         0 => String::new(),
         n => format!(", {}", plural(n as u64, "warning", "warnings")),
+    };
+    let paginated = report
+        .reports
+        .iter()
+        .filter(|r| r.generation == Some(Generation::Paginated.name()))
+        .count();
+    let warnings = match paginated {
+        0 => warnings,
+        n => format!("{warnings}, {} paginated", group(n as u64)),
     };
     outln!(
         "{}: {} passed, {}{warnings} (Codex {})",

@@ -66,7 +66,13 @@ pub fn build(
     // A list, not a set: a conversation has a few roles, and a role is copied only when it
     // lands in a slot for the first time.
     let mut seen_in_block: Vec<(bool, Role)> = Vec::new();
-    for message in messages.iter_mut() {
+    let unexplained = super::native::unexplained_reasoning(messages);
+    for (at, message) in messages.iter_mut().enumerate() {
+        if let Some(native) = message.native.take() {
+            let unexplained = unexplained.get(at).copied().unwrap_or(false);
+            b.native(message, *native, unexplained)?;
+            continue;
+        }
         let leading = message.index < leading_end;
         let first_in_block = !seen_in_block
             .iter()

@@ -17,6 +17,7 @@ pub mod build;
 mod context;
 pub mod ids;
 pub mod image;
+mod native;
 pub mod parts;
 pub mod phase;
 pub mod render;
@@ -312,13 +313,17 @@ pub fn convert<'r>(
     })
 }
 
-/// The session id of a conversation, and the digest of its identity when that id is one
-/// kept from scheme 2 and new to the manifest's aliases.
+/// The session id of a conversation (a Codex rollout's own, see [`kept_session_id`]), and
+/// the digest of its identity when that id is one kept from scheme 2 and new to the
+/// manifest's aliases.
 fn session_id(
     transcript: &Transcript,
     key: &RecordKey<'_>,
     started_ms: i64,
 ) -> (String, Option<u128>) {
+    if let Some(id) = kept_session_id(transcript) {
+        return (id.to_ascii_lowercase(), None);
+    }
     let (format, source_id, spawned) = (
         transcript.meta.format,
         transcript.meta.source_id.as_deref(),
@@ -350,6 +355,14 @@ fn session_id(
         }
     }
     (ids::session_id(&identity, started_ms), None)
+}
+
+/// The session id a conversation keeps: its source's own, when its format's ids are Codex
+/// session ids and it is a UUID (a Codex rollout read again is the same session).
+fn kept_session_id(transcript: &Transcript) -> Option<&str> {
+    let format = transcript.meta.format?;
+    let id = transcript.meta.source_id.as_deref()?;
+    (format.keeps_session_ids() && ids::is_uuid(id)).then_some(id)
 }
 
 /// Each message's time by its index; empty when no message has one (chat records), so their

@@ -13,8 +13,8 @@ use crate::model::json::escape_into;
 use crate::model::responses::{Format, ResponsesOptions};
 use crate::model::rollout::wire::{key, line, tag};
 use crate::model::rollout::{
-    BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, Phase, ResponseItem, SessionMeta,
-    ToolOutput, ROLE_USER,
+    BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, NativeItem, Phase, ResponseItem,
+    SessionMeta, ToolOutput, ROLE_USER,
 };
 use crate::model::time::{format_ms, ms_digits, MAX_MS};
 use crate::model::transcript::RecordMeta;
@@ -107,12 +107,19 @@ pub fn session_meta<'r>(
         base_instructions: base
             .filter(|t| !t.is_empty())
             .map(|text| BaseInstructions { text }),
-        git: source
-            .git_branch
-            .clone()
-            .filter(|b| !b.is_empty())
-            .map(|branch| GitInfo { branch }),
+        git: git_info(source),
     }
+}
+
+/// The source's git facts (an empty field means none), when it says any.
+fn git_info(source: &RecordMeta) -> Option<GitInfo> {
+    let given = |field: &Option<String>| field.clone().filter(|f| !f.is_empty());
+    let git = GitInfo {
+        commit_hash: given(&source.git_commit),
+        branch: given(&source.git_branch),
+        repository_url: given(&source.git_repository),
+    };
+    (git != GitInfo::default()).then_some(git)
 }
 
 /// Writes the whole rollout, one JSON object per line, `\n` endings. `times[i]` is when input
@@ -147,6 +154,9 @@ pub fn write(
                     replacement_history: Some(vec![replacement_message(message)]),
                 };
                 write_line(out, &mut clock, tag::COMPACTED, &compacted)?
+            }
+            OutPayload::CompactedNative(native) => {
+                write_line(out, &mut clock, tag::COMPACTED, native)?
             }
             OutPayload::Item(response) => {
                 line_head(out, &mut clock, tag::RESPONSE_ITEM);
@@ -232,7 +242,7 @@ fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
         (b',', key::field::CLI_VERSION, &meta.cli_version),
     ];
     // Each optional field, and the key of the object it is in when it is not a bare string.
-    let optional: [(&str, Option<&str>, Option<&str>); 4] = [
+    let optional: [(&str, Option<&str>, Option<&str>); 3] = [
         (key::field::SOURCE, meta.source.as_deref(), None),
         (
             key::field::MODEL_PROVIDER,
@@ -243,11 +253,6 @@ fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
             key::field::BASE_INSTRUCTIONS,
             meta.base_instructions.as_ref().map(|b| b.text.as_str()),
             Some(key::field::TEXT),
-        ),
-        (
-            key::field::GIT,
-            meta.git.as_ref().map(|g| g.branch.as_str()),
-            Some(key::field::BRANCH),
         ),
     ];
     for (sep, key, value) in fields {
@@ -264,6 +269,25 @@ fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
         if inner.is_some() {
             out.push(b'}');
         }
+    }
+    if let Some(git) = &meta.git {
+        key_into(out, b',', key::field::GIT);
+        let mut sep = b'{';
+        let fields = [
+            (key::field::COMMIT_HASH, &git.commit_hash),
+            (key::field::BRANCH, &git.branch),
+            (key::field::REPOSITORY_URL, &git.repository_url),
+        ];
+        for (field, value) in fields {
+            let Some(value) = value else { continue };
+            key_into(out, sep, field);
+            escape_into(out, value);
+            sep = b',';
+        }
+        if sep == b'{' {
+            out.push(b'{');
+        }
+        out.push(b'}');
     }
     out.push(b'}');
 }
@@ -330,7 +354,7 @@ pub(super) fn write_item(
             key_into(out, b',', key::field::OUTPUT);
             write_output(out, output)?;
         }
-        ResponseItem::Reasoning { .. } => {
+        ResponseItem::Reasoning { .. } | ResponseItem::Native(_) => {
             return serde_json::to_writer(&mut *out, item).map(|_| None)
         }
     }
@@ -499,6 +523,9 @@ impl Clock {
 }
 
 fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
+    if let ResponseItem::Native(native) = item {
+        return native_event(kind, native);
+    }
     let ResponseItem::Message { content, phase, .. } = item else {
         return None;
     };
@@ -518,6 +545,26 @@ fn event_for(kind: ItemKind, item: &ResponseItem) -> Option<EventMsg<'_>> {
         ItemKind::Assistant => Some(EventMsg::AgentMessage {
             message: joined_text(content),
             phase: *phase,
+        }),
+        ItemKind::ContextualUser
+        | ItemKind::Developer
+        | ItemKind::Reasoning
+        | ItemKind::Call
+        | ItemKind::Output
+        | ItemKind::Compacted => None,
+    }
+}
+
+/// The UI event of a message read from a Codex rollout, as [`event_for`] writes ours.
+fn native_event(kind: ItemKind, native: &NativeItem) -> Option<EventMsg<'_>> {
+    match kind {
+        ItemKind::RealUser => Some(EventMsg::UserMessage {
+            message: native.joined_text(),
+            images: native.image_urls(),
+        }),
+        ItemKind::Assistant => Some(EventMsg::AgentMessage {
+            message: native.joined_text(),
+            phase: native.phase(),
         }),
         ItemKind::ContextualUser
         | ItemKind::Developer
@@ -700,7 +747,9 @@ mod tests {
                     text: text.repeat(3),
                 }),
                 git: some(1).then(|| GitInfo {
-                    branch: text.to_string(),
+                    commit_hash: some(0).then(|| text.repeat(4)),
+                    branch: Some(text.to_string()),
+                    repository_url: (i % 3 == 0).then(|| format!("https://x/{text}")),
                 }),
             };
             let mut ours = Vec::new();
@@ -807,7 +856,8 @@ mod tests {
             model_provider: None,
             base_instructions: None,
             git: Some(GitInfo {
-                branch: "main".into(),
+                branch: Some("main".into()),
+                ..GitInfo::default()
             }),
         };
         let item = |origin: usize| OutItem {

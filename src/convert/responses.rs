@@ -63,7 +63,25 @@ pub fn render(
             // the conformance test): the body holds what the model saw.
             input.truncate(prefix);
         }
+        if let OutPayload::CompactedNative(native) = &item.payload {
+            // A Codex compaction with its replacement history: that history is what follows,
+            // as Codex resumes it; without one, the summary stands for what came before.
+            if let Some(history) = native.replacement_history() {
+                input.truncate(prefix);
+                for replaced in history {
+                    input.push(InputItem::Item(Cow::Owned(ResponseItem::Native(replaced))));
+                }
+                continue;
+            }
+        }
         let response = match &item.payload {
+            OutPayload::CompactedNative(native) => Cow::Owned(ResponseItem::Message {
+                role: ROLE_USER,
+                content: vec![ContentItem::InputText {
+                    text: native.summary().to_string(),
+                }],
+                phase: None,
+            }),
             // A compaction summary stands for the history before it: a user message, as
             // Codex rebuilds a compacted history (not checked against Codex: see README).
             OutPayload::Compacted(summary) | OutPayload::CompactedReplacing(summary) => {
@@ -179,6 +197,9 @@ fn lite_item<'a>(
     origin: Option<usize>,
     decisions: &mut Vec<Decision>,
 ) -> Cow<'a, ResponseItem> {
+    if let ResponseItem::Native(native) = item {
+        return lite_native(native, item, origin, decisions);
+    }
     let ResponseItem::Message {
         role,
         content,
@@ -232,6 +253,44 @@ fn lite_item<'a>(
         content,
         phase: *phase,
     })
+}
+
+/// [`lite_item`] of a message read from a Codex rollout: its images' `detail` removed, as
+/// for any message, each with its decision.
+fn lite_native<'a>(
+    native: &crate::model::rollout::NativeItem,
+    item: &'a ResponseItem,
+    origin: Option<usize>,
+    decisions: &mut Vec<Decision>,
+) -> Cow<'a, ResponseItem> {
+    use crate::model::rollout::wire::{content, key};
+    let unsupported = |part: &Value| {
+        part.get(key::TYPE).and_then(Value::as_str) == Some(content::INPUT_IMAGE)
+            && part
+                .get(key::DETAIL)
+                .and_then(Value::as_str)
+                .is_some_and(|d| !LITE_IMAGE_DETAILS.contains(&d))
+    };
+    let parts = native.payload.get(key::CONTENT).and_then(Value::as_array);
+    if !parts.is_some_and(|parts| parts.iter().any(unsupported)) {
+        return Cow::Borrowed(item);
+    }
+    let mut native = native.clone();
+    if let Some(Value::Array(parts)) = native.payload.get_mut(key::CONTENT) {
+        for part in parts.iter_mut().filter(|p| unsupported(p)) {
+            if let Some(part) = part.as_object_mut() {
+                part.remove(key::DETAIL);
+            }
+            decisions.push(Decision {
+                message: origin,
+                rule: Builtin::LiteImageDetail.into(),
+                action: Action::ImageDetailOmitted,
+                bytes_dropped: 0,
+                bytes_added: 0,
+            });
+        }
+    }
+    Cow::Owned(ResponseItem::Native(native))
 }
 
 /// The record's tools as Responses function definitions: Chat Completions'

@@ -48,7 +48,9 @@ pub fn items(built: &Built) -> Vec<ResponseItem> {
         .iter()
         .filter_map(|item| match &item.payload {
             super::OutPayload::Item(item) => Some(item.clone()),
-            super::OutPayload::Compacted(_) | super::OutPayload::CompactedReplacing(_) => None,
+            super::OutPayload::Compacted(_)
+            | super::OutPayload::CompactedReplacing(_)
+            | super::OutPayload::CompactedNative(_) => None,
         })
         .collect()
 }

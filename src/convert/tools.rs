@@ -272,6 +272,31 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// A call written as read (a Codex rollout's), waiting for its output like any call: the
+    /// id it is written with (its own, or renamed when it was used before).
+    pub(super) fn native_call(
+        &mut self,
+        index: usize,
+        original: String,
+        name: String,
+        custom: bool,
+    ) -> Result<String, ConvertError> {
+        let call_id = self.call_id_for(original, index)?;
+        let pending = PendingCall {
+            call_id: call_id.clone(),
+            custom,
+        };
+        self.calls.add(pending, name);
+        Ok(call_id)
+    }
+
+    /// The output of a call written as read: the id its call was written with, taken from the
+    /// pending calls (`None`: no call waits for it).
+    pub(super) fn native_output(&mut self, call_id: &str) -> Option<String> {
+        let at = self.calls.first_with_id(call_id);
+        self.calls.take(at).map(|call| call.call_id)
+    }
+
     /// The id to write for a call the input gave `original`: itself the first time, renamed
     /// (`call_x#2`) by `policy.reused_call_id` when it was used before.
     /// The call gets the ledger's next slot: it is linked in the chain of `original` here.
@@ -401,7 +426,7 @@ impl Builder<'_> {
 
     /// An output with no call, by `policy.orphan_output`. Only the first target of a tool
     /// message `carries_text` (the others would repeat it).
-    fn orphan(
+    pub(super) fn orphan(
         &mut self,
         index: usize,
         call_id: Option<String>,
@@ -680,7 +705,8 @@ mod tests {
                 | crate::model::rollout::ResponseItem::Reasoning { .. }
                 | crate::model::rollout::ResponseItem::FunctionCallOutput { .. }
                 | crate::model::rollout::ResponseItem::CustomToolCall { .. }
-                | crate::model::rollout::ResponseItem::CustomToolCallOutput { .. } => None,
+                | crate::model::rollout::ResponseItem::CustomToolCallOutput { .. }
+                | crate::model::rollout::ResponseItem::Native(_) => None,
             })
             .collect();
         let mut expected: Vec<String> = (2..=taken + 1).map(|k| format!("c#{k}")).collect();

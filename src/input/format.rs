@@ -249,6 +249,7 @@ pub enum FastRead {
 /// of messages somewhere). Each format's module adds its reader here.
 pub fn readers() -> &'static [&'static dyn FormatReader] {
     &[
+        &super::codex::CodexReader,
         &super::claude_code::ClaudeCodeReader,
         &super::gemini_cli::GeminiCliReader,
         &super::otel::OtelReader,
@@ -292,7 +293,7 @@ mod tests {
 
     #[test]
     fn names_read_back() {
-        assert_eq!(SourceFormat::all().count(), 9);
+        assert_eq!(SourceFormat::all().count(), 10);
         for format in SourceFormat::all() {
             assert_eq!(format.name().parse::<SourceFormat>(), Ok(format));
         }

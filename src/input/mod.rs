@@ -3,7 +3,7 @@
 //! Every format is a [`FormatReader`] registered in [`format::readers`] (detection order,
 //! `chat` last): Chat Completions records and their relatives ([`chat`]: batch lines, eval
 //! samples, trajectories, turn lists, any path a rule file or `--messages-at` names), Claude
-//! Code sessions ([`claude_code`]), ChatGPT exports ([`chatgpt`]), Anthropic Messages logs
+//! Code sessions ([`claude_code`]), Codex's own rollouts ([`codex`]), ChatGPT exports ([`chatgpt`]), Anthropic Messages logs
 //! ([`anthropic`]), Responses logs ([`responses`]), streamed Chat Completions logs
 //! ([`chat_stream`]), ShareGPT datasets ([`sharegpt`]), Gemini CLI sessions ([`gemini_cli`])
 //! and OpenTelemetry GenAI traces ([`otel`]). A reader is given parsed records
@@ -35,6 +35,7 @@ pub mod chat;
 pub mod chat_stream;
 pub mod chatgpt;
 pub mod claude_code;
+pub mod codex;
 pub mod format;
 pub mod gemini_cli;
 pub mod inside;
@@ -66,7 +67,7 @@ pub enum InputError {
     Truncated,
     #[error("record is a JSON {0}, not an object or a list of messages")]
     NotARecord(&'static str),
-    #[error("record is a Codex rollout line (`{0}`), not a transcript: check it with `rollover validate`")]
+    #[error("record is a Codex rollout line (`{0}`) in a file of another format: a rollout file converts with `--from codex`, `rollover validate` checks it")]
     RolloutLine(String),
     #[error(
         "batch result line without its request (custom_id {0}): no messages to append the reply to"

@@ -2,7 +2,7 @@
 //! kind of item it is and the input message it came from. The converter makes them; the
 //! renderer writes them; the audit counts them.
 
-use super::rollout::ResponseItem;
+use super::rollout::{NativeItem, ResponseItem};
 
 /// What kind of item an output item is, for events, phases and grouping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,4 +33,7 @@ pub enum OutPayload {
     /// A `compacted` line whose replacement history is this summary as one user message:
     /// Codex resumes from exactly that, as the source's model saw it after compaction.
     CompactedReplacing(String),
+    /// A `compacted` line read from a Codex rollout, written as it was read (its replacement
+    /// history, when it has one, is what Codex resumes from).
+    CompactedNative(NativeItem),
 }

@@ -114,6 +114,8 @@ macro_rules! policy_table {
             ServerTool(server_tool): ServerTool,
                 "an Anthropic server-tool block: a call and its output, a text note, or drop (counted)",
                 text server_tool_template: "the note `text` writes ({type}, {name}, {json})";
+            CodexLine(codex_line): DropOrQuarantine,
+                "a Codex rollout line or item Codex itself keeps out of the model's history (UI events, turn_context, world_state, token counts, ghost_snapshot, state lines, a system message, an item Codex cannot parse)";
         }
     };
 }
@@ -257,6 +259,18 @@ builtins! {
     UnreadableEvent = "unreadable-event",
     /// A record that names no model, given `convert --model`'s for its Responses body.
     DefaultModel = "default-model",
+    /// A user prompt an older Codex rollout recorded only as a `user_message` event: written
+    /// as the user message the model was sent.
+    CodexEventPrompt = "codex-event-prompt",
+    /// The items of the turns a Codex session took back (`thread_rolled_back`): left out,
+    /// as Codex resumes the session without them.
+    CodexRolledBack = "codex-rolled-back",
+    /// A Codex session's `model_provider`, not written: Codex refuses to resume a session
+    /// whose provider differs from its own (its own migration clears it too).
+    CodexModelProvider = "codex-model-provider",
+    /// The `instructions` of an older Codex rollout's header: the user's instructions (not
+    /// the base instructions), written as an AGENTS.md fragment unless the history holds them.
+    CodexUserInstructions = "codex-user-instructions",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -13,6 +13,7 @@ use serde::{Serialize, Serializer};
 pub struct SourceFormat {
     name: &'static str,
     global_ids: bool,
+    session_ids: bool,
 }
 
 impl SourceFormat {
@@ -21,6 +22,7 @@ impl SourceFormat {
         SourceFormat {
             name,
             global_ids: false,
+            session_ids: false,
         }
     }
 
@@ -32,6 +34,21 @@ impl SourceFormat {
             global_ids: true,
             ..self
         }
+    }
+
+    /// The same format, whose conversation ids are Codex session ids (a Codex rollout's): a
+    /// conversation keeps its id as its session id, so that a session read again, from
+    /// another home or folder, is the same session and never a second one.
+    pub const fn with_session_ids(self) -> SourceFormat {
+        SourceFormat {
+            session_ids: true,
+            ..self
+        }
+    }
+
+    /// Whether a conversation's id is its session id.
+    pub const fn keeps_session_ids(self) -> bool {
+        self.session_ids
     }
 
     /// The name `--from` takes and the audit writes.

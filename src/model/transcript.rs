@@ -3,6 +3,7 @@
 //! Strings are copied out of the parsed JSON once, then moved; everything an input shape can
 //! say about a message has a field here, and what has no field is listed in `ignored_fields`.
 
+use super::rollout::NativeItem;
 use super::rule::RuleRef;
 use super::source_format::SourceFormat;
 
@@ -78,6 +79,9 @@ pub struct RecordMeta {
     /// Working folder and git branch of the session (Claude Code `cwd`, `gitBranch`).
     pub cwd: Option<String>,
     pub git_branch: Option<String>,
+    /// The commit and repository of the session's git checkout (a Codex rollout's `git`).
+    pub git_commit: Option<String>,
+    pub git_repository: Option<String>,
     /// The source's own id of the conversation (Claude Code `sessionId`, ChatGPT
     /// `conversation_id`), kept for the audit.
     pub source_id: Option<String>,
@@ -205,6 +209,9 @@ pub struct Message {
     /// This user message is a compaction summary (Claude Code `isCompactSummary`): what the
     /// model saw in place of the history before it.
     pub compaction: bool,
+    /// The item exactly as a Codex rollout holds it: written as it is, the fields above left
+    /// empty (boxed: one pointer in every other format's messages).
+    pub native: Option<Box<NativeItem>>,
 }
 
 /// Reasoning as a source wrote it, with where it came from.

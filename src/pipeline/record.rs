@@ -1033,33 +1033,32 @@ fn count_kinds(
 /// How the summary counts an item: its type, with messages by kind, and its phase.
 fn item_kind(item: &crate::convert::OutItem) -> (&'static str, Option<&'static str>) {
     match &item.payload {
-        OutPayload::Compacted(_) | OutPayload::CompactedReplacing(_) => ("compacted", None),
-        OutPayload::Item(ResponseItem::Message { phase, .. }) => {
-            let kind = match item.kind {
-                ItemKind::ContextualUser => "message:contextual_user",
-                ItemKind::RealUser => "message:user",
-                ItemKind::Developer => "message:developer",
-                ItemKind::Assistant => "message:assistant",
-                ItemKind::Reasoning | ItemKind::Call | ItemKind::Output | ItemKind::Compacted => {
-                    "message"
-                }
-            };
-            (kind, phase.map(|p| p.as_str()))
+        OutPayload::Compacted(_)
+        | OutPayload::CompactedReplacing(_)
+        | OutPayload::CompactedNative(_) => ("compacted", None),
+        OutPayload::Item(ResponseItem::Native(native)) if native.kind == ITEM_MESSAGE => {
+            (message_kind(item.kind), native.phase().map(|p| p.as_str()))
         }
-        OutPayload::Item(other) => (item_type(other), None),
+        OutPayload::Item(ResponseItem::Message { phase, .. }) => {
+            (message_kind(item.kind), phase.map(|p| p.as_str()))
+        }
+        OutPayload::Item(other) => (other.type_name(), None),
     }
 }
 
-fn item_type(item: &ResponseItem) -> &'static str {
-    match item {
-        ResponseItem::Message { .. } => "message",
-        ResponseItem::Reasoning { .. } => "reasoning",
-        ResponseItem::FunctionCall { .. } => "function_call",
-        ResponseItem::FunctionCallOutput { .. } => "function_call_output",
-        ResponseItem::CustomToolCall { .. } => "custom_tool_call",
-        ResponseItem::CustomToolCallOutput { .. } => "custom_tool_call_output",
+/// A message's type as the summary counts it: by its kind.
+fn message_kind(kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::ContextualUser => "message:contextual_user",
+        ItemKind::RealUser => "message:user",
+        ItemKind::Developer => "message:developer",
+        ItemKind::Assistant => "message:assistant",
+        ItemKind::Reasoning | ItemKind::Call | ItemKind::Output | ItemKind::Compacted => "message",
     }
 }
+
+/// The `type` of a message item.
+const ITEM_MESSAGE: &str = crate::model::rollout::wire::item::MESSAGE;
 
 #[cfg(test)]
 pub(super) mod tests {

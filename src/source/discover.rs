@@ -1,7 +1,8 @@
 //! Walk the input paths and list the files to read, in a stable order, the way fd walks:
 //! hidden entries and symlinks are left out unless asked for, a symlink loop or an unreadable
 //! entry is reported and skipped (never fatal), a Codex home found inside an input is not
-//! entered, and `--glob`/`--exclude` ([`PathFilter`]) leave out what they say. Standard input (`-`) and other streams (FIFOs, `/dev/stdin`, `<(...)`) are copied
+//! entered (an input that is a home, or any home with `--from codex`, is read for its
+//! rollouts), and `--glob`/`--exclude` ([`PathFilter`]) leave out what they say. Standard input (`-`) and other streams (FIFOs, `/dev/stdin`, `<(...)`) are copied
 //! once to a temporary file, since a run reads each file more than once (digest, batch
 //! results, records).
 
@@ -63,6 +64,9 @@ pub struct WalkOptions {
     /// The signal that asked the run to stop (0: none): the walk ends early, and the caller
     /// ends the run.
     pub stop: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Read the rollouts of a Codex home found inside an input (`--from codex`); otherwise
+    /// only a home that is itself an input is read.
+    pub codex_homes: bool,
 }
 
 /// A path the walk could not read, and why.
@@ -324,7 +328,11 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
             } else if walk_from.verdict(path, true) == Verdict::Excluded {
                 found.skipped.excluded += 1;
             } else if is_codex_home(path) {
-                found.skipped.codex_homes.push(path.display().to_string());
+                if entry.depth() == 0 || options.codex_homes {
+                    walk_codex_home(walk_from, path, found);
+                } else {
+                    found.skipped.codex_homes.push(path.display().to_string());
+                }
             } else if entry.path_is_symlink() && entry.depth() > 0 {
                 let parent = path.parent().and_then(|p| std::fs::canonicalize(p).ok());
                 match (&canonical, &parent) {
@@ -370,6 +378,21 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
         found
             .files
             .push(source_file(entry.into_path(), base, root, &meta));
+    }
+}
+
+/// The folders of a Codex home that hold its rollouts, live and archived.
+const HOME_ROLLOUT_DIRS: [&str; 2] = ["sessions", "archived_sessions"];
+
+/// A Codex home read as an input (the INPUT itself, or any home with `--from codex`): its
+/// rollouts, under `sessions/` and `archived_sessions/`. Nothing else of a home (the prompt
+/// history, rollover's run folders, logs) holds a conversation.
+fn walk_codex_home(walk_from: &Walk<'_>, home: &Path, found: &mut Discovery) {
+    for folder in HOME_ROLLOUT_DIRS {
+        let dir = home.join(folder);
+        if dir.is_dir() {
+            walk(walk_from, &dir, found);
+        }
     }
 }
 

@@ -35,6 +35,9 @@ pub(super) struct Walk<'l> {
     /// The `user_message` and `agent_message` events: line and text.
     user_events: Vec<(usize, Option<&'l str>)>,
     agent_events: Vec<(usize, Option<&'l str>)>,
+    /// Messages show in the UI by `user_message` and `agent_message` events (a paginated file
+    /// shows them otherwise).
+    pub ui_events: bool,
 }
 
 impl<'l> Walk<'l> {
@@ -50,6 +53,7 @@ impl<'l> Walk<'l> {
             assistants: Vec::new(),
             user_events: Vec::new(),
             agent_events: Vec::new(),
+            ui_events: true,
         }
     }
 
@@ -319,6 +323,9 @@ impl<'l> Walk<'l> {
                 n,
                 format!("call `{id}` has no output (Codex would invent an \"aborted\" one)"),
             );
+        }
+        if !self.ui_events {
+            return;
         }
         // 11. UI parity: the n-th message of a kind pairs with the n-th event of that kind
         // (Codex writes an assistant's event before its item, a user's after).

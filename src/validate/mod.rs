@@ -12,8 +12,11 @@
 //! - [`lines`]: bytes to lines (invariant 2 for the bytes themselves).
 //! - [`meta`]: the session meta (1) and each line's envelope (2).
 //! - [`items`]: items and events in order (3 to 11), messages in [`message`].
+//! - [`generation`]: which generation of Codex rollout a file is; a paginated file's
+//!   ordinals, one mode per file. A pre-envelope file is named, not checked line by line.
 //! - [`responses`]: the same invariants adapted to Responses request bodies.
 
+pub mod generation;
 mod items;
 mod lines;
 mod message;
@@ -25,6 +28,7 @@ use std::fmt;
 use serde::Serialize;
 
 pub use crate::model::invariant::Invariant;
+pub use crate::model::rollout::generation::Generation;
 use crate::model::rollout::{ROLE_ASSISTANT, ROLE_DEVELOPER, ROLE_SYSTEM, ROLE_USER};
 use crate::rules::Marker;
 
@@ -91,6 +95,9 @@ impl fmt::Display for Warning {
 pub struct Findings {
     pub violations: Vec<Violation>,
     pub warnings: Vec<Warning>,
+    /// The file's generation of Codex rollout, by its first line (`None`: not a rollout's).
+    #[serde(skip)]
+    pub generation: Option<Generation>,
 }
 
 impl Findings {
@@ -119,11 +126,28 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
 
 /// Checks a rollout's bytes: its violations and its warnings.
 pub fn check_with_warnings(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Findings {
-    let mut out = Findings::default();
+    let mut out = Findings {
+        generation: generation::generation(bytes),
+        ..Findings::default()
+    };
+    if out.generation == Some(Generation::PreEnvelope) {
+        out.violation(
+            Invariant::SessionMeta,
+            1,
+            Generation::PreEnvelope.describe().to_string(),
+        );
+        return out;
+    }
+    if let Some(generation) = out.generation {
+        generation::check(bytes, generation, markers, &mut out);
+    }
     if let Some(lines) = lines::read(bytes, &mut out) {
         let base = meta::check_session_meta(&lines, file_uuid, &mut out);
         meta::check_envelopes(&lines, &mut out);
-        items::Walk::new(markers, base).run(&lines, &mut out);
+        let mut walk = items::Walk::new(markers, base);
+        // A paginated file's UI events are `item_completed` ones, checked by `generation`.
+        walk.ui_events = out.generation != Some(Generation::Paginated);
+        walk.run(&lines, &mut out);
     }
     out.violations.sort_by_key(|x| (x.line, x.invariant));
     out.warnings.sort_by_key(|x| (x.line, x.kind));

@@ -38,13 +38,20 @@ use crate::model::scan::{self, OutlineItems, OutlineNode, Part};
 mod template;
 
 /// Item types a body may hold.
-const ITEM_TYPES: [&str; 6] = [
+const ITEM_TYPES: [&str; 12] = [
     "message",
     "reasoning",
     "function_call",
     "function_call_output",
     "custom_tool_call",
     "custom_tool_call_output",
+    // Items of a Codex rollout, written as read: Codex sends them in its own requests.
+    "local_shell_call",
+    "web_search_call",
+    "image_generation_call",
+    "tool_search_call",
+    "tool_search_output",
+    "compaction",
 ];
 /// Phases the public API takes (`partial_answer` is Codex's own).
 const API_PHASES: [&str; 2] = ["commentary", "final_answer"];
@@ -281,6 +288,13 @@ fn check_items<'a, D: Doc<'a>>(input: impl Iterator<Item = D>, bad: &mut Bad<'_>
         }
         match kind {
             "message" => check_message(i, item, bad),
+            // A local shell call's output is a `function_call_output`.
+            "local_shell_call" => {
+                let id = item.str_at("call_id");
+                if !id.is_empty() && calls.insert(id) {
+                    open.insert(id);
+                }
+            }
             "function_call" | "custom_tool_call" => {
                 let id = item.str_at("call_id");
                 if id.is_empty() || !calls.insert(id) {

@@ -1,4 +1,4 @@
-//! Random files of the eight source formats besides Chat Completions (`shared/spec/sources.md`),
+//! Random files of the nine source formats besides Chat Completions (`shared/spec/sources.md`),
 //! shaped as `fuzz/seeds/<format>/` shows them: the fields each reader looks for, in orders and
 //! combinations that vary, with ids that miss or repeat, now and then a broken line. Each file
 //! opens with a record that its format's detection recognises (the property checks that every
@@ -647,4 +647,109 @@ pub fn otel() -> impl Strategy<Value = Vec<Vec<u8>>> {
         let head = json!({"traceId": "t1", "spanId": "s0", "parentSpanId": "r", "attributes": [{"key": "gen_ai.input.messages", "value": {"stringValue": input.to_string()}}]});
         with_junk(head, rest, junk)
     })
+}
+
+// Codex rollouts: a legacy, paginated or pre-envelope file; items Codex writes and lines it
+// keeps from the model, calls that find (or miss) their outputs, compactions.
+
+fn codex_item() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        3 => text().prop_map(|t| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]})),
+        1 => Just(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]})),
+        3 => (text(), prop::sample::select(vec![None, Some("commentary"), Some("final_answer")])).prop_map(|(t, phase)| {
+            let mut m = json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]});
+            if let Some(phase) = phase {
+                m["phase"] = json!(phase);
+            }
+            m
+        }),
+        1 => text().prop_map(|t| json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": t}]})),
+        2 => text().prop_map(|t| json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": t}], "content": null, "encrypted_content": "gAAAA"})),
+        2 => tool_id("call_").prop_map(|id| json!({"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"ls\"]}", "call_id": id})),
+        2 => (tool_id("call_"), text()).prop_map(|(id, t)| json!({"type": "function_call_output", "call_id": id, "output": t})),
+        1 => tool_id("call_").prop_map(|id| json!({"type": "custom_tool_call", "status": "completed", "call_id": id, "name": "apply_patch", "input": "*** Begin Patch"})),
+        1 => tool_id("call_").prop_map(|id| json!({"type": "local_shell_call", "call_id": id, "status": "completed", "action": {"type": "exec", "command": ["pwd"]}})),
+        1 => Just(json!({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "q"}})),
+        1 => Just(json!({"type": "ghost_snapshot", "ghost_commit": {"id": "abc"}})),
+        1 => Just(json!({"type": "message", "role": "system", "content": []})),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum CodexLine {
+    Item(Value),
+    Event(Value),
+    TurnContext,
+    Compacted(bool, String),
+}
+
+fn codex_line() -> impl Strategy<Value = CodexLine> {
+    prop_oneof![
+        8 => codex_item().prop_map(CodexLine::Item),
+        2 => text().prop_map(|t| CodexLine::Event(json!({"type": "user_message", "message": t}))),
+        1 => Just(CodexLine::Event(json!({"type": "token_count", "info": null}))),
+        1 => Just(CodexLine::TurnContext),
+        1 => (any::<bool>(), text()).prop_map(|(history, t)| CodexLine::Compacted(history, t)),
+    ]
+}
+
+/// One Codex rollout, of generation `0` legacy, `1` paginated or `2` pre-envelope.
+pub fn codex() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    (
+        0u8..3,
+        prop::collection::vec(codex_line(), 0..12),
+        maybe_junk(),
+    )
+        .prop_map(|(generation, lines, junk)| {
+            let id = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+            let ts = "2025-10-01T12:00:00.000Z";
+            let envelope = |ordinal: usize, kind: &str, payload: Value| {
+                let mut line = json!({"timestamp": ts, "type": kind, "payload": payload});
+                if generation == 1 {
+                    line["ordinal"] = json!(ordinal);
+                }
+                line
+            };
+            let head = match generation {
+                2 => json!({"id": id, "timestamp": ts, "instructions": null}),
+                _ => envelope(0, "session_meta", json!({
+                    "id": id, "timestamp": ts, "cwd": "/w", "originator": "codex_cli_rs",
+                    "cli_version": "0.60.1", "model_provider": "openai",
+                    "base_instructions": {"text": "You are Codex."},
+                    "history_mode": if generation == 1 { "paginated" } else { "legacy" },
+                })),
+            };
+            let rest = lines
+                .into_iter()
+                .enumerate()
+                .map(|(i, line)| {
+                    let at = i + 1;
+                    if generation == 2 {
+                        // Bare items and state lines; no events in this generation.
+                        return match line {
+                            CodexLine::Item(item) => item,
+                            CodexLine::Event(_)
+                            | CodexLine::TurnContext
+                            | CodexLine::Compacted(..) => json!({"record_type": "state"}),
+                        };
+                    }
+                    match line {
+                        CodexLine::Item(item) => envelope(at, "response_item", item),
+                        CodexLine::Event(event) => envelope(at, "event_msg", event),
+                        CodexLine::TurnContext => envelope(at, "turn_context", json!({"cwd": "/w", "model": "gpt-5-codex"})),
+                        CodexLine::Compacted(history, t) => {
+                            let mut payload = json!({"message": t});
+                            if history {
+                                payload["replacement_history"] = json!([
+                                    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]},
+                                    {"type": "compaction", "encrypted_content": "gAAAA"},
+                                ]);
+                            }
+                            envelope(at, "compacted", payload)
+                        }
+                    }
+                })
+                .collect();
+            with_junk(head, rest, junk)
+        })
 }

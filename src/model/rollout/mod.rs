@@ -13,8 +13,12 @@ use std::borrow::Cow;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
+pub mod generation;
+pub mod native;
 pub mod view;
 pub mod wire;
+
+pub use native::{NativeItem, NativeRole};
 
 use wire::{content, event, item, key, line};
 
@@ -46,15 +50,18 @@ pub struct SessionMeta<'a> {
     pub source: Option<Cow<'a, str>>,
     pub model_provider: Option<Cow<'a, str>>,
     pub base_instructions: Option<BaseInstructions>,
-    /// The session's git facts (Codex `GitInfo`); only the branch is known from sources.
+    /// The session's git facts (Codex `GitInfo`): the branch, and from a Codex rollout also
+    /// the commit and the repository.
     pub git: Option<GitInfo>,
 }
 
 /// `session_meta.git` as Codex reads it (`commit_hash`, `branch`, `repository_url`, each
-/// optional): sources only say the branch.
-#[derive(Debug, Clone, PartialEq)]
+/// optional, written in this order when present).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GitInfo {
-    pub branch: String,
+    pub commit_hash: Option<String>,
+    pub branch: Option<String>,
+    pub repository_url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +128,8 @@ pub enum ResponseItem {
         call_id: String,
         output: ToolOutput,
     },
+    /// An item read from a Codex rollout, written as it was read.
+    Native(NativeItem),
 }
 
 /// Message content items Codex accepts.
@@ -212,6 +221,7 @@ impl ResponseItem {
             ResponseItem::FunctionCallOutput { .. } => item::FUNCTION_CALL_OUTPUT,
             ResponseItem::CustomToolCall { .. } => item::CUSTOM_TOOL_CALL,
             ResponseItem::CustomToolCallOutput { .. } => item::CUSTOM_TOOL_CALL_OUTPUT,
+            ResponseItem::Native(native) => native.kind,
         }
     }
 }
@@ -279,8 +289,10 @@ impl Serialize for SessionMeta<'_> {
 
 impl Serialize for GitInfo {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("GitInfo", 1)?;
-        s.serialize_field(key::BRANCH, &self.branch)?;
+        let mut s = serializer.serialize_struct("GitInfo", 3)?;
+        optional(&mut s, key::COMMIT_HASH, self.commit_hash.as_ref())?;
+        optional(&mut s, key::BRANCH, self.branch.as_ref())?;
+        optional(&mut s, key::REPOSITORY_URL, self.repository_url.as_ref())?;
         s.end()
     }
 }
@@ -301,6 +313,9 @@ impl Serialize for Phase {
 
 impl Serialize for ResponseItem {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if let ResponseItem::Native(native) = self {
+            return native.serialize(serializer);
+        }
         let mut s = serializer.serialize_struct("ResponseItem", 4)?;
         s.serialize_field(key::TYPE, self.type_name())?;
         match self {
@@ -344,6 +359,26 @@ impl Serialize for ResponseItem {
             | ResponseItem::CustomToolCallOutput { call_id, output } => {
                 s.serialize_field(key::CALL_ID, call_id)?;
                 s.serialize_field(key::OUTPUT, output)?;
+            }
+            // Written above, whole.
+            ResponseItem::Native(_) => {}
+        }
+        s.end()
+    }
+}
+
+/// A native item as read, its `type` first (a compacted payload has none), then its other
+/// fields in the order of its map.
+impl Serialize for NativeItem {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut s = serializer.serialize_map(Some(self.payload.len()))?;
+        if let Some(kind) = self.payload.get(key::TYPE) {
+            s.serialize_entry(key::TYPE, kind)?;
+        }
+        for (name, value) in &self.payload {
+            if name != key::TYPE {
+                s.serialize_entry(name, value)?;
             }
         }
         s.end()

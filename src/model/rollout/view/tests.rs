@@ -101,6 +101,42 @@ fn expected_view(item: &ResponseItem) -> ResponseItemView<'_> {
                 output: output_kind(output),
             }
         }
+        ResponseItem::Native(native) => native_view(native),
+    }
+}
+
+/// What an item read from a Codex rollout reads back as: the view of its own type (the two
+/// kinds [`written_items`] holds).
+fn native_view(native: &super::super::NativeItem) -> ResponseItemView<'_> {
+    let field = |name: &str| {
+        native
+            .payload
+            .get(name)
+            .and_then(Value::as_str)
+            .and_then(text)
+    };
+    match native.kind {
+        wire::item::MESSAGE => ResponseItemView::Message(MessageView {
+            role: field("role"),
+            content: Some(
+                native.payload["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| PartView {
+                        kind: p["type"].as_str().and_then(text),
+                        text: p["text"].as_str().and_then(text),
+                    })
+                    .collect(),
+            ),
+            phase: match native.payload.get("phase").and_then(Value::as_str) {
+                Some(p) => PhaseView::Text(Text(Cow::Borrowed(p))),
+                None => PhaseView::Absent,
+            },
+            id: field("id"),
+        }),
+        wire::item::WEB_SEARCH_CALL => ResponseItemView::WebSearchCall,
+        other => panic!("no view decided for a native `{other}` in these tests"),
     }
 }
 
@@ -158,7 +194,24 @@ fn written_items() -> Vec<ResponseItem> {
             call_id: "call_2".into(),
             output: ToolOutput::Items(vec![ContentItem::InputText { text: "x".into() }]),
         },
+        native(
+            serde_json::json!({"type": "message", "id": "msg_1", "role": "assistant",
+            "content": [{"type": "output_text", "text": "kept"}], "phase": "final_answer"}),
+        ),
+        native(
+            serde_json::json!({"type": "web_search_call", "status": "completed",
+            "action": {"type": "search", "query": "q"}}),
+        ),
     ]
+}
+
+/// A native item (as a Codex rollout holds it) of `value`.
+fn native(value: Value) -> ResponseItem {
+    use super::super::{NativeItem, NativeRole};
+    let Value::Object(payload) = value else {
+        panic!("an object");
+    };
+    ResponseItem::Native(NativeItem::item(NativeRole::Standalone, payload).expect("a known type"))
 }
 
 #[test]
@@ -192,7 +245,8 @@ fn session_meta(
         model_provider: model_provider.map(Into::into),
         base_instructions: base_instructions.map(|text| BaseInstructions { text: text.into() }),
         git: git_branch.map(|branch| GitInfo {
-            branch: branch.into(),
+            branch: Some(branch.into()),
+            ..GitInfo::default()
         }),
     }
 }
@@ -602,7 +656,8 @@ fn read_by_template(item: &ResponseItem) -> bool {
         | ResponseItem::FunctionCallOutput { .. }
         | ResponseItem::CustomToolCall { .. }
         | ResponseItem::CustomToolCallOutput { .. } => true,
-        ResponseItem::Reasoning { .. } => false,
+        // Read from a Codex rollout, in its own key order: the scanner reads them.
+        ResponseItem::Reasoning { .. } | ResponseItem::Native(_) => false,
     }
 }
 

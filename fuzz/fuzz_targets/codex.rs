@@ -1,0 +1,9 @@
+//! The fuzzer's bytes as one `--from codex` file (a Codex rollout of any generation), through
+//! the pipeline ([`rollover_fuzz::run`]).
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rollover::input::SourceFormat;
+
+fuzz_target!(|data: &[u8]| rollover_fuzz::run(SourceFormat::CODEX, data));

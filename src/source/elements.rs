@@ -12,7 +12,7 @@
 
 use std::io::{self, BufRead};
 
-use super::split::OVERSIZED_HEAD;
+use super::split::{gather, OVERSIZED_HEAD};
 
 /// How the values are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,7 +252,7 @@ impl<R: BufRead> Elements<R> {
                 i += 1;
             }
             let room = keep.saturating_sub(bytes.len()).min(i);
-            bytes.extend_from_slice(&buf[..room]);
+            gather(&mut bytes, &buf[..room], keep);
             self.reader.consume(i);
             size += i as u64;
             self.offset += i as u64;

@@ -467,6 +467,10 @@ pub struct ValidateArgs {
     /// Violations to print per file (text output).
     #[arg(long, default_value_t = 10)]
     pub max_per_file: usize,
+    /// A rollout line longer than this is a violation and is not read: it is skipped without
+    /// being loaded, so memory stays bound by this (e.g. 256MiB, 64KiB, 1000000).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    pub max_record_bytes: u64,
 }
 
 #[derive(Debug, Args)]

@@ -14,8 +14,13 @@ use crate::model::rollout::view::{self, LineView};
 const MAX_DEPTH: usize = 128;
 
 /// The lines that parse, with their 1-based numbers. `None` when the file is not UTF-8 (Codex
-/// then refuses it whole, and nothing else is worth reading).
-pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize, LineView<'a>)>> {
+/// then refuses it whole, and nothing else is worth reading). The lines `long` names (in
+/// order) were too long to read: each is an empty line in `bytes` and a violation here.
+pub(super) fn read<'a>(
+    bytes: &'a [u8],
+    long: &[super::LongLine],
+    out: &mut Findings,
+) -> Option<Vec<(usize, LineView<'a>)>> {
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         out.violation(
             Invariant::LineFormat,
@@ -47,8 +52,27 @@ pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize
     // the next newline, found with memchr (`str::split` searched byte by byte: ~3 % of a
     // conversion of small records). Slicing a `str` at a `\n` is at a character boundary.
     let mut start = 0;
+    let mut long = long.iter().peekable();
     for n in 1.. {
         let rest = &body[start..];
+        if let Some(skipped) = long.next_if(|l| l.line == n) {
+            out.violation(
+                Invariant::LineFormat,
+                n,
+                format!(
+                    "line of {} bytes, longer than --max-record-bytes ({}): not read",
+                    skipped.size, skipped.limit
+                ),
+            );
+            let Some(at) = memchr::memchr(b'\n', rest.as_bytes()) else {
+                break;
+            };
+            start += at + 1;
+            if start >= body.len() {
+                break;
+            }
+            continue;
+        }
         if let Some((line, len)) = view::fast_first_line(rest) {
             lines.push((n, line));
             start += len + 1;

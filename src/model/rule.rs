@@ -257,6 +257,10 @@ builtins! {
     UnreadableEvent = "unreadable-event",
     /// A record that names no model, given `convert --model`'s for its Responses body.
     DefaultModel = "default-model",
+    /// A source's working folder (Claude Code `cwd`) that is not an absolute, clean path of
+    /// bounded length: the rules' `[session] cwd` written instead, the source's kept as
+    /// `source_cwd` in the audit.
+    SourceCwd = "source-cwd",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

@@ -366,13 +366,16 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
     } else {
         Guard::new(manifest.rollout_digests(), options.force)
     };
-    let summary = planned_summary(
+    let mut summary = planned_summary(
         request,
         &planned,
         &skipped,
         run_number,
         temporary_files_removed,
     );
+    if let Some(shard) = summary.shard.as_mut() {
+        shard.inputs = crate::source::shard::walk_fingerprint(&walk);
+    }
     Ok(Prepared {
         plan: RunPlan {
             home,
@@ -862,6 +865,7 @@ fn planned_summary(
             max_quarantine_rate: options.max_quarantine_rate,
             report_text: options.report_text,
             walk_unreadable: skipped.unreadable.len(),
+            inputs: String::new(),
         }),
         ..Summary::default()
     }

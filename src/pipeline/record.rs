@@ -13,7 +13,7 @@ pub use super::refusal::Refusal;
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
-use crate::convert::render::render_as;
+use crate::convert::render::{render_as, usable_cwd};
 use crate::convert::{convert, ItemKind, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::format::{
@@ -151,8 +151,8 @@ pub struct Links {
     /// The version of the tool that wrote the source (Claude Code `version`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_version: Option<String>,
-    /// The folder the source says the session ran in, when `--cwd` wrote another one into
-    /// the session meta.
+    /// The folder the source says the session ran in, when another one is in the session
+    /// meta: `--cwd`'s, or the rules' when the source's is not a usable folder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_cwd: Option<String>,
 }
@@ -161,10 +161,9 @@ impl Links {
     fn of(meta: &crate::model::transcript::RecordMeta, rules: &RuleSet) -> Links {
         let overridden = rules.session.cwd_overrides_source;
         Links {
-            source_cwd: meta
-                .cwd
-                .clone()
-                .filter(|cwd| overridden && !cwd.is_empty() && *cwd != rules.session.cwd),
+            source_cwd: meta.cwd.clone().filter(|cwd| {
+                !cwd.is_empty() && *cwd != rules.session.cwd && (overridden || !usable_cwd(cwd))
+            }),
             format: meta.format,
             title: meta.title.clone(),
             source_id: meta.source_id.clone(),

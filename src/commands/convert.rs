@@ -140,6 +140,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         split_bytes: args.split_bytes,
         max_record_bytes: args.max_record_bytes,
         max_conversation_bytes: args.max_conversation_bytes,
+        memory: args.memory.unwrap_or_else(pipeline::budget::default_memory),
         prune: args.prune,
         fingerprint,
         wait: args.wait.unwrap_or_default(),

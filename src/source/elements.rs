@@ -12,7 +12,10 @@
 
 use std::io::{self, BufRead};
 
-use super::split::{gather, OVERSIZED_HEAD};
+use super::split::{gather, Blocks, OVERSIZED_HEAD};
+
+/// A value's first bytes are gathered in one buffer, the rest in [`Blocks`].
+const HEAD_BYTES: usize = 16 << 20;
 
 /// How the values are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +180,9 @@ impl<R: BufRead> Elements<R> {
         // Enough to tell a value under the limit, and the head of one over it.
         let keep = usize::try_from(self.limit.saturating_add(1).max(OVERSIZED_HEAD as u64))
             .unwrap_or(usize::MAX);
+        // The first bytes in one buffer, the rest of a long value in blocks of one size.
         let mut bytes: Vec<u8> = Vec::new();
+        let mut blocks = Blocks::default();
         let mut size = 0u64;
         let mut depth = 0u64;
         let mut in_string = false;
@@ -251,8 +256,15 @@ impl<R: BufRead> Elements<R> {
                 }
                 i += 1;
             }
-            let room = keep.saturating_sub(bytes.len()).min(i);
-            gather(&mut bytes, &buf[..room], keep);
+            let room = keep.saturating_sub(bytes.len() + blocks.len()).min(i);
+            let taken = &buf[..room];
+            let into_head = HEAD_BYTES.saturating_sub(bytes.len()).min(taken.len());
+            gather(&mut bytes, &taken[..into_head], HEAD_BYTES);
+            blocks.push(&taken[into_head..]);
+            if room < i {
+                // Past the limit: only the head is kept.
+                blocks = Blocks::default();
+            }
             self.reader.consume(i);
             size += i as u64;
             self.offset += i as u64;
@@ -260,6 +272,7 @@ impl<R: BufRead> Elements<R> {
         }
         if size > self.limit {
             bytes.truncate(OVERSIZED_HEAD);
+            bytes.shrink_to_fit();
             return Some(Element::Oversized {
                 head: bytes,
                 size,
@@ -267,6 +280,9 @@ impl<R: BufRead> Elements<R> {
                 line,
                 index,
             });
+        }
+        if !blocks.is_empty() {
+            blocks.append_to(&mut bytes);
         }
         Some(Element::Value {
             bytes,

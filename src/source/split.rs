@@ -338,6 +338,8 @@ impl RecordReader {
         let buf = &mut self.spill;
         let chunk = &mut self.chunk;
         buf.clear();
+        // Past `SPILL_KEEP`, the line goes on in blocks of one size ([`Blocks`]).
+        let mut blocks = Blocks::default();
         let mut size = 0u64;
         let start = self.offset;
         let mut whole_chunk = None;
@@ -357,7 +359,7 @@ impl RecordReader {
                 Some(at) => (at + 1, true),
                 None => (available.len(), false),
             };
-            let room = keep.saturating_sub(buf.len()).min(used);
+            let room = keep.saturating_sub(buf.len() + blocks.len()).min(used);
             if ends && size == 0 && room == used {
                 // The common case: the whole line is in the buffer, taken as a slice of it
                 // when the buffer is a shared block (zstd's), else copied into one.
@@ -379,9 +381,16 @@ impl RecordReader {
                 carried = true;
                 continue;
             }
-            gather(buf, &available[..room], keep);
+            let taken = &available[..room];
+            let into_spill = SPILL_KEEP.saturating_sub(buf.len()).min(taken.len());
+            gather(buf, &taken[..into_spill], SPILL_KEEP);
+            blocks.push(&taken[into_spill..]);
             reader.consume(used);
             size += used as u64;
+            if room < used {
+                // Past the limit: the head in `buf` is all that is kept of it.
+                blocks = Blocks::default();
+            }
             if ends {
                 break None;
             }
@@ -416,24 +425,23 @@ impl RecordReader {
         if opens_array {
             // Not a line: the array's elements are read from here (the line's head, then
             // the stream).
+            let mut head = std::mem::take(&mut self.spill);
+            blocks.append_to(&mut head);
             return ReadLine::OpensArray {
-                head: std::mem::take(&mut self.spill),
+                head,
                 line: self.line + 1,
                 offset: start,
             };
         }
-        // A long line's buffer is handed over whole rather than copied: the copy was one more
-        // record's worth of memory at the peak.
-        let mut buf = if self.spill.capacity() > SPILL_KEEP {
-            std::mem::take(&mut self.spill)
-        } else {
-            self.spill.as_slice().to_vec()
-        };
+        // What was read of a line not read whole: a partial or oversized line's head only.
+        let gathered = (self.spill.len() + blocks.len()) as u64;
         if let Some(err) = error {
             self.offset += size;
             self.line += 1;
+            let mut partial = std::mem::take(&mut self.spill);
+            blocks.append_to(&mut partial);
             return ReadLine::Error {
-                partial: buf,
+                partial,
                 line: self.line,
                 offset: start,
                 message: err.to_string(),
@@ -444,17 +452,36 @@ impl RecordReader {
         }
         self.offset += size;
         self.line += 1;
-        let whole = buf.len() as u64 == size;
-        if whole && strip_line(&buf).len() as u64 <= self.max_record_bytes {
-            return ReadLine::Line {
-                bytes: buf.into(),
+        if gathered == size {
+            // A long line's buffer is handed over whole rather than copied: the copy was one
+            // more record's worth of memory at the peak.
+            let buf = if !blocks.is_empty() {
+                let mut all = Vec::with_capacity(self.spill.len() + blocks.len());
+                all.extend_from_slice(&self.spill);
+                self.spill = Vec::new();
+                blocks.append_to(&mut all);
+                all
+            } else if self.spill.capacity() > SPILL_KEEP {
+                std::mem::take(&mut self.spill)
+            } else {
+                self.spill.as_slice().to_vec()
+            };
+            if strip_line(&buf).len() as u64 <= self.max_record_bytes {
+                return ReadLine::Line {
+                    bytes: buf.into(),
+                    line: self.line,
+                    offset: start,
+                };
+            }
+            return ReadLine::Oversized {
+                head: buf[..buf.len().min(OVERSIZED_HEAD)].to_vec(),
+                size,
                 line: self.line,
                 offset: start,
             };
         }
-        buf.truncate(OVERSIZED_HEAD);
         ReadLine::Oversized {
-            head: buf,
+            head: self.spill[..self.spill.len().min(OVERSIZED_HEAD)].to_vec(),
             size,
             line: self.line,
             offset: start,
@@ -918,6 +945,53 @@ impl BufRead for Consumed {
         if self.at == self.bytes.len() {
             self.bytes = Vec::new();
             self.at = 0;
+        }
+    }
+}
+
+/// A line (or JSON value) gathered past its first [`SPILL_KEEP`] bytes, in blocks of one
+/// size: one buffer doubled up to the limit held twice the limit at the copy, and the
+/// allocator kept each size it passed through (an oversized line of a 256 MiB limit peaked at
+/// ~650 MB); blocks of one size are reused and cost the bytes held.
+#[derive(Default)]
+pub(crate) struct Blocks {
+    blocks: Vec<Vec<u8>>,
+    len: usize,
+}
+
+/// The size of a [`Blocks`] block.
+const BLOCK: usize = 4 << 20;
+
+impl Blocks {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let full = self.blocks.last().is_none_or(|b| b.len() == b.capacity());
+            if full {
+                self.blocks.push(Vec::with_capacity(BLOCK));
+            }
+            let Some(last) = self.blocks.last_mut() else {
+                return;
+            };
+            let n = (last.capacity() - last.len()).min(bytes.len());
+            last.extend_from_slice(&bytes[..n]);
+            self.len += n;
+            bytes = &bytes[n..];
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends the bytes to `out`, each block freed once copied.
+    pub(crate) fn append_to(self, out: &mut Vec<u8>) {
+        out.reserve_exact(self.len);
+        for block in self.blocks {
+            out.extend_from_slice(&block);
         }
     }
 }

@@ -222,8 +222,19 @@ fn load(shards_dir: &Path, shard: Shard) -> Result<ShardRun, String> {
             ));
         }
     }
-    let seconds = read("timing.json", TIMING_CAP)
-        .ok()
+    // The time is optional (a shard without it adds none); a timing.json that is not a
+    // plain file of a few numbers is not.
+    let timing = match read_capped(&folder.join("timing.json"), TIMING_CAP) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(format!(
+                "shard {shard}: {}: {e}",
+                folder.join("timing.json").display()
+            ))
+        }
+    };
+    let seconds = timing
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|t| t["seconds"].as_f64())
         .unwrap_or(0.0);

@@ -97,13 +97,14 @@ impl FormatReader for ClaudeCodeReader {
     }
 
     /// Read a line at a time, its lines compressed while the session converts: the session's
-    /// messages, items and written lines (~3 bytes a byte of text), and ~600 bytes a line (a
+    /// text as messages, items and written lines (~3 bytes a byte), and ~1 KB a line (a
     /// message, an item, a record's place and outcome, two written lines' views). A 100 MB
-    /// session of 375-byte lines peaked at 428 MB, one of 8 KB tool results at 298 MB.
+    /// session of 375-byte lines peaked at 428 MB, one of 260-byte lines at ~6.5 times its
+    /// size, one of 8 KB tool results at 298 MB.
     fn memory_cost(&self) -> MemoryCost {
         MemoryCost {
             per_byte: 3,
-            per_record: 640,
+            per_record: 1 << 10,
         }
     }
 

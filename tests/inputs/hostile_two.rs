@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::process::Command;
 
+use super::hostile::zstd_file;
 use crate::common::{Home, Rollout, Run, Workdir};
 use serde_json::{json, Value};
 
@@ -269,13 +270,6 @@ fn a_one_line_conversations_json_past_the_record_limit_is_read_element_by_elemen
     assert_eq!(summary["records"], json!(600), "{summary}");
     assert_eq!(summary["converted"], json!(600), "{summary}");
     assert_eq!(summary["quarantined"], json!(0), "{summary}");
-}
-
-fn zstd_file(wd: &Workdir, name: &str, write: impl FnOnce(&mut dyn Write)) {
-    let file = std::fs::File::create(wd.path(name)).unwrap();
-    let mut encoder = zstd::stream::write::Encoder::new(file, 1).unwrap();
-    write(&mut encoder);
-    encoder.finish().unwrap();
 }
 
 /// An oversized line cost ~3x `--max-record-bytes` before it was let go (the buffer doubled

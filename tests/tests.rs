@@ -33,6 +33,7 @@ mod report;
 mod responses;
 mod review;
 mod scheduled;
+mod sessions_traces;
 mod sharding;
 mod sources;
 mod validate;

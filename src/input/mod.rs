@@ -5,7 +5,8 @@
 //! samples, trajectories, turn lists, any path a rule file or `--messages-at` names), Claude
 //! Code sessions ([`claude_code`]), ChatGPT exports ([`chatgpt`]), Anthropic Messages logs
 //! ([`anthropic`]), Responses logs ([`responses`]), streamed Chat Completions logs
-//! ([`chat_stream`]) and ShareGPT datasets ([`sharegpt`]). A reader is given parsed records
+//! ([`chat_stream`]), ShareGPT datasets ([`sharegpt`]), Gemini CLI sessions ([`gemini_cli`])
+//! and OpenTelemetry GenAI traces ([`otel`]). A reader is given parsed records
 //! (one, or a whole file's when a conversation spans records) and says what became of each:
 //! part of a conversation, refused with an [`InputError`], or dropped by a rule; the pipeline
 //! quarantines what is refused and checks that every record is accounted for.
@@ -35,7 +36,10 @@ pub mod chat_stream;
 pub mod chatgpt;
 pub mod claude_code;
 pub mod format;
+pub mod gemini_cli;
 pub mod inside;
+pub mod media;
+pub mod otel;
 pub mod parse;
 pub mod responses;
 pub mod sharegpt;

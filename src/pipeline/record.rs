@@ -14,7 +14,7 @@ use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
 use crate::convert::render::{render_as, usable_cwd};
-use crate::convert::{convert, ItemKind, OutPayload, RecordKey};
+use crate::convert::{convert, ItemKind, Naming, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::format::{
     FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
@@ -128,6 +128,25 @@ pub struct Converted {
     pub records: u64,
     #[serde(flatten)]
     pub links: Links,
+    /// The version of a conversation that can come again with other content (a source's id,
+    /// a chain of records), for the collector's gate; `None` for a record that is its own
+    /// identity.
+    #[serde(skip)]
+    pub version: Option<Box<crate::model::version::InHand>>,
+    /// The digest of its identity when its session keeps an id of scheme 2 (the manifest's
+    /// alias to record).
+    #[serde(skip)]
+    pub alias: Option<u128>,
+    /// How the writers place it ([`crate::output::Placement`]), as the collector's gate decided.
+    #[serde(skip)]
+    pub placement: crate::output::Placement,
+    /// It is placed over a version this run placed earlier, whose record this names.
+    #[serde(skip)]
+    pub supersedes: Option<String>,
+    /// It was given a session of its own ([`Converted::split`]): the record of the unrelated
+    /// conversation that holds its source id.
+    #[serde(skip)]
+    pub split_from: Option<String>,
     /// Its line in `conversations.jsonl` (these fields as JSON), rendered by the worker once
     /// the conversation is settled, so that the collector, a serial stage, only writes it:
     /// rendered there, it was half of the collector's work on small records. `None` when the
@@ -259,6 +278,33 @@ impl Converted {
         self.audit_line = None;
     }
 
+    /// Gives a conversation that shares its source id with another, unrelated one of its
+    /// input a session of its own ([`crate::convert::ids::split_session_id`], from its
+    /// messages' digest): its id in the session meta, its path and its digest. A rollout
+    /// names its session id once, in its first line; nothing else of it changes.
+    pub fn split(&mut self) {
+        let Some(version) = &self.version else {
+            return;
+        };
+        let old = std::mem::take(&mut self.id);
+        let new = crate::convert::ids::split_session_id(&old, version.version.content);
+        let first_line = self
+            .bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(self.bytes.len());
+        if let Some(at) = memchr::memmem::find(&self.bytes[..first_line], old.as_bytes()) {
+            self.bytes[at..at + old.len()].copy_from_slice(new.as_bytes());
+        }
+        self.path = self.path.replace(&old, &new);
+        self.relative = PathBuf::from(&self.path);
+        if !self.bytes.is_empty() {
+            self.digest = digest(&self.bytes);
+        }
+        self.id = new;
+        self.audit_line = None;
+    }
+
     /// Frees the rollout's bytes where they were made: they become the worker's render
     /// buffer again ([`crate::convert::recycle`]). Allocated by the worker and freed by the
     /// collector, each rollout went back to the worker's allocator through its cross-thread
@@ -317,7 +363,10 @@ pub fn finish(
     record: RecordId,
     rules: &RuleSet,
     format: Format,
+    naming: Option<&Naming<'_>>,
 ) -> Result<Box<Converted>, Refusal> {
+    let version =
+        versioned(&transcript).then(|| Box::new(crate::convert::version::in_hand(&transcript)));
     let mut ignored = ignored_fields(&mut transcript);
     if let Format::Responses(_) = format {
         // The Responses output writes the record's tools.
@@ -330,6 +379,7 @@ pub fn finish(
     let key = RecordKey {
         source: source_key,
         record,
+        naming,
     };
     let mut conversation = convert(transcript, rules, &key).map_err(Refusal::Rule)?;
     let bytes = render_as(format, &mut conversation, rules).map_err(Refusal::Rule)?;
@@ -371,8 +421,29 @@ pub fn finish(
         placed: None,
         records: 1,
         links,
+        version,
+        alias: conversation.alias,
+        placement: crate::output::Placement::default(),
+        supersedes: None,
+        split_from: None,
         audit_line: None,
     }))
+}
+
+/// Whether a conversation has versions: one named by its source's own id, or one made of a
+/// chain of records (a log that grows); a conversation that is one whole record is its own
+/// identity, and another version of it is another conversation.
+fn versioned(transcript: &Transcript) -> bool {
+    let Some(format) = transcript.meta.format else {
+        return false;
+    };
+    let named = format.has_global_ids()
+        && transcript
+            .meta
+            .source_id
+            .as_deref()
+            .is_some_and(|id| !id.is_empty());
+    named || crate::input::format::reader(format).granularity() == Granularity::File
 }
 
 /// [`output_path`] as text: the same for every record of a file, so each thread keeps the
@@ -405,6 +476,8 @@ pub struct WorkContext<'a> {
     /// `--baseline`: each record parsed and serialised, nothing converted (the benchmark's
     /// round trip).
     pub baseline: bool,
+    /// Session ids kept from a home of scheme 2, when converting into one.
+    pub naming: Option<Naming<'a>>,
 }
 
 /// A quarantine of `record` on its own, unchanged, refused for `why` at its location.
@@ -482,7 +555,9 @@ fn process_with(
 fn settle(done: &mut Converted, context: &WorkContext<'_>) {
     done.render_audit_line();
     if context.format == Format::Codex {
-        if context.dry_run {
+        // A conversation with versions may be given a session of its own by the collector
+        // ([`Converted::split`]), which rewrites its bytes: kept in a dry run too.
+        if context.dry_run && done.version.is_none() {
             done.release_bytes();
         } else {
             done.keep_exact();
@@ -555,6 +630,7 @@ fn read_and_convert(
             id,
             context.read.rules,
             context.format,
+            context.naming.as_ref(),
         );
         outcomes[first] = Some(match finished {
             Ok(mut done) => {
@@ -654,6 +730,8 @@ pub fn read_work(
     // `inputs` nor `repairs` (a work is often one record: these were allocations a record).
     let mut inputs = Vec::new();
     let mut repairs: Vec<usize> = Vec::new();
+    // Each parsed record's canonical digest (its identity when it has no id of its own).
+    let mut values: Vec<u128> = Vec::new();
     let mut fast = Vec::new();
     if reader.streams() && reader.granularity() == Granularity::File {
         // Each record parsed as the reader takes it, its `Value` let go before the next.
@@ -666,7 +744,11 @@ pub fn read_work(
                     return None;
                 }
                 match input_of(reader, record, index, None, repair, batch) {
-                    Ok(input) => {
+                    Ok((input, digest)) => {
+                        if digest != 0 {
+                            values.resize(work.records.len(), 0);
+                            values[index] = digest;
+                        }
                         if input.repairs > 0 {
                             repairs.resize(work.records.len(), 0);
                             repairs[index] = input.repairs;
@@ -685,7 +767,7 @@ pub fn read_work(
             None => FileRead::default(),
         };
         drop(each);
-        return claim(read, work, outcomes, &repairs);
+        return claim(read, work, outcomes, &repairs, &values);
     }
     for (index, (record, _)) in work.records.iter().enumerate() {
         if outcomes[index].is_some() {
@@ -709,7 +791,11 @@ pub fn read_work(
             None => None,
         };
         match input_of(reader, record, index, parsed, repair, batch) {
-            Ok(input) => {
+            Ok((input, digest)) => {
+                if digest != 0 {
+                    values.resize(work.records.len(), 0);
+                    values[index] = digest;
+                }
                 if input.repairs > 0 {
                     repairs.resize(work.records.len(), 0);
                     repairs[index] = input.repairs;
@@ -729,12 +815,13 @@ pub fn read_work(
         fast.append(&mut read.conversations);
         read.conversations = fast;
     }
-    claim(read, work, outcomes, &repairs)
+    claim(read, work, outcomes, &repairs, &values)
 }
 
 /// One record as a reader takes it: checked (size, damage) and parsed (unless `parsed`
 /// already is its `Value`; a Batch API request joined to its result; the raw bytes of a format
-/// whose records are not JSON), or why it cannot be.
+/// whose records are not JSON), or why it cannot be; with the canonical digest of the value
+/// parsed (its identity when it has no id of its own; 0 for raw bytes).
 fn input_of(
     reader: &dyn FormatReader,
     record: &RawRecord,
@@ -742,7 +829,7 @@ fn input_of(
     parsed: Option<serde_json::Value>,
     repair: bool,
     batch: &BatchIndex,
-) -> Result<InputRecord, Refusal> {
+) -> Result<(InputRecord, u128), Refusal> {
     if let Some(why) = too_large(record) {
         return Err(why);
     }
@@ -755,20 +842,26 @@ fn input_of(
     };
     match parsed {
         Ok((mut value, repaired)) => {
+            let digest = crate::model::identity::value_digest(&value);
             // A Batch API request gets its result read ahead (Anthropic Message Batches).
             batch.join(&mut value);
-            Ok(InputRecord {
+            let input = InputRecord {
                 value,
                 index,
                 repairs: repaired,
-            })
+            };
+            Ok((input, digest))
         }
         // A format whose records are not JSON (SSE `data:` lines) reads the raw bytes.
-        Err(_) if reader.detect(None, &record.bytes) => Ok(InputRecord {
-            value: serde_json::Value::String(String::from_utf8_lossy(&record.bytes).into()),
-            index,
-            repairs: 0,
-        }),
+        Err(_) if reader.detect(None, &record.bytes) => {
+            let value = serde_json::Value::String(String::from_utf8_lossy(&record.bytes).into());
+            let input = InputRecord {
+                value,
+                index,
+                repairs: 0,
+            };
+            Ok((input, 0))
+        }
         Err(err) => Err(Refusal::Input(err)),
     }
 }
@@ -781,6 +874,7 @@ fn claim(
     work: &Records,
     outcomes: &mut [Option<Outcome>],
     repairs: &[usize],
+    values: &[u128],
 ) -> Vec<ReadConversation> {
     for (index, err) in read.refused {
         if let Some(slot @ None) = outcomes.get_mut(index) {
@@ -811,6 +905,13 @@ fn claim(
             continue;
         }
         let mut transcript = conversation.transcript;
+        if transcript.meta.record_digest.is_none() {
+            transcript.meta.record_digest = indexes
+                .first()
+                .and_then(|&i| values.get(i))
+                .copied()
+                .filter(|&d| d != 0);
+        }
         transcript.meta.unicode_repairs = indexes
             .iter()
             .map(|&i| repairs.get(i).copied().unwrap_or(0))
@@ -857,6 +958,7 @@ pub fn process_bytes(
         sample: None,
         dry_run: false,
         baseline: false,
+        naming: None,
     };
     let mut grouped = FileRecords::new(0, from);
     let mut works = Vec::new();
@@ -1019,6 +1121,11 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         placed: None,
         records: 1,
         links: Links::default(),
+        version: None,
+        alias: None,
+        placement: crate::output::Placement::default(),
+        supersedes: None,
+        split_from: None,
         audit_line: None,
     }))
 }
@@ -1139,6 +1246,7 @@ pub(super) mod tests {
             sample: None,
             dry_run: false,
             baseline: false,
+            naming: None,
         }
     }
 

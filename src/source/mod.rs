@@ -9,6 +9,7 @@
 pub mod discover;
 pub mod elements;
 pub mod filter;
+pub mod nested;
 pub mod open;
 pub mod shard;
 pub mod split;

@@ -1052,4 +1052,35 @@ mod tests {
             assert_eq!(merged.get(field), Some(&twice(value)), "{field}");
         }
     }
+
+    fn carried(file: &str, quarantined: u64) -> CarriedFindings {
+        let mut findings = CarriedFindings::default();
+        findings.add(CarriedFile {
+            file: file.into(),
+            run: 1,
+            quarantined,
+            damaged: 0,
+            listed: Vec::new(),
+        });
+        findings
+    }
+
+    /// A shard's carried counts are summed like every other counter: a tampered one that
+    /// would wrap is refused, one that fits is added to its file.
+    #[test]
+    fn carried_findings_merge_with_checked_sums() {
+        let mut merged = carried("a.jsonl", 2);
+        merged.merge_from(&carried("a.jsonl", 3)).unwrap();
+        assert_eq!(merged.carried_quarantined, 5);
+        assert_eq!(merged.carried_files[0].quarantined, 5);
+        assert_eq!(
+            merged.merge_from(&carried("a.jsonl", u64::MAX)),
+            Err(Overflow)
+        );
+        assert_eq!(
+            merged.merge_from(&carried("b.jsonl", u64::MAX)),
+            Err(Overflow)
+        );
+        assert_eq!(merged.carried_quarantined, 5);
+    }
 }

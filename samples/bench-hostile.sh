@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Growth of time and memory on hostile inputs (issue 26, item 2: linear time in the input's
-# size for every reader and stage). Each case's input is built at N, 2N and 4N (python3,
-# zstd) and run through `rollover convert` (`audit` where the input holds N conversations,
-# so that creating N files is not what is timed) under /usr/bin/time; a table gives the
-# seconds and peak RSS at each size and the time ratio per doubling. A case is `ok` when both
-# ratios are <= 2.3 (linear is 2, quadratic 4); the script exits 1 when one is not.
-# The cases are the issue's (blank lines, plain and zstd; JSON arrays pretty and compact;
+# size for every reader and stage; issue 57: and linear memory). Each case's input is built at
+# N, 2N and 4N (python3, zstd) and run through `rollover convert` (`audit` where the input
+# holds N conversations, so that creating N files is not what is timed) under /usr/bin/time;
+# a table gives the seconds and peak RSS at each size and the ratios per doubling of both. A
+# case is `ok` when all four ratios are <= 2.3 (linear is 2, quadratic 4); the script exits 1
+# when one is not.
+# The cases are issue 26's (blank lines, plain and zstd; JSON arrays pretty and compact;
 # parallel calls, as tool messages and as one `tool_call_ids` list; a ChatGPT zip with 10
-# images a conversation; a Claude Code session; a Batch results file after blank lines)
-# and four more found with them (ShareGPT observations, Anthropic SSE blocks, server-tool
-# blocks of N types, requests that each start a conversation), and an OTLP export of N traces
-# in one JSON document (issue 61: streamed span by span, a trace held until its root span).
+# images a conversation; a Claude Code session; a Batch results file after blank lines),
+# four more found with them (ShareGPT observations, Anthropic SSE blocks, server-tool
+# blocks of N types, requests that each start a conversation), an OTLP export of N traces
+# in one JSON document (issue 61: streamed span by span, a trace held until its root span),
+# and issue 57's (a chain of N Responses entries linked by previous_response_id, written
+# oldest and newest first; a chatty Claude Code session of short lines; a ChatGPT
+# conversations.json on one line; a zip whose conversations.json holds N bytes of white
+# space).
 #
 # N doubles from the case's base until the faster of two runs takes MIN_SECONDS, so fixed
 # costs do not hide the growth. N, 2N and 4N then run in RUNS rounds, the fastest of each
@@ -34,7 +39,8 @@ cd "$(dirname "$0")/.."
 
 cases_all=(blank-lines blank-lines-zst pretty-array compact-array parallel-calls
   call-ids-list chatgpt-zip claude-code batch-blank sharegpt-calls anthropic-sse
-  block-types request-chains otlp-traces)
+  block-types request-chains otlp-traces chain-oldest chain-newest chatty-session
+  loose-export zip-whitespace)
 
 case "${1:-}" in
   --list) printf '%s\n' "${cases_all[@]}"; exit 0 ;;
@@ -272,6 +278,66 @@ elif case == "otlp-traces":
                      span("0000000000000001", "", 1, [])]
             f.write(("," if i else "") + ",".join(spans))
         f.write("]}]}]}\n")
+elif case in ("chain-oldest", "chain-newest"):
+    # N stored Responses objects, each continuing the one before by previous_response_id.
+    p = path("chain.jsonl")
+    order = range(n) if case == "chain-oldest" else range(n - 1, -1, -1)
+    with open(p, "w") as f:
+        for i in order:
+            e = {"object": "response", "id": f"resp_{i}", "status": "completed", "model": "gpt-5",
+                 "input": [{"role": "user", "content": f"step {i}"}],
+                 "output": [{"type": "message", "role": "assistant",
+                             "content": [{"type": "output_text", "text": f"done {i}"}]}]}
+            if i > 0:
+                e["previous_response_id"] = f"resp_{i - 1}"
+            f.write(json.dumps(e) + "\n")
+elif case == "chatty-session":
+    # A Claude Code session of N short lines (~280 bytes), user and assistant in turn.
+    p = path("chatty.jsonl")
+    sid = "11111111-2222-4333-8444-555555555555"
+    with open(p, "w") as f:
+        parent = None
+        for i in range(n):
+            uuid = f"{i:08d}-aaaa-4bbb-8ccc-dddddddddddd"
+            if i % 2 == 0:
+                message = {"role": "user", "content": f"go on {i}"}
+            else:
+                message = {"id": f"msg_{i}", "type": "message", "role": "assistant",
+                           "model": "claude-opus-4-6", "content": [{"type": "text", "text": f"done {i}"}]}
+            f.write(json.dumps({"parentUuid": parent, "isSidechain": False, "cwd": "/home/me/proj",
+                                "sessionId": sid, "version": "2.1.38",
+                                "type": "user" if i % 2 == 0 else "assistant", "message": message,
+                                "uuid": uuid, "timestamp": "2026-02-10T10:00:00.000Z"}) + "\n")
+            parent = uuid
+elif case == "loose-export":
+    # A ChatGPT conversations.json of N conversations on one line, as the export writes it.
+    p = path("conversations.json")
+    with open(p, "w") as f:
+        f.write("[")
+        for i in range(n):
+            user = {"author": {"role": "user"}, "create_time": 1.7e9,
+                    "content": {"content_type": "text", "parts": [f"question {i}"]}}
+            reply = {"author": {"role": "assistant"}, "create_time": 1.7e9,
+                     "content": {"content_type": "text", "parts": ["answer"]}}
+            mapping = {"root": {"id": "root", "parent": None, "children": ["u"], "message": None},
+                       "u": {"id": "u", "parent": "root", "children": ["a"], "message": user},
+                       "a": {"id": "a", "parent": "u", "children": [], "message": reply}}
+            f.write(("," if i else "") + json.dumps({"id": f"conv-{i}", "title": f"c{i}",
+                    "create_time": 1.7e9, "current_node": "a", "mapping": mapping}))
+        f.write("]\n")
+elif case == "zip-whitespace":
+    # An export zip whose conversations.json is one object holding N bytes of white space.
+    p = path("export.zip")
+    with zipfile.ZipFile(p, "w") as z:
+        info = zipfile.ZipInfo("conversations.json")
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with z.open(info, "w", force_zip64=True) as f:
+            f.write(b'[{"id": "w", "mapping": {')
+            block = b" " * (1 << 20)
+            for _ in range(n >> 20):
+                f.write(block)
+            f.write(b" " * (n & ((1 << 20) - 1)))
+            f.write(b"}}]")
 else:
     sys.exit(f"no case {case}")
 print(p)
@@ -289,6 +355,10 @@ base_of() {
     claude-code) echo "32768 4194304 convert" ;;
     request-chains) echo "1024 262144 audit" ;;
     otlp-traces) echo "2048 4194304 audit" ;;
+    chain-oldest|chain-newest) echo "2048 1048576 audit" ;;
+    chatty-session) echo "32768 8388608 audit" ;;
+    loose-export) echo "4096 1048576 audit" ;;
+    zip-whitespace) echo "16777216 4294967296 audit" ;;
   esac
 }
 
@@ -329,10 +399,10 @@ over() { awk -v r="$1" -v l="$2" 'BEGIN { exit !(r > l) }'; }
 
 echo "rollover: $bin"
 echo "clock: $clock seconds, best of $runs (up to $((runs + extra)) for a ratio in doubt); N doubled until a run takes ${min_seconds} s;"
-echo "a run may take ${timeout_s} s and ${mem_cap} of address space; ok: both ratios <= $limit"
+echo "a run may take ${timeout_s} s and ${mem_cap} of address space; ok: the ratios of time and of memory <= $limit"
 echo
-printf '%-16s %-7s %9s %7s %7s %7s %7s %7s %7s %6s %6s  %s\n' \
-  case run N s@N s@2N s@4N rss@N rss@2N rss@4N 2N/N 4N/2N verdict
+printf '%-16s %-7s %10s %7s %7s %7s %7s %7s %7s %6s %6s %6s %6s  %s\n' \
+  case run N s@N s@2N s@4N rss@N rss@2N rss@4N 2N/N 4N/2N m2N/N m4N/2N verdict
 failed=0
 started=$SECONDS
 for c in "${cases[@]}"; do
@@ -394,7 +464,7 @@ for c in "${cases[@]}"; do
     done
   done
   for k in 0 1 2; do rm -rf "$work/$c-${sizes[k]}"; done
-  q1=- q2=- verdict=ok
+  q1=- q2=- m1=- m2=- verdict=ok
   for k in 0 1 2; do
     if [ "${state[k]}" != ok ]; then
       best[k]=- rss_of[k]=0
@@ -403,13 +473,20 @@ for c in "${cases[@]}"; do
   done
   [ "${state[1]}" = ok ] && q1=$(ratio "${best[0]}" "${best[1]}")
   [ "${state[2]}" = ok ] && q2=$(ratio "${best[1]}" "${best[2]}")
+  # Memory per doubling, as time: peak RSS (kB), the largest of the runs at each size.
+  [ "${state[1]}" = ok ] && m1=$(ratio "${rss_of[0]}" "${rss_of[1]}")
+  [ "${state[2]}" = ok ] && m2=$(ratio "${rss_of[1]}" "${rss_of[2]}")
   if [ "$verdict" = ok ] && { over "$q1" "$limit" || over "$q2" "$limit"; }; then
     verdict=FAIL
   fi
+  if [ "$verdict" = ok ] && { over "$m1" "$limit" || over "$m2" "$limit"; }; then
+    verdict="FAIL (memory)"
+  fi
   [ "$verdict" != ok ] && failed=1
-  printf '%-16s %-7s %9s %7s %7s %7s %7s %7s %7s %6s %6s  %s\n' \
+  printf '%-16s %-7s %10s %7s %7s %7s %7s %7s %7s %6s %6s %6s %6s  %s\n' \
     "$c" "$cmd" "$n" "${best[0]}" "${best[1]}" "${best[2]}" \
-    "$(mb "${rss_of[0]}")" "$(mb "${rss_of[1]}")" "$(mb "${rss_of[2]}")" "$q1" "$q2" "$verdict"
+    "$(mb "${rss_of[0]}")" "$(mb "${rss_of[1]}")" "$(mb "${rss_of[2]}")" "$q1" "$q2" "$m1" "$m2" \
+    "$verdict"
 done
 echo
 echo "$((SECONDS - started)) s"

@@ -387,6 +387,13 @@ pub struct ConvertArgs {
     /// add up to more than this: such a file is held whole while it is read (e.g. 1GiB, 64MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
     pub max_conversation_bytes: u64,
+    /// The memory the whole run may hold for work read whole (Claude Code sessions, API logs
+    /// grouped by chain, JSON documents) and for records of 1 MiB or more, whatever --jobs:
+    /// such work waits for earlier work to be written when it does not fit, and a file that
+    /// could never fit is refused (marked damaged, the reason naming this flag). Default: half
+    /// the machine's memory, or of its cgroup's limit when lower (e.g. 4GiB, 512MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory: Option<u64>,
     /// Benchmark baseline (samples/bench.sh): parse and re-serialise each record, no conversion.
     #[arg(long, hide = true)]
     pub baseline: bool,
@@ -472,6 +479,10 @@ pub struct ValidateArgs {
     /// Violations to print per file (text output).
     #[arg(long, default_value_t = 10)]
     pub max_per_file: usize,
+    /// A rollout line longer than this is a violation and is not read: it is skipped without
+    /// being loaded, so memory stays bound by this (e.g. 256MiB, 64KiB, 1000000).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    pub max_record_bytes: u64,
 }
 
 #[derive(Debug, Args)]

@@ -85,7 +85,11 @@ fn main() {
                     json_error(exit, &format!("{err:#}"))
                 );
             }
-            eprintln!("rollover: {err:#}");
+            // A path or a reason from the input, shown as the summary shows it.
+            eprintln!(
+                "rollover: {}",
+                rollover::audit::report::visible_lines(&format!("{err:#}"))
+            );
             std::process::exit(exit.code());
         }
     }

@@ -7,6 +7,8 @@
 // Hostile archives (issue 26): bounded memory, signals in every long loop, and reads that
 // stay inside the input tree.
 mod hostile;
+// Round two (issue 57): chains, the memory budget, the last unbounded paths.
+mod hostile_two;
 mod outside;
 
 use std::io::Write;

@@ -207,7 +207,10 @@ struct Row2 {
 }
 
 /// Text from the input (a file name, a reason, an excerpt) with its control characters made
-/// visible (`\n`, `\u{1b}`), so it stays on its line and sends nothing to a terminal.
+/// visible (`\n`, `\u{1b}`), so it stays on its line and sends nothing to a terminal; so are
+/// the characters that reorder or break a line as shown (bidirectional overrides and
+/// isolates such as U+202E, the line and paragraph separators), which would make a line
+/// read as something it does not say.
 pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -215,9 +218,39 @@ pub fn visible(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if c.is_control() || reorders(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
+    }
+    out
+}
+
+/// Bidirectional formatting characters (marks, embeddings, overrides, isolates) and the
+/// Unicode line and paragraph separators.
+fn reorders(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// `value` as JSON to embed in an HTML page (a `<script type="application/json">` element):
+/// every `<` written `\u003c`, so that nothing in it (`</script>`, `<!--<script>`) can end the
+/// element or change how the page parses it. `<` only occurs inside JSON strings, where the
+/// escape reads back as the same character.
+pub fn json_in_html(value: &serde_json::Value) -> String {
+    value.to_string().replace('<', "\\u003c")
+}
+
+/// [`visible`] line by line: text a command prints for a terminal, its own line breaks kept.
+pub fn visible_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&visible(line));
     }
     out
 }

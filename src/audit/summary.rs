@@ -162,6 +162,10 @@ pub struct ShardReport {
     /// How many of `unreadable` the walk found (every shard walks every input: the merge
     /// counts those once); the rest are this shard's own files.
     pub walk_unreadable: usize,
+    /// The fingerprint of the inputs the shard walked (every file's key, size and time, in
+    /// order): shards of one run agree on it, and `report merge` refuses those that do not.
+    #[serde(default)]
+    pub inputs: String,
 }
 
 /// The whole run, as written to `rollover/summary.json` and printed at the end.
@@ -465,35 +469,47 @@ impl Summary {
 /// one named but not merged is an unused variable, denied in this module. Fields that are
 /// not sums say so with `_` and why.
 pub trait Merge {
-    fn merge_from(&mut self, other: &Self);
+    /// Fails, leaving `self` in part merged, when a sum would not fit: counters read back
+    /// from files (a tampered shard's) are added with checked arithmetic, never wrapped.
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow>;
 }
 
+/// A sum of counters that does not fit in 64 bits: one of the parts added is not a real count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a counter does not fit in 64 bits once added up: a shard's report holds a count no run makes"
+)]
+pub struct Overflow;
+
 impl Merge for u64 {
-    fn merge_from(&mut self, other: &u64) {
-        *self += other;
+    fn merge_from(&mut self, other: &u64) -> Result<(), Overflow> {
+        *self = self.checked_add(*other).ok_or(Overflow)?;
+        Ok(())
     }
 }
 
 /// Counts by key (and counts by key by key): added key by key.
 impl<V: Merge + Default> Merge for BTreeMap<String, V> {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         for (key, value) in other {
-            self.entry(key.clone()).or_default().merge_from(value);
+            self.entry(key.clone()).or_default().merge_from(value)?;
         }
+        Ok(())
     }
 }
 
 /// A list whose order is the shards' (not the walk's): the other's entries after these.
 impl<T: Clone> Merge for Vec<T> {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         self.extend(other.iter().cloned());
+        Ok(())
     }
 }
 
 impl Merge for Summary {
     /// The parts that are the same in every shard, or the merged run's own, are left as they
     /// are: the caller sets them.
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let Summary {
             // The same in every shard (`report merge` checks): the first shard's.
             setup: _,
@@ -522,23 +538,24 @@ impl Merge for Summary {
             shard: _,
             merged_shards: _,
         } = other;
-        self.totals.merge_from(totals);
-        self.breakdown.merge_from(breakdown);
-        self.text.merge_from(text);
-        self.home.merge_from(home);
-        self.read_again.merge_from(read_again);
-        self.carried.merge_from(carried);
-        self.reading.merge_from(reading);
+        self.totals.merge_from(totals)?;
+        self.breakdown.merge_from(breakdown)?;
+        self.text.merge_from(text)?;
+        self.home.merge_from(home)?;
+        self.read_again.merge_from(read_again)?;
+        self.carried.merge_from(carried)?;
+        self.reading.merge_from(reading)?;
         self.temporary_files_removed
-            .merge_from(temporary_files_removed);
-        self.decisions.merge_from(decisions);
-        self.records_not_sampled.merge_from(records_not_sampled);
-        self.output_bytes.merge_from(output_bytes);
+            .merge_from(temporary_files_removed)?;
+        self.decisions.merge_from(decisions)?;
+        self.records_not_sampled.merge_from(records_not_sampled)?;
+        self.output_bytes.merge_from(output_bytes)?;
+        Ok(())
     }
 }
 
 impl Merge for Totals {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let Totals {
             files,
             bytes_on_disk,
@@ -549,19 +566,20 @@ impl Merge for Totals {
             quarantined,
             joined,
         } = other;
-        self.files.merge_from(files);
-        self.bytes_on_disk.merge_from(bytes_on_disk);
-        self.bytes_read.merge_from(bytes_read);
-        self.records.merge_from(records);
-        self.blank_lines.merge_from(blank_lines);
-        self.converted.merge_from(converted);
-        self.quarantined.merge_from(quarantined);
-        self.joined.merge_from(joined);
+        self.files.merge_from(files)?;
+        self.bytes_on_disk.merge_from(bytes_on_disk)?;
+        self.bytes_read.merge_from(bytes_read)?;
+        self.records.merge_from(records)?;
+        self.blank_lines.merge_from(blank_lines)?;
+        self.converted.merge_from(converted)?;
+        self.quarantined.merge_from(quarantined)?;
+        self.joined.merge_from(joined)?;
+        Ok(())
     }
 }
 
 impl Merge for Breakdown {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let Breakdown {
             quarantine_reasons,
             // In the walk's order: the caller puts the shards' back by their segments.
@@ -573,18 +591,19 @@ impl Merge for Breakdown {
             actions,
             violations,
         } = other;
-        self.quarantine_reasons.merge_from(quarantine_reasons);
-        self.items.merge_from(items);
-        self.events.merge_from(events);
-        self.phases.merge_from(phases);
-        self.rules_fired.merge_from(rules_fired);
-        self.actions.merge_from(actions);
-        self.violations.merge_from(violations);
+        self.quarantine_reasons.merge_from(quarantine_reasons)?;
+        self.items.merge_from(items)?;
+        self.events.merge_from(events)?;
+        self.phases.merge_from(phases)?;
+        self.rules_fired.merge_from(rules_fired)?;
+        self.actions.merge_from(actions)?;
+        self.violations.merge_from(violations)?;
+        Ok(())
     }
 }
 
 impl Merge for TextCounts {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let TextCounts {
             text_bytes_in,
             text_bytes_out,
@@ -592,16 +611,17 @@ impl Merge for TextCounts {
             text_bytes_added,
             ignored_fields,
         } = other;
-        self.text_bytes_in.merge_from(text_bytes_in);
-        self.text_bytes_out.merge_from(text_bytes_out);
-        self.text_bytes_dropped.merge_from(text_bytes_dropped);
-        self.text_bytes_added.merge_from(text_bytes_added);
-        self.ignored_fields.merge_from(ignored_fields);
+        self.text_bytes_in.merge_from(text_bytes_in)?;
+        self.text_bytes_out.merge_from(text_bytes_out)?;
+        self.text_bytes_dropped.merge_from(text_bytes_dropped)?;
+        self.text_bytes_added.merge_from(text_bytes_added)?;
+        self.ignored_fields.merge_from(ignored_fields)?;
+        Ok(())
     }
 }
 
 impl Merge for HomeChanges {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let HomeChanges {
             files_unchanged,
             files_done,
@@ -625,31 +645,32 @@ impl Merge for HomeChanges {
             copies_kept,
             prune_refused,
         } = other;
-        self.files_unchanged.merge_from(files_unchanged);
-        self.files_done.merge_from(files_done);
-        self.rollouts_unchanged.merge_from(rollouts_unchanged);
-        self.rollouts_removed.merge_from(rollouts_removed);
-        self.sessions_new.merge_from(sessions_new);
-        self.sessions_updated.merge_from(sessions_updated);
-        self.sessions_withheld.merge_from(sessions_withheld);
-        self.sessions_duplicate.merge_from(sessions_duplicate);
-        self.sessions_left.merge_from(sessions_left);
-        self.sessions_pruned.merge_from(sessions_pruned);
-        self.sessions_not_pruned.merge_from(sessions_not_pruned);
+        self.files_unchanged.merge_from(files_unchanged)?;
+        self.files_done.merge_from(files_done)?;
+        self.rollouts_unchanged.merge_from(rollouts_unchanged)?;
+        self.rollouts_removed.merge_from(rollouts_removed)?;
+        self.sessions_new.merge_from(sessions_new)?;
+        self.sessions_updated.merge_from(sessions_updated)?;
+        self.sessions_withheld.merge_from(sessions_withheld)?;
+        self.sessions_duplicate.merge_from(sessions_duplicate)?;
+        self.sessions_left.merge_from(sessions_left)?;
+        self.sessions_pruned.merge_from(sessions_pruned)?;
+        self.sessions_not_pruned.merge_from(sessions_not_pruned)?;
         self.prune |= prune;
-        self.sessions_older.merge_from(sessions_older);
-        self.sessions_conflict.merge_from(sessions_conflict);
-        self.sessions_split.merge_from(sessions_split);
-        self.sessions_busy.merge_from(sessions_busy);
-        self.copies_kept.merge_from(copies_kept);
+        self.sessions_older.merge_from(sessions_older)?;
+        self.sessions_conflict.merge_from(sessions_conflict)?;
+        self.sessions_split.merge_from(sessions_split)?;
+        self.sessions_busy.merge_from(sessions_busy)?;
+        self.copies_kept.merge_from(copies_kept)?;
         if self.prune_refused.is_none() {
             self.prune_refused.clone_from(prune_refused);
         }
+        Ok(())
     }
 }
 
 impl Merge for CarriedFindings {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let CarriedFindings {
             carried_records,
             // Added up by `add`, with the files.
@@ -657,36 +678,50 @@ impl Merge for CarriedFindings {
             carried_damaged: _,
             carried_files,
         } = other;
-        self.carried_records.merge_from(carried_records);
+        self.carried_records.merge_from(carried_records)?;
         for file in carried_files {
+            // `add` sums unchecked: a tampered shard's counts are checked first.
+            let there = self.carried_files.iter().find(|f| f.file == file.file);
+            let fits = |a: u64, b: u64| a.checked_add(b).is_some();
+            let fit = fits(self.carried_quarantined, file.quarantined)
+                && fits(self.carried_damaged, file.damaged)
+                && there.is_none_or(|t| {
+                    fits(t.quarantined, file.quarantined) && fits(t.damaged, file.damaged)
+                });
+            if !fit {
+                return Err(Overflow);
+            }
             self.add(file.clone());
         }
+        Ok(())
     }
 }
 
 impl Merge for ReadAgain {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let ReadAgain {
             settings_changed,
             files_pending,
         } = other;
-        self.settings_changed.merge_from(settings_changed);
-        self.files_pending.merge_from(files_pending);
+        self.settings_changed.merge_from(settings_changed)?;
+        self.files_pending.merge_from(files_pending)?;
+        Ok(())
     }
 }
 
 impl Merge for Reading {
-    fn merge_from(&mut self, other: &Self) {
+    fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let Reading {
             messages_by_shape,
             formats,
             records_merged,
             records_dropped,
         } = other;
-        self.messages_by_shape.merge_from(messages_by_shape);
-        self.formats.merge_from(formats);
-        self.records_merged.merge_from(records_merged);
-        self.records_dropped.merge_from(records_dropped);
+        self.messages_by_shape.merge_from(messages_by_shape)?;
+        self.formats.merge_from(formats)?;
+        self.records_merged.merge_from(records_merged)?;
+        self.records_dropped.merge_from(records_dropped)?;
+        Ok(())
     }
 }
 
@@ -915,7 +950,8 @@ mod tests {
     "format": "codex",
     "max_quarantine_rate": 0.0,
     "report_text": false,
-    "walk_unreadable": 1
+    "walk_unreadable": 1,
+    "inputs": "0123456789abcdef0123456789abcdef"
   },
   "merged_shards": 2
 }"#;
@@ -930,6 +966,21 @@ mod tests {
         assert_eq!(written, EVERY_FIELD);
     }
 
+    /// Counters read back from shards are added with checked arithmetic: a sum that would
+    /// wrap (a tampered shard) is an error, not a small number.
+    #[test]
+    fn a_sum_that_would_wrap_is_refused() {
+        let mut merged = Summary::default();
+        merged.totals.records = u64::MAX;
+        let mut shard = Summary::default();
+        shard.totals.records = 1;
+        assert_eq!(merged.merge_from(&shard), Err(Overflow));
+        let mut counts = BTreeMap::from([("a".to_string(), u64::MAX - 1)]);
+        let more = BTreeMap::from([("a".to_string(), 1u64)]);
+        assert_eq!(counts.merge_from(&more), Ok(()));
+        assert_eq!(counts.merge_from(&more), Err(Overflow));
+    }
+
     /// What `report merge` does with each field of a shard's summary, checked from the JSON so
     /// that a new field is checked too: a number (in a map too) is added up, a list whose order
     /// is the shards' is joined; what is the same in every shard, in the walk's order, or the
@@ -938,8 +989,8 @@ mod tests {
     fn merging_a_shard_twice_adds_every_counter_twice() {
         let shard = every_field();
         let mut merged = Summary::default();
-        merged.merge_from(&shard);
-        merged.merge_from(&shard);
+        merged.merge_from(&shard).unwrap();
+        merged.merge_from(&shard).unwrap();
         let left_to_the_caller = [
             "schema_version",
             "rules",
@@ -1000,5 +1051,36 @@ mod tests {
             }
             assert_eq!(merged.get(field), Some(&twice(value)), "{field}");
         }
+    }
+
+    fn carried(file: &str, quarantined: u64) -> CarriedFindings {
+        let mut findings = CarriedFindings::default();
+        findings.add(CarriedFile {
+            file: file.into(),
+            run: 1,
+            quarantined,
+            damaged: 0,
+            listed: Vec::new(),
+        });
+        findings
+    }
+
+    /// A shard's carried counts are summed like every other counter: a tampered one that
+    /// would wrap is refused, one that fits is added to its file.
+    #[test]
+    fn carried_findings_merge_with_checked_sums() {
+        let mut merged = carried("a.jsonl", 2);
+        merged.merge_from(&carried("a.jsonl", 3)).unwrap();
+        assert_eq!(merged.carried_quarantined, 5);
+        assert_eq!(merged.carried_files[0].quarantined, 5);
+        assert_eq!(
+            merged.merge_from(&carried("a.jsonl", u64::MAX)),
+            Err(Overflow)
+        );
+        assert_eq!(
+            merged.merge_from(&carried("b.jsonl", u64::MAX)),
+            Err(Overflow)
+        );
+        assert_eq!(merged.carried_quarantined, 5);
     }
 }

@@ -141,6 +141,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         split_bytes: args.split_bytes,
         max_record_bytes: args.max_record_bytes,
         max_conversation_bytes: args.max_conversation_bytes,
+        memory: args.memory.unwrap_or_else(pipeline::budget::default_memory),
         prune: args.prune,
         max_prune: match &args.max_prune {
             Some(text) => text

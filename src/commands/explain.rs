@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::audit::report::{visible, visible_lines};
 use crate::audit::{Action, Decision};
 use crate::cli::ExplainArgs;
 use crate::commands::convert::load_rules;
@@ -113,11 +114,16 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&json!(explained))?)?;
     } else {
-        out!("{}", explained.text())?;
+        // What the input named (a path, a role, a reason) goes to a terminal as the summary
+        // shows it: control and bidi characters escaped.
+        out!("{}", visible_lines(&explained.text()))?;
         if let Some(written) = mismatch {
             outln!(
-                "note: convert wrote this record as session {written}; read again now it gives {} (the file, the rules or the options changed since)",
-                explained.session_id
+                "{}",
+                visible(&format!(
+                    "note: convert wrote this record as session {written}; read again now it gives {} (the file, the rules or the options changed since)",
+                    explained.session_id
+                ))
             )?;
         }
     }

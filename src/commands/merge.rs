@@ -8,7 +8,11 @@
 //! open file per shard, since each shard's lines are already in that order), report.md
 //! and report.html rendered from the merged numbers. Fails (exit 2), naming each shard and the
 //! command to run, when a shard is missing or did not finish, or when the shards disagree on
-//! the rules, the options that change the output, or rollover's version.
+//! the rules, the options that change the output, rollover's version, or the inputs they walked.
+//!
+//! A shard's files are read as what they claim to be, never more: no file or folder is
+//! followed through a symlink, each JSON file is read up to a size cap, report lines are
+//! copied without being held whole, and counters are added with checked arithmetic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -62,7 +66,7 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
         );
     }
     check_same(&runs)?;
-    let merged = merge(&runs);
+    let merged = merge(&runs)?;
     let home = Home::new(&args.out);
     let wait = args.wait.unwrap_or_default();
     let stop = std::sync::atomic::AtomicUsize::new(0);
@@ -158,15 +162,24 @@ fn load(shards_dir: &Path, shard: Shard) -> Result<ShardRun, String> {
         ));
     };
     let folder = runs.join(format!("{last:04}"));
-    let read = |name: &str| -> Result<String, String> {
-        std::fs::read_to_string(folder.join(name)).map_err(|e| {
-            format!(
-                "shard {shard} did not finish: its last run, {}, has no readable {name} ({e}; killed, or still running?)",
-                folder.display()
-            )
+    for dir in [&state, &runs, &folder] {
+        if let Err(e) = real_folder(dir) {
+            return Err(format!("shard {shard}: {} {e}", dir.display()));
+        }
+    }
+    let read = |name: &str, cap: u64| -> Result<String, String> {
+        read_capped(&folder.join(name), cap).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "shard {shard} did not finish: its last run, {}, has no readable {name} ({e}; killed, or still running?)",
+                    folder.display()
+                )
+            } else {
+                format!("shard {shard}: {}: {e}", folder.join(name).display())
+            }
         })
     };
-    let summary: Summary = serde_json::from_str(&read("summary.json")?).map_err(|e| {
+    let summary: Summary = serde_json::from_str(&read("summary.json", JSON_CAP)?).map_err(|e| {
         format!(
             "shard {shard}: {} is not a summary this rollover reads ({e})",
             folder.join("summary.json").display()
@@ -197,18 +210,29 @@ fn load(shards_dir: &Path, shard: Shard) -> Result<ShardRun, String> {
             ))
         }
     };
-    let index: ShardIndex = serde_json::from_str(&read(SHARD_INDEX)?)
+    let index: ShardIndex = serde_json::from_str(&read(SHARD_INDEX, JSON_CAP)?)
         .map_err(|e| format!("shard {shard}: {SHARD_INDEX} does not parse ({e})"))?;
     for name in LINE_FILES {
-        if !folder.join(name).is_file() {
+        if let Err(e) = open_regular(&folder.join(name)) {
             return Err(format!(
-                "shard {shard} did not finish: its last run, {}, has no {name}",
+                "shard {shard} did not finish: its last run, {}, has no {name} ({e})",
                 folder.display()
             ));
         }
     }
-    let seconds = read("timing.json")
-        .ok()
+    // The time is optional (a shard without it adds none); a timing.json that is not a
+    // plain file of a few numbers is not.
+    let timing = match read_capped(&folder.join("timing.json"), TIMING_CAP) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(format!(
+                "shard {shard}: {}: {e}",
+                folder.join("timing.json").display()
+            ))
+        }
+    };
+    let seconds = timing
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|t| t["seconds"].as_f64())
         .unwrap_or(0.0);
@@ -248,6 +272,7 @@ fn check_same(runs: &[ShardRun]) -> Result<()> {
                 "rollover version",
                 ra.rollover_version != rb.rollover_version,
             ),
+            ("inputs (files, sizes or times)", ra.inputs != rb.inputs),
             ("--split-bytes", ra.split_bytes != rb.split_bytes),
             ("--format", ra.format != rb.format),
             ("--dry-run", a.setup.dry_run != b.setup.dry_run),
@@ -290,7 +315,7 @@ struct Merged {
     seconds: f64,
 }
 
-fn merge(runs: &[ShardRun]) -> Merged {
+fn merge(runs: &[ShardRun]) -> Result<Merged> {
     let first = &runs[0];
     // The setup is the same in every shard (checked), and so are the walk's findings (each
     // walks every input): shard 0's, with only the unreadable files the walk found.
@@ -310,7 +335,9 @@ fn merge(runs: &[ShardRun]) -> Merged {
         ..Summary::default()
     };
     for run in runs {
-        summary.merge_from(&run.summary);
+        summary
+            .merge_from(&run.summary)
+            .with_context(|| format!("merging shard {} ({})", run.shard, run.folder.display()))?;
         // The files of its own that a shard could not read.
         let own = run
             .report
@@ -331,11 +358,17 @@ fn merge(runs: &[ShardRun]) -> Merged {
                 file: file.stats.file.clone(),
                 ..FileStats::default()
             });
-            total.records += file.stats.records;
-            total.converted += file.stats.converted;
-            total.quarantined += file.stats.quarantined;
-            total.repairs += file.stats.repairs;
-            total.output_bytes += file.stats.output_bytes;
+            let sums = [
+                (&mut total.records, file.stats.records),
+                (&mut total.converted, file.stats.converted),
+                (&mut total.quarantined, file.stats.quarantined),
+                (&mut total.repairs, file.stats.repairs),
+                (&mut total.output_bytes, file.stats.output_bytes),
+            ];
+            for (sum, more) in sums {
+                sum.merge_from(&more)
+                    .with_context(|| format!("shard {}: the counts of {}", run.shard, file.key))?;
+            }
         }
     }
 
@@ -355,7 +388,9 @@ fn merge(runs: &[ShardRun]) -> Merged {
             ];
             segments.push(((segment.file, segment.range, n), at, counts));
             for (position, count) in at.iter_mut().zip(counts) {
-                *position += count;
+                position.merge_from(&count).with_context(|| {
+                    format!("shard {}: the segments of {SHARD_INDEX}", run.shard)
+                })?;
             }
         }
     }
@@ -364,9 +399,11 @@ fn merge(runs: &[ShardRun]) -> Merged {
     let mut excerpts: Vec<Excerpt> = Vec::new();
     for ((_, _, n), at, counts) in &segments {
         let run = &runs[*n];
+        // Out of range (a count no list holds) is an empty slice: `get` below.
         let slice = |list: usize| {
-            let start = at[list] as usize;
-            start..start + counts[list] as usize
+            let start = usize::try_from(at[list]).unwrap_or(usize::MAX);
+            let count = usize::try_from(counts[list]).unwrap_or(usize::MAX);
+            start..start.saturating_add(count)
         };
         lines.push((*n, [counts[0], counts[1]]));
         let s = &run.summary;
@@ -406,7 +443,7 @@ fn merge(runs: &[ShardRun]) -> Merged {
     // A shard's excerpts are its first ones, so the first of all are among them.
     excerpts.truncate(EXCERPTS);
     let seconds = runs.iter().map(|r| r.seconds).fold(0.0, f64::max);
-    Merged {
+    Ok(Merged {
         summary,
         lines,
         files: files.into_values().collect(),
@@ -419,7 +456,7 @@ fn merge(runs: &[ShardRun]) -> Merged {
             convert_seconds: seconds,
         },
         seconds,
-    }
+    })
 }
 
 /// Writes the merged run as the home's next run folder; returns its summary.
@@ -437,23 +474,20 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
         let mut sources = Vec::new();
         for run in runs {
             let path = run.folder.join(name);
-            let file = File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+            let file =
+                open_regular(&path).with_context(|| format!("reading {}", path.display()))?;
             sources.push((path, BufReader::new(file)));
         }
         let mut out = BufWriter::new(home.create_run_file(name)?);
-        let mut line = Vec::new();
         for (n, counts) in &lines {
             let (path, source) = &mut sources[*n];
             for _ in 0..counts[list] {
-                line.clear();
-                source.read_until(b'\n', &mut line)?;
-                if !line.ends_with(b"\n") {
+                if !copy_line(source, &mut out)? {
                     bail!(
                         "{} ends before the lines its {SHARD_INDEX} counts: the shard's run is incomplete; run the shard again",
                         path.display()
                     );
                 }
-                out.write_all(&line)?;
             }
         }
         for (path, source) in &mut sources {
@@ -481,4 +515,93 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
     home.write_run_file_atomic("summary.json", &bytes)?;
     home.mark_latest()?;
     Ok(summary)
+}
+
+/// The most a shard's `summary.json` or shard index may hold: far more than a run writes
+/// (a million input files' entries), far less than a file that never ends (`/dev/zero`).
+const JSON_CAP: u64 = 1 << 30;
+/// The most a shard's `timing.json` may hold (a few numbers).
+const TIMING_CAP: u64 = 1 << 20;
+
+/// `path` if it is a folder itself, not a symlink to one.
+fn real_folder(path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        return Err(std::io::Error::other(
+            "is a symlink: a shard's folders are never followed",
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(std::io::Error::other("is not a folder"));
+    }
+    Ok(())
+}
+
+/// Opens `path` if it is a regular file itself, not a symlink (to `/dev/zero`, or another
+/// run's report) nor a device or a pipe: the file opened is checked to be the one looked at.
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::MetadataExt;
+    let looked = std::fs::symlink_metadata(path)?;
+    if looked.file_type().is_symlink() {
+        return Err(std::io::Error::other(
+            "is a symlink: a shard's files are read only as they are",
+        ));
+    }
+    if !looked.is_file() {
+        return Err(std::io::Error::other("is not a regular file"));
+    }
+    let file = File::open(path)?;
+    let opened = file.metadata()?;
+    if (opened.dev(), opened.ino()) != (looked.dev(), looked.ino()) || !opened.is_file() {
+        return Err(std::io::Error::other("changed while it was opened"));
+    }
+    Ok(file)
+}
+
+/// The text of a shard's file at `path` (a regular file, [`open_regular`]) of at most `cap`
+/// bytes; a longer one is refused unread.
+fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = open_regular(path)?;
+    let size = file.metadata()?.len();
+    if size > cap {
+        return Err(std::io::Error::other(format!(
+            "is {size} bytes, more than a shard's run writes there ({cap}): not read"
+        )));
+    }
+    let mut text = String::new();
+    file.take(cap.saturating_add(1)).read_to_string(&mut text)?;
+    if text.len() as u64 > cap {
+        return Err(std::io::Error::other(format!(
+            "holds more than a shard's run writes there ({cap} bytes): not read"
+        )));
+    }
+    Ok(text)
+}
+
+/// Copies one line (its `\n` included) from `source` to `out` a buffer at a time, never
+/// holding it whole; false when the source ends before the line does.
+fn copy_line(source: &mut impl BufRead, out: &mut impl Write) -> std::io::Result<bool> {
+    loop {
+        let buf = match source.fill_buf() {
+            Ok(buf) => buf,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(at) => {
+                out.write_all(&buf[..=at])?;
+                source.consume(at + 1);
+                return Ok(true);
+            }
+            None => {
+                let n = buf.len();
+                out.write_all(buf)?;
+                source.consume(n);
+            }
+        }
+    }
 }

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::audit::report::visible;
 use crate::cli::ReportDiffArgs;
 use crate::commands::ui::group;
 use crate::commands::{json_with_exit, outln, Exit};
@@ -145,7 +146,8 @@ pub fn diff(args: &ReportDiffArgs) -> Result<Exit> {
         outln!("{title}:")?;
         for Moved { key, before, after } in rows {
             outln!(
-                "  {key}: {} -> {} ({}{})",
+                "  {}: {} -> {} ({}{})",
+                visible(key),
                 group_signed(*before),
                 group_signed(*after),
                 if after >= before { "+" } else { "-" },
@@ -164,7 +166,7 @@ pub fn diff(args: &ReportDiffArgs) -> Result<Exit> {
         }
         outln!("{title}: {}", group(list.len() as u64))?;
         for at in list.iter().take(args.max_listed) {
-            outln!("  {at}")?;
+            outln!("  {}", visible(at))?;
         }
         if list.len() > args.max_listed {
             outln!(

@@ -313,7 +313,7 @@ fn pages_of_source(
         .collect()
 }
 
-/// The page's facts as JSON for tools (`</` escaped, so it cannot end its script element).
+/// The page's facts as JSON for tools, escaped for the script element that holds it.
 fn page_json(page: &ReviewPage, chosen: &Chosen, decisions: Value) -> String {
     let json = serde_json::json!({
         "source": chosen.source,
@@ -322,7 +322,7 @@ fn page_json(page: &ReviewPage, chosen: &Chosen, decisions: Value) -> String {
         "decisions": decisions,
         "quarantined": page.quarantined,
     });
-    json.to_string().replace("</", "<\\/")
+    crate::audit::report::json_in_html(&json)
 }
 
 /// `text`, cut at [`TEXT_CAP`] bytes (on a character boundary) with what was left out.

@@ -1,20 +1,21 @@
 //! `rollover validate`: check existing rollouts against invariants 1-11. Violations fail the
 //! run; warnings (what Codex ignores on purpose) are shown and do not.
 
-use std::io::Read;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use walkdir::WalkDir;
 
+use crate::audit::report::visible;
 use crate::cli::ValidateArgs;
 use crate::commands::ui::{group, plural, Ui};
 use crate::commands::{outln, Exit};
 use crate::rules::RuleSet;
 use crate::source::open;
 use crate::validate::{
-    check_with_warnings, supported_codex, uuid_in_file_name, Findings, Generation, Invariant,
+    check_read, supported_codex, uuid_in_file_name, Findings, Generation, Invariant, LongLine,
     Violation, Warning, SUPPORTED_CODEX,
 };
 
@@ -58,16 +59,15 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
     let files = rollout_files(&args.paths)?;
     let mut reports = Vec::new();
     for path in &files {
-        let mut bytes = Vec::new();
         let opened = open(path).with_context(|| format!("opening {}", path.display()))?;
         let mut reader = opened.reader;
-        let findings = match reader.read_to_end(&mut bytes) {
-            Ok(_) => {
+        let findings = match read_capped(&mut reader, args.max_record_bytes) {
+            Ok((bytes, long)) => {
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                check_with_warnings(&bytes, uuid_in_file_name(&name), &rules.markers)
+                check_read(&bytes, &long, uuid_in_file_name(&name), &rules.markers)
             }
             Err(err) => Findings {
                 violations: vec![Violation {
@@ -118,15 +118,71 @@ fn convert_command(path: &str) -> String {
     format!("rollover convert {quoted} --from codex --out HOME")
 }
 
+/// A rollout's bytes to check, its lines longer than `limit` left out as they are read (an
+/// empty line stands for each) and listed: memory is the file's other lines, never one line
+/// past the limit (a rollout of one 300 MB line took 1 GB to check whole).
+fn read_capped(reader: &mut dyn BufRead, limit: u64) -> std::io::Result<(Vec<u8>, Vec<LongLine>)> {
+    let mut bytes = Vec::new();
+    let mut long = Vec::new();
+    let mut line = 1usize;
+    // Where the current line starts in `bytes`, its size so far, and whether it is too long.
+    let mut start = 0usize;
+    let mut size = 0u64;
+    let mut skipping = false;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        let (used, ends) = match memchr::memchr(b'\n', buf) {
+            Some(at) => (at + 1, true),
+            None => (buf.len(), false),
+        };
+        let content = used - usize::from(ends);
+        size += content as u64;
+        if !skipping && size > limit {
+            skipping = true;
+            bytes.truncate(start);
+        }
+        if !skipping {
+            bytes.extend_from_slice(&buf[..used]);
+        } else if ends {
+            bytes.push(b'\n');
+        }
+        reader.consume(used);
+        if ends {
+            if skipping {
+                long.push(LongLine { line, size, limit });
+            }
+            line += 1;
+            start = bytes.len();
+            size = 0;
+            skipping = false;
+        }
+    }
+    if skipping {
+        long.push(LongLine { line, size, limit });
+    }
+    Ok((bytes, long))
+}
+
 fn print_text(report: &Report, max_per_file: usize, ui: &Ui) -> std::io::Result<()> {
     for r in &report.reports {
+        // A file's name and what its lines hold, escaped for the terminal as the summary is.
+        let path = visible(&r.path);
+        let path = &path;
         // A generation Codex cannot resume: its name and the way out, not its every line.
         if let Some(command) = &r.convert {
             outln!(
-                "{}  {}: {}; convert it with `{command}`",
+                "{}  {}: {}; convert it with `{}`",
                 ui.bad("FAIL"),
-                r.path,
-                Generation::PreEnvelope.describe()
+                path,
+                Generation::PreEnvelope.describe(),
+                visible(command)
             )?;
             continue;
         }
@@ -137,27 +193,27 @@ fn print_text(report: &Report, max_per_file: usize, ui: &Ui) -> std::io::Result<
         };
         if r.ok && r.warnings.is_empty() {
             if ui.verbose {
-                outln!("{}  {}{paginated}", ui.ok("ok  "), r.path)?;
+                outln!("{}  {}{paginated}", ui.ok("ok  "), path)?;
             }
             continue;
         }
         if r.ok {
-            outln!("{}  {}{paginated}", ui.ok("ok  "), r.path)?;
+            outln!("{}  {}{paginated}", ui.ok("ok  "), path)?;
         } else {
             outln!(
                 "{}  {}{paginated} ({})",
                 ui.bad("FAIL"),
-                r.path,
+                path,
                 plural(r.violations.len() as u64, "violation", "violations")
             )?;
         }
         for v in r.violations.iter().take(max_per_file) {
             outln!(
                 "      {}:{}: [{}] {}",
-                r.path,
+                path,
                 v.line,
                 v.invariant,
-                v.message
+                visible(&v.message)
             )?;
         }
         if r.violations.len() > max_per_file {
@@ -167,7 +223,12 @@ fn print_text(report: &Report, max_per_file: usize, ui: &Ui) -> std::io::Result<
             )?;
         }
         for w in r.warnings.iter().take(max_per_file) {
-            outln!("      {}:{}: [warning] {}", r.path, w.line, w.message)?;
+            outln!(
+                "      {}:{}: [warning] {}",
+                path,
+                w.line,
+                visible(&w.message)
+            )?;
         }
         if r.warnings.len() > max_per_file {
             outln!(

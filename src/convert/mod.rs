@@ -278,6 +278,21 @@ pub fn convert<'r>(
             bytes_added: 0,
         });
     }
+    let unusable_cwd = transcript.meta.cwd.as_deref().filter(|cwd| {
+        !cwd.is_empty() && !render::usable_cwd(cwd) && !rules.session.cwd_overrides_source
+    });
+    if unusable_cwd.is_some() {
+        decisions.push(Decision {
+            message: None,
+            rule: RuleRef::Builtin(Builtin::SourceCwd),
+            action: crate::audit::Action::SourceNote {
+                what: "working folder not an absolute, clean path: the rules' cwd written, the source's kept as source_cwd".to_string(),
+                count: 1,
+            },
+            bytes_dropped: 0,
+            bytes_added: 0,
+        });
+    }
     if transcript.meta.messages_by_shape {
         decisions.push(Decision {
             message: None,

@@ -79,9 +79,34 @@ pub fn renderer(format: Format) -> Box<dyn Render> {
     }
 }
 
+/// The longest working folder of a source written into a session meta, in bytes (Linux's
+/// `PATH_MAX`).
+pub const MAX_CWD_BYTES: usize = 4096;
+
+/// Whether a source's working folder can be a session's: an absolute path (`/...` or a
+/// drive's `C:\...`, as `rules check` asks of `[session] cwd`), clean (no `.`, `..` or empty
+/// component, no control character such as NUL or a newline) and at most [`MAX_CWD_BYTES`].
+/// Another one is replaced by the rules' cwd (decision `builtin.source-cwd`).
+pub fn usable_cwd(cwd: &str) -> bool {
+    if cwd.len() > MAX_CWD_BYTES
+        || !crate::rules::is_absolute_folder(cwd)
+        || cwd.chars().any(char::is_control)
+    {
+        return false;
+    }
+    let drive = !cwd.starts_with('/');
+    let rest = if drive { &cwd[2..] } else { cwd };
+    let rest = &rest[1..];
+    rest.is_empty()
+        || rest
+            .split(['/', '\\'])
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
 /// The session meta: `[session]` of the rules, except the working folder and git branch a
 /// source records (Claude Code `cwd`, `gitBranch`; an empty branch means none). `--cwd`
-/// names the folder of every session, a source's included (its own is kept in the audit line).
+/// names the folder of every session, a source's included (its own is kept in the audit line);
+/// so does the rules' cwd a session whose own is not [`usable_cwd`].
 pub fn session_meta<'r>(
     rules: &'r RuleSet,
     id: &str,
@@ -94,7 +119,7 @@ pub fn session_meta<'r>(
         id: id.to_string(),
         timestamp: format_ms(started_ms),
         cwd: match &source.cwd {
-            Some(cwd) if !cwd.is_empty() && !session.cwd_overrides_source => {
+            Some(cwd) if usable_cwd(cwd) && !session.cwd_overrides_source => {
                 Cow::Owned(cwd.clone())
             }
             Some(_) | None => Cow::Borrowed(&session.cwd),
@@ -596,6 +621,34 @@ fn joined_text(content: &[ContentItem]) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_cwd_is_usable_only_absolute_clean_and_bounded() {
+        for good in [
+            "/",
+            "/home/me/proj",
+            "/home/é/a b",
+            "C:\\Users\\me",
+            "D:/work",
+        ] {
+            assert!(usable_cwd(good), "{good}");
+        }
+        let long = format!("/{}", "a".repeat(MAX_CWD_BYTES));
+        for bad in [
+            "",
+            "proj",
+            "../../etc",
+            "/home/me/../../etc",
+            "/home/./me",
+            "/home//me",
+            "/home/me/",
+            "/home/me\0",
+            "/home/me\n/evil",
+            long.as_str(),
+        ] {
+            assert!(!usable_cwd(bad), "{bad:?}");
+        }
+    }
 
     /// Every line written by hand is byte for byte what serde_json writes for [`Line`].
     #[test]

@@ -488,19 +488,19 @@ impl chain::Link for Entry {
 
 fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut FileRead) {
     let merge = context.rules.policy.resent_history == ResentHistory::Merge;
-    let histories: Vec<Vec<Value>> = entries
-        .iter()
-        .map(|e| {
-            let mut h: Vec<Value> = e.system.iter().map(|s| json!({"system": s})).collect();
-            h.extend(e.history.iter().cloned());
-            if e.history.is_empty() {
-                return Vec::new();
-            }
+    let mut histories = chain::Histories::default();
+    for e in &entries {
+        let mut h: Vec<Value> = e.system.iter().map(|s| json!({"system": s})).collect();
+        h.extend(e.history.iter().cloned());
+        if e.history.is_empty() {
+            h.clear();
+        }
+        histories.whole(
             h.iter()
                 .map(|m| chain::canonical(m, &["cache_control"], "text"))
-                .collect()
-        })
-        .collect();
+                .collect(),
+        );
+    }
     let merged = "request merged into a later one resending its history";
     chain::drive(entries, histories, merge, merged, read, |mut members| {
         let mut unreadable = Unreadable::default();

@@ -477,15 +477,15 @@ fn conversations(mut entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut 
         finish(entry, &context.rules.input.role_aliases);
     }
     let merge = context.rules.policy.resent_history == ResentHistory::Merge;
-    let histories: Vec<Vec<Value>> = entries
-        .iter()
-        .map(|e| {
+    let mut histories = chain::Histories::default();
+    for e in &entries {
+        histories.whole(
             e.history
                 .iter()
                 .map(|m| chain::canonical(m, &[], "text"))
-                .collect()
-        })
-        .collect();
+                .collect(),
+        );
+    }
     let merged = "request merged into a later one resending its history";
     chain::drive(entries, histories, merge, merged, read, |mut members| {
         let extra = members.iter().fold((0u64, 0usize), |(n, bytes), e| {

@@ -35,7 +35,7 @@ use serde_json::{Map, Value};
 use super::blocks::{map_content, Notes};
 use super::builder::TranscriptBuilder;
 use super::format::{
-    DroppedRecord, FileRead, FormatReader, Granularity, InputRecord, ReadContext,
+    DroppedRecord, FileRead, FormatReader, Granularity, InputRecord, MemoryCost, ReadContext,
     SourceConversation, SourceFormat,
 };
 use super::media::json_kind;
@@ -91,6 +91,30 @@ impl FormatReader for ClaudeCodeReader {
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
         read_session(records, context.rules)
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    /// Read a line at a time, its lines compressed while the session converts: the session's
+    /// text as messages, items and written lines (~3 bytes a byte), and ~1 KB a line (a
+    /// message, an item, a record's place and outcome, two written lines' views). A 100 MB
+    /// session of 375-byte lines peaked at 428 MB, one of 260-byte lines at ~6.5 times its
+    /// size, one of 8 KB tool results at 298 MB.
+    fn memory_cost(&self) -> MemoryCost {
+        MemoryCost {
+            per_byte: 3,
+            per_record: 1 << 10,
+        }
+    }
+
+    fn read_each(
+        &self,
+        records: &mut dyn Iterator<Item = InputRecord>,
+        context: &ReadContext<'_>,
+    ) -> FileRead {
+        read_lines(records, context.rules)
     }
 }
 
@@ -172,59 +196,64 @@ struct Line {
 
 /// Reads one session file.
 pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
-    let mut read = FileRead::default();
-    // A `{"loglines": [...]}` record is one session on its own.
-    let mut lines: Vec<Line> = Vec::new();
-    let mut repairs = 0;
+    read_lines(&mut records.into_iter(), rules)
+}
+
+/// Reads one session file's records as they come, each line taken into its session and let
+/// go before the next is parsed: memory is the conversations read, never every line's parsed
+/// JSON at once (a session of short lines held as `Value`s took ~10× its bytes).
+fn read_lines(records: &mut dyn Iterator<Item = InputRecord>, rules: &RuleSet) -> FileRead {
+    let mut reading = Reading::new(rules);
+    // About a message a line: the main session's list made once at its size, not grown by
+    // doubling (a message is ~400 bytes, more than a chatty session's line).
+    let (_, lines) = records.size_hint();
+    reading.main.messages.reserve_exact(lines.unwrap_or(0));
     for record in records {
-        repairs += record.repairs;
+        reading.repairs += record.repairs;
         match record.value {
             Value::Object(object) if is_sessions_index(&object) => {
-                read.dropped.push(DroppedRecord {
+                reading.read.dropped.push(DroppedRecord {
                     index: record.index,
                     rule: PolicyId::StructuralLine.into(),
                     what: "sessions-index file".to_string(),
                 });
             }
             Value::Object(object) if sidecar(&object).is_some() => {
-                read.dropped.push(DroppedRecord {
+                reading.read.dropped.push(DroppedRecord {
                     index: record.index,
                     rule: PolicyId::StructuralLine.into(),
                     what: sidecar(&object).unwrap_or_default().to_string(),
                 });
             }
+            // A `{"loglines": [...]}` record is one session on its own.
             Value::Object(mut object) if object.contains_key("loglines") => {
                 match object.remove("loglines") {
                     Some(Value::Array(inner)) => {
-                        let objects: Result<Vec<Map<String, Value>>, InputError> = inner
-                            .into_iter()
-                            .enumerate()
-                            .map(|(k, v)| match v {
-                                Value::Object(o) => Ok(o),
-                                other @ Value::Null
-                                | other @ Value::Bool(_)
-                                | other @ Value::Number(_)
-                                | other @ Value::String(_)
-                                | other @ Value::Array(_) => Err(refuse(format!(
-                                    "loglines[{k}] is a JSON {}, not a line",
-                                    json_kind(&other)
-                                ))),
-                            })
-                            .collect();
-                        match objects {
-                            Ok(objects) => lines.extend(objects.into_iter().map(|object| Line {
-                                index: record.index,
-                                object,
-                            })),
-                            Err(err) => read.refused.push((record.index, err)),
+                        let bad = inner.iter().enumerate().find(|(_, v)| !v.is_object());
+                        if let Some((k, other)) = bad {
+                            let err = refuse(format!(
+                                "loglines[{k}] is a JSON {}, not a line",
+                                json_kind(other)
+                            ));
+                            reading.read.refused.push((record.index, err));
+                            continue;
+                        }
+                        for value in inner {
+                            if let Value::Object(object) = value {
+                                reading.line(Line {
+                                    index: record.index,
+                                    object,
+                                });
+                            }
                         }
                     }
-                    _ => read
+                    _ => reading
+                        .read
                         .refused
                         .push((record.index, refuse("`loglines` is not a list"))),
                 }
             }
-            Value::Object(object) => lines.push(Line {
+            Value::Object(object) => reading.line(Line {
                 index: record.index,
                 object,
             }),
@@ -232,7 +261,7 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
             | other @ Value::Bool(_)
             | other @ Value::Number(_)
             | other @ Value::String(_)
-            | other @ Value::Array(_) => read.refused.push((
+            | other @ Value::Array(_) => reading.read.refused.push((
                 record.index,
                 refuse(format!(
                     "line is a JSON {}, not a session line",
@@ -241,27 +270,58 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
             )),
         }
     }
-    let policy = &rules.policy;
-    // Lines with no message: titles read, then dropped by rule.
-    let mut titles = Titles::default();
-    let mut conversational: Vec<Line> = Vec::new();
-    for line in lines {
+    reading.finish()
+}
+
+/// A session file being read, a line at a time: the main session and each sidechain
+/// (subagent run) built as their lines come, in file order.
+struct Reading<'r> {
+    rules: &'r RuleSet,
+    read: FileRead,
+    repairs: usize,
+    titles: Titles,
+    main: SessionBuilder,
+    /// Each sidechain: its conversation (`policy.sidechain = "rollout"`) and the first
+    /// `sessionId` its lines carry.
+    chains: Vec<(Option<SessionBuilder>, Option<String>)>,
+    /// The sidechain each sidechain line's `uuid` is in: a line joins the chain holding its
+    /// parent, or starts a new one.
+    chain_of: HashMap<String, usize>,
+}
+
+impl<'r> Reading<'r> {
+    fn new(rules: &'r RuleSet) -> Reading<'r> {
+        Reading {
+            rules,
+            read: FileRead::default(),
+            repairs: 0,
+            titles: Titles::default(),
+            main: SessionBuilder::new(),
+            chains: Vec::new(),
+            chain_of: HashMap::new(),
+        }
+    }
+
+    /// One line: into its session, or dropped or refused with why. Lines with no message
+    /// give their titles, then are dropped by rule.
+    fn line(&mut self, line: Line) {
+        let policy = &self.rules.policy;
         let kind = line.object.get("type").and_then(Value::as_str);
         match kind {
             Some(k) if MESSAGE_TYPES.contains(&k) => {
                 if line.object.get("message").is_some_and(Value::is_object) {
-                    conversational.push(line);
+                    self.conversational(line);
                 } else {
-                    read.refused.push((
+                    self.read.refused.push((
                         line.index,
                         refuse(format!("`{k}` line without a `message` object")),
                     ));
                 }
             }
             Some(k) if !line.object.contains_key("message") => {
-                titles.read(k, &line.object);
+                self.titles.read(k, &line.object);
                 if policy.structural_line == DropOrQuarantine::Quarantine {
-                    read.refused.push((
+                    self.read.refused.push((
                         line.index,
                         InputError::RefusedByRule {
                             rule: PolicyId::StructuralLine.into(),
@@ -269,80 +329,117 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
                         },
                     ));
                 } else {
-                    read.dropped.push(DroppedRecord {
+                    self.read.dropped.push(DroppedRecord {
                         index: line.index,
                         rule: PolicyId::StructuralLine.into(),
                         what: format!("{k} line"),
                     });
                 }
             }
-            Some(k) => read.refused.push((
+            Some(k) => self.read.refused.push((
                 line.index,
                 refuse(format!("unrecognised line type `{k}` with a message")),
             )),
-            None => read
+            None => self
+                .read
                 .refused
                 .push((line.index, refuse("line without a string `type`"))),
         }
     }
-    // Sidechains: dropped, or each chain its own conversation.
-    let (main, chains) = split_sidechains(conversational);
-    let session_id = main
-        .iter()
-        .chain(chains.iter().flatten())
-        .find_map(|l| l.object.get("sessionId").and_then(Value::as_str))
-        .map(str::to_string);
-    let mut sessions = Vec::new();
-    for chain in chains {
-        match policy.sidechain {
-            Sidechain::Drop => {
-                for line in chain {
-                    read.dropped.push(DroppedRecord {
-                        index: line.index,
-                        rule: PolicyId::Sidechain.into(),
-                        what: "sidechain (subagent) line".to_string(),
-                    });
-                }
+
+    /// A line with a message: the main session's, or a sidechain's (dropped, or its own
+    /// conversation, by `policy.sidechain`).
+    fn conversational(&mut self, line: Line) {
+        if !is_sidechain(&line) {
+            self.main.push(line, self.rules);
+            return;
+        }
+        let parent = uuid(&line, "parentUuid").and_then(|p| self.chain_of.get(&p).copied());
+        let k = match parent {
+            Some(k) => k,
+            None => {
+                let session = match self.rules.policy.sidechain {
+                    Sidechain::Drop => None,
+                    Sidechain::Rollout => Some(SessionBuilder::new()),
+                };
+                self.chains.push((session, None));
+                self.chains.len() - 1
             }
-            Sidechain::Rollout => {
-                let mut session = session(chain, rules, &titles);
+        };
+        if let Some(id) = uuid(&line, "uuid") {
+            self.chain_of.insert(id, k);
+        }
+        let (session, first_id) = &mut self.chains[k];
+        if first_id.is_none() {
+            *first_id = uuid(&line, "sessionId");
+        }
+        match session {
+            Some(session) => session.push(line, self.rules),
+            None => self.read.dropped.push(DroppedRecord {
+                index: line.index,
+                rule: PolicyId::Sidechain.into(),
+                what: "sidechain (subagent) line".to_string(),
+            }),
+        }
+    }
+
+    /// The sessions read: each sidechain kept as its own, then the main one; a session whose
+    /// lines hold no message converts to nothing and is refused, with why.
+    fn finish(self) -> FileRead {
+        let Reading {
+            rules,
+            mut read,
+            repairs,
+            titles,
+            main,
+            chains,
+            ..
+        } = self;
+        let session_id = main
+            .meta
+            .source_id
+            .clone()
+            .or_else(|| chains.iter().find_map(|(_, id)| id.clone()));
+        let mut sessions = Vec::new();
+        for (session, _) in chains {
+            if let Some(session) = session {
+                let mut session = session.finish(rules, &titles);
                 if let Ok(transcript) = &mut session.transcript {
                     transcript.meta.parent_source_id = session_id.clone();
                 }
                 sessions.push(session);
             }
         }
-    }
-    if !main.is_empty() {
-        let mut session = session(main, rules, &titles);
-        if let Ok(transcript) = &mut session.transcript {
-            transcript.meta.unicode_repairs = repairs;
+        if !main.records.is_empty() {
+            let mut session = main.finish(rules, &titles);
+            if let Ok(transcript) = &mut session.transcript {
+                transcript.meta.unicode_repairs = repairs;
+            }
+            sessions.push(session);
         }
-        sessions.push(session);
-    }
-    // A session whose lines hold no message at all converts to nothing: refused, with why.
-    let mut empty = Vec::new();
-    for Session {
-        transcript,
-        mut records,
-    } in sessions
-    {
-        // A record read as several lines (loglines) is named once.
-        records.dedup();
-        match transcript {
-            _ if records.is_empty() => {}
-            Ok(transcript) => read.conversations.push(SourceConversation {
-                transcript,
-                records,
-            }),
-            Err(_) => empty.extend(records),
+        let mut empty = Vec::new();
+        for Session {
+            transcript,
+            mut records,
+        } in sessions
+        {
+            // A record read as several lines (loglines) is named once.
+            records.dedup();
+            match transcript {
+                _ if records.is_empty() => {}
+                Ok(transcript) => read.conversations.push(SourceConversation {
+                    transcript,
+                    records,
+                }),
+                Err(_) => empty.extend(records),
+            }
         }
+        for index in empty {
+            let err = InputError::EmptyMessages("session lines".to_string());
+            read.refused.push((index, err));
+        }
+        read
     }
-    for index in empty {
-        let err = InputError::EmptyMessages("session lines".to_string());
-        read.refused.push((index, err));
-    }
-    read
 }
 
 /// Titles a session gives itself; a custom title wins over an AI one, both over a summary.
@@ -389,33 +486,6 @@ fn uuid(line: &Line, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The main session's lines, and each sidechain (subagent run) as its own list: a sidechain
-/// line joins the chain holding its parent, or starts a new one.
-fn split_sidechains(lines: Vec<Line>) -> (Vec<Line>, Vec<Vec<Line>>) {
-    let mut main = Vec::new();
-    let mut chains: Vec<Vec<Line>> = Vec::new();
-    let mut chain_of: HashMap<String, usize> = HashMap::new();
-    for line in lines {
-        if !is_sidechain(&line) {
-            main.push(line);
-            continue;
-        }
-        let parent = uuid(&line, "parentUuid").and_then(|p| chain_of.get(&p).copied());
-        let k = match parent {
-            Some(k) => k,
-            None => {
-                chains.push(Vec::new());
-                chains.len() - 1
-            }
-        };
-        if let Some(id) = uuid(&line, "uuid") {
-            chain_of.insert(id, k);
-        }
-        chains[k].push(line);
-    }
-    (main, chains)
-}
-
 /// An assistant response being merged from its lines.
 struct Response {
     id: String,
@@ -423,24 +493,40 @@ struct Response {
     time: Option<i64>,
 }
 
-/// A session's lines (file order) to one conversation.
-fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
-    let policy = &rules.policy;
-    let mut meta = RecordMeta {
-        format: Some(FORMAT),
-        title: titles.best(),
-        messages_at: "lines".to_string(),
-        ..RecordMeta::default()
-    };
-    let mut notes = Notes::default();
-    let mut messages: Vec<Message> = Vec::new();
-    let mut records = Vec::new();
-    let mut open: Option<Response> = None;
-    // Tool results written while a response was still being written.
-    let mut deferred: Vec<Message> = Vec::new();
-    let mut ignored: HashSet<String> = HashSet::new();
-    for mut line in lines {
-        records.push(line.index);
+/// One conversation being built from its lines, in file order.
+struct SessionBuilder {
+    meta: RecordMeta,
+    notes: Notes,
+    messages: Vec<Message>,
+    records: Vec<usize>,
+    open: Option<Response>,
+    /// Tool results written while a response was still being written.
+    deferred: Vec<Message>,
+    ignored: HashSet<String>,
+}
+
+impl SessionBuilder {
+    fn new() -> SessionBuilder {
+        SessionBuilder {
+            meta: RecordMeta {
+                format: Some(FORMAT),
+                messages_at: "lines".to_string(),
+                ..RecordMeta::default()
+            },
+            notes: Notes::default(),
+            messages: Vec::new(),
+            records: Vec::new(),
+            open: None,
+            deferred: Vec::new(),
+            ignored: HashSet::new(),
+        }
+    }
+
+    /// The next line of the session.
+    fn push(&mut self, mut line: Line, rules: &RuleSet) {
+        let policy = &rules.policy;
+        let meta = &mut self.meta;
+        self.records.push(line.index);
         let object = &mut line.object;
         for (key, slot) in [
             ("cwd", &mut meta.cwd),
@@ -460,8 +546,8 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
             meta.created_ms = time;
         }
         for key in object.keys() {
-            if !ENVELOPE.contains(&key.as_str()) {
-                ignored.insert(key.clone());
+            if !ENVELOPE.contains(&key.as_str()) && !self.ignored.contains(key) {
+                self.ignored.insert(key.clone());
             }
         }
         let kind = object
@@ -470,7 +556,7 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
             .unwrap_or("")
             .to_string();
         let Some(Value::Object(mut message)) = object.remove("message") else {
-            continue;
+            return;
         };
         let content = message.remove("content").unwrap_or(Value::Null);
         if kind == "assistant" {
@@ -492,14 +578,14 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
                 | other @ Value::String(_)
                 | other @ Value::Object(_) => vec![other],
             };
-            match &mut open {
+            match &mut self.open {
                 Some(response) if response.id == id => response.blocks.extend(blocks),
                 _ => {
-                    close(&mut open, &mut deferred, &mut messages, &mut notes, rules);
-                    open = Some(Response { id, blocks, time });
+                    self.close(rules);
+                    self.open = Some(Response { id, blocks, time });
                 }
             }
-            continue;
+            return;
         }
         // A user line.
         let flags = (
@@ -510,34 +596,64 @@ fn session(lines: Vec<Line>, rules: &RuleSet, titles: &Titles) -> Session {
         for m in &mut mapped.0 {
             m.timestamp_ms = time;
         }
-        notes.merge(mapped.1);
+        self.notes.merge(mapped.1);
         let only_results = !mapped.0.is_empty() && mapped.0.iter().all(|m| m.role == Role::Tool);
-        if only_results && open.is_some() {
-            deferred.extend(mapped.0);
+        if only_results && self.open.is_some() {
+            self.deferred.extend(mapped.0);
         } else {
-            close(&mut open, &mut deferred, &mut messages, &mut notes, rules);
-            messages.extend(mapped.0);
+            self.close(rules);
+            self.messages.extend(mapped.0);
         }
     }
-    close(&mut open, &mut deferred, &mut messages, &mut notes, rules);
-    for (i, m) in messages.iter_mut().enumerate() {
-        m.index = i;
-        if m.role == Role::Tool {
-            m.content = super::chatgpt::without_empty_texts(std::mem::take(&mut m.content));
+
+    /// Ends the response being merged: its messages, then the results written meanwhile.
+    fn close(&mut self, rules: &RuleSet) {
+        if let Some(response) = self.open.take() {
+            let mapped = map_content(
+                Role::Assistant,
+                Value::Array(response.blocks),
+                &rules.policy,
+            );
+            for mut m in mapped.messages {
+                m.timestamp_ms = response.time;
+                self.messages.push(m);
+            }
+            self.notes.merge(mapped.notes);
         }
+        self.messages.append(&mut self.deferred);
     }
-    meta.id = meta.source_id.clone();
-    let mut ignored_fields: Vec<String> = ignored.into_iter().collect();
-    ignored_fields.sort();
-    let mut built = TranscriptBuilder::with_meta(meta);
-    built.messages(messages);
-    built.notes(notes);
-    for field in ignored_fields {
-        built.ignore(field);
-    }
-    Session {
-        transcript: built.finish(),
-        records,
+
+    /// The session's conversation, titled as the file says.
+    fn finish(mut self, rules: &RuleSet, titles: &Titles) -> Session {
+        self.close(rules);
+        let SessionBuilder {
+            mut meta,
+            notes,
+            mut messages,
+            records,
+            ignored,
+            ..
+        } = self;
+        for (i, m) in messages.iter_mut().enumerate() {
+            m.index = i;
+            if m.role == Role::Tool {
+                m.content = super::chatgpt::without_empty_texts(std::mem::take(&mut m.content));
+            }
+        }
+        meta.title = titles.best();
+        meta.id = meta.source_id.clone();
+        let mut ignored_fields: Vec<String> = ignored.into_iter().collect();
+        ignored_fields.sort();
+        let mut built = TranscriptBuilder::with_meta(meta);
+        built.messages(messages);
+        built.notes(notes);
+        for field in ignored_fields {
+            built.ignore(field);
+        }
+        Session {
+            transcript: built.finish(),
+            records,
+        }
     }
 }
 
@@ -558,29 +674,6 @@ const ENVELOPE: [&str; 8] = [
     "timestamp",
     "isMeta",
 ];
-
-/// Ends the response being merged: its messages, then the results written meanwhile.
-fn close(
-    open: &mut Option<Response>,
-    deferred: &mut Vec<Message>,
-    messages: &mut Vec<Message>,
-    notes: &mut Notes,
-    rules: &RuleSet,
-) {
-    if let Some(response) = open.take() {
-        let mapped = map_content(
-            Role::Assistant,
-            Value::Array(response.blocks),
-            &rules.policy,
-        );
-        for mut m in mapped.messages {
-            m.timestamp_ms = response.time;
-            messages.push(m);
-        }
-        notes.merge(mapped.notes);
-    }
-    messages.append(deferred);
-}
 
 /// What kind of harness text a user text is, if it is one.
 fn harness_kind(text: &str) -> Option<&'static str> {

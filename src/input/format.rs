@@ -202,6 +202,29 @@ pub trait FormatReader: Sync {
     /// Reads records (one, or a whole file's) into conversations.
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead;
 
+    /// Whether [`FormatReader::read_each`] takes a whole file's records as they are parsed,
+    /// one at a time (memory: one record's `Value` and the conversations, not every record's
+    /// `Value` at once). A format read whole that can, says so; the pipeline then parses each
+    /// record only as the reader asks for it.
+    fn streams(&self) -> bool {
+        false
+    }
+
+    /// [`FormatReader::read`] of records parsed as they are taken from `records`.
+    fn read_each(
+        &self,
+        records: &mut dyn Iterator<Item = InputRecord>,
+        context: &ReadContext<'_>,
+    ) -> FileRead {
+        self.read(records.collect(), context)
+    }
+
+    /// What reading and converting a whole file (or a large record) in this format holds at
+    /// its peak: what `--memory` charges such work.
+    fn memory_cost(&self) -> MemoryCost {
+        MemoryCost::PARSED
+    }
+
     /// Reads one record straight from its bytes, when the format has a faster way than
     /// [`FormatReader::read`] of its parsed `Value`: the transcript, or the `Value` it parsed
     /// on the way for `read` to take, or `None` (the default) for the record to be parsed as
@@ -232,6 +255,32 @@ pub enum Group {
     Member(String),
     /// The last record of the conversation keyed so: the held records are read now.
     Last(String),
+}
+
+/// What a work holds at its peak, per byte of its records and per record (the record's own
+/// place, its outcome, its conversation's message, item and written lines): measured, then
+/// rounded up (samples/BENCHMARKS.md, "Memory of whole-file work").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryCost {
+    pub per_byte: u64,
+    pub per_record: u64,
+}
+
+impl MemoryCost {
+    /// A format that holds every record's parsed `Value` at once (serde_json trees of small
+    /// objects take ~10 bytes a byte of JSON) beside its conversations and their output: a
+    /// chain of 10,000 short Responses entries (2.7 MB) peaked at ~90 MB over the process's own.
+    pub const PARSED: MemoryCost = MemoryCost {
+        per_byte: 12,
+        per_record: 8 << 10,
+    };
+
+    /// What `records` records of `bytes` bytes cost.
+    pub fn of(self, bytes: u64, records: u64) -> u64 {
+        bytes
+            .saturating_mul(self.per_byte)
+            .saturating_add(records.saturating_mul(self.per_record))
+    }
 }
 
 /// What [`FormatReader::read_fast`] made of a record. Returned once per record and taken

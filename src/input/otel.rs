@@ -733,27 +733,28 @@ fn trace_conversations(
     }
     // Requests in the order they were made.
     inferences.sort_by_key(|i| (i.span.start, i.span.record));
-    let histories: Vec<Vec<Value>> = inferences
-        .iter()
-        .map(|i| {
-            let Some(exchange) = &i.span.exchange else {
-                return Vec::new();
-            };
-            let mut history: Vec<Value> = exchange
-                .system
-                .iter()
-                .map(|s| json!({"system": s}))
-                .collect();
-            history.extend(exchange.input.iter().map(|m| message_parts(m.clone())));
-            if exchange.input.is_empty() {
-                return Vec::new();
-            }
-            history
-                .into_iter()
-                .map(|m| Value::String(m.to_string()))
-                .collect()
-        })
-        .collect();
+    let mut histories = chain::Histories::default();
+    let each = inferences.iter().map(|i| {
+        let Some(exchange) = &i.span.exchange else {
+            return Vec::new();
+        };
+        let mut history: Vec<Value> = exchange
+            .system
+            .iter()
+            .map(|s| json!({"system": s}))
+            .collect();
+        history.extend(exchange.input.iter().map(|m| message_parts(m.clone())));
+        if exchange.input.is_empty() {
+            return Vec::new();
+        }
+        history
+            .into_iter()
+            .map(|m| Value::String(m.to_string()))
+            .collect()
+    });
+    for history in each {
+        histories.whole(history);
+    }
     let merge = context.rules.policy.resent_history == ResentHistory::Merge;
     let merged = "inference span merged into a later one resending its history";
     let mut chains = 0usize;

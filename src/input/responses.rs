@@ -7,8 +7,13 @@
 //! (`{"object": "list", "data": [...]}`, or a bare list of items). An entry whose request names a
 //! `previous_response_id` continues the entry whose response has that id: its history is the
 //! earlier history, that response's output, then its own input. A `previous_response_id` no
-//! entry of the file answers is quarantined with the id, with every entry continuing it. Full
-//! histories are then grouped into chains like every stateless log ([`super::chain`]).
+//! entry of the file answers is quarantined with the id, with every entry continuing it. The
+//! histories are then grouped into chains like every stateless log ([`super::chain`]), a linked
+//! entry after the one it continues wherever the log wrote it (newest first too).
+//!
+//! Memory and time are linear in the log: the links are followed without recursion
+//! ([`resolve`]), a history is held as its parent's plus the entry's own items (never a copy of
+//! the parent's), and only a conversation being written is made whole.
 //!
 //! Items pass through normalised: `id`, `status`, `annotations` and `logprobs` dropped; a message
 //! without `type` (string content) is a message; `reasoning` items become the next message's
@@ -19,7 +24,7 @@
 //! `file_search_call`, `local_shell_call`, `computer_call`, ...) follow `policy.hosted_tool`:
 //! a call and its output Codex knows, a text placeholder, or dropped (counted).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
@@ -315,100 +320,183 @@ fn response_from_events(events: Vec<Value>) -> Value {
 }
 
 fn conversations(entries: Vec<Entry>, context: &ReadContext<'_>, read: &mut FileRead) {
-    // Full histories by following previous_response_id.
-    let by_response: HashMap<String, usize> = entries
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| Some((e.response_id.clone()?, i)))
-        .collect();
-    let mut full: Vec<Option<Result<Vec<Value>, String>>> = vec![None; entries.len()];
-    for i in 0..entries.len() {
-        resolve(i, &entries, &by_response, &mut full, &mut HashSet::new());
-    }
-    let mut kept = Vec::new();
-    for (entry, history) in entries.into_iter().zip(full) {
-        match history {
-            Some(Ok(history)) => kept.push(Resolved {
-                records: [entry.record],
-                entry,
-                history,
-            }),
-            Some(Err(missing)) => read
+    let links = resolve(&entries);
+    // The entries whose history resolves, in file order, and each one's place among them.
+    let mut kept: Vec<usize> = Vec::new();
+    let mut place: Vec<Option<usize>> = vec![None; entries.len()];
+    for (i, link) in links.parents.iter().enumerate() {
+        match link {
+            Ok(_) => {
+                place[i] = Some(kept.len());
+                kept.push(i);
+            }
+            Err(missing) => read
                 .refused
-                .push((entry.record, InputError::MissingLink(missing))),
-            None => read
-                .refused
-                .push((entry.record, InputError::MissingLink(String::new()))),
+                .push((entries[i].record, InputError::MissingLink(missing.clone()))),
         }
     }
-    let merge = context.rules.policy.resent_history == ResentHistory::Merge;
-    let histories: Vec<Vec<Value>> = kept
+    // Each entry's history as compared: its parent's history and output (shared, not
+    // copied), then its own input; parts made parents first.
+    let mut histories = chain::Histories::default();
+    let mut input_part = vec![None; entries.len()];
+    let mut output_part = vec![None; entries.len()];
+    for &i in &links.settled {
+        let parent = links.parent(i);
+        let entry = &entries[i];
+        let before = parent.and_then(|p| output_part[p]);
+        let input = histories.part(
+            before,
+            entry.input.iter().map(normalise_for_compare).collect(),
+        );
+        input_part[i] = Some(input);
+        let output = entry.output.iter().map(normalise_for_compare).collect();
+        output_part[i] = Some(histories.part(Some(input), output));
+    }
+    for &i in &kept {
+        let after = links.parent(i).and_then(|p| place[p]);
+        histories.request(input_part[i], after);
+    }
+    let members: Vec<Member> = kept
         .iter()
-        .map(|k| k.history.iter().map(normalise_for_compare).collect())
+        .map(|&i| Member {
+            entry: i,
+            records: [entries[i].record],
+        })
         .collect();
+    let merge = context.rules.policy.resent_history == ResentHistory::Merge;
     let merged = "request merged into a later one continuing its history";
-    chain::drive(kept, histories, merge, merged, read, |mut members| {
+    chain::drive(members, histories, merge, merged, read, |members| {
         let mut unreadable = sse::Unreadable::default();
         members
             .iter()
-            .for_each(|m| unreadable.add(m.entry.unreadable));
-        let Some(Resolved { entry, history, .. }) = members.pop() else {
+            .for_each(|m| unreadable.add(entries[m.entry].unreadable));
+        let Some(last) = members.last().map(|m| m.entry) else {
             return Err(InputError::NotARecord("empty chain"));
         };
-        let mut items = history;
-        items.extend(entry.output.iter().cloned());
-        let mut transcript = transcript(items, &entry, context)?;
+        // Only the conversation written is made whole: its ancestors' items, copied once.
+        let mut items = links.history(last, &entries);
+        items.extend(entries[last].output.iter().cloned());
+        let mut transcript = transcript(items, &entries[last], context)?;
         transcript.source_notes.extend(unreadable.note());
         Ok(transcript)
     });
 }
 
-/// An entry with its full history (previous_response_id followed).
-struct Resolved {
-    entry: Entry,
-    history: Vec<Value>,
+/// A resolved entry, as the chain driver sees it.
+struct Member {
+    entry: usize,
     /// The entry's record, as the chain driver asks for it.
     records: [usize; 1],
 }
 
-impl chain::Link for Resolved {
+impl chain::Link for Member {
     fn records(&self) -> &[usize] {
         &self.records
     }
 }
 
-/// Entry `i`'s full request history: its ancestors' inputs and outputs, then its own input.
-fn resolve(
-    i: usize,
-    entries: &[Entry],
-    by_response: &HashMap<String, usize>,
-    full: &mut Vec<Option<Result<Vec<Value>, String>>>,
-    visiting: &mut HashSet<usize>,
-) {
-    if full[i].is_some() {
-        return;
+/// The entries' `previous_response_id` links followed: each entry's parent (the entry whose
+/// response its request continues), or the id in its ancestry that no entry answers.
+#[derive(Debug)]
+pub struct Links {
+    /// Per entry: `Ok(parent)` (`None`: a history of its own), or `Err(id)`, the missing link.
+    pub parents: Vec<Result<Option<usize>, String>>,
+    /// The entries that resolve, each after its parent.
+    pub settled: Vec<usize>,
+}
+
+impl Links {
+    fn parent(&self, entry: usize) -> Option<usize> {
+        self.parents
+            .get(entry)
+            .cloned()
+            .and_then(Result::ok)
+            .flatten()
     }
-    let entry = &entries[i];
-    let result = match &entry.previous {
-        None => Ok(entry.input.clone()),
-        Some(previous) => match by_response.get(previous) {
-            None => Err(previous.clone()),
-            Some(&parent) if parent == i || !visiting.insert(i) => Err(previous.clone()),
-            Some(&parent) => {
-                resolve(parent, entries, by_response, full, visiting);
-                match full[parent].clone() {
-                    Some(Ok(mut history)) => {
-                        history.extend(entries[parent].output.iter().cloned());
-                        history.extend(entry.input.iter().cloned());
-                        Ok(history)
+
+    /// Entry `entry`'s full request history: its ancestors' inputs and outputs, then its own
+    /// input (copied, walked up the links, not recursively).
+    pub fn history(&self, entry: usize, entries: &[Entry]) -> Vec<Value> {
+        let mut line = vec![entry];
+        let mut at = entry;
+        while let Some(parent) = self.parent(at) {
+            line.push(parent);
+            at = parent;
+        }
+        let mut items = Vec::new();
+        for (k, &a) in line.iter().enumerate().rev() {
+            items.extend(entries[a].input.iter().cloned());
+            if k > 0 {
+                items.extend(entries[a].output.iter().cloned());
+            }
+        }
+        items
+    }
+}
+
+/// Follows every entry's `previous_response_id` to the entry whose response has that id (the
+/// last one, when ids repeat), without recursion: a chain of any length, written in any
+/// order, is walked up with a stack of its own. An entry whose ancestry names an id no entry
+/// answers, loops back on itself or reaches a loop, is `Err` with the id where it broke.
+pub fn resolve(entries: &[Entry]) -> Links {
+    let by_response: HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| Some((e.response_id.as_deref()?, i)))
+        .collect();
+    let mut parents: Vec<Option<Result<Option<usize>, String>>> = vec![None; entries.len()];
+    let mut settled = Vec::new();
+    let mut on_stack = vec![false; entries.len()];
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for start in 0..entries.len() {
+        if parents[start].is_some() {
+            continue;
+        }
+        // Up the links to an entry already settled, or one that settles here.
+        let mut at = start;
+        loop {
+            let Some(previous) = &entries[at].previous else {
+                parents[at] = Some(Ok(None));
+                settled.push(at);
+                break;
+            };
+            match by_response.get(previous.as_str()) {
+                Some(&parent) if parent != at && !on_stack[at] => {
+                    on_stack[at] = true;
+                    stack.push((at, parent));
+                    if parents[parent].is_some() {
+                        break;
                     }
-                    Some(Err(missing)) => Err(missing),
-                    None => Err(previous.clone()),
+                    at = parent;
+                }
+                // Missing, itself, or back to an entry on the way up (a loop).
+                Some(_) | None => {
+                    parents[at] = Some(Err(previous.clone()));
+                    break;
                 }
             }
-        },
-    };
-    full[i] = Some(result);
+        }
+        // Down again: each entry as its parent went.
+        while let Some((entry, parent)) = stack.pop() {
+            on_stack[entry] = false;
+            let outcome = match &parents[parent] {
+                Some(Ok(_)) => Ok(Some(parent)),
+                Some(Err(missing)) => Err(missing.clone()),
+                None => Err(entries[entry].previous.clone().unwrap_or_default()),
+            };
+            if outcome.is_ok() {
+                settled.push(entry);
+            }
+            parents[entry] = Some(outcome);
+        }
+    }
+    Links {
+        parents: parents
+            .into_iter()
+            .map(|p| p.unwrap_or_else(|| Err(String::new())))
+            .collect(),
+        settled,
+    }
 }
 
 /// An item as compared between requests: normalised keys dropped, a message's string content
@@ -823,6 +911,102 @@ mod tests {
     fn stored(id: &str, previous: Option<&str>, input: Value, output: Value) -> Value {
         json!({"object": "response", "id": id, "previous_response_id": previous, "status": "completed",
                "model": "gpt-5", "input": input, "output": output})
+    }
+
+    /// The resolver as it was, kept as the definition [`resolve`] must equal: each entry's
+    /// full history built by recursion, every history its parent's copied and extended
+    /// (quadratic in memory, a stack frame per link: for small inputs only).
+    fn reference_resolve(
+        i: usize,
+        entries: &[Entry],
+        by_response: &HashMap<String, usize>,
+        full: &mut Vec<Option<Result<Vec<Value>, String>>>,
+        visiting: &mut std::collections::HashSet<usize>,
+    ) {
+        if full[i].is_some() {
+            return;
+        }
+        let entry = &entries[i];
+        let result = match &entry.previous {
+            None => Ok(entry.input.clone()),
+            Some(previous) => match by_response.get(previous) {
+                None => Err(previous.clone()),
+                Some(&parent) if parent == i || !visiting.insert(i) => Err(previous.clone()),
+                Some(&parent) => {
+                    reference_resolve(parent, entries, by_response, full, visiting);
+                    match full[parent].clone() {
+                        Some(Ok(mut history)) => {
+                            history.extend(entries[parent].output.iter().cloned());
+                            history.extend(entry.input.iter().cloned());
+                            Ok(history)
+                        }
+                        Some(Err(missing)) => Err(missing),
+                        None => Err(previous.clone()),
+                    }
+                }
+            },
+        };
+        full[i] = Some(result);
+    }
+
+    fn reference_histories(entries: &[Entry]) -> Vec<Option<Result<Vec<Value>, String>>> {
+        let by_response: HashMap<String, usize> = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((e.response_id.clone()?, i)))
+            .collect();
+        let mut full = vec![None; entries.len()];
+        for i in 0..entries.len() {
+            let mut visiting = std::collections::HashSet::new();
+            reference_resolve(i, entries, &by_response, &mut full, &mut visiting);
+        }
+        full
+    }
+
+    proptest::proptest! {
+        /// Random chain shapes in random orders (ids repeated, links to ids no entry has,
+        /// links to itself and loops): every entry's history, or the missing id, exactly as
+        /// the recursive resolver gives it; and the parts made parents first.
+        #[test]
+        fn the_linear_resolver_equals_the_recursive_one(
+            shapes in proptest::collection::vec(
+                (
+                    proptest::option::of(0u8..6),
+                    proptest::option::of(0u8..7),
+                    proptest::collection::vec(0u8..4, 0..3),
+                    proptest::collection::vec(0u8..4, 0..3),
+                ),
+                0..14,
+            )
+        ) {
+            let entries: Vec<Entry> = shapes
+                .iter()
+                .enumerate()
+                .map(|(record, (id, previous, input, output))| Entry {
+                    record,
+                    response_id: id.map(|n| format!("resp_{n}")),
+                    previous: previous.map(|n| format!("resp_{n}")),
+                    input: input.iter().map(|m| json!({"role": "user", "content": format!("in {m}")})).collect(),
+                    output: output.iter().map(|m| json!({"type": "message", "role": "assistant", "content": format!("out {m}")})).collect(),
+                    ..Entry::default()
+                })
+                .collect();
+            let links = resolve(&entries);
+            let want = reference_histories(&entries);
+            for (i, want) in want.into_iter().enumerate() {
+                let got = links.parents[i].clone().map(|_| links.history(i, &entries));
+                proptest::prop_assert_eq!(Some(got), want, "entry {}", i);
+            }
+            let mut seen = vec![false; entries.len()];
+            for &i in &links.settled {
+                if let Some(parent) = links.parent(i) {
+                    proptest::prop_assert!(seen[parent], "{} settled before its parent", i);
+                }
+                seen[i] = true;
+            }
+            let resolved = links.parents.iter().filter(|p| p.is_ok()).count();
+            proptest::prop_assert_eq!(links.settled.len(), resolved);
+        }
     }
 
     #[test]

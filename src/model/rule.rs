@@ -271,6 +271,10 @@ builtins! {
     /// The `instructions` of an older Codex rollout's header: the user's instructions (not
     /// the base instructions), written as an AGENTS.md fragment unless the history holds them.
     CodexUserInstructions = "codex-user-instructions",
+    /// A source's working folder (Claude Code `cwd`) that is not an absolute, clean path of
+    /// bounded length: the rules' `[session] cwd` written instead, the source's kept as
+    /// `source_cwd` in the audit.
+    SourceCwd = "source-cwd",
 }
 
 const ROLE_ALIASES: &str = "input.role_aliases";

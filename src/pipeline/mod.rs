@@ -34,6 +34,7 @@
 //! their results wherever those sit; it counts the results of its own results files, and
 //! looks in the other shards' files for the requests that claim them ([`claims`]).
 
+pub mod budget;
 pub mod claims;
 pub mod collect;
 mod gate;
@@ -150,6 +151,9 @@ pub struct Options {
     /// A file whose format spans it with one conversation, longer than this, is refused
     /// (`--max-conversation-bytes`): it would be held whole.
     pub max_conversation_bytes: u64,
+    /// The memory the run may hold for work read whole and large records (`--memory`,
+    /// [`budget`]).
+    pub memory: u64,
     /// Remove the sessions whose records are gone from the inputs (`--prune`).
     pub prune: bool,
     /// At most this many sessions one `--prune` removes (`--max-prune`).
@@ -397,6 +401,9 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
         run_number,
         temporary_files_removed,
     );
+    if let Some(shard) = summary.shard.as_mut() {
+        shard.inputs = crate::source::shard::walk_fingerprint(&walk);
+    }
     // A prune a killed run started is finished before anything else.
     let pruner = prune::Pruner {
         home: &home,
@@ -489,6 +496,7 @@ fn execute<'p>(
                 from: options.from,
                 max_record_bytes: options.max_record_bytes,
                 max_conversation_bytes: options.max_conversation_bytes,
+                budget: budget::Budget::new(options.memory),
                 // Decompressing takes 25-40 % of a record's CPU (zstd; 181 M instructions to
                 // the worker's 276 M on agent transcripts, 158 M to 464 M on small records):
                 // half as many files at once as workers keep them fed, and leave 2 cores
@@ -904,6 +912,7 @@ fn planned_summary(
             max_quarantine_rate: options.max_quarantine_rate,
             report_text: options.report_text,
             walk_unreadable: skipped.unreadable.len(),
+            inputs: String::new(),
         }),
         ..Summary::default()
     }
@@ -1066,7 +1075,7 @@ fn convert(
     let mut flight = InFlight::default();
     workers.in_place_scope(|scope| {
         let mut going = true;
-        for (seq, batch) in reader.batches.iter().enumerate() {
+        for seq in 0.. {
             while flight.count >= window {
                 flight.receive(&finished);
                 going = going && flight.hand_on(reader, context, to_collector)?;
@@ -1074,6 +1083,24 @@ fn convert(
             if !going {
                 break;
             }
+            // While the reader has nothing yet, batches that came back are handed on: a
+            // reader waiting for `--memory` ([`budget`]) waits for them to be written.
+            let batch = loop {
+                match reader.batches.recv_timeout(HAND_ON_EVERY) {
+                    Ok(batch) => break Some(batch),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        while flight.try_receive(&finished) {}
+                        going = going && flight.hand_on(reader, context, to_collector)?;
+                        if !going {
+                            break None;
+                        }
+                    }
+                }
+            };
+            let Some(batch) = batch else {
+                break;
+            };
             flight.busy_since.get_or_insert_with(Instant::now);
             flight.count += 1;
             let done = done.clone();
@@ -1097,6 +1124,9 @@ fn convert(
 /// A batch's outcomes, or the panic that stopped its conversion.
 type Converting = std::thread::Result<BatchOutcomes>;
 
+/// How often the converting loop, waiting for the reader, hands on the batches back.
+const HAND_ON_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// The batches being converted, and those converted before their turn to be handed on.
 #[derive(Default)]
 struct InFlight {
@@ -1111,9 +1141,25 @@ struct InFlight {
 }
 
 impl InFlight {
+    /// Takes a batch that came back, if one did; false when none has.
+    fn try_receive(&mut self, finished: &Receiver<(usize, Vec<Work>, Converting)>) -> bool {
+        match finished.try_recv() {
+            Ok(back) => {
+                self.back(Some(back));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Waits for a batch to come back.
     fn receive(&mut self, finished: &Receiver<(usize, Vec<Work>, Converting)>) {
-        if let Ok((seq, batch, caught)) = finished.recv() {
+        self.back(finished.recv().ok());
+    }
+
+    /// A batch came back (`None`: its worker is gone).
+    fn back(&mut self, back: Option<(usize, Vec<Work>, Converting)>) {
+        if let Some((seq, batch, caught)) = back {
             self.waiting.insert(seq, (batch, caught));
         }
         self.count -= 1;

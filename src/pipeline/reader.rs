@@ -25,6 +25,7 @@ use crate::source::{
     records_hashing, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile,
 };
 
+use super::budget::{Budget, OverBudget, Permit, LARGE_RECORD};
 use super::PlannedFile;
 use crate::model::responses::Format;
 
@@ -135,6 +136,9 @@ pub struct Records {
     /// only its head was kept): what the progress and the summary count, still known once the
     /// records' bytes are released.
     read: u64,
+    /// Its share of `--memory` (a whole file's work, or a large record's), given back when the
+    /// work is dropped, its outcomes written.
+    permit: Option<Permit>,
 }
 
 impl Records {
@@ -145,7 +149,14 @@ impl Records {
             file,
             format,
             read,
+            permit: None,
         }
+    }
+
+    /// The work holding `permit` until it is dropped.
+    fn holding(mut self, permit: Permit) -> Records {
+        self.permit = Some(permit);
+        self
     }
 
     /// See [`Records::read`]: the same before and after [`Records::release`].
@@ -198,6 +209,8 @@ pub struct Plan<'a> {
     pub max_conversation_bytes: u64,
     /// At most this many files are decompressed at once (half of `--jobs`, rounded up).
     pub readers: usize,
+    /// `--memory`: what whole-file work and large records are admitted against.
+    pub budget: Arc<Budget>,
     /// The reader's priority, and its read-ahead threads' ([`super::Priorities`]).
     pub(super) priority: super::Priority,
     /// Where a batch of short records ends.
@@ -263,6 +276,7 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
         max_record_bytes,
         max_conversation_bytes,
         readers: _,
+        budget,
         priority: _,
         batches,
     } = plan;
@@ -302,6 +316,8 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
         }
         let mut grouped =
             FileRecords::new(file_index, from).max_conversation_bytes(*max_conversation_bytes);
+        // The file's share of the budget while its records are held whole.
+        let mut permit = budget.permit();
         for (mut event, given) in events {
             super::failpoint("reader");
             if stop.load(Ordering::Relaxed) != 0 {
@@ -339,12 +355,55 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
             }
             match event {
                 RecordEvent::Record(record) => {
+                    // Its share of `--memory` first: held whole (with its file) or large.
+                    let cost = grouped.cost(&record);
+                    let mut own = None;
+                    if cost > 0 {
+                        let holder = match grouped.holds() {
+                            true => &mut permit,
+                            false => own.insert(budget.permit()),
+                        };
+                        if !budget.try_grow(holder, cost) {
+                            // Waits for work already sent to be written: what is batched
+                            // goes first, so that nothing it waits for is held here.
+                            if !batch.is_empty() {
+                                if sender.send(std::mem::take(&mut batch)).is_err() {
+                                    return;
+                                }
+                                batch_bytes = 0;
+                                batch_limit = batches.bytes;
+                            }
+                            if let Err(over) = budget.grow(holder, cost, stop) {
+                                match grouped.holds() {
+                                    true => {
+                                        grouped.refuse_over(over, &record);
+                                        permit = budget.permit();
+                                    }
+                                    false => {
+                                        batch.push(Work::Damage(over_budget(&record, over)));
+                                        ordinal += 1;
+                                        continue;
+                                    }
+                                }
+                            }
+                        }
+                    }
                     batch_bytes += record.bytes.len();
                     if record.bytes.len() >= LONG_RECORD {
                         batch_limit = batches.long_bytes;
                     }
-                    if let Some(work) = grouped.route(record, given.unwrap_or(ordinal)) {
-                        batch.push(work);
+                    let routed = grouped.route(record, given.unwrap_or(ordinal));
+                    if !grouped.holds() && permit.bytes() > 0 {
+                        // Refused on the way (--max-conversation-bytes): nothing is held.
+                        permit = budget.permit();
+                    }
+                    if let Some(work) = routed {
+                        batch.push(match (work, own) {
+                            (Work::Records(records), Some(own)) => {
+                                Work::Records(records.holding(own))
+                            }
+                            (work, _) => work,
+                        });
                     }
                     ordinal += 1;
                 }
@@ -365,7 +424,13 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
             break;
         }
         if let Some(work) = grouped.finish() {
-            batch.push(work);
+            batch.push(match work {
+                Work::Records(records) => Work::Records(records.holding(permit)),
+                other @ (Work::Blank(_)
+                | Work::Damage(_)
+                | Work::FileEnd(_)
+                | Work::Segment(..)) => other,
+            });
         }
         batch.push(Work::FileEnd(file_index));
         disk_before += file.size;
@@ -402,6 +467,8 @@ pub(super) struct FileRecords {
     whole_bytes: u64,
     max_whole: u64,
     refused: Option<Location>,
+    /// The file was refused because it needs more than `--memory`.
+    over: Option<OverBudget>,
 }
 
 impl FileRecords {
@@ -418,6 +485,7 @@ impl FileRecords {
             whole_bytes: 0,
             max_whole: u64::MAX,
             refused: None,
+            over: None,
         }
     }
 
@@ -440,6 +508,40 @@ impl FileRecords {
     pub(super) fn spans_file(&self) -> bool {
         self.format
             .is_some_and(|f| format::reader(f).granularity() == Granularity::File)
+    }
+
+    /// Whether the file's records are being held for its work (a format read whole, the file
+    /// not refused).
+    pub(super) fn holds(&self) -> bool {
+        self.spans_file() && self.refused.is_none()
+    }
+
+    /// What `record` costs the run's memory budget, as its format's
+    /// [`memory_cost`](crate::input::FormatReader::memory_cost) says, when it is held with its
+    /// file or is large on its own ([`LARGE_RECORD`]); nothing otherwise.
+    pub(super) fn cost(&self, record: &RawRecord) -> u64 {
+        let reader = format::reader(self.format.unwrap_or(SourceFormat::CHAT));
+        let len = record.bytes.len() as u64;
+        let counted = match reader.granularity() {
+            Granularity::File => self.refused.is_none(),
+            Granularity::Record => len >= LARGE_RECORD,
+        };
+        if counted {
+            reader.memory_cost().of(len, 1)
+        } else {
+            0
+        }
+    }
+
+    /// The file needs more than the whole budget (`over`, found at `record`): refused, its
+    /// records dropped as they come, a damage naming `--memory` at its end.
+    pub(super) fn refuse_over(&mut self, over: OverBudget, record: &RawRecord) {
+        if self.refused.is_none() {
+            let first = self.whole.first().map(|(r, _)| r.location.clone());
+            self.refused = Some(first.unwrap_or_else(|| record.location.clone()));
+            self.whole = Vec::new();
+        }
+        self.over = Some(over);
     }
 
     /// The work of an identified record, `ordinal` its place among the file's records; `None`
@@ -534,6 +636,17 @@ impl FileRecords {
     /// file refused for its size is a damage naming the limit.
     pub(super) fn finish(self) -> Option<Work> {
         let format = self.format?;
+        if let (Some(location), Some(over)) = (&self.refused, self.over) {
+            return Some(Work::Damage(Damage {
+                location: location.clone(),
+                compressed_offset: None,
+                message: format!(
+                    "its {} conversation holds {} bytes of records: {over} (a file of this format is held whole while it is read)",
+                    format.name(),
+                    self.whole_bytes,
+                ),
+            }));
+        }
         if let Some(location) = self.refused {
             return Some(Work::Damage(Damage {
                 location,
@@ -557,6 +670,16 @@ impl FileRecords {
             return None;
         }
         Some(Work::Records(Records::new(whole, self.file, format)))
+    }
+}
+
+/// A record too large for the whole budget: not converted, a damage at its place naming
+/// `--memory`.
+fn over_budget(record: &RawRecord, over: OverBudget) -> Damage {
+    Damage {
+        location: record.location.clone(),
+        compressed_offset: None,
+        message: format!("a record of {} bytes: {over}", record.bytes.len()),
     }
 }
 
@@ -982,6 +1105,7 @@ mod tests {
             max_record_bytes: 1 << 30,
             max_conversation_bytes: 1 << 30,
             readers,
+            budget: Budget::new(u64::MAX),
             priority: super::super::Priority::Run,
             batches: Batches::HOME,
         }

@@ -13,7 +13,7 @@ pub use super::refusal::Refusal;
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
-use crate::convert::render::render_as;
+use crate::convert::render::{render_as, usable_cwd};
 use crate::convert::{convert, ItemKind, Naming, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::format::{
@@ -42,12 +42,14 @@ pub enum Outcome {
     Converted(Box<Converted>),
     /// A record read into the conversation of an earlier record of its work.
     Merged,
-    /// Quarantined unchanged; a conversation refused as a whole has one per record.
+    /// Quarantined unchanged; a conversation refused as a whole has one per record. Boxed:
+    /// a whole file's work holds an outcome per record, most of them [`Outcome::Merged`],
+    /// and the inline entry made each 216 bytes (a chatty session's lines are ~280).
     Quarantined {
         /// The line `quarantine.jsonl` gets.
-        entry: QuarantineEntry,
+        entry: Box<QuarantineEntry>,
         /// Why, as a value: what a caller matches on (never the entry's reason text).
-        why: Refusal,
+        why: Box<Refusal>,
     },
     /// Left out by `--sample`.
     NotSampled,
@@ -170,8 +172,8 @@ pub struct Links {
     /// The version of the tool that wrote the source (Claude Code `version`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_version: Option<String>,
-    /// The folder the source says the session ran in, when `--cwd` wrote another one into
-    /// the session meta.
+    /// The folder the source says the session ran in, when another one is in the session
+    /// meta: `--cwd`'s, or the rules' when the source's is not a usable folder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_cwd: Option<String>,
 }
@@ -180,10 +182,9 @@ impl Links {
     fn of(meta: &crate::model::transcript::RecordMeta, rules: &RuleSet) -> Links {
         let overridden = rules.session.cwd_overrides_source;
         Links {
-            source_cwd: meta
-                .cwd
-                .clone()
-                .filter(|cwd| overridden && !cwd.is_empty() && *cwd != rules.session.cwd),
+            source_cwd: meta.cwd.clone().filter(|cwd| {
+                !cwd.is_empty() && *cwd != rules.session.cwd && (overridden || !usable_cwd(cwd))
+            }),
             format: meta.format,
             title: meta.title.clone(),
             source_id: meta.source_id.clone(),
@@ -382,19 +383,21 @@ pub fn finish(
     };
     let mut conversation = convert(transcript, rules, &key).map_err(Refusal::Rule)?;
     let bytes = render_as(format, &mut conversation, rules).map_err(Refusal::Rule)?;
-    let account = check(&bytes, &conversation, bytes_in, rules, format)?;
+    // What is counted of the items, then the items let go: the checks of the written bytes
+    // are the peak of a long conversation, and the items are as large again.
+    let account = conversation.account(bytes_in);
     let items = count_kinds(conversation.items.iter().map(item_kind));
     let count = |kind: ItemKind| conversation.items.iter().filter(|i| i.kind == kind).count();
+    let events = (
+        count(ItemKind::RealUser) as u64,
+        count(ItemKind::Assistant) as u64,
+    );
+    conversation.items = Vec::new();
+    let account = check(&bytes, &conversation.meta.id, account, rules, format)?;
     // The path as text, then as a path (`Path::display` read it back through a lossy UTF-8
     // pass, ~1,800 instructions a record).
     let (path, events) = match format {
-        Format::Codex => (
-            conversation.relative_path(),
-            (
-                count(ItemKind::RealUser) as u64,
-                count(ItemKind::Assistant) as u64,
-            ),
-        ),
+        Format::Codex => (conversation.relative_path(), events),
         // One file per input file, written by the collector; no UI events in a body.
         Format::Responses(options) => (body_path(source_key, options.compress), (0, 0)),
     };
@@ -481,8 +484,8 @@ pub struct WorkContext<'a> {
 fn refuse(record: &RawRecord, why: Refusal) -> Outcome {
     let cause = record.location.at(why);
     Outcome::Quarantined {
-        entry: QuarantineEntry::new(&cause, &record.bytes),
-        why: cause.cause,
+        entry: Box::new(QuarantineEntry::new(&cause, &record.bytes)),
+        why: Box::new(cause.cause),
     }
 }
 
@@ -490,8 +493,8 @@ fn refuse(record: &RawRecord, why: Refusal) -> Outcome {
 /// record of a refused conversation, at its first).
 fn quarantine(record: &RawRecord, cause: &Located<Refusal>) -> Outcome {
     Outcome::Quarantined {
-        entry: QuarantineEntry::new(cause, &record.bytes),
-        why: cause.cause.clone(),
+        entry: Box::new(QuarantineEntry::new(cause, &record.bytes)),
+        why: Box::new(cause.cause.clone()),
     }
 }
 
@@ -502,14 +505,14 @@ fn quarantine(record: &RawRecord, cause: &Located<Refusal>) -> Outcome {
 /// [`Outcome::Merged`], and a record the reader gave no account of is quarantined, never lost.
 /// A format read record by record is sampled before it is read; a format read whole, by
 /// conversation.
-pub fn process_work(work: &Records, context: &WorkContext<'_>) -> Vec<Outcome> {
+pub fn process_work(work: &mut Records, context: &WorkContext<'_>) -> Vec<Outcome> {
     process_with(crate::input::format::reader(work.format), work, context)
 }
 
 /// [`process_work`] with the reader given.
 fn process_with(
     reader: &dyn FormatReader,
-    work: &Records,
+    work: &mut Records,
     context: &WorkContext<'_>,
 ) -> Vec<Outcome> {
     let key = context.read.key;
@@ -575,13 +578,20 @@ pub struct ReadConversation {
 /// path), the reader ([`read_work`]), then each conversation through [`finish`].
 fn read_and_convert(
     reader: &dyn FormatReader,
-    work: &Records,
+    work: &mut Records,
     context: &WorkContext<'_>,
     outcomes: &mut [Option<Outcome>],
 ) {
     let per_conversation = reader.granularity() == Granularity::File;
     let rate = context.sample.unwrap_or(1.0);
     let conversations = read_work(reader, work, &context.read, context.batch, outcomes);
+    // A large file's records are needed again only if a conversation of theirs is refused:
+    // compressed meanwhile, they do not sit beside its conversion.
+    let mut packed = if per_conversation {
+        Packed::of(&mut work.records)
+    } else {
+        None
+    };
     // A whole-file format's records that no conversation took (refused, dropped by a rule)
     // stand for themselves in a sample, as a record-by-record format's do: sampled by their
     // own key. Kept in full, they made a 5 % sample audit 6.3 % of the records and quadruple
@@ -612,11 +622,12 @@ fn read_and_convert(
             }
             continue;
         }
+        let (location, id) = (record.location.clone(), record.id);
         let finished = finish(
             transcript,
-            &record.location,
+            &location,
             context.read.key,
-            record.id,
+            id,
             context.read.rules,
             context.format,
             context.naming.as_ref(),
@@ -629,16 +640,74 @@ fn read_and_convert(
                 Outcome::Converted(done)
             }
             Err(why) => {
+                if let Some(packed) = packed.take() {
+                    packed.unpack(&mut work.records);
+                }
                 // One quarantine line per record, each unchanged; the later ones point to the
                 // first.
-                let first = Arc::new(record.location.at(why));
+                let cause = Arc::new(location.at(why));
                 for &i in &indexes[1..] {
                     let (other, _) = &work.records[i];
-                    outcomes[i] = Some(refuse(other, Refusal::PartOf(Arc::clone(&first))));
+                    outcomes[i] = Some(refuse(other, Refusal::PartOf(Arc::clone(&cause))));
                 }
-                quarantine(record, &first)
+                quarantine(&work.records[first].0, &cause)
             }
         });
+    }
+    // A record no one gave an account of is quarantined unchanged ([`process_with`]).
+    if outcomes.iter().any(Option::is_none) {
+        if let Some(packed) = packed.take() {
+            packed.unpack(&mut work.records);
+        }
+    }
+}
+
+/// The bytes of a large whole file's records, compressed while its conversations convert
+/// (zstd level 1: JSON Lines shrink ~10-fold, at ~400 MB/s): the file's records were the
+/// largest part of what its work held beside the conversion (a chatty Claude Code session's
+/// lines are ~1 of its ~4 bytes per byte), and they are read again only to quarantine them.
+struct Packed {
+    frame: Vec<u8>,
+    /// Each record's length, in order.
+    lengths: Vec<usize>,
+}
+
+impl Packed {
+    /// A work whose records hold at least this many bytes is packed.
+    const MIN_BYTES: usize = 16 << 20;
+
+    /// Moves the records' bytes into one compressed frame, or leaves them when they are few
+    /// (or cannot be compressed).
+    fn of(records: &mut [(RawRecord, u64)]) -> Option<Packed> {
+        use std::io::Write;
+        let total: usize = records.iter().map(|(r, _)| r.bytes.len()).sum();
+        if total < Packed::MIN_BYTES {
+            return None;
+        }
+        let mut encoder = zstd::stream::Encoder::new(Vec::new(), 1).ok()?;
+        for (record, _) in records.iter() {
+            encoder.write_all(&record.bytes).ok()?;
+        }
+        let frame = encoder.finish().ok()?;
+        // Released in order, each block of records is freed with its last record.
+        let lengths = records
+            .iter_mut()
+            .map(|(record, _)| std::mem::take(&mut record.bytes).len())
+            .collect();
+        Some(Packed { frame, lengths })
+    }
+
+    /// Gives the records their bytes back (slices of one buffer).
+    fn unpack(self, records: &mut [(RawRecord, u64)]) {
+        let total = self.lengths.iter().sum();
+        // Packed by this process: the frame decompresses, to exactly this size.
+        let all = zstd::bulk::decompress(&self.frame, total).unwrap_or_default();
+        let all = bytes::Bytes::from(all);
+        let mut at = 0;
+        for ((record, _), len) in records.iter_mut().zip(self.lengths) {
+            record.bytes = all.slice(at.min(all.len())..(at + len).min(all.len()));
+            at += len;
+        }
     }
 }
 
@@ -664,22 +733,50 @@ pub fn read_work(
     // Each parsed record's canonical digest (its identity when it has no id of its own).
     let mut values: Vec<u128> = Vec::new();
     let mut fast = Vec::new();
+    if reader.streams() && reader.granularity() == Granularity::File {
+        // Each record parsed as the reader takes it, its `Value` let go before the next.
+        let mut each = work
+            .records
+            .iter()
+            .enumerate()
+            .filter_map(|(index, (record, _))| {
+                if outcomes[index].is_some() {
+                    return None;
+                }
+                match input_of(reader, record, index, None, repair, batch) {
+                    Ok((input, digest)) => {
+                        if digest != 0 {
+                            values.resize(work.records.len(), 0);
+                            values[index] = digest;
+                        }
+                        if input.repairs > 0 {
+                            repairs.resize(work.records.len(), 0);
+                            repairs[index] = input.repairs;
+                        }
+                        Some(input)
+                    }
+                    Err(why) => {
+                        outcomes[index] = Some(refuse(record, why));
+                        None
+                    }
+                }
+            })
+            .peekable();
+        let read = match each.peek() {
+            Some(_) => reader.read_each(&mut each, read_context),
+            None => FileRead::default(),
+        };
+        drop(each);
+        return claim(read, work, outcomes, &repairs, &values);
+    }
     for (index, (record, _)) in work.records.iter().enumerate() {
         if outcomes[index].is_some() {
             continue;
         }
-        if let Some(why) = too_large(record) {
-            outcomes[index] = Some(refuse(record, why));
-            continue;
-        }
-        if record.truncated {
-            outcomes[index] = Some(refuse(record, Refusal::Input(InputError::Truncated)));
-            continue;
-        }
         // A format's own reading of the raw bytes (Chat Completions: straight from the
         // parser's tape), when no Batch API result is to be joined into the record.
-        let read_fast = batch
-            .is_empty()
+        let whole = record.oversized.is_none() && !record.truncated;
+        let read_fast = (whole && batch.is_empty())
             .then(|| reader.read_fast(&record.bytes, read_context))
             .flatten();
         let parsed = match read_fast {
@@ -690,32 +787,22 @@ pub fn read_work(
                 });
                 continue;
             }
-            Some(FastRead::Parsed(value)) => Ok((value, 0)),
-            None => parse_record(&record.bytes, repair),
+            Some(FastRead::Parsed(value)) => Some(value),
+            None => None,
         };
-        match parsed {
-            Ok((mut value, repaired)) => {
-                values.resize(work.records.len(), 0);
-                values[index] = crate::model::identity::value_digest(&value);
-                // A Batch API request gets its result read ahead (Anthropic Message Batches).
-                batch.join(&mut value);
-                if repaired > 0 {
-                    repairs.resize(work.records.len(), 0);
-                    repairs[index] = repaired;
+        match input_of(reader, record, index, parsed, repair, batch) {
+            Ok((input, digest)) => {
+                if digest != 0 {
+                    values.resize(work.records.len(), 0);
+                    values[index] = digest;
                 }
-                inputs.push(InputRecord {
-                    value,
-                    index,
-                    repairs: repaired,
-                });
+                if input.repairs > 0 {
+                    repairs.resize(work.records.len(), 0);
+                    repairs[index] = input.repairs;
+                }
+                inputs.push(input);
             }
-            // A format whose records are not JSON (SSE `data:` lines) reads the raw bytes.
-            Err(_) if reader.detect(None, &record.bytes) => inputs.push(InputRecord {
-                value: serde_json::Value::String(String::from_utf8_lossy(&record.bytes).into()),
-                index,
-                repairs: 0,
-            }),
-            Err(err) => outcomes[index] = Some(refuse(record, Refusal::Input(err))),
+            Err(why) => outcomes[index] = Some(refuse(record, why)),
         }
     }
     let mut read = if inputs.is_empty() {
@@ -728,6 +815,67 @@ pub fn read_work(
         fast.append(&mut read.conversations);
         read.conversations = fast;
     }
+    claim(read, work, outcomes, &repairs, &values)
+}
+
+/// One record as a reader takes it: checked (size, damage) and parsed (unless `parsed`
+/// already is its `Value`; a Batch API request joined to its result; the raw bytes of a format
+/// whose records are not JSON), or why it cannot be; with the canonical digest of the value
+/// parsed (its identity when it has no id of its own; 0 for raw bytes).
+fn input_of(
+    reader: &dyn FormatReader,
+    record: &RawRecord,
+    index: usize,
+    parsed: Option<serde_json::Value>,
+    repair: bool,
+    batch: &BatchIndex,
+) -> Result<(InputRecord, u128), Refusal> {
+    if let Some(why) = too_large(record) {
+        return Err(why);
+    }
+    if record.truncated {
+        return Err(Refusal::Input(InputError::Truncated));
+    }
+    let parsed = match parsed {
+        Some(value) => Ok((value, 0)),
+        None => parse_record(&record.bytes, repair),
+    };
+    match parsed {
+        Ok((mut value, repaired)) => {
+            let digest = crate::model::identity::value_digest(&value);
+            // A Batch API request gets its result read ahead (Anthropic Message Batches).
+            batch.join(&mut value);
+            let input = InputRecord {
+                value,
+                index,
+                repairs: repaired,
+            };
+            Ok((input, digest))
+        }
+        // A format whose records are not JSON (SSE `data:` lines) reads the raw bytes.
+        Err(_) if reader.detect(None, &record.bytes) => {
+            let value = serde_json::Value::String(String::from_utf8_lossy(&record.bytes).into());
+            let input = InputRecord {
+                value,
+                index,
+                repairs: 0,
+            };
+            Ok((input, 0))
+        }
+        Err(err) => Err(Refusal::Input(err)),
+    }
+}
+
+/// What a reader read, given its outcomes: refused and dropped records theirs, each
+/// conversation its records (the first that names a record claims it), with its Unicode
+/// repairs counted.
+fn claim(
+    read: FileRead,
+    work: &Records,
+    outcomes: &mut [Option<Outcome>],
+    repairs: &[usize],
+    values: &[u128],
+) -> Vec<ReadConversation> {
     for (index, err) in read.refused {
         if let Some(slot @ None) = outcomes.get_mut(index) {
             let (record, _) = &work.records[index];
@@ -830,7 +978,7 @@ pub fn process_bytes(
     let mut outcomes = Vec::new();
     for work in works {
         match work {
-            Work::Records(records) => outcomes.extend(process_work(&records, &context)),
+            Work::Records(mut records) => outcomes.extend(process_work(&mut records, &context)),
             Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => {}
         }
     }
@@ -916,16 +1064,13 @@ fn too_large(record: &RawRecord) -> Option<Refusal> {
 /// The invariants on the written bytes, then the text accounting.
 fn check(
     bytes: &[u8],
-    conversation: &crate::convert::Conversation,
-    bytes_in: usize,
+    id: &str,
+    account: Account,
     rules: &RuleSet,
     format: Format,
 ) -> Result<Account, Refusal> {
     let (violations, what) = match format {
-        Format::Codex => (
-            validate::check(bytes, Some(&conversation.meta.id), &rules.markers),
-            "rollout",
-        ),
+        Format::Codex => (validate::check(bytes, Some(id), &rules.markers), "rollout"),
         Format::Responses(_) => (validate::responses::check_body(bytes), "body"),
     };
     let mut violations = violations.into_iter();
@@ -936,7 +1081,6 @@ fn check(
             more: violations.collect(),
         });
     }
-    let account = conversation.account(bytes_in);
     if !account.balanced() {
         return Err(Refusal::Unbalanced(account));
     }
@@ -1107,9 +1251,9 @@ pub(super) mod tests {
 
     /// One Chat Completions record through the pipeline.
     fn process_record(bytes: &[u8], rules: &RuleSet) -> Outcome {
-        let work = Records::new(vec![(record(bytes), 0)], 0, SourceFormat::CHAT);
+        let mut work = Records::new(vec![(record(bytes), 0)], 0, SourceFormat::CHAT);
         let (cache, batch) = Default::default();
-        let mut outcomes = process_work(&work, &context(rules, &cache, &batch));
+        let mut outcomes = process_work(&mut work, &context(rules, &cache, &batch));
         assert_eq!(outcomes.len(), 1, "one outcome per record");
         outcomes.remove(0)
     }
@@ -1262,9 +1406,9 @@ pub(super) mod tests {
                 (r, i as u64)
             })
             .collect();
-        let work = Records::new(records, 0, crate::input::SourceFormat::CLAUDE_CODE);
+        let mut work = Records::new(records, 0, crate::input::SourceFormat::CLAUDE_CODE);
         let (cache, batch) = Default::default();
-        let outcomes = process_with(&Runs, &work, &context(&rules, &cache, &batch));
+        let outcomes = process_with(&Runs, &mut work, &context(&rules, &cache, &batch));
         assert_eq!(outcomes.len(), lines.len(), "one outcome per record");
         let mut converted = Vec::new();
         let mut refused = Vec::new();
@@ -1437,7 +1581,7 @@ not json
             "{}",
             entry.reason
         );
-        let Refusal::Rule(err) = why else {
+        let Refusal::Rule(err) = *why else {
             panic!("expected a rule's refusal, got {why:?}");
         };
         assert_eq!(err.rule, crate::rules::PolicyId::UnknownRole.into());

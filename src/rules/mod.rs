@@ -37,6 +37,7 @@ pub use policy::{
 
 pub use marker::Marker;
 pub use path::PathExpr;
+pub(crate) use resolve::is_absolute_folder;
 pub use resolve::{resolve, resolve_all};
 
 /// The shipped default rules (target Codex 0.169), built into the binary.

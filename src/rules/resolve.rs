@@ -234,7 +234,7 @@ fn merge(files: &[LoadedFile]) -> Merged {
 }
 
 /// A folder Codex can list sessions under: `/...`, or a Windows drive's `C:\...`.
-fn is_absolute_folder(cwd: &str) -> bool {
+pub(crate) fn is_absolute_folder(cwd: &str) -> bool {
     let bytes = cwd.as_bytes();
     cwd.starts_with('/')
         || (bytes.len() >= 3

@@ -12,7 +12,10 @@
 
 use std::io::{self, BufRead};
 
-use super::split::OVERSIZED_HEAD;
+use super::split::{gather, Blocks, OVERSIZED_HEAD};
+
+/// A value's first bytes are gathered in one buffer, the rest in [`Blocks`].
+const HEAD_BYTES: usize = 16 << 20;
 
 /// How the values are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,7 +207,9 @@ impl<R: BufRead> Elements<R> {
         } else {
             0
         };
+        // The first bytes in one buffer, the rest of a long value in blocks of one size.
         let mut bytes: Vec<u8> = Vec::new();
+        let mut blocks = Blocks::default();
         let mut size = 0u64;
         let mut depth = 0u64;
         let mut in_string = false;
@@ -278,8 +283,15 @@ impl<R: BufRead> Elements<R> {
                 }
                 i += 1;
             }
-            let room = keep.saturating_sub(bytes.len()).min(i);
-            bytes.extend_from_slice(&buf[..room]);
+            let room = keep.saturating_sub(bytes.len() + blocks.len()).min(i);
+            let taken = &buf[..room];
+            let into_head = HEAD_BYTES.saturating_sub(bytes.len()).min(taken.len());
+            gather(&mut bytes, &taken[..into_head], HEAD_BYTES);
+            blocks.push(&taken[into_head..]);
+            if room < i {
+                // Past the limit: only the head is kept.
+                blocks = Blocks::default();
+            }
             self.reader.consume(i);
             size += i as u64;
             self.offset += i as u64;
@@ -287,6 +299,7 @@ impl<R: BufRead> Elements<R> {
         }
         if size > self.limit {
             bytes.truncate(OVERSIZED_HEAD);
+            bytes.shrink_to_fit();
             return Some(Element::Oversized {
                 head: bytes,
                 size,
@@ -294,6 +307,9 @@ impl<R: BufRead> Elements<R> {
                 line,
                 index,
             });
+        }
+        if !blocks.is_empty() {
+            blocks.append_to(&mut bytes);
         }
         Some(Element::Value {
             bytes,

@@ -64,7 +64,7 @@ pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, Sou
         path: path.display().to_string(),
         source,
     })?;
-    let compression = if head.starts_with(&ZSTD_MAGIC) {
+    let compression = if is_zstd(head) {
         Compression::Zstd
     } else if head.starts_with(&GZIP_MAGIC) {
         Compression::Gzip
@@ -102,6 +102,31 @@ pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, Sou
         compression,
         compressed_read: counter,
     })
+}
+
+/// Whether `head` (a file's first bytes) opens a zstd stream: a frame, or skippable frames
+/// (magic `0x184D2A50..=0x184D2A5F`, as `pzstd` writes one first) before one. A skippable
+/// frame followed, within `head`, by anything but another frame is not zstd.
+fn is_zstd(head: &[u8]) -> bool {
+    let mut at = 0usize;
+    loop {
+        let Some(magic) = head.get(at..at + 4) else {
+            // The head ends inside the frames: the frames' own checks say the rest.
+            return at > 0;
+        };
+        if magic == ZSTD_MAGIC {
+            return true;
+        }
+        let skippable = magic[0] & 0xF0 == 0x50 && magic[1..] == [0x2A, 0x4D, 0x18];
+        if !skippable {
+            return false;
+        }
+        let Some(size) = head.get(at + 4..at + 8) else {
+            return true;
+        };
+        let size = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
+        at = at.saturating_add(8).saturating_add(size);
+    }
 }
 
 /// Whether a zip entry is an export's conversations file: `conversations.json` or
@@ -887,6 +912,31 @@ mod tests {
 
     use super::*;
     use crate::model::identity::hex128;
+
+    /// A zstd file opening with skippable frames (as `pzstd` writes one first) is zstd; bytes
+    /// that only look like a skippable frame's magic, followed by text, are not.
+    #[test]
+    fn skippable_frames_before_a_zstd_frame_are_zstd() {
+        let text = b"{\"messages\":[]}\n".repeat(50);
+        let frame = zstd::encode_all(&text[..], 3).unwrap();
+        let mut pzstd = vec![0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        pzstd.extend_from_slice(&[0x5F, 0x2A, 0x4D, 0x18, 0, 0, 0, 0]);
+        pzstd.extend_from_slice(&frame);
+        assert!(is_zstd(&pzstd));
+        assert!(is_zstd(&frame));
+        assert!(is_zstd(&pzstd[..10]), "a head cut inside the frames");
+        assert!(!is_zstd(b"P*M\x18\0\0\0\0{\"messages\":[]}"));
+        assert!(!is_zstd(b"{\"a\":1}"));
+        assert!(!is_zstd(b"P*"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        std::fs::write(&path, &pzstd).unwrap();
+        let mut opened = open(&path).unwrap();
+        assert_eq!(opened.compression, Compression::Zstd);
+        let mut out = Vec::new();
+        opened.reader.read_to_end(&mut out).unwrap();
+        assert_eq!(out, text);
+    }
 
     /// A file read to its end through [`open_hashing`] leaves the digest of its bytes on
     /// disk, whatever its compression and however many frames or members it has; one read

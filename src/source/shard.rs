@@ -244,6 +244,20 @@ pub fn resolve(
     }))
 }
 
+/// The fingerprint of a walk's inputs: every file's key, size and modification time, in the
+/// walk's order (hex). Each shard of a run walks every input, so the shards of one run agree
+/// on it; shards run over other inputs do not, and `report merge` refuses to join them.
+pub fn walk_fingerprint(walk: &[SourceFile]) -> String {
+    let mut hash = crate::model::hash::Xxh3::new();
+    for file in walk {
+        hash.update(&(file.key.len() as u64).to_le_bytes());
+        hash.update(file.key.as_bytes());
+        hash.update(&file.size.to_le_bytes());
+        hash.update(&file.mtime_ns.to_le_bytes());
+    }
+    format!("{:032x}", hash.digest128())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,10 @@
 //! chat messages one record; several documents one after another, one record each). A
 //! document that does not parse as a whole falls back to JSON
 //! Lines, so every bad line is reported on its own; so does a damaged one whose other lines are
-//! complete JSON objects (JSON Lines with a bad first line). A UTF-8 byte-order mark,
-//! CRLF endings and blank lines are accepted. A read error (truncated or corrupt compression)
+//! complete JSON objects (JSON Lines with a bad first line). A first line that opens an array
+//! of records (a ChatGPT `conversations.json` written on one line) is read element by element
+//! however long it is. A UTF-8 byte-order mark (at the start of any line: files joined with
+//! `cat`), CRLF endings and blank lines are accepted. A read error (truncated or corrupt compression)
 //! ends the file with a [`Damage`]; the records before it are still yielded, and a line cut by
 //! the damage is yielded as `truncated`.
 //!
@@ -128,6 +130,7 @@ pub fn records_hashing(file: &SourceFile, slot: Option<DigestSlot>) -> RecordRea
                 offset: 0,
                 mode: Mode::Done,
                 leading_blanks: 0,
+                sniffing: false,
                 owed_blanks: 0,
                 queue,
                 max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
@@ -174,6 +177,9 @@ pub struct RecordReader {
     mode: Mode,
     /// Blank lines before the first non-blank one, counted while the file is sniffed.
     leading_blanks: u64,
+    /// The first line is being read: one that opens an array of records is streamed as
+    /// soon as its first element shows it ([`ReadLine::OpensArray`]).
+    sniffing: bool,
     /// Blank lines to report before anything queued.
     owed_blanks: u64,
     queue: VecDeque<RecordEvent>,
@@ -231,6 +237,14 @@ enum ReadLine {
         line: u64,
         offset: u64,
     },
+    /// The first line opens an array whose first element is not a chat message: an array of
+    /// records (a ChatGPT `conversations.json` on one line). `head` is what was read of it;
+    /// the rest of the line is still in the stream.
+    OpensArray {
+        head: Vec<u8>,
+        line: u64,
+        offset: u64,
+    },
     /// Empty lines in a row (bare `\n`s), counted at once.
     Blanks(u64),
     Eof,
@@ -254,6 +268,7 @@ impl RecordReader {
             offset: 0,
             mode: Mode::Sniff,
             leading_blanks: 0,
+            sniffing: false,
             owed_blanks: 0,
             queue: VecDeque::new(),
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
@@ -315,18 +330,25 @@ impl RecordReader {
                 return ReadLine::Blanks(empty as u64);
             }
         }
-        let keep = usize::try_from(self.max_record_bytes.saturating_add(2)).unwrap_or(usize::MAX);
+        // The limit, a BOM and a CRLF.
+        let keep = usize::try_from(self.max_record_bytes.saturating_add(5)).unwrap_or(usize::MAX);
+        // A first line that opens an array is looked at once it is this long, then at each
+        // doubling (linear in all): an array of records is streamed from there.
+        let mut array_check = self.sniffing.then_some(ARRAY_CHECK);
         // A line that spans buffer refills is gathered in `spill` (kept from line to line) and
         // copied out once at its size: growing a fresh vector per line cost reallocations and
         // freshly zeroed pages on the reader thread.
         let buf = &mut self.spill;
         let chunk = &mut self.chunk;
         buf.clear();
+        // Past `SPILL_KEEP`, the line goes on in blocks of one size ([`Blocks`]).
+        let mut blocks = Blocks::default();
         let mut size = 0u64;
         let start = self.offset;
         let mut whole_chunk = None;
         let shares = reader.shares();
         let mut carried = false;
+        let mut opens_array = false;
         let error = loop {
             let available = match reader.fill_buf() {
                 Ok(available) => available,
@@ -340,7 +362,7 @@ impl RecordReader {
                 Some(at) => (at + 1, true),
                 None => (available.len(), false),
             };
-            let room = keep.saturating_sub(buf.len()).min(used);
+            let room = keep.saturating_sub(buf.len() + blocks.len()).min(used);
             if ends && size == 0 && room == used {
                 // The common case: the whole line is in the buffer, taken as a slice of it
                 // when the buffer is a shared block (zstd's), else copied into one.
@@ -362,17 +384,34 @@ impl RecordReader {
                 carried = true;
                 continue;
             }
-            buf.extend_from_slice(&available[..room]);
+            let taken = &available[..room];
+            let into_spill = SPILL_KEEP.saturating_sub(buf.len()).min(taken.len());
+            gather(buf, &taken[..into_spill], SPILL_KEEP);
+            blocks.push(&taken[into_spill..]);
             reader.consume(used);
             size += used as u64;
+            if room < used {
+                // Past the limit: the head in `buf` is all that is kept of it.
+                blocks = Blocks::default();
+            }
             if ends {
                 break None;
+            }
+            if let Some(at) = array_check.filter(|&at| buf.len() >= at && room == used) {
+                match opens_record_array(buf) {
+                    Some(true) => {
+                        opens_array = true;
+                        break None;
+                    }
+                    Some(false) => array_check = None,
+                    None => array_check = Some(at.saturating_mul(2)),
+                }
             }
         };
         if let Some(line) = whole_chunk {
             self.offset += size;
             self.line += 1;
-            if strip_line(&line, start == 0).len() as u64 <= self.max_record_bytes {
+            if strip_line(&line).len() as u64 <= self.max_record_bytes {
                 return ReadLine::Line {
                     bytes: line,
                     line: self.line,
@@ -386,18 +425,26 @@ impl RecordReader {
                 offset: start,
             };
         }
-        // A long line's buffer is handed over whole rather than copied: the copy was one more
-        // record's worth of memory at the peak.
-        let mut buf = if self.spill.capacity() > SPILL_KEEP {
-            std::mem::take(&mut self.spill)
-        } else {
-            self.spill.as_slice().to_vec()
-        };
+        if opens_array {
+            // Not a line: the array's elements are read from here (the line's head, then
+            // the stream).
+            let mut head = std::mem::take(&mut self.spill);
+            blocks.append_to(&mut head);
+            return ReadLine::OpensArray {
+                head,
+                line: self.line + 1,
+                offset: start,
+            };
+        }
+        // What was read of a line not read whole: a partial or oversized line's head only.
+        let gathered = (self.spill.len() + blocks.len()) as u64;
         if let Some(err) = error {
             self.offset += size;
             self.line += 1;
+            let mut partial = std::mem::take(&mut self.spill);
+            blocks.append_to(&mut partial);
             return ReadLine::Error {
-                partial: buf,
+                partial,
                 line: self.line,
                 offset: start,
                 message: err.to_string(),
@@ -408,17 +455,36 @@ impl RecordReader {
         }
         self.offset += size;
         self.line += 1;
-        let whole = buf.len() as u64 == size;
-        if whole && strip_line(&buf, start == 0).len() as u64 <= self.max_record_bytes {
-            return ReadLine::Line {
-                bytes: buf.into(),
+        if gathered == size {
+            // A long line's buffer is handed over whole rather than copied: the copy was one
+            // more record's worth of memory at the peak.
+            let buf = if !blocks.is_empty() {
+                let mut all = Vec::with_capacity(self.spill.len() + blocks.len());
+                all.extend_from_slice(&self.spill);
+                self.spill = Vec::new();
+                blocks.append_to(&mut all);
+                all
+            } else if self.spill.capacity() > SPILL_KEEP {
+                std::mem::take(&mut self.spill)
+            } else {
+                self.spill.as_slice().to_vec()
+            };
+            if strip_line(&buf).len() as u64 <= self.max_record_bytes {
+                return ReadLine::Line {
+                    bytes: buf.into(),
+                    line: self.line,
+                    offset: start,
+                };
+            }
+            return ReadLine::Oversized {
+                head: buf[..buf.len().min(OVERSIZED_HEAD)].to_vec(),
+                size,
                 line: self.line,
                 offset: start,
             };
         }
-        buf.truncate(OVERSIZED_HEAD);
         ReadLine::Oversized {
-            head: buf,
+            head: self.spill[..self.spill.len().min(OVERSIZED_HEAD)].to_vec(),
             size,
             line: self.line,
             offset: start,
@@ -427,7 +493,7 @@ impl RecordReader {
 
     /// The event of an oversized record: its first bytes, marked with its size.
     fn oversized(&self, head: &[u8], size: u64, line: u64, offset: u64) -> RecordEvent {
-        let stripped = strip_line(head, offset == 0);
+        let stripped = strip_line(head);
         RecordEvent::Record(RawRecord {
             location: self.location(line, offset, None),
             bytes: Bytes::copy_from_slice(&stripped[..stripped.len().min(OVERSIZED_HEAD)]),
@@ -439,7 +505,7 @@ impl RecordReader {
 
     fn damage(&mut self, partial: Vec<u8>, line: u64, offset: u64, message: String) {
         let location = self.location(line, offset, None);
-        let stripped = strip_line(&partial, offset == 0);
+        let stripped = strip_line(&partial);
         if !stripped.iter().all(u8::is_ascii_whitespace) {
             self.queue.push_back(RecordEvent::Record(RawRecord {
                 location: location.clone(),
@@ -467,7 +533,7 @@ impl RecordReader {
     /// The event of one line read whole: its bytes are the record's, stripped in place (a copy
     /// of every record here was ~2 % of the reader thread's instructions).
     fn line_event(&self, bytes: Bytes, line: u64, offset: u64) -> RecordEvent {
-        let stripped = strip_line(&bytes, offset == 0);
+        let stripped = strip_line(&bytes);
         if stripped.iter().all(u8::is_ascii_whitespace) {
             return RecordEvent::Blank(1);
         }
@@ -488,6 +554,12 @@ impl RecordReader {
         if self.spans_of_trace_exports() {
             return;
         }
+        self.sniffing = true;
+        self.sniff_first();
+        self.sniffing = false;
+    }
+
+    fn sniff_first(&mut self) {
         loop {
             match self.read_line() {
                 ReadLine::Blanks(n) => self.leading_blanks += n,
@@ -504,6 +576,10 @@ impl RecordReader {
                 } => {
                     self.owe_blanks();
                     self.damage(partial, line, offset, message);
+                    return;
+                }
+                ReadLine::OpensArray { head, line, offset } => {
+                    self.stream_array(head, line, offset);
                     return;
                 }
                 ReadLine::Oversized {
@@ -524,7 +600,7 @@ impl RecordReader {
                     line,
                     offset,
                 } => {
-                    let stripped = strip_line(&bytes, offset == 0);
+                    let stripped = strip_line(&bytes);
                     if stripped.iter().all(u8::is_ascii_whitespace) {
                         self.leading_blanks += 1;
                         continue;
@@ -601,11 +677,13 @@ impl RecordReader {
     /// it is not one. A longer array is read element by element from the stream.
     fn read_document(&mut self, first: Vec<u8>, line: u64, offset: u64) {
         let mut doc = first;
+        let doc_cap = usize::try_from(self.max_record_bytes.saturating_add(BOM.len() as u64 + 1))
+            .unwrap_or(usize::MAX);
         let mut error = None;
         while let Some(reader) = self.reader.as_mut() {
             let n = match reader.fill_buf() {
                 Ok(available) => {
-                    doc.extend_from_slice(available);
+                    gather(&mut doc, available, doc_cap);
                     available.len()
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -666,10 +744,8 @@ impl RecordReader {
         };
         match framing {
             Some(framing) => {
-                let mut cursor = std::io::Cursor::new(doc);
-                cursor.set_position(bom as u64);
                 let elements = Elements::new(
-                    Box::new(cursor) as Box<dyn BufRead + Send>,
+                    Box::new(Consumed::new(doc, bom)) as Box<dyn BufRead + Send>,
                     framing,
                     self.max_record_bytes,
                 );
@@ -746,9 +822,7 @@ impl RecordReader {
             let Some(rest) = self.reader.take() else {
                 return;
             };
-            let mut cursor = std::io::Cursor::new(doc);
-            cursor.set_position(bom as u64);
-            let stream: Box<dyn BufRead + Send> = Box::new(cursor.chain(rest));
+            let stream: Box<dyn BufRead + Send> = Box::new(Consumed::new(doc, bom).chain(rest));
             let mut elements = Elements::new(stream, Framing::Array, self.max_record_bytes);
             let first = elements.next();
             let message_list =
@@ -787,6 +861,7 @@ impl RecordReader {
                 ReadLine::Eof => break,
                 ReadLine::Blanks(n) => size += n,
                 ReadLine::Line { bytes, .. } => size += bytes.len() as u64,
+                ReadLine::OpensArray { head, .. } => size += head.len() as u64,
                 ReadLine::Oversized { size: more, .. } => size += more,
                 ReadLine::Error {
                     partial,
@@ -808,6 +883,24 @@ impl RecordReader {
             Some((line, offset, message)) => self.damage(Vec::new(), line, offset, message),
             None => self.reader = None,
         }
+    }
+
+    /// A first line that opens an array of records, read element by element from its `head`
+    /// (what was read of the line) and the rest of the stream, each element under the limit:
+    /// the line may be longer than any limit.
+    fn stream_array(&mut self, head: Vec<u8>, line: u64, offset: u64) {
+        let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
+        let base = Base {
+            line,
+            offset: offset + bom as u64,
+        };
+        let Some(rest) = self.reader.take() else {
+            self.mode = Mode::Done;
+            return;
+        };
+        let stream: Box<dyn BufRead + Send> = Box::new(Consumed::new(head, bom).chain(rest));
+        let elements = Elements::new(stream, Framing::Array, self.max_record_bytes);
+        self.mode = Mode::Elements(Box::new((elements, base)));
     }
 
     /// Queues the event of one element of a document whose first byte is at `base`.
@@ -856,6 +949,122 @@ impl RecordReader {
 struct Base {
     line: u64,
     offset: u64,
+}
+
+/// Bytes read ahead, given once more from `at` and freed as soon as they are consumed: the
+/// head of a document, before the rest of its stream, held no longer than it is needed.
+struct Consumed {
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl Consumed {
+    fn new(bytes: Vec<u8>, at: usize) -> Consumed {
+        let mut consumed = Consumed { bytes, at: 0 };
+        consumed.consume(at);
+        consumed
+    }
+}
+
+impl Read for Consumed {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let rest = &self.bytes[self.at..];
+        let n = rest.len().min(out.len());
+        out[..n].copy_from_slice(&rest[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Consumed {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        Ok(&self.bytes[self.at..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.at = self.at.saturating_add(amount).min(self.bytes.len());
+        if self.at == self.bytes.len() {
+            self.bytes = Vec::new();
+            self.at = 0;
+        }
+    }
+}
+
+/// A line (or JSON value) gathered past its first [`SPILL_KEEP`] bytes, in blocks of one
+/// size: one buffer doubled up to the limit held twice the limit at the copy, and the
+/// allocator kept each size it passed through (an oversized line of a 256 MiB limit peaked at
+/// ~650 MB); blocks of one size are reused and cost the bytes held.
+#[derive(Default)]
+pub(crate) struct Blocks {
+    blocks: Vec<Vec<u8>>,
+    len: usize,
+}
+
+/// The size of a [`Blocks`] block.
+const BLOCK: usize = 4 << 20;
+
+impl Blocks {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let full = self.blocks.last().is_none_or(|b| b.len() == b.capacity());
+            if full {
+                self.blocks.push(Vec::with_capacity(BLOCK));
+            }
+            let Some(last) = self.blocks.last_mut() else {
+                return;
+            };
+            let n = (last.capacity() - last.len()).min(bytes.len());
+            last.extend_from_slice(&bytes[..n]);
+            self.len += n;
+            bytes = &bytes[n..];
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends the bytes to `out`, each block freed once copied.
+    pub(crate) fn append_to(self, out: &mut Vec<u8>) {
+        out.reserve_exact(self.len);
+        for block in self.blocks {
+            out.extend_from_slice(&block);
+        }
+    }
+}
+
+/// A first line at least this long that opens an array is looked at for its first element.
+const ARRAY_CHECK: usize = 1 << 20;
+
+/// Appends `bytes` to `buf`, its capacity doubling but never past `cap` (unless `bytes`
+/// need it): a line or value gathered up to a limit costs the limit, not the next power of
+/// two past it.
+pub(crate) fn gather(buf: &mut Vec<u8>, bytes: &[u8], cap: usize) {
+    let need = buf.len().saturating_add(bytes.len());
+    if need > buf.capacity() {
+        let want = buf.capacity().saturating_mul(2).clamp(need, cap.max(need));
+        buf.reserve_exact(want - buf.len());
+    }
+    buf.extend_from_slice(bytes);
+}
+
+/// What the head of a first line says: `Some(true)` when it opens an array whose first
+/// element (read whole) is not a chat message, `Some(false)` when it does not open an array or
+/// its first element is a message (one record), `None` while the first element is cut.
+fn opens_record_array(head: &[u8]) -> Option<bool> {
+    let body = head.strip_prefix(BOM).unwrap_or(head).trim_ascii_start();
+    if body.first() != Some(&b'[') {
+        return Some(false);
+    }
+    match Elements::new(body, Framing::Array, u64::MAX).next() {
+        Some(Element::Value { bytes, .. }) => Some(!looks_like_message(&bytes)),
+        Some(Element::Oversized { .. }) => Some(false),
+        Some(Element::Broken { .. }) | None => None,
+    }
 }
 
 /// A document's bytes read again, then the read error that ended them the first time.
@@ -933,6 +1142,10 @@ impl Iterator for RecordReader {
                         line,
                         offset,
                     } => return Some(self.line_event(bytes, line, offset)),
+                    // Only a first line is looked at for an array; were another, the same.
+                    ReadLine::OpensArray { head, line, offset } => {
+                        self.stream_array(head, line, offset)
+                    }
                     ReadLine::Oversized {
                         head,
                         size,
@@ -951,10 +1164,11 @@ impl Iterator for RecordReader {
     }
 }
 
-/// Removes the line ending (LF or CRLF) and, at the start of a file, a UTF-8 BOM.
-fn strip_line(bytes: &[u8], file_start: bool) -> &[u8] {
+/// Removes the line ending (LF or CRLF) and a UTF-8 BOM at the line's start: files joined
+/// with `cat` carry each one's BOM at the start of a line.
+fn strip_line(bytes: &[u8]) -> &[u8] {
     let mut s = bytes;
-    if file_start && s.starts_with(BOM) {
+    if s.starts_with(BOM) {
         s = &s[BOM.len()..];
     }
     if let Some(rest) = s.strip_suffix(b"\n") {
@@ -1206,7 +1420,7 @@ mod tests {
 
     #[test]
     fn strip_handles_bom_and_crlf() {
-        assert_eq!(strip_line(b"\xEF\xBB\xBF{}\r\n", true), b"{}");
-        assert_eq!(strip_line(b"{}\r\n", false), b"{}");
+        assert_eq!(strip_line(b"\xEF\xBB\xBF{}\r\n"), b"{}");
+        assert_eq!(strip_line(b"{}\r\n"), b"{}");
     }
 }

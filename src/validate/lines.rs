@@ -14,8 +14,13 @@ use crate::model::rollout::view::{self, LineView};
 const MAX_DEPTH: usize = 128;
 
 /// The lines that parse, with their 1-based numbers. `None` when the file is not UTF-8 (Codex
-/// then refuses it whole, and nothing else is worth reading).
-pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize, LineView<'a>)>> {
+/// then refuses it whole, and nothing else is worth reading). The lines `long` names (in
+/// order) were too long to read: each is an empty line in `bytes` and a violation here.
+pub(super) fn read<'a>(
+    bytes: &'a [u8],
+    long: &[super::LongLine],
+    out: &mut Findings,
+) -> Option<Vec<(usize, LineView<'a>)>> {
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         out.violation(
             Invariant::LineFormat,
@@ -41,14 +46,40 @@ pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize
         }
     };
     let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    let mut lines = Vec::with_capacity(body.len() / LINE_BYTES + 16);
+    // A long rollout's lines are counted first: its list of views is as large as its bytes
+    // when the lines are short, and grown by doubling it took twice that at its peak.
+    let capacity = if body.len() > EXACT_ABOVE {
+        memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1
+    } else {
+        body.len() / LINE_BYTES + 16
+    };
+    let mut lines = Vec::with_capacity(capacity);
     // A line a template reads ends where the template does: no search for its newline (a
     // search of every line was ~1.4 % of a dry run of small records). Any other line ends at
     // the next newline, found with memchr (`str::split` searched byte by byte: ~3 % of a
     // conversion of small records). Slicing a `str` at a `\n` is at a character boundary.
     let mut start = 0;
+    let mut long = long.iter().peekable();
     for n in 1.. {
         let rest = &body[start..];
+        if let Some(skipped) = long.next_if(|l| l.line == n) {
+            out.violation(
+                Invariant::LineFormat,
+                n,
+                format!(
+                    "line of {} bytes, longer than --max-record-bytes ({}): not read",
+                    skipped.size, skipped.limit
+                ),
+            );
+            let Some(at) = memchr::memchr(b'\n', rest.as_bytes()) else {
+                break;
+            };
+            start += at + 1;
+            if start >= body.len() {
+                break;
+            }
+            continue;
+        }
         if let Some((line, len)) = view::fast_first_line(rest) {
             lines.push((n, line));
             start += len + 1;
@@ -96,6 +127,9 @@ pub(super) fn read<'a>(bytes: &'a [u8], out: &mut Findings) -> Option<Vec<(usize
 /// fit (its lines are ~350 bytes), and the list is at most ~0.3x the file's size when its lines
 /// are long (a line's view is ~140 bytes). More lines grow the list.
 const LINE_BYTES: usize = 512;
+
+/// A rollout longer than this has its list of lines sized by counting them.
+const EXACT_ABOVE: usize = 1 << 20;
 
 /// One line to its view; `Ok(None)` when it is JSON but not an object. A lone surrogate
 /// escape is an error here: simd-json would read it as U+0000, and serde_json skips it unchecked

@@ -126,6 +126,28 @@ pub fn check(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Vec<V
 
 /// Checks a rollout's bytes: its violations and its warnings.
 pub fn check_with_warnings(bytes: &[u8], file_uuid: Option<&str>, markers: &[Marker]) -> Findings {
+    check_read(bytes, &[], file_uuid, markers)
+}
+
+/// A line of a rollout too long to read (`validate --max-record-bytes`): skipped unbuffered,
+/// an empty line standing for it in the bytes checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongLine {
+    /// 1-based.
+    pub line: usize,
+    /// Its bytes, line ending excluded.
+    pub size: u64,
+    pub limit: u64,
+}
+
+/// [`check_with_warnings`] of a rollout read with its too-long lines left out (`long`, in
+/// order): each is a violation of invariant 2.
+pub fn check_read(
+    bytes: &[u8],
+    long: &[LongLine],
+    file_uuid: Option<&str>,
+    markers: &[Marker],
+) -> Findings {
     let mut out = Findings {
         generation: generation::generation(bytes),
         ..Findings::default()
@@ -141,7 +163,7 @@ pub fn check_with_warnings(bytes: &[u8], file_uuid: Option<&str>, markers: &[Mar
     if let Some(generation) = out.generation {
         generation::check(bytes, generation, markers, &mut out);
     }
-    if let Some(lines) = lines::read(bytes, &mut out) {
+    if let Some(lines) = lines::read(bytes, long, &mut out) {
         let base = meta::check_session_meta(&lines, file_uuid, &mut out);
         meta::check_envelopes(&lines, &mut out);
         let mut walk = items::Walk::new(markers, base);

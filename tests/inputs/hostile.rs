@@ -103,7 +103,8 @@ fn chat(text: &str) -> Value {
     ]})
 }
 
-fn zstd_file(wd: &Workdir, name: &str, write: impl FnOnce(&mut dyn Write)) {
+/// Writes `name` in `wd` as a zstd stream of what `write` writes.
+pub(super) fn zstd_file(wd: &Workdir, name: &str, write: impl FnOnce(&mut dyn Write)) {
     let file = std::fs::File::create(wd.path(name)).unwrap();
     let mut encoder = zstd::stream::write::Encoder::new(file, 1).unwrap();
     write(&mut encoder);

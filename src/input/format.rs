@@ -230,6 +230,7 @@ pub fn readers() -> &'static [&'static dyn FormatReader] {
         &super::responses::ResponsesReader,
         &super::chat_stream::ChatStreamReader,
         &super::sharegpt::ShareGptReader,
+        &super::parquet::ParquetReader,
         &super::chat::ChatReader,
     ]
 }
@@ -265,7 +266,7 @@ mod tests {
 
     #[test]
     fn names_read_back() {
-        assert_eq!(SourceFormat::all().count(), 7);
+        assert_eq!(SourceFormat::all().count(), 8);
         for format in SourceFormat::all() {
             assert_eq!(format.name().parse::<SourceFormat>(), Ok(format));
         }

@@ -1,7 +1,8 @@
 //! Conformance with the real Codex CLI: what `rollover convert` writes is exactly what Codex
 //! restores and sends to the model.
 //!
-//! `samples/` and every set of `../shared/corpora` are converted into one fresh Codex home.
+//! `samples/`, the Parquet datasets of `tests/fixtures/parquet/` and every set of
+//! `../shared/corpora` are converted into one fresh Codex home.
 //! `codex migrate-rollouts --json` (dry run) must find every rollout eligible. Then a
 //! deterministic sample of rollouts (a greedy cover of every (input set, decision rule) and
 //! (input set, item kind) pair, filled up by a fixed stride) is resumed, each in its own
@@ -115,11 +116,20 @@ fn inputs() -> Vec<Input> {
         .collect();
     sets.sort();
     assert!(!sets.is_empty(), "no set in {}", corpora.display());
-    let mut inputs = vec![Input {
-        path: samples,
-        per_file: true,
-        label: "samples".into(),
-    }];
+    let mut inputs = vec![
+        Input {
+            path: samples,
+            per_file: true,
+            label: "samples".into(),
+        },
+        // The Parquet datasets (tests/parquet.rs writes them): a set per file, so that a
+        // conversation of each layout is resumed.
+        Input {
+            path: manifest_dir().join("tests/fixtures/parquet"),
+            per_file: true,
+            label: "fixtures/parquet".into(),
+        },
+    ];
     // `sources` holds one folder per source format: each is a set of its own, so the sample
     // resumes at least one conversation of every format.
     let sets: Vec<PathBuf> = sets

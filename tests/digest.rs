@@ -39,6 +39,8 @@ fn sets() -> Vec<(&'static str, PathBuf)> {
         ("toolbench", corpora.join("toolbench")),
         // The seven source formats, real public transcripts (corpora/README.md).
         ("sources", corpora.join("sources")),
+        // Parquet datasets written from the corpora (tests/fixtures/README.md).
+        ("parquet", root.join("tests/fixtures/parquet")),
     ]
 }
 

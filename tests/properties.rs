@@ -6,8 +6,9 @@
 //!   body.messages / batch result / input string or list / history / question turns / bare
 //!   list, plus some broken lines);
 //! - `every_source_format_is_total_accounted_valid_and_deterministic`: a folder of one random
-//!   file of each of the seven source formats (`properties/formats.rs`), each found by
-//!   detection (the summary's `formats` must name all seven);
+//!   file of each of the eight source formats (`properties/formats.rs`; the Parquet dataset
+//!   written by the test's Parquet writer), each found by detection (the summary's `formats`
+//!   must name all eight);
 //! - `any_thread_count_writes_the_same_tree_over_batches_and_read_ahead`: an archive that spans
 //!   several batches (over 512 records) and several files read ahead (64 KiB or more), beside
 //!   small files and a file of each other format, converted with `--jobs` 1, 2 and 3.
@@ -395,11 +396,23 @@ fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
 /// lines, without `\n`.
 type Inputs = BTreeMap<String, Vec<Vec<u8>>>;
 
-/// Writes `inputs` under `dir/in/`.
+/// Writes `inputs` under `dir/in/`: a `.parquet` file's lines are its rows
+/// ([`formats::parquet`]).
 fn write_inputs(dir: &Path, inputs: &Inputs) {
     for (name, lines) in inputs {
         let mut bytes = Vec::new();
-        for line in lines {
+        if name.ends_with(".parquet") {
+            let rows: Vec<Value> = lines
+                .iter()
+                .map(|l| serde_json::from_slice(l).expect("a row"))
+                .collect();
+            let layout = crate::common::parquet::Layout {
+                group_rows: 3,
+                ..Default::default()
+            };
+            bytes = crate::common::parquet::write(formats::PARQUET_SCHEMA, &rows, layout);
+        }
+        for line in lines.iter().filter(|_| !name.ends_with(".parquet")) {
             bytes.extend_from_slice(line);
             bytes.push(b'\n');
         }
@@ -630,17 +643,26 @@ fn cases() -> u32 {
 }
 
 /// A file name's format prefix, so that the walk (by name) takes them in this order.
-const FORMATS: [&str; 7] = [
+const FORMATS: [&str; 8] = [
     "anthropic",
     "chat",
     "chat-stream",
     "chatgpt",
     "claude-code",
+    "parquet",
     "responses",
     "sharegpt",
 ];
 
-/// One file of each of the seven source formats: `NAME.jsonl` for the format `NAME`.
+/// The file of format `name`: `NAME.jsonl`, a Parquet dataset `parquet.parquet`.
+fn file_of(name: &str) -> String {
+    match name {
+        "parquet" => "parquet.parquet".to_string(),
+        _ => format!("{name}.jsonl"),
+    }
+}
+
+/// One file of each of the eight source formats: `NAME.jsonl` for the format `NAME`.
 fn every_format() -> impl Strategy<Value = Inputs> {
     (
         formats::anthropic(),
@@ -648,11 +670,12 @@ fn every_format() -> impl Strategy<Value = Inputs> {
         formats::chat_stream(),
         formats::chatgpt(0),
         formats::claude_code(0),
+        formats::parquet(),
         formats::responses(),
         formats::sharegpt(),
     )
         .prop_map(
-            |(anthropic, chat, chat_stream, chatgpt, claude_code, responses, sharegpt)| {
+            |(anthropic, chat, chat_stream, chatgpt, claude_code, parquet, responses, sharegpt)| {
                 let chat = once_chat(chat);
                 [
                     anthropic,
@@ -660,12 +683,13 @@ fn every_format() -> impl Strategy<Value = Inputs> {
                     chat_stream,
                     chatgpt,
                     claude_code,
+                    parquet,
                     responses,
                     sharegpt,
                 ]
                 .into_iter()
                 .zip(FORMATS)
-                .map(|(lines, name)| (format!("{name}.jsonl"), lines))
+                .map(|(lines, name)| (file_of(name), lines))
                 .collect()
             },
         )

@@ -114,6 +114,27 @@ pub struct FileRead {
     pub dropped: Vec<DroppedRecord>,
 }
 
+impl FileRead {
+    /// What a format whose records are each one conversation read: each record's value
+    /// through `read_one`, its conversation or the reason it is refused.
+    pub fn each(
+        records: Vec<InputRecord>,
+        mut read_one: impl FnMut(Value) -> Result<Transcript, InputError>,
+    ) -> FileRead {
+        let mut read = FileRead::default();
+        for record in records {
+            match read_one(record.value) {
+                Ok(transcript) => read.conversations.push(SourceConversation {
+                    transcript,
+                    records: vec![record.index],
+                }),
+                Err(error) => read.refused.push((record.index, error)),
+            }
+        }
+        read
+    }
+}
+
 /// One conversation read from one or more records.
 #[derive(Debug)]
 pub struct SourceConversation {

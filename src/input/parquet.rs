@@ -26,9 +26,7 @@
 use serde_json::Value;
 
 use super::builder::TranscriptBuilder;
-use super::format::{
-    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
-};
+use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::turns::{bad, classic_turns, dataset_tools, split_observations};
 use super::InputError;
 use crate::model::time::{epoch_number_to_ms, parse_rfc3339_ms};
@@ -66,17 +64,7 @@ impl FormatReader for ParquetReader {
     }
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
-        let mut read = FileRead::default();
-        for record in records {
-            match read_row(record.value, context) {
-                Ok(transcript) => read.conversations.push(SourceConversation {
-                    transcript,
-                    records: vec![record.index],
-                }),
-                Err(error) => read.refused.push((record.index, error)),
-            }
-        }
-        read
+        FileRead::each(records, |row| read_row(row, context))
     }
 }
 

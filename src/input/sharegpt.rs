@@ -28,9 +28,7 @@ use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
 use super::chat::{alias_role, read_message_list};
-use super::format::{
-    FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
-};
+use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::inside::{Refusal, IMAGE_CAP};
 use super::turns::{
     bad, calls_of, classic_turns, dataset_tools, observation, observation_runs, split_observations,
@@ -111,17 +109,7 @@ impl FormatReader for ShareGptReader {
     }
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
-        let mut read = FileRead::default();
-        for record in records {
-            match read_row(record.value, context) {
-                Ok(transcript) => read.conversations.push(SourceConversation {
-                    transcript,
-                    records: vec![record.index],
-                }),
-                Err(error) => read.refused.push((record.index, error)),
-            }
-        }
-        read
+        FileRead::each(records, |row| read_row(row, context))
     }
 }
 

@@ -249,7 +249,7 @@ enum ReadLine {
 impl RecordReader {
     /// A file that could not be opened: one damage event, `message` its reason.
     fn failed(path: Arc<str>, message: String) -> RecordReader {
-        let mut reader = RecordReader::rows_or_done(path, Mode::Done, Arc::default());
+        let mut reader = RecordReader::start(path, None, Arc::default(), Mode::Done);
         let location = reader.location(0, 0, None);
         reader.queue.push_back(RecordEvent::Damage(Damage {
             location,
@@ -261,38 +261,37 @@ impl RecordReader {
 
     /// The rows of a Parquet file as its records; `read` counts the bytes read from it.
     fn rows(path: Arc<str>, rows: Rows, read: Arc<AtomicU64>) -> RecordReader {
-        RecordReader::rows_or_done(path, Mode::Rows(Box::new(rows)), read)
+        RecordReader::start(path, None, read, Mode::Rows(Box::new(rows)))
     }
 
-    /// A reader with no stream to split.
-    fn rows_or_done(path: Arc<str>, mode: Mode, read: Arc<AtomicU64>) -> RecordReader {
+    /// The records of an opened stream, named `path` in their locations.
+    fn over(path: Arc<str>, opened: Opened) -> RecordReader {
+        let Opened {
+            reader,
+            compression,
+            compressed_read,
+        } = opened;
+        RecordReader {
+            compression,
+            ..RecordReader::start(path, Some(reader), compressed_read, Mode::Sniff)
+        }
+    }
+
+    /// A reader at the start of its file, in `mode`.
+    fn start(
+        path: Arc<str>,
+        reader: Option<Box<dyn LineSource>>,
+        read: Arc<AtomicU64>,
+        mode: Mode,
+    ) -> RecordReader {
         RecordReader {
             path,
-            reader: None,
+            reader,
             compression: Compression::None,
             compressed_read: read,
             line: 0,
             offset: 0,
             mode,
-            leading_blanks: 0,
-            owed_blanks: 0,
-            queue: VecDeque::new(),
-            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
-            spill: Vec::new(),
-            chunk: BytesMut::new(),
-        }
-    }
-
-    /// The records of an opened stream, named `path` in their locations.
-    fn over(path: Arc<str>, opened: Opened) -> RecordReader {
-        RecordReader {
-            path,
-            reader: Some(opened.reader),
-            compression: opened.compression,
-            compressed_read: opened.compressed_read,
-            line: 0,
-            offset: 0,
-            mode: Mode::Sniff,
             leading_blanks: 0,
             owed_blanks: 0,
             queue: VecDeque::new(),

@@ -36,7 +36,7 @@ use std::io::{self, Read};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use parquet::basic::{Compression, ConvertedType, Repetition, Type as PhysicalType};
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::DataType;
@@ -362,9 +362,10 @@ impl Rows {
         let index = groups.next;
         let total = groups.metadata.num_row_groups();
         let group = groups.metadata.row_group(index);
-        let first = groups.rows_before + 1;
+        // Saturating: the counts are what the footer declares.
+        let first = groups.rows_before.saturating_add(1);
         let rows = u64::try_from(group.num_rows()).unwrap_or(0);
-        groups.rows_before += rows;
+        groups.rows_before = groups.rows_before.saturating_add(rows);
         let start = group_start(group);
         let name = match rows {
             0 => format!("row group {} of {total} (no rows)", index + 1),
@@ -372,7 +373,7 @@ impl Rows {
             _ => format!(
                 "row group {} of {total} (rows {first}-{})",
                 index + 1,
-                first + rows - 1
+                first.saturating_add(rows - 1)
             ),
         };
         if let Err(problem) = self.check_group(group).and_then(|()| self.weigh(group)) {
@@ -380,7 +381,7 @@ impl Rows {
             return;
         }
         let (block, ends, failed) = self.decode(group, rows);
-        let block = block.freeze();
+        let block = Bytes::from(block);
         let mut begin = 0;
         for (k, end) in ends.iter().copied().enumerate() {
             let bytes = block.slice(begin..end);
@@ -388,7 +389,7 @@ impl Rows {
             let size = bytes.len() as u64;
             let oversized = size > self.limit;
             let record = RawRecord {
-                location: self.location(first + k as u64, start),
+                location: self.location(first.saturating_add(k as u64), start),
                 bytes: if oversized {
                     bytes.slice(..OVERSIZED_HEAD.min(bytes.len()))
                 } else {
@@ -402,7 +403,7 @@ impl Rows {
             self.queue.push_back(RecordEvent::Record(record));
         }
         if let Some(problem) = failed {
-            let row = first + ends.len() as u64;
+            let row = first.saturating_add(ends.len() as u64);
             self.damage(
                 row,
                 start,
@@ -572,7 +573,7 @@ impl Rows {
         &self,
         group: &RowGroupMetaData,
         rows: u64,
-    ) -> (BytesMut, Vec<usize>, Option<Problem>) {
+    ) -> (Vec<u8>, Vec<usize>, Option<Problem>) {
         let mut block = Vec::new();
         let mut ends = Vec::new();
         let cap = self.limit.saturating_mul(2);
@@ -603,7 +604,7 @@ impl Rows {
         };
         // A row cut short by the failure is not a row.
         block.truncate(ends.last().copied().unwrap_or(0));
-        (BytesMut::from(&block[..]), ends, failed)
+        (block, ends, failed)
     }
 }
 

@@ -9,7 +9,8 @@
 # parallel calls, as tool messages and as one `tool_call_ids` list; a ChatGPT zip with 10
 # images a conversation; a Claude Code session; a Batch results file after blank lines)
 # and four more found with them (ShareGPT observations, Anthropic SSE blocks, server-tool
-# blocks of N types, requests that each start a conversation).
+# blocks of N types, requests that each start a conversation), and a Parquet dataset of N
+# rows (issue 61: 4N of its base is a 1 GB file; memory must stay flat in its size).
 #
 # N doubles from the case's base until the faster of two runs takes MIN_SECONDS, so fixed
 # costs do not hide the growth. N, 2N and 4N then run in RUNS rounds, the fastest of each
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/.."
 
 cases_all=(blank-lines blank-lines-zst pretty-array compact-array parallel-calls
   call-ids-list chatgpt-zip claude-code batch-blank sharegpt-calls anthropic-sse
-  block-types request-chains)
+  block-types request-chains parquet)
 
 case "${1:-}" in
   --list) printf '%s\n' "${cases_all[@]}"; exit 0 ;;
@@ -68,12 +69,121 @@ mkdir -p "$work"
 
 # The inputs: `gen.py CASE N DIR` writes the case's input into DIR and prints its path.
 cat > "$work/gen.py" <<'PY'
-import base64, json, os, subprocess, sys, zipfile
+import base64, json, os, struct, subprocess, sys, zipfile
 
 case, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 os.makedirs(out, exist_ok=True)
 RECORD = json.dumps({"messages": [{"role": "user", "content": "hi"},
                                   {"role": "assistant", "content": "hello"}]}) + "\n"
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+def zz(n):
+    return varint((n << 1) ^ (n >> 63))
+
+class T:
+    """Thrift compact protocol: fields of one struct, ids increasing."""
+    def __init__(self):
+        self.out = bytearray(); self.last = 0
+    def head(self, fid, t):
+        d = fid - self.last
+        if 0 < d <= 15:
+            self.out.append((d << 4) | t)
+        else:
+            self.out.append(t); self.out += zz(fid)
+        self.last = fid
+    def i32(self, fid, v): self.head(fid, 5); self.out += zz(v); return self
+    def i64(self, fid, v): self.head(fid, 6); self.out += zz(v); return self
+    def bin(self, fid, v): self.head(fid, 8); self.out += varint(len(v)) + v; return self
+    def struct(self, fid, t): self.head(fid, 12); self.out += t.end(); return self
+    def lst(self, fid, etype, items):
+        self.head(fid, 9)
+        n = len(items)
+        self.out.append((n << 4) | etype if n < 15 else 0xf0 | etype)
+        if n >= 15: self.out += varint(n)
+        for it in items:
+            if etype == 5: self.out += zz(it)
+            elif etype == 8: self.out += varint(len(it)) + it
+            else: self.out += it.end()
+        return self
+    def end(self): return bytes(self.out) + b"\x00"
+
+def hybrid_ones(n):
+    # RLE run of n ones (bit width 1), with its 4-byte length.
+    body = varint(n << 1) + b"\x01"
+    return struct.pack("<I", len(body)) + body
+
+def bitpacked(levels):
+    groups = (len(levels) + 7) // 8
+    body = bytearray(varint((groups << 1) | 1))
+    for g in range(groups):
+        byte = 0
+        for k, v in enumerate(levels[g * 8:g * 8 + 8]):
+            byte |= v << k
+        body.append(byte)
+    return struct.pack("<I", len(body)) + bytes(body)
+
+def plain(values):
+    return b"".join(struct.pack("<I", len(v)) + v for v in values)
+
+WORDS = b"the a of to and in is it for on with as this that be are was by or from at an file code test error value function return list string data result user model tool call output".split()
+
+def text(i, n):
+    return b" ".join(WORDS[(i * 7 + k * 13) % len(WORDS)] for k in range(n))
+
+def parquet(path, rows, group_rows=1000):
+    # A Parquet file as the Hub's ultrachat_200k lays one out (prompt_id, messages[{content,
+    # role}]), written by hand (thrift compact protocol, plain pages, no compression): no
+    # pyarrow needed. Rows of 1-3 turns, ~2 KB each; row groups of 1,000 rows.
+    f = open(path, "wb")
+    f.write(b"PAR1")
+    groups = []
+    for start in range(0, rows, group_rows):
+        n = min(group_rows, rows - start)
+        ids, contents, roles, reps = [], [], [], []
+        for i in range(start, start + n):
+            ids.append(b"bench-%010d" % i)
+            turns = 1 + i % 3
+            for t in range(turns):
+                contents.append(b"row %d turn %d: " % (i, t) + text(i + t, 40 + (i * 31 + t) % 60))
+                roles.append(b"user")
+                contents.append(text(i * 3 + t, 80 + (i * 17 + t) % 120))
+                roles.append(b"assistant")
+                reps += [0 if t == 0 else 1, 1]
+        columns = []
+        for name, values, levels in ((["prompt_id"], ids, None),
+                                     (["messages", "list", "element", "content"], contents, reps),
+                                     (["messages", "list", "element", "role"], roles, reps)):
+            data = plain(values) if levels is None else bitpacked(levels) + hybrid_ones(len(values)) + plain(values)
+            dph = T().i32(1, len(values)).i32(2, 0).i32(3, 3).i32(4, 3)
+            header = T().i32(1, 0).i32(2, len(data)).i32(3, len(data)).struct(5, dph).end()
+            offset = f.tell()
+            f.write(header); f.write(data)
+            size = len(header) + len(data)
+            meta = (T().i32(1, 6).lst(2, 5, [0, 3]).lst(3, 8, [p.encode() for p in name]).i32(4, 0)
+                    .i64(5, len(values)).i64(6, size).i64(7, size).i64(9, offset))
+            columns.append((T().i64(2, offset).struct(3, meta), size))
+        total = sum(s for _, s in columns)
+        groups.append(T().lst(1, 12, [c for c, _ in columns]).i64(2, total).i64(3, n))
+    schema = [T().bin(4, b"bench").i32(5, 2),
+              T().i32(1, 6).i32(3, 0).bin(4, b"prompt_id").i32(6, 0),
+              T().i32(3, 0).bin(4, b"messages").i32(5, 1).i32(6, 3),
+              T().i32(3, 2).bin(4, b"list").i32(5, 1),
+              T().i32(3, 0).bin(4, b"element").i32(5, 2),
+              T().i32(1, 6).i32(3, 0).bin(4, b"content").i32(6, 0),
+              T().i32(1, 6).i32(3, 0).bin(4, b"role").i32(6, 0)]
+    footer = T().i32(1, 1).lst(2, 12, schema).i64(3, rows).lst(4, 12, groups).bin(6, b"rollover bench").end()
+    f.write(footer); f.write(struct.pack("<I", len(footer))); f.write(b"PAR1")
+    f.close()
 
 
 def path(name):
@@ -241,6 +351,10 @@ elif case == "block-types":
     with open(p, "w") as f:
         f.write(json.dumps({"model": "claude-opus-4-6", "max_tokens": 10,
                             "messages": messages}) + "\n")
+elif case == "parquet":
+    # A Parquet dataset of N rows (~2 KB each: 4N of the base is ~1 GB).
+    p = path("train.parquet")
+    parquet(p, n)
 elif case == "request-chains":
     # N logged Anthropic requests, none resending another's history: N conversations.
     p = path("requests.jsonl")
@@ -266,6 +380,7 @@ base_of() {
     chatgpt-zip) echo "64 65536 audit" ;;
     claude-code) echo "32768 4194304 convert" ;;
     request-chains) echo "1024 262144 audit" ;;
+    parquet) echo "131072 524288 audit" ;;
   esac
 }
 

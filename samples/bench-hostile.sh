@@ -9,8 +9,10 @@
 # parallel calls, as tool messages and as one `tool_call_ids` list; a ChatGPT zip with 10
 # images a conversation; a Claude Code session; a Batch results file after blank lines)
 # and four more found with them (ShareGPT observations, Anthropic SSE blocks, server-tool
-# blocks of N types, requests that each start a conversation), and a Parquet dataset of N
-# rows (issue 61: 4N of its base is a 1 GB file; memory must stay flat in its size).
+# blocks of N types, requests that each start a conversation), an OTLP export of N traces
+# in one JSON document (issue 61: streamed span by span, a trace held until its root span),
+# and a Parquet dataset of N rows (issue 61: 4N of its base is a 1 GB file; memory must stay
+# flat in its size).
 #
 # N doubles from the case's base until the faster of two runs takes MIN_SECONDS, so fixed
 # costs do not hide the growth. N, 2N and 4N then run in RUNS rounds, the fastest of each
@@ -34,7 +36,7 @@ cd "$(dirname "$0")/.."
 
 cases_all=(blank-lines blank-lines-zst pretty-array compact-array parallel-calls
   call-ids-list chatgpt-zip claude-code batch-blank sharegpt-calls anthropic-sse
-  block-types request-chains parquet)
+  block-types request-chains otlp-traces parquet)
 
 case "${1:-}" in
   --list) printf '%s\n' "${cases_all[@]}"; exit 0 ;;
@@ -364,6 +366,27 @@ elif case == "request-chains":
                 {"role": "user", "content": f"question {i}"},
                 {"role": "assistant", "content": "a"},
                 {"role": "user", "content": "more"}]}) + "\n")
+elif case == "otlp-traces":
+    # N traces of two inference spans (the second resending the first's history) and a
+    # root span written last, all in ONE OTLP export document, as a collector dump would be.
+    p = path("traces.json")
+    with open(p, "w") as f:
+        f.write('{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"scope":{"name":"bench"},"spans":[')
+        for i in range(n):
+            trace = "%032x" % (i + 1)
+            q = [{"role": "user", "parts": [{"type": "text", "content": f"question {i}"}]}]
+            a = [{"role": "assistant", "parts": [{"type": "text", "content": "answer " * 20}], "finish_reason": "stop"}]
+            h = q + a + [{"role": "user", "parts": [{"type": "text", "content": "more"}]}]
+            def span(sid, parent, start, attrs):
+                return json.dumps({"traceId": trace, "spanId": sid, "parentSpanId": parent,
+                                   "name": "chat", "startTimeUnixNano": str(start),
+                                   "attributes": [{"key": k, "value": {"stringValue": json.dumps(v)}}
+                                                  for k, v in attrs]})
+            spans = [span("0000000000000002", "0000000000000001", 2, [("gen_ai.input.messages", q), ("gen_ai.output.messages", a)]),
+                     span("0000000000000003", "0000000000000001", 3, [("gen_ai.input.messages", h), ("gen_ai.output.messages", a)]),
+                     span("0000000000000001", "", 1, [])]
+            f.write(("," if i else "") + ",".join(spans))
+        f.write("]}]}]}\n")
 else:
     sys.exit(f"no case {case}")
 print(p)
@@ -380,6 +403,7 @@ base_of() {
     chatgpt-zip) echo "64 65536 audit" ;;
     claude-code) echo "32768 4194304 convert" ;;
     request-chains) echo "1024 262144 audit" ;;
+    otlp-traces) echo "2048 4194304 audit" ;;
     parquet) echo "131072 524288 audit" ;;
   esac
 }

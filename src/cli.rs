@@ -306,6 +306,11 @@ pub struct ConvertArgs {
     /// Without it a run only adds and updates (copy semantics).
     #[arg(long)]
     pub prune: bool,
+    /// At most this many sessions one --prune removes: a number (`500`) or a share of the
+    /// sessions the home holds (`10%`, the default). Beyond it --prune removes nothing, says
+    /// how many would go, and the run exits 2.
+    #[arg(long, value_name = "N|P%", requires = "prune")]
+    pub max_prune: Option<String>,
     /// fsync every file and folder written, so a power loss cannot lose what the manifest
     /// records as done (slower: see README "Scheduled jobs").
     #[arg(long)]

@@ -655,7 +655,9 @@ fn damaged_records_never_crash_the_api_and_dataset_readers() {
                                 record: rollover::model::identity::RecordId {
                                     digest: 0,
                                     occurrence: k as u32,
+                                    value: 0,
                                 },
+                                naming: None,
                             };
                             if let Ok(conversation) = convert(c.transcript, &rules, &key) {
                                 let account = conversation.account(bytes_in);

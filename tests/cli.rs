@@ -567,7 +567,7 @@ fn keys_that_climb_with_dotdot_never_make_responses_write_outside_out() {
     run.expect_code(0);
     assert_eq!(written_outputs(&wd.path("out")), expected, "{run}");
     assert_eq!(
-        std::fs::read(wd.path("out/rollover/replaced/responses/%2E%2E/a.jsonl")).expect("copy"),
+        std::fs::read(replaced_copy(&wd.path("out"), "responses/%2E%2E/a.jsonl")).expect("copy"),
         b"{\"edited\":true}\n"
     );
     assert_eq!(entries_outside(wd.root()), before, "{run}");
@@ -1020,4 +1020,15 @@ fn completions_and_man_page_come_from_the_command_line_definition() {
     man.expect_code(0);
     assert!(man.stdout().contains(".TH rollover 1"), "{man}");
     assert!(man.stdout().contains("completions"), "{man}");
+}
+
+/// The copy `--force` kept of the file at `relative` (`rollover/replaced/RUN/<relative>`).
+fn replaced_copy(home: &std::path::Path, relative: &str) -> std::path::PathBuf {
+    let runs = std::fs::read_dir(home.join("rollover/replaced")).expect("replaced");
+    let mut copies: Vec<std::path::PathBuf> = runs
+        .map(|run| run.expect("entry").path().join(relative))
+        .filter(|copy| copy.exists())
+        .collect();
+    assert_eq!(copies.len(), 1, "one copy of {relative}");
+    copies.remove(0)
 }

@@ -130,6 +130,14 @@ fn inputs() -> Vec<Input> {
             label: "fixtures/parquet".into(),
         },
     ];
+    // The Gemini CLI and OpenTelemetry samples, a set per format.
+    for format in ["gemini-cli", "otel"] {
+        inputs.push(Input {
+            path: manifest_dir().join("tests/fixtures").join(format),
+            per_file: false,
+            label: format!("fixtures/{format}"),
+        });
+    }
     // `sources` holds one folder per source format: each is a set of its own, so the sample
     // resumes at least one conversation of every format.
     let sets: Vec<PathBuf> = sets

@@ -39,8 +39,9 @@ fn sets() -> Vec<(&'static str, PathBuf)> {
         ("toolbench", corpora.join("toolbench")),
         // The seven source formats, real public transcripts (corpora/README.md).
         ("sources", corpora.join("sources")),
-        // Parquet datasets written from the corpora (tests/fixtures/README.md).
-        ("parquet", root.join("tests/fixtures/parquet")),
+        // Gemini CLI sessions, OpenTelemetry traces and the Parquet datasets written from the
+        // corpora (tests/fixtures/README.md).
+        ("fixtures", root.join("tests/fixtures")),
     ]
 }
 

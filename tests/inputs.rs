@@ -234,9 +234,10 @@ fn codex_homes_inside_the_input_are_skipped() {
     wd.convert("in/a.jsonl", "in/old-home", &[], 0);
     wd.create(
         "in/codex/sessions/2025/01/01/rollout-2025-01-01T00-00-00-x.jsonl",
-        "{}\n",
+        "{\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"x\"}}\n",
     );
-    let home = wd.convert("in", "home", &[], 0);
+    // A folder skipped is a finding: someone must look at what was not read.
+    let home = wd.convert("in", "home", &[], 1);
     assert_lines(
         &home.run.stderr(),
         &[

@@ -6,9 +6,9 @@
 //!   body.messages / batch result / input string or list / history / question turns / bare
 //!   list, plus some broken lines);
 //! - `every_source_format_is_total_accounted_valid_and_deterministic`: a folder of one random
-//!   file of each of the eight source formats (`properties/formats.rs`; the Parquet dataset
+//!   file of each of the ten source formats (`properties/formats.rs`; the Parquet dataset
 //!   written by the test's Parquet writer), each found by detection (the summary's `formats`
-//!   must name all eight);
+//!   must name all ten);
 //! - `any_thread_count_writes_the_same_tree_over_batches_and_read_ahead`: an archive that spans
 //!   several batches (over 512 records) and several files read ahead (64 KiB or more), beside
 //!   small files and a file of each other format, converted with `--jobs` 1, 2 and 3.
@@ -545,9 +545,20 @@ fn check_home(
         .count() as u64;
     let sessions_new = optional("sessions_new");
     prop_assert_eq!(rollouts, sessions_new, "{}", shown);
+    // Each conversation placed once: a new session, the same one read again, or another
+    // version of one placed (older, or in conflict with it).
+    let listed = |key: &str| {
+        summary
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(0, |l| l.len() as u64)
+    };
     prop_assert_eq!(
         converted,
-        sessions_new + optional("sessions_duplicate"),
+        sessions_new
+            + optional("sessions_duplicate")
+            + listed("sessions_older")
+            + listed("sessions_conflict"),
         "{}",
         shown
     );
@@ -643,12 +654,14 @@ fn cases() -> u32 {
 }
 
 /// A file name's format prefix, so that the walk (by name) takes them in this order.
-const FORMATS: [&str; 8] = [
+const FORMATS: [&str; 10] = [
     "anthropic",
     "chat",
     "chat-stream",
     "chatgpt",
     "claude-code",
+    "gemini-cli",
+    "otel",
     "parquet",
     "responses",
     "sharegpt",
@@ -662,7 +675,8 @@ fn file_of(name: &str) -> String {
     }
 }
 
-/// One file of each of the eight source formats: `NAME.jsonl` for the format `NAME`.
+/// One file of each of the ten source formats: `NAME.jsonl` for the format `NAME` (a Parquet
+/// dataset `parquet.parquet`).
 fn every_format() -> impl Strategy<Value = Inputs> {
     (
         formats::anthropic(),
@@ -670,12 +684,25 @@ fn every_format() -> impl Strategy<Value = Inputs> {
         formats::chat_stream(),
         formats::chatgpt(0),
         formats::claude_code(0),
+        formats::gemini_cli(),
+        formats::otel(),
         formats::parquet(),
         formats::responses(),
         formats::sharegpt(),
     )
         .prop_map(
-            |(anthropic, chat, chat_stream, chatgpt, claude_code, parquet, responses, sharegpt)| {
+            |(
+                anthropic,
+                chat,
+                chat_stream,
+                chatgpt,
+                claude_code,
+                gemini,
+                otel,
+                parquet,
+                responses,
+                sharegpt,
+            )| {
                 let chat = once_chat(chat);
                 [
                     anthropic,
@@ -683,6 +710,8 @@ fn every_format() -> impl Strategy<Value = Inputs> {
                     chat_stream,
                     chatgpt,
                     claude_code,
+                    gemini,
+                    otel,
                     parquet,
                     responses,
                     sharegpt,

@@ -2,8 +2,11 @@
 //! private. Each test runs the real binary.
 
 mod identity;
+mod prune;
 mod sequences;
 mod state_files;
+mod state_model;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -299,7 +302,7 @@ fn a_rerun_with_nothing_changed_converts_nothing_and_changes_only_what_changed()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("manifest line"))
         .collect();
-    assert_eq!(lines[0], json!({"manifest": 2}));
+    assert_eq!(lines[0], json!({"manifest": 3}));
     let entry = lines
         .iter()
         .find(|e| e["name"] == "archive/part-01.jsonl")
@@ -375,7 +378,17 @@ fn a_session_resumed_in_codex_is_never_clobbered_and_force_keeps_a_copy() {
     );
     assert_ne!(fs::read(resumed).expect("read"), resumed_bytes);
     assert_eq!(forced.summary()["sessions_replaced"], json!([relative]));
-    let copy = home.join("rollover/replaced").join(&relative);
+    let copy = home
+        .join("rollover/replaced")
+        .join(format!(
+            "{:04}",
+            forced.summary()["run"].as_u64().unwrap_or(0)
+        ))
+        .join(&relative);
+    assert_eq!(
+        forced.summary()["copies_kept"].as_array().map(Vec::len),
+        Some(1)
+    );
     assert_eq!(fs::read(copy).expect("the replaced copy"), resumed_bytes);
     let _ = original;
 }
@@ -415,24 +428,20 @@ fn a_second_run_on_the_same_output_exits_3_and_a_stale_lock_is_taken_over() {
 }
 
 /// Takes `home`'s run lock in this process, as a running rollover holds it: an advisory lock
-/// on `home/rollover/lock`, with this process's pid inside.
+/// on the folder `home/rollover` itself, with this process's pid in `home/rollover/lock`.
 fn hold_lock(wd: &Workdir, home: &str) -> fs::File {
-    fs::create_dir_all(wd.path(&format!("{home}/rollover"))).expect("mkdir");
-    let lock_path = wd.path(&format!("{home}/rollover/lock"));
-    let held = fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(&lock_path)
-        .expect("open lock");
+    let state = wd.path(&format!("{home}/rollover"));
+    fs::create_dir_all(&state).expect("mkdir");
+    let held = fs::File::open(&state).expect("open the state folder");
     held.try_lock().expect("take the lock");
+    let lock_path = wd.path(&format!("{home}/rollover/lock"));
     fs::write(&lock_path, format!("{}\n", std::process::id())).expect("write pid");
     held
 }
 
 /// Lets the lock go as a finished run does: the pid emptied first, then the lock released.
-fn release_lock(held: fs::File) {
-    held.set_len(0).expect("empty the lock file");
+fn release_lock(wd: &Workdir, home: &str, held: fs::File) {
+    fs::write(wd.path(&format!("{home}/rollover/lock")), b"").expect("empty the lock file");
     drop(held);
 }
 
@@ -491,7 +500,7 @@ fn wait_waits_for_the_lock_then_gives_up_naming_the_holder_or_runs_once_it_is_fr
         assert!(read > 0, "the run ended without waiting: {first}");
         first.push_str(&line);
     }
-    release_lock(held);
+    release_lock(&wd, "home", held);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read stderr");
     let status = child.wait().expect("wait");

@@ -40,7 +40,9 @@ fn converted(transcript: Transcript) -> Conversation<'static> {
         record: rollover::model::identity::RecordId {
             digest: 0,
             occurrence: 0,
+            value: 0,
         },
+        naming: None,
     };
     convert(transcript, rules(), &key).expect("converts")
 }
@@ -340,7 +342,9 @@ pub fn convert_file(
             record: rollover::model::identity::RecordId {
                 digest: 0,
                 occurrence: k as u32,
+                value: 0,
             },
+            naming: None,
         };
         let conversation = convert(c.transcript, rules, &key)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -459,7 +463,9 @@ fn claude_items(read: FileRead, rules: &RuleSet) -> Vec<Vec<Value>> {
                 record: rollover::model::identity::RecordId {
                     digest: 0,
                     occurrence: k as u32,
+                    value: 0,
                 },
+                naming: None,
             };
             let conversation = convert(c.transcript, rules, &key).expect("converts");
             let bytes = conversation.to_bytes();
@@ -1076,7 +1082,9 @@ fn damaged_lines_never_crash_the_readers() {
                 record: rollover::model::identity::RecordId {
                     digest: 0,
                     occurrence: k as u32,
+                    value: 0,
                 },
+                naming: None,
             };
             if let Ok(conversation) = convert(c.transcript, rules, &key) {
                 let account = rollover::audit::accounting::account(

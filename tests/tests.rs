@@ -34,6 +34,7 @@ mod report;
 mod responses;
 mod review;
 mod scheduled;
+mod sessions_traces;
 mod sharding;
 mod sources;
 mod validate;

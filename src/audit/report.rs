@@ -171,8 +171,24 @@ fn home_rows(summary: &Summary) -> Vec<Row> {
         ),
         ("pruned", summary.home.sessions_pruned.len() as u64),
         (
-            "not pruned (changed in Codex)",
+            "not pruned (changed in Codex, or open in another process)",
             summary.home.sessions_not_pruned.len() as u64,
+        ),
+        (
+            "older snapshot, skipped (a newer version is placed)",
+            summary.home.sessions_older.len() as u64,
+        ),
+        (
+            "conflict (another file's version under the same id; left as it is, pending)",
+            summary.home.sessions_conflict.len() as u64,
+        ),
+        (
+            "split (another conversation under one source id; a session of its own)",
+            summary.home.sessions_split.len() as u64,
+        ),
+        (
+            "busy (open in another process, or changed while read; pending)",
+            summary.home.sessions_busy.len() as u64,
         ),
     ];
     rows.into_iter()
@@ -364,6 +380,43 @@ fn data<'a>(
             plural(summary.home.sessions_kept.len() as u64, "session", "sessions")
         ));
     }
+    if !summary.home.sessions_conflict.is_empty() {
+        reasons.push(format!(
+            "{} of another file under the id of a session placed: neither extends the other, the session is left as it is (--force writes it, keeping a copy)",
+            plural(summary.home.sessions_conflict.len() as u64, "conversation", "conversations")
+        ));
+    }
+    if !summary.home.sessions_busy.is_empty() {
+        reasons.push(format!(
+            "{} not replaced: open in another process, or changed while the run read it (the next run tries again)",
+            plural(summary.home.sessions_busy.len() as u64, "session", "sessions")
+        ));
+    }
+    let carried = &summary.carried;
+    if carried.carried_quarantined > 0 || carried.carried_damaged > 0 {
+        reasons.push(format!(
+            "{} quarantined and {} damaged in {} not read again since an earlier run found them (listed below; they count until the file is read again)",
+            plural(carried.carried_quarantined, "record", "records"),
+            plural(carried.carried_damaged, "place", "places"),
+            plural(carried.carried_files.len() as u64, "file", "files")
+        ));
+    }
+    if let Some(refused) = &summary.home.prune_refused {
+        reasons.push(refused.clone());
+    }
+    if !summary.walk.skipped_codex_homes.is_empty() {
+        reasons.push(format!(
+            "{} not read: each holds a rollover manifest or Codex rollouts, so it was taken for a Codex home ({})",
+            plural(summary.walk.skipped_codex_homes.len() as u64, "folder", "folders"),
+            summary
+                .walk
+                .skipped_codex_homes
+                .iter()
+                .map(|h| visible(h))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let mut changes: Vec<Change> = summary
         .decisions
         .iter()
@@ -415,8 +468,48 @@ fn data<'a>(
         .iter()
         .map(|w| format!("{} ({})", w.path, w.reason))
         .collect();
+    let versions = |list: &[crate::audit::summary::VersionReport]| -> Vec<String> {
+        list.iter()
+            .map(|v| format!("{} (from {}; placed: {})", v.path, v.source, v.other))
+            .collect()
+    };
+    let busy = summary
+        .home
+        .sessions_busy
+        .iter()
+        .map(|b| format!("{} ({})", b.path, b.reason))
+        .collect();
+    let copies = summary
+        .home
+        .copies_kept
+        .iter()
+        .map(|c| format!("{} (copy: {})", c.path, c.copy))
+        .collect();
+    let carried_files = carried
+        .carried_files
+        .iter()
+        .flat_map(|f| {
+            let head = format!(
+                "{} (run {}): {} quarantined, {} damaged",
+                f.file, f.run, f.quarantined, f.damaged
+            );
+            let lines = f.listed.iter().map(|l| {
+                format!(
+                    "{}:{} (byte {}): {}: {}",
+                    f.file, l.line, l.byte_offset, l.class, l.reason
+                )
+            });
+            std::iter::once(head).chain(lines)
+        })
+        .collect();
     let listed = [
         listed("kept pending", summary.home.sessions_kept.clone()),
+        listed("in conflict", versions(&summary.home.sessions_conflict)),
+        listed("busy", busy),
+        listed("older snapshots", versions(&summary.home.sessions_older)),
+        listed("split", versions(&summary.home.sessions_split)),
+        listed("copies kept", copies),
+        listed("carried from earlier runs", carried_files),
         listed("replaced", summary.home.sessions_replaced.clone()),
         listed("withheld", withheld),
         listed("pruned", summary.home.sessions_pruned.clone()),

@@ -38,6 +38,89 @@ pub struct WithheldReport {
     pub reason: String,
 }
 
+/// A version of a conversation the run did not place as it came (older, in conflict) or
+/// placed under a session of its own (another conversation under the same source id).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct VersionReport {
+    /// The session's path.
+    pub path: String,
+    /// This version's record (`file:line`).
+    pub source: String,
+    /// The version placed: its record (`file:line`), or the file the manifest recorded.
+    pub other: String,
+}
+
+/// A copy the run kept of a session before it replaced or pruned it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CopyReport {
+    pub path: String,
+    pub copy: String,
+}
+
+/// What earlier runs found in files this run did not read (unchanged since): their
+/// quarantined records and damage, carried in every report until the file is read again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CarriedFindings {
+    /// Records, quarantined records and damaged places of those files.
+    pub carried_records: u64,
+    pub carried_quarantined: u64,
+    pub carried_damaged: u64,
+    /// The files, each with the run that found its findings and the first of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried_files: Vec<CarriedFile>,
+}
+
+/// One file's carried findings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CarriedFile {
+    pub file: String,
+    /// The run whose `quarantine.jsonl` holds the records.
+    pub run: u32,
+    pub quarantined: u64,
+    pub damaged: u64,
+    /// The first findings, in the file's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listed: Vec<CarriedFinding>,
+}
+
+/// One carried finding: where it is in its file, and what it is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CarriedFinding {
+    pub line: u64,
+    pub byte_offset: u64,
+    /// The quarantine class, or `damaged`.
+    pub class: String,
+    pub reason: String,
+}
+
+impl CarriedFindings {
+    /// At most this many findings of one file are listed.
+    pub const LISTED: usize = 200;
+
+    /// Adds one file's findings: a file already there (the ranges of a split file, carried by
+    /// several shards) gets them added to its own, in its order.
+    pub fn add(&mut self, file: CarriedFile) {
+        self.carried_quarantined += file.quarantined;
+        self.carried_damaged += file.damaged;
+        match self.carried_files.iter_mut().find(|f| f.file == file.file) {
+            Some(there) => {
+                there.quarantined += file.quarantined;
+                there.damaged += file.damaged;
+                there.run = there.run.min(file.run);
+                there.listed.extend(file.listed);
+                there.listed.sort_by_key(|f| (f.line, f.byte_offset));
+                there.listed.truncate(Self::LISTED);
+            }
+            None => {
+                let at = self
+                    .carried_files
+                    .partition_point(|f| f.file.as_str() < file.file.as_str());
+                self.carried_files.insert(at, file);
+            }
+        }
+    }
+}
+
 /// The fingerprints of a run (hex digests).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Fingerprints {
@@ -110,6 +193,8 @@ pub struct Summary {
     pub home: HomeChanges,
     #[serde(flatten)]
     pub read_again: ReadAgain,
+    #[serde(flatten)]
+    pub carried: CarriedFindings,
     /// The reports' verdict (`ready`, `ready with repairs`, `blocked`, ...).
     #[serde(default)]
     pub verdict: String,
@@ -235,10 +320,34 @@ pub struct HomeChanges {
     pub sessions_left: u64,
     /// Sessions `--prune` removed. Relative paths.
     pub sessions_pruned: Vec<String>,
-    /// Sessions `--prune` did not remove because Codex changed them since.
+    /// Sessions `--prune` did not remove because Codex changed them since (or another
+    /// process holds them open).
     pub sessions_not_pruned: Vec<String>,
     /// `--prune` was given.
     pub prune: bool,
+    /// Versions older than the one placed (an older export, a backup beside the live file):
+    /// not written.
+    #[serde(default)]
+    pub sessions_older: Vec<VersionReport>,
+    /// Versions that neither extend nor are extended by the one placed, from another file:
+    /// the placed session is left as it is and pending (`--force` writes the version, keeping
+    /// a copy).
+    #[serde(default)]
+    pub sessions_conflict: Vec<VersionReport>,
+    /// Conversations of one input under the source id of another, unrelated one: each kept,
+    /// under a session of its own.
+    #[serde(default)]
+    pub sessions_split: Vec<VersionReport>,
+    /// Sessions another process holds open, or that changed while the run read them: kept as
+    /// they are and pending, with the reason.
+    #[serde(default)]
+    pub sessions_busy: Vec<WithheldReport>,
+    /// The copies this run kept (`rollover/replaced/RUN/`, `rollover/pruned/RUN/`).
+    #[serde(default)]
+    pub copies_kept: Vec<CopyReport>,
+    /// Why `--prune` removed nothing (more sessions would go than `--max-prune` allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune_refused: Option<String>,
 }
 
 /// Input files read again though unchanged since the run that converted them.
@@ -309,12 +418,30 @@ fn is_zero(n: &u64) -> bool {
 pub const SCHEMA_VERSION: u32 = 1;
 
 impl Summary {
-    /// Something was quarantined or a file damaged: the run exits 1 so a scheduler can act.
-    pub fn has_findings(&self) -> bool {
-        self.totals.quarantined > 0
+    /// Something needs a person: records quarantined (beyond `max_rate`, when given; carried
+    /// ones included), a file damaged or not read, a session pending. The one rule `convert`
+    /// and `report merge` exit 1 by, so a scheduler can act.
+    pub fn has_findings(&self, max_rate: Option<f64>) -> bool {
+        // What earlier runs found in files not read again counts until they are.
+        let carried = &self.carried;
+        let quarantined = self.totals.quarantined + carried.carried_quarantined;
+        let records = self.totals.records + carried.carried_records;
+        let rate = quarantined as f64 / records.max(1) as f64;
+        let quarantine_finding = match max_rate {
+            Some(max) => rate > max,
+            None => quarantined > 0,
+        };
+        quarantine_finding
             || !self.breakdown.damaged_files.is_empty()
+            || carried.carried_damaged > 0
             || !self.walk.unreadable.is_empty()
             || !self.walk.symlink_loops.is_empty()
+            // A folder taken for a Codex home is not read: someone must look.
+            || !self.walk.skipped_codex_homes.is_empty()
+            // Newer source data held back: someone must decide (--force, or leave it).
+            || !self.home.sessions_kept.is_empty()
+            || !self.home.sessions_conflict.is_empty()
+            || !self.home.sessions_busy.is_empty()
     }
 
     /// Records read = converted + merged into a conversation + quarantined + joined +
@@ -380,6 +507,7 @@ impl Merge for Summary {
             text,
             home,
             read_again,
+            carried,
             reading,
             temporary_files_removed,
             decisions,
@@ -399,6 +527,7 @@ impl Merge for Summary {
         self.text.merge_from(text);
         self.home.merge_from(home);
         self.read_again.merge_from(read_again);
+        self.carried.merge_from(carried);
         self.reading.merge_from(reading);
         self.temporary_files_removed
             .merge_from(temporary_files_removed);
@@ -489,6 +618,12 @@ impl Merge for HomeChanges {
             sessions_pruned,
             sessions_not_pruned,
             prune,
+            sessions_older,
+            sessions_conflict,
+            sessions_split,
+            sessions_busy,
+            copies_kept,
+            prune_refused,
         } = other;
         self.files_unchanged.merge_from(files_unchanged);
         self.files_done.merge_from(files_done);
@@ -502,6 +637,30 @@ impl Merge for HomeChanges {
         self.sessions_pruned.merge_from(sessions_pruned);
         self.sessions_not_pruned.merge_from(sessions_not_pruned);
         self.prune |= prune;
+        self.sessions_older.merge_from(sessions_older);
+        self.sessions_conflict.merge_from(sessions_conflict);
+        self.sessions_split.merge_from(sessions_split);
+        self.sessions_busy.merge_from(sessions_busy);
+        self.copies_kept.merge_from(copies_kept);
+        if self.prune_refused.is_none() {
+            self.prune_refused.clone_from(prune_refused);
+        }
+    }
+}
+
+impl Merge for CarriedFindings {
+    fn merge_from(&mut self, other: &Self) {
+        let CarriedFindings {
+            carried_records,
+            // Added up by `add`, with the files.
+            carried_quarantined: _,
+            carried_damaged: _,
+            carried_files,
+        } = other;
+        self.carried_records.merge_from(carried_records);
+        for file in carried_files {
+            self.add(file.clone());
+        }
     }
 }
 
@@ -642,6 +801,40 @@ mod tests {
     "not-pruned.jsonl"
   ],
   "prune": true,
+  "sessions_older": [
+    {
+      "path": "older.jsonl",
+      "source": "a.json:1",
+      "other": "b.json:1"
+    }
+  ],
+  "sessions_conflict": [
+    {
+      "path": "conflict.jsonl",
+      "source": "c.json:1",
+      "other": "d.json:1"
+    }
+  ],
+  "sessions_split": [
+    {
+      "path": "split.jsonl",
+      "source": "e.json:2",
+      "other": "e.json:1"
+    }
+  ],
+  "sessions_busy": [
+    {
+      "path": "busy.jsonl",
+      "reason": "process 7 (codex) has it open"
+    }
+  ],
+  "copies_kept": [
+    {
+      "path": "replaced.jsonl",
+      "copy": "rollover/replaced/0026/replaced.jsonl"
+    }
+  ],
+  "prune_refused": "--prune would remove 9 of the 10 sessions",
   "settings_changed": [
     {
       "what": "rules",
@@ -650,6 +843,25 @@ mod tests {
     }
   ],
   "files_pending": 37,
+  "carried_records": 54,
+  "carried_quarantined": 52,
+  "carried_damaged": 53,
+  "carried_files": [
+    {
+      "file": "old.jsonl",
+      "run": 25,
+      "quarantined": 52,
+      "damaged": 53,
+      "listed": [
+        {
+          "line": 3,
+          "byte_offset": 40,
+          "class": "invalid_json",
+          "reason": "invalid JSON"
+        }
+      ]
+    }
+  ],
   "verdict": "blocked",
   "fingerprint": {
     "rules": "r",
@@ -752,6 +964,9 @@ mod tests {
             "unreadable",
             "shard",
             "merged_shards",
+            // Folded by file: a split file's ranges, carried by several shards, are one file
+            // (`CarriedFindings::add`); its counts are added up.
+            "carried_files",
         ];
         let twice = |value: &Value| -> Value {
             match value {

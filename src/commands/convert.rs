@@ -141,6 +141,12 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         max_record_bytes: args.max_record_bytes,
         max_conversation_bytes: args.max_conversation_bytes,
         prune: args.prune,
+        max_prune: match &args.max_prune {
+            Some(text) => text
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--max-prune {e}"))?,
+            None => pipeline::prune::MaxPrune::default(),
+        },
         fingerprint,
         wait: args.wait.unwrap_or_default(),
         keep_runs: args.keep_runs,
@@ -298,19 +304,11 @@ fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
         };
         return Exit::Interrupted(number);
     }
-    let rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
-    let quarantine_finding = match max_rate {
-        Some(max) => rate > max,
-        None => summary.totals.quarantined > 0,
-    };
-    Exit::findings_if(
-        quarantine_finding
-            || !summary.breakdown.damaged_files.is_empty()
-            || !summary.walk.unreadable.is_empty()
-            || !summary.walk.symlink_loops.is_empty()
-            // Newer source data held back: someone must decide (--force, or leave it).
-            || !summary.home.sessions_kept.is_empty(),
-    )
+    // Refused to prune: nothing was removed, and someone must look (an input missing?).
+    if summary.home.prune_refused.is_some() {
+        return Exit::Error;
+    }
+    Exit::findings_if(summary.has_findings(max_rate))
 }
 
 /// SIGINT and SIGTERM ask the run to stop cleanly (a second one stops it at once). SIGXFSZ
@@ -758,8 +756,15 @@ fn session_counts(s: &Summary) -> Vec<String> {
         (s.home.sessions_pruned.len() as u64, "pruned"),
         (
             s.home.sessions_not_pruned.len() as u64,
-            "not pruned (changed in Codex)",
+            "not pruned (changed in Codex, or open)",
         ),
+        (
+            s.home.sessions_older.len() as u64,
+            "older snapshot, skipped",
+        ),
+        (s.home.sessions_conflict.len() as u64, "in conflict"),
+        (s.home.sessions_split.len() as u64, "split"),
+        (s.home.sessions_busy.len() as u64, "busy"),
     ];
     counts
         .into_iter()
@@ -803,6 +808,56 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
                 plural(s.home.sessions_kept.len() as u64, "session", "sessions")
             )),
         );
+    }
+    for conflict in &s.home.sessions_conflict {
+        out.text(
+            "conflict",
+            ui.warn(&crate::audit::report::visible(&format!(
+                "{} from {} neither extends nor is extended by the version placed (from {}): left as it is, pending (--force writes it, keeping a copy)",
+                conflict.path, conflict.source, conflict.other
+            ))),
+        );
+    }
+    for busy in &s.home.sessions_busy {
+        out.text(
+            "busy",
+            ui.warn(&crate::audit::report::visible(&format!(
+                "{} not replaced: {}; the next run tries again",
+                busy.path, busy.reason
+            ))),
+        );
+    }
+    if !s.home.sessions_older.is_empty() {
+        out.text(
+            "older",
+            format!(
+                "{} older than the version placed: skipped (listed in the report)",
+                plural(s.home.sessions_older.len() as u64, "snapshot", "snapshots")
+            ),
+        );
+    }
+    if !s.home.sessions_split.is_empty() {
+        out.text(
+            "split",
+            format!(
+                "{} under the source id of another in the same input: each kept, under a session of its own",
+                plural(s.home.sessions_split.len() as u64, "conversation", "conversations")
+            ),
+        );
+    }
+    let carried = &s.carried;
+    if carried.carried_quarantined + carried.carried_damaged > 0 {
+        out.text(
+            "carried",
+            ui.warn(&format!(
+                "{} quarantined and {} damaged in files not read again (found by earlier runs; listed in the report)",
+                plural(carried.carried_quarantined, "record", "records"),
+                plural(carried.carried_damaged, "place", "places")
+            )),
+        );
+    }
+    if let Some(refused) = &s.home.prune_refused {
+        out.text("prune", ui.warn(refused));
     }
     if !s.home.sessions_withheld.is_empty() {
         out.text(

@@ -257,6 +257,7 @@ fn explain(
     let key = RecordKey {
         source: source_key,
         record: first.id,
+        naming: None,
     };
     let records = read.indexes.len();
     let mut conversation = match convert(transcript, rules, &key) {

@@ -73,14 +73,12 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
     })?;
     let summary = write(home, merged, &runs)?;
     drop(lock);
-    let rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
     let max_rate = runs[0].report.max_quarantine_rate;
-    let exit = Exit::findings_if(
-        rate > max_rate
-            || !summary.breakdown.damaged_files.is_empty()
-            || !summary.walk.unreadable.is_empty()
-            || !summary.walk.symlink_loops.is_empty(),
-    );
+    let exit = if summary.home.prune_refused.is_some() {
+        Exit::Error
+    } else {
+        Exit::findings_if(summary.has_findings(Some(max_rate)))
+    };
     if args.json {
         let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
         outln!("{out}")?;
@@ -433,7 +431,7 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
         options,
         seconds,
     } = merged;
-    let (number, _) = home.start_run()?;
+    let number = home.start_run()?.number;
     summary.run = number;
     for (list, name) in LINE_FILES.iter().enumerate() {
         let mut sources = Vec::new();

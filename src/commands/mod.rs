@@ -187,6 +187,7 @@ impl Exit {
             OutputError::Locked { .. } | OutputError::StillLocked { .. } => true,
             OutputError::Write { .. }
             | OutputError::OldManifest { .. }
+            | OutputError::CorruptManifest { .. }
             | OutputError::Symlink { .. }
             | OutputError::LinkedFolder { .. }
             | OutputError::RunsExhausted { .. } => false,

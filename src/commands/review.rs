@@ -272,6 +272,7 @@ fn pages_of_source(
             let key = RecordKey {
                 source: file.as_ref().map_or("", |f| f.key.as_str()),
                 record: first.id,
+                naming: None,
             };
             let transcript = read.transcript.clone();
             page.rows = transcript.messages.iter().map(source_row).collect();

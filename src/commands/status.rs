@@ -89,7 +89,7 @@ fn status(out: &Path, last: usize) -> Result<Status> {
     Ok(Status {
         out: out.display().to_string(),
         files: manifest.files.len(),
-        sessions: manifest.sessions(),
+        sessions: manifest.session_count(),
         sessions_left: manifest.orphans.len(),
         pending,
         journal: home.state_file(JOURNAL).exists(),

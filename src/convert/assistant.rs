@@ -22,6 +22,8 @@ fn origin_name(origin: ReasoningOrigin) -> &'static str {
         ReasoningOrigin::OpenAi => "openai",
         ReasoningOrigin::Anthropic => "anthropic",
         ReasoningOrigin::ChatGpt => "chatgpt",
+        ReasoningOrigin::Gemini => "gemini",
+        ReasoningOrigin::OpenTelemetry => "opentelemetry",
     }
 }
 

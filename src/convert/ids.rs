@@ -22,6 +22,26 @@ pub fn session_id(identity: &str, started_ms: i64) -> String {
         .to_string()
 }
 
+/// The session id of a conversation that shares its source id with another, unrelated one of
+/// the same input: made of the first one's session id and its own messages' digest
+/// ([`crate::model::identity::variant_identity`]), with the same time.
+pub fn split_session_id(id: &str, content: u128) -> String {
+    let identity = crate::model::identity::variant_identity(id, content);
+    session_id(&identity, uuid_ms(id))
+}
+
+/// The time (ms) of a v7 UUID; 0 when it is not one.
+fn uuid_ms(id: &str) -> i64 {
+    Uuid::parse_str(id)
+        .ok()
+        .and_then(|uuid| uuid.get_timestamp())
+        .map(|t| {
+            let (seconds, nanos) = t.to_unix();
+            i64::try_from(seconds).unwrap_or(0) * 1000 + i64::from(nanos / 1_000_000)
+        })
+        .unwrap_or(0)
+}
+
 /// True when `text` is a UUID in the hyphenated form Codex writes.
 pub fn is_uuid(text: &str) -> bool {
     text.len() == 36 && Uuid::parse_str(text).is_ok()

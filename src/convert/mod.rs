@@ -25,12 +25,13 @@ pub mod responses;
 mod test_support;
 mod tools;
 mod user;
+pub mod version;
 
 use thiserror::Error;
 
 use crate::audit::Decision;
 pub use crate::model::conversation::{ItemKind, OutItem, OutPayload};
-use crate::model::identity::{conversation_identity, RecordId};
+use crate::model::identity::{conversation_identity, legacy_conversation_identity, RecordId};
 use crate::model::rollout::SessionMeta;
 use crate::model::transcript::Transcript;
 use crate::rules::{Builtin, PolicyId, RuleRef, RuleSet};
@@ -53,6 +54,20 @@ pub struct RecordKey<'a> {
     pub source: &'a str,
     /// The conversation's first record.
     pub record: RecordId,
+    /// Ids kept from a home of scheme 2 ([`Naming`]), when converting into one.
+    pub naming: Option<&'a Naming<'a>>,
+}
+
+/// Session ids a home written by scheme 2 (records identified by their bytes) keeps: a
+/// conversation whose session is already there under its old id keeps that id, so that
+/// converting into the home again renames nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Naming<'a> {
+    /// Identity digest (xxh3-128 of the identity) → the session id it keeps: the manifest's
+    /// aliases, recorded when a file of scheme 2 was read again.
+    pub aliases: Option<&'a std::collections::HashMap<u128, String>>,
+    /// For a file the manifest lists under scheme 2: the session ids it lists.
+    pub legacy: Option<&'a std::collections::HashSet<String>>,
 }
 
 /// A converted conversation, ready to validate and write.
@@ -74,6 +89,9 @@ pub struct Conversation<'r> {
     /// The title the source gives the conversation (the audit writes it; Codex keeps thread
     /// names in `session_index.jsonl`).
     pub title: Option<String>,
+    /// The digest of its identity, when its session keeps an id of scheme 2 that the
+    /// manifest must remember ([`Naming`]).
+    pub alias: Option<u128>,
 }
 
 impl Conversation<'_> {
@@ -215,13 +233,7 @@ pub fn convert<'r>(
         .meta
         .created_ms
         .unwrap_or(rules.session.timestamp_ms);
-    let identity = conversation_identity(
-        transcript.meta.format,
-        transcript.meta.source_id.as_deref(),
-        transcript.meta.parent_source_id.is_some(),
-        &key.record,
-    );
-    let id = ids::session_id(&identity, started_ms);
+    let (id, alias) = session_id(&transcript, key, started_ms);
     let tools = std::mem::take(&mut transcript.tools);
     let model = transcript.meta.model.clone();
     // `--model`: the model of a body whose record names none.
@@ -296,7 +308,48 @@ pub fn convert<'r>(
         model: model.or(defaulted),
         times,
         title,
+        alias,
     })
+}
+
+/// The session id of a conversation, and the digest of its identity when that id is one
+/// kept from scheme 2 and new to the manifest's aliases.
+fn session_id(
+    transcript: &Transcript,
+    key: &RecordKey<'_>,
+    started_ms: i64,
+) -> (String, Option<u128>) {
+    let (format, source_id, spawned) = (
+        transcript.meta.format,
+        transcript.meta.source_id.as_deref(),
+        transcript.meta.parent_source_id.is_some(),
+    );
+    // The record's value digest, as its reader took it (or the pipeline, from its `Value`).
+    let record = RecordId {
+        value: match key.record.value {
+            0 => transcript.meta.record_digest.unwrap_or(0),
+            value => value,
+        },
+        ..key.record
+    };
+    let identity = conversation_identity(format, source_id, spawned, &record);
+    let Some(naming) = key.naming else {
+        return (ids::session_id(&identity, started_ms), None);
+    };
+    let digest = crate::model::hash::xxh3_128(identity.as_bytes());
+    if let Some(kept) = naming.aliases.and_then(|aliases| aliases.get(&digest)) {
+        return (kept.clone(), None);
+    }
+    if let Some(listed) = naming.legacy {
+        let legacy = legacy_conversation_identity(format, source_id, spawned, &record);
+        if legacy != identity {
+            let old = ids::session_id(&legacy, started_ms);
+            if listed.contains(&old) {
+                return (old, Some(digest));
+            }
+        }
+    }
+    (ids::session_id(&identity, started_ms), None)
 }
 
 /// Each message's time by its index; empty when no message has one (chat records), so their

@@ -146,7 +146,10 @@ impl FormatReader for ChatReader {
 /// the batch index would join (the reply is joined into the `Value`).
 pub fn extract_fast(bytes: &[u8], rules: &InputRules) -> Option<FastRead> {
     super::parse::with_tape(bytes, |nodes| match read_tape(nodes, rules) {
-        Some(transcript) => Some(FastRead::Read(transcript)),
+        Some(mut transcript) => {
+            transcript.meta.record_digest = Some(crate::model::identity::tape_digest(nodes));
+            Some(FastRead::Read(transcript))
+        }
         None => super::parse::tape_value_without(nodes, usize::MAX).map(FastRead::Parsed),
     })
 }
@@ -1156,9 +1159,16 @@ mod tests {
     fn agree(text: &str, rules: &InputRules) -> bool {
         let slow = parse_record(text.as_bytes(), true);
         match extract_fast(text.as_bytes(), rules) {
-            Some(FastRead::Read(fast)) => {
+            Some(FastRead::Read(mut fast)) => {
                 let (value, repairs) = slow.expect("the tape reader read what cannot be parsed");
                 assert_eq!(repairs, 0, "{text}");
+                // The record's identity off the tape is its value's.
+                let digest = fast.meta.record_digest.take();
+                assert_eq!(
+                    digest,
+                    Some(crate::model::identity::value_digest(&value)),
+                    "{text}"
+                );
                 let slow = extract(value, rules).expect("the tape reader read a refused record");
                 assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{text}");
                 true

@@ -487,6 +487,7 @@ pub fn conversation(
             .and_then(Value::as_str)
             .map(str::to_string),
         created_ms: object.get("create_time").and_then(seconds_to_ms),
+        updated_ms: object.get("update_time").and_then(seconds_to_ms),
         model: object
             .get("default_model_slug")
             .and_then(Value::as_str)

@@ -38,6 +38,7 @@ use super::format::{
     DroppedRecord, FileRead, FormatReader, Granularity, InputRecord, ReadContext,
     SourceConversation, SourceFormat,
 };
+use super::media::json_kind;
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{Message, RecordMeta, Role, SourceNote, Transcript};
@@ -160,17 +161,6 @@ fn refuse(problem: impl Into<String>) -> InputError {
     InputError::NotInFormat {
         format: FORMAT,
         problem: problem.into(),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "list",
-        Value::Object(_) => "object",
     }
 }
 

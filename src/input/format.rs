@@ -6,7 +6,9 @@
 //! ([`Granularity::Record`]: Chat Completions records,
 //! ChatGPT export conversations, ShareGPT rows) or needs the whole file, because one
 //! conversation spans many records ([`Granularity::File`]: a Claude Code session's lines, API
-//! logs whose requests resend the history). Either way its reader turns records into
+//! logs whose requests resend the history; of a file interleaving conversations, such as an
+//! OTLP file's traces, the records of each conversation as it completes: [`FormatReader::group`]).
+//! Either way its reader turns records into
 //! [`Transcript`]s, and everything after (classification by rule files, conversion, invariants,
 //! quarantine, the audit) is the same for every format.
 
@@ -228,6 +230,29 @@ pub trait FormatReader: Sync {
     fn read_fast(&self, _bytes: &[u8], _context: &ReadContext<'_>) -> Option<FastRead> {
         None
     }
+
+    /// For a format read whole ([`Granularity::File`]) whose file interleaves several
+    /// conversations' records (an OTLP file's spans, traces written side by side): the
+    /// conversation a record belongs to, from its bytes, so that the pipeline holds the
+    /// records of the conversations still open instead of the file's. The default holds every
+    /// record for the file's end.
+    fn group(&self, _bytes: &[u8]) -> Group {
+        Group::File
+    }
+}
+
+/// Where a record of a format read whole waits before its reader reads it
+/// ([`FormatReader::group`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Group {
+    /// Read with the file's other records at its end.
+    File,
+    /// Read at once, on its own (a record that belongs to no conversation of the file).
+    Alone,
+    /// Held with the records of the conversation keyed so, until its last one.
+    Member(String),
+    /// The last record of the conversation keyed so: the held records are read now.
+    Last(String),
 }
 
 /// What [`FormatReader::read_fast`] made of a record. Returned once per record and taken
@@ -246,6 +271,8 @@ pub enum FastRead {
 pub fn readers() -> &'static [&'static dyn FormatReader] {
     &[
         &super::claude_code::ClaudeCodeReader,
+        &super::gemini_cli::GeminiCliReader,
+        &super::otel::OtelReader,
         &super::chatgpt::ChatGptReader,
         &super::anthropic::AnthropicReader,
         &super::responses::ResponsesReader,
@@ -287,7 +314,7 @@ mod tests {
 
     #[test]
     fn names_read_back() {
-        assert_eq!(SourceFormat::all().count(), 8);
+        assert_eq!(SourceFormat::all().count(), 10);
         for format in SourceFormat::all() {
             assert_eq!(format.name().parse::<SourceFormat>(), Ok(format));
         }

@@ -5,9 +5,9 @@
 //! samples, trajectories, turn lists, any path a rule file or `--messages-at` names), Claude
 //! Code sessions ([`claude_code`]), ChatGPT exports ([`chatgpt`]), Anthropic Messages logs
 //! ([`anthropic`]), Responses logs ([`responses`]), streamed Chat Completions logs
-//! ([`chat_stream`]), ShareGPT datasets ([`sharegpt`]) and Parquet chat datasets
-//! ([`parquet`], found by the file's magic: the source layer renders each row as a JSON
-//! object). A reader is given parsed records
+//! ([`chat_stream`]), ShareGPT datasets ([`sharegpt`]), Gemini CLI sessions ([`gemini_cli`]),
+//! OpenTelemetry GenAI traces ([`otel`]) and Parquet chat datasets ([`parquet`], found by the
+//! file's magic: the source layer renders each row as a JSON object). A reader is given parsed records
 //! (one, or a whole file's when a conversation spans records) and says what became of each:
 //! part of a conversation, refused with an [`InputError`], or dropped by a rule; the pipeline
 //! quarantines what is refused and checks that every record is accounted for.
@@ -38,7 +38,10 @@ pub mod chat_stream;
 pub mod chatgpt;
 pub mod claude_code;
 pub mod format;
+pub mod gemini_cli;
 pub mod inside;
+pub mod media;
+pub mod otel;
 pub mod parquet;
 pub mod parse;
 pub mod responses;

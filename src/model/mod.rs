@@ -34,6 +34,8 @@
 //!   moves it (the records seen in a file, the sessions placed in a run).
 //! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
 //!   and occurrence), from which its session id is made.
+//! - [`version`]: versions of one conversation (its source's time, message count, digest of
+//!   its messages), and how one stands to another.
 
 pub mod conversation;
 pub mod digests;
@@ -51,5 +53,6 @@ pub mod source_format;
 pub mod tape;
 pub mod time;
 pub mod transcript;
+pub mod version;
 
 pub use location::{Located, Location};

@@ -54,6 +54,12 @@ pub struct RecordMeta {
     pub id: Option<String>,
     /// Creation time in milliseconds since the Unix epoch, when the record says.
     pub created_ms: Option<i64>,
+    /// When the source last changed the conversation (ms), when it says (a ChatGPT
+    /// `update_time`): the time of this version ([`crate::model::version`]).
+    pub updated_ms: Option<i64>,
+    /// The canonical digest of the record's JSON value ([`crate::model::identity`]), which
+    /// identifies a conversation without an id of its own.
+    pub record_digest: Option<u128>,
     /// `model` of the record (or of a batch request body).
     pub model: Option<String>,
     /// The record says the conversation finished (a rule-file signal matched).
@@ -222,6 +228,10 @@ pub enum ReasoningOrigin {
     OpenAi,
     Anthropic,
     ChatGpt,
+    /// Gemini CLI thought summaries.
+    Gemini,
+    /// `reasoning` parts of an OpenTelemetry GenAI trace (any provider's readable reasoning).
+    OpenTelemetry,
 }
 
 /// A message or part field left out because it held the wrong JSON type.

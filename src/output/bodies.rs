@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::hash::Xxh3;
 
+use super::guard::Placement;
 use super::home::{private_dir_all, private_file, write_error, Home};
 use super::{Guard, OutputError, Placed};
 
@@ -173,17 +174,18 @@ impl BodyFile {
         drop(file);
         let digest = crate::model::identity::hex128(hasher.digest128());
         let temp = self.temp.clone();
-        let placed = guard.place_with(home, &self.relative, &digest, || {
-            fs::rename(&temp, &target).map_err(|e| write_error(&target, e))?;
-            if home.durable {
-                if let Some(dir) = target.parent() {
-                    File::open(dir)
-                        .and_then(|d| d.sync_all())
-                        .map_err(|e| write_error(dir, e))?;
+        let placed =
+            guard.place_with(home, &self.relative, &digest, &Placement::default(), || {
+                fs::rename(&temp, &target).map_err(|e| write_error(&target, e))?;
+                if home.durable {
+                    if let Some(dir) = target.parent() {
+                        File::open(dir)
+                            .and_then(|d| d.sync_all())
+                            .map_err(|e| write_error(dir, e))?;
+                    }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?;
         Ok((placed, digest))
     }
 }

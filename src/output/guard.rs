@@ -9,7 +9,10 @@
 //!   bytes differ, left alone when they do not;
 //! - a file changed since (Codex appended to it) is left alone when the source has nothing new
 //!   for it (the new bytes are those recorded), and otherwise kept and pending: the next run
-//!   says so again, `--force` replaces it after copying it to `rollover/replaced/`;
+//!   says so again, `--force` replaces it after copying it to `rollover/replaced/RUN/`;
+//! - a file another process holds open (Codex, appending a resumed session's turns), or one
+//!   whose size or time changed while the run read it, is never renamed over or removed: it
+//!   is kept pending with the reason ([`Placed::Busy`]), and the next run tries again;
 //! - a file rollover wrote that is gone from its path was archived (found in
 //!   `archived_sessions/`) or deleted by the user: it is withheld, not written again, unless
 //!   `--force`.
@@ -26,7 +29,8 @@ use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
-use super::home::{read_nofollow, write_error, Home};
+use super::holders::Holders;
+use super::home::{read_nofollow_stat, write_error, Home};
 use super::manifest::digest;
 use super::OutputError;
 
@@ -53,6 +57,26 @@ pub enum Placed {
     /// The same session as one placed earlier in this run (the same conversation read twice):
     /// not placed again.
     Duplicate,
+    /// An older version of the conversation than the one placed (an older export, a backup):
+    /// not written. `newer` names the source of the one placed.
+    Older { newer: String },
+    /// A version that neither extends nor is extended by the one placed, from another file:
+    /// the session is left as it is (`--force` writes it, keeping a copy). `other` names the
+    /// source of the one placed.
+    Conflict { other: String },
+    /// Another process holds the file open, or it changed while the run read it: kept as it
+    /// is, and pending.
+    Busy { reason: String },
+}
+
+/// How to place one session beyond its bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// The digest this run placed at the path before (a newer version of a conversation read
+    /// earlier in the run): what is there is ours, as a recorded digest would be.
+    pub expect: Option<String>,
+    /// Keep a copy of what is there before replacing it (`--force` over a conflict).
+    pub copy: bool,
 }
 
 /// Why a session rollover wrote once is not written again.
@@ -76,9 +100,12 @@ impl Withheld {
 /// What happened to a rollout whose record is gone from its input file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removal {
-    Removed,
+    /// Moved out of the home, its copy kept at `copy`.
+    Removed { copy: PathBuf },
     /// Changed on disk since rollover wrote it: kept.
     Kept,
+    /// Another process holds it open, or it changed while the run read it: kept.
+    Busy { reason: String },
     /// Not there any more.
     Missing,
 }
@@ -96,6 +123,8 @@ pub struct Guard {
     /// at the same missing folder).
     /// Keyed by the folder's bytes: a `Path` hashes and compares component by component.
     missing: Mutex<FxHashMap<OsString, bool>>,
+    /// The files other processes hold open.
+    holders: Holders,
 }
 
 impl Guard {
@@ -105,6 +134,7 @@ impl Guard {
             force,
             dry: false,
             missing: Mutex::default(),
+            holders: Holders::default(),
         }
     }
 
@@ -115,7 +145,13 @@ impl Guard {
             force,
             dry: true,
             missing: Mutex::default(),
+            holders: Holders::default(),
         }
+    }
+
+    /// `--force`: sessions changed since are replaced, a copy kept first.
+    pub fn force(&self) -> bool {
+        self.force
     }
 
     /// The digest the manifest recorded for the session at this path.
@@ -124,22 +160,25 @@ impl Guard {
     }
 
     /// Puts `bytes` (whose digest is `new_digest`) at `relative`, unless that would clobber a
-    /// changed session or bring back one the user archived or deleted.
+    /// changed session, bring back one the user archived or deleted, or replace one another
+    /// process has open.
     pub fn place(
         &self,
         home: &Home,
         relative: &Path,
         bytes: &[u8],
         new_digest: &str,
+        how: &Placement,
     ) -> Result<Placed, OutputError> {
         // A path rollover has not written before is most likely free: written under its name
         // only if it is ([`Home::write_new`]), with no look-up first. A file there after all
         // (or a file system without unnamed files) goes the way of every known path.
-        let known = !self.written.is_empty() && self.written.contains_key(&key(relative));
+        let known = how.expect.is_some()
+            || (!self.written.is_empty() && self.written.contains_key(&key(relative)));
         if !known && !self.dry && home.write_new(relative, bytes)? {
             return Ok(Placed::Written);
         }
-        self.place_with(home, relative, new_digest, || {
+        self.place_with(home, relative, new_digest, how, || {
             home.write_atomic(relative, bytes).map(|_| ())
         })
     }
@@ -152,23 +191,29 @@ impl Guard {
         home: &Home,
         relative: &Path,
         new_digest: &str,
+        how: &Placement,
         put: impl FnOnce() -> Result<(), OutputError>,
     ) -> Result<Placed, OutputError> {
-        let recorded = if self.written.is_empty() {
-            None
-        } else {
-            self.written.get(&key(relative))
+        // A dry run planned this run's earlier version there: a newer one updates it.
+        if how.expect.is_some() && self.dry {
+            return Ok(Placed::Updated);
+        }
+        let recorded = match &how.expect {
+            Some(expect) => Some(expect),
+            None if self.written.is_empty() => None,
+            None => self.written.get(&key(relative)),
         };
         // Never through a symlink at a session's name: an error that names it.
         // (The path is joined only to be read: a fresh home's folders are missing, and a
         // join was three allocations a record.)
+        let target = home.root.join(relative);
         let existing = if self.in_missing_folder(home, relative) {
             None
         } else {
-            read_nofollow(&home.root.join(relative))?
+            read_nofollow_stat(&target)?
         };
-        let on_disk = match existing {
-            Some(existing) => digest(&existing),
+        let (on_disk, read) = match existing {
+            Some((existing, read)) => (digest(&existing), read),
             None => {
                 if let (Some(_), false) = (recorded, self.force) {
                     return Ok(Placed::Withheld(withheld(home, relative)));
@@ -182,27 +227,54 @@ impl Guard {
         if on_disk == new_digest {
             return Ok(Placed::Unchanged);
         }
-        if recorded == Some(&on_disk) {
-            if !self.dry {
-                put()?;
-            }
-            return Ok(Placed::Updated);
-        }
+        let ours = recorded == Some(&on_disk);
         // Changed since rollover wrote it, and the source says nothing new: Codex's turns stay.
-        if recorded.map(String::as_str) == Some(new_digest) {
+        if !ours && recorded.map(String::as_str) == Some(new_digest) {
             return Ok(Placed::Unchanged);
         }
-        if !self.force {
+        if !ours && !self.force {
             return Ok(Placed::Kept);
         }
+        if let Some(reason) = self.busy(&target, &read) {
+            return Ok(Placed::Busy { reason });
+        }
+        let copy = !ours || how.copy;
         if self.dry {
-            return Ok(Placed::Replaced {
-                copy: home.replaced_path(relative),
+            return Ok(if copy {
+                Placed::Replaced {
+                    copy: home.replaced_path(relative),
+                }
+            } else {
+                Placed::Updated
             });
+        }
+        if !copy {
+            put()?;
+            return Ok(Placed::Updated);
         }
         let copy = home.keep_replaced(relative)?;
         put()?;
         Ok(Placed::Replaced { copy })
+    }
+
+    /// Why the file at `target`, read as `read`, must not be replaced now: another process
+    /// holds it open, or it changed since it was read.
+    fn busy(&self, target: &Path, read: &fs::Metadata) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let now = match fs::symlink_metadata(target) {
+            Ok(now) => now,
+            Err(e) => return Some(format!("it could not be looked at again ({e})")),
+        };
+        let same = now.len() == read.len()
+            && now.ino() == read.ino()
+            && now.mtime() == read.mtime()
+            && now.mtime_nsec() == read.mtime_nsec();
+        if !same {
+            return Some("it changed while the run read it".to_string());
+        }
+        self.holders
+            .of(now.dev(), now.ino())
+            .map(|holder| format!("{holder} has it open"))
     }
 
     /// Whether placing `relative` may read the disk: always in a run that writes, and in a
@@ -237,7 +309,8 @@ impl Guard {
     }
 
     /// Removes the rollout at `relative`, recorded with `recorded` digest, whose record is gone
-    /// (`--prune`). One that Codex changed since is kept, even with `--force`.
+    /// (`--prune`): moved to `rollover/pruned/RUN/`, a copy of its own. One that Codex changed
+    /// since is kept, even with `--force`, and so is one another process holds open.
     pub fn remove(
         &self,
         home: &Home,
@@ -245,17 +318,25 @@ impl Guard {
         recorded: &str,
     ) -> Result<Removal, OutputError> {
         let target = home.root.join(relative);
-        let on_disk = match read_nofollow(&target)? {
-            Some(existing) => digest(&existing),
+        let (on_disk, read) = match read_nofollow_stat(&target)? {
+            Some((existing, read)) => (digest(&existing), read),
             None => return Ok(Removal::Missing),
         };
         if on_disk != recorded {
             return Ok(Removal::Kept);
         }
-        if !self.dry {
-            fs::remove_file(&target).map_err(|e| write_error(&target, e))?;
+        if let Some(reason) = self.busy(&target, &read) {
+            return Ok(Removal::Busy { reason });
         }
-        Ok(Removal::Removed)
+        if self.dry {
+            return Ok(Removal::Removed {
+                copy: home.pruned_path(Path::new(relative)),
+            });
+        }
+        let copy = home.keep_pruned(Path::new(relative))?;
+        fs::remove_file(&target).map_err(|e| write_error(&target, e))?;
+        super::failpoint::hit("prune");
+        Ok(Removal::Removed { copy })
     }
 }
 
@@ -354,19 +435,37 @@ mod tests {
         let guard = Guard::new(HashMap::new(), false);
         let relative = Path::new("sessions/2025/01/02/rollout-a.jsonl");
         let bytes = b"{\"new\":1}\n";
-        let placed = guard.place(&home, relative, bytes, &digest(bytes));
+        let placed = guard.place(
+            &home,
+            relative,
+            bytes,
+            &digest(bytes),
+            &Placement::default(),
+        );
         assert_eq!(placed.expect("placed"), Placed::Written);
         let target = root.path().join(relative);
         assert_eq!(fs::read(&target).expect("read"), bytes);
         let mode = fs::metadata(&target).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
 
-        let placed = guard.place(&home, relative, bytes, &digest(bytes));
+        let placed = guard.place(
+            &home,
+            relative,
+            bytes,
+            &digest(bytes),
+            &Placement::default(),
+        );
         assert_eq!(placed.expect("placed"), Placed::Unchanged);
 
         let edited = b"{\"edited by a person\":1}\n";
         fs::write(&target, edited).expect("edit");
-        let placed = guard.place(&home, relative, bytes, &digest(bytes));
+        let placed = guard.place(
+            &home,
+            relative,
+            bytes,
+            &digest(bytes),
+            &Placement::default(),
+        );
         assert_eq!(placed.expect("placed"), Placed::Kept);
         assert_eq!(fs::read(&target).expect("read"), edited);
         // Nothing but the session in its folder: no temporary file left.
@@ -406,7 +505,13 @@ mod tests {
         let bytes = b"{\"new\":1}\n";
         let plan = |relative: &str| {
             guard
-                .place(&home, Path::new(relative), bytes, &digest(bytes))
+                .place(
+                    &home,
+                    Path::new(relative),
+                    bytes,
+                    &digest(bytes),
+                    &Placement::default(),
+                )
                 .expect("planned")
         };
         assert_eq!(plan("sessions/2025/01/02/rollout-a.jsonl"), Placed::Kept);

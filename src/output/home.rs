@@ -16,10 +16,11 @@ use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use walkdir::WalkDir;
 
+use super::dir::Dir;
 use super::OutputError;
 use crate::model::responses::RESPONSES_DIR;
 
@@ -32,8 +33,12 @@ pub const LATEST: &str = "latest";
 /// A symlink to the last dry run's folder, in a home that holds a real run (whose `latest`
 /// a dry run leaves alone).
 pub const LATEST_PLAN: &str = "latest-plan";
-/// Where `--force` keeps a copy of each session it replaced.
+/// Where `--force` keeps a copy of each session it replaced, in a folder per run.
 pub const REPLACED_DIR: &str = "replaced";
+/// Where `--prune` moves each session it removes, in a folder per run.
+pub const PRUNED_DIR: &str = "pruned";
+/// What a killed run quarantined, kept in the folder of the run that takes its number.
+pub const KILLED_QUARANTINE: &str = "quarantine.killed-run.jsonl";
 /// Marks a temporary file: `.rollout-….jsonl.tmp<pid>` (`.tmp0002-of-0004.<pid>` for a shard).
 pub(crate) const TEMP_MARK: &str = ".tmp";
 /// The shards' state folders, inside `rollover/`.
@@ -44,14 +49,34 @@ pub struct Home {
     pub root: PathBuf,
     /// fsync files and folders (`--durable`).
     pub durable: bool,
-    /// The folder of this run's report files.
-    run_dir: PathBuf,
-    /// rollover's state: `rollover/`, or a shard's folder inside it.
-    state: PathBuf,
+    /// rollover's state relative to the root: `rollover`, or a shard's folder inside it.
+    state_rel: PathBuf,
+    /// This run's folder relative to the state (`runs/NNNN`), once started.
+    run_rel: PathBuf,
+    /// This run's number, once started: it names the run's kept copies.
+    run_number: Option<u32>,
     /// Marks this run's temporary files (empty unless sharded).
     temp_tag: String,
     /// This process's id, the end of every temporary name (asked of the kernel once).
     pid: u32,
+    /// The state folder, opened once from the root one name at a time ([`Dir`]).
+    state: Arc<OnceLock<Dir>>,
+}
+
+/// A state folder found in `runs/` that is not a run's: named as one but a file or a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrayRun {
+    pub name: String,
+}
+
+/// What [`Home::start_run`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Started {
+    pub number: u32,
+    /// The last run was killed: its folder was removed and its number is taken again.
+    pub killed: bool,
+    /// Names in `runs/` that look like runs but are not folders: skipped.
+    pub stray: Vec<String>,
 }
 
 pub(crate) fn write_error(path: &Path, source: std::io::Error) -> OutputError {
@@ -179,6 +204,27 @@ pub(crate) fn open_error(path: &Path, e: std::io::Error) -> OutputError {
     }
 }
 
+/// [`read_nofollow`], with the file's status as it was read (to tell later that it changed).
+pub(crate) fn read_nofollow_stat(
+    path: &Path,
+) -> Result<Option<(Vec<u8>, fs::Metadata)>, OutputError> {
+    use std::io::Read;
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path);
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(open_error(path, e)),
+    };
+    let meta = file.metadata().map_err(|e| write_error(path, e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(|e| write_error(path, e))?;
+    Ok(Some((bytes, meta)))
+}
+
 /// Reads a file of the home without following a symlink at its name: `Ok(None)` when there
 /// is no file, [`OutputError::Symlink`] when a symlink is there.
 pub(crate) fn read_nofollow(path: &Path) -> Result<Option<Vec<u8>>, OutputError> {
@@ -203,24 +249,22 @@ impl Home {
         Home {
             root: root.to_path_buf(),
             durable: false,
-            run_dir: root.join(STATE_DIR),
-            state: root.join(STATE_DIR),
+            state_rel: PathBuf::from(STATE_DIR),
+            run_rel: PathBuf::new(),
+            run_number: None,
             temp_tag: String::new(),
             pid: std::process::id(),
+            state: Arc::new(OnceLock::new()),
         }
     }
 
     /// The home as one shard sees it: rollouts in the shared `sessions/`, state in
     /// `rollover/shards/<folder>/`.
     pub fn for_shard(root: &Path, folder: &str) -> Home {
-        let state = root.join(STATE_DIR).join(SHARDS_DIR).join(folder);
         Home {
-            root: root.to_path_buf(),
-            durable: false,
-            run_dir: state.clone(),
-            state,
+            state_rel: Path::new(STATE_DIR).join(SHARDS_DIR).join(folder),
             temp_tag: format!("{folder}."),
-            pid: std::process::id(),
+            ..Home::new(root)
         }
     }
 
@@ -255,9 +299,31 @@ impl Home {
         Ok(linked)
     }
 
-    /// `OUT/rollover` (a shard's: `OUT/rollover/shards/KKKK-of-NNNN`).
+    /// `OUT/rollover` (a shard's: `OUT/rollover/shards/KKKK-of-NNNN`), for messages and
+    /// for the commands that only read it.
     pub fn state_dir(&self) -> PathBuf {
-        self.state.clone()
+        self.root.join(&self.state_rel)
+    }
+
+    /// The state folder, made where missing, reached from the home's root with no symlink
+    /// at any step, and held open for the run.
+    pub fn state(&self) -> Result<Dir, OutputError> {
+        if let Some(dir) = self.state.get() {
+            return Ok(dir.clone());
+        }
+        let dir = Dir::open_root(&self.root)?.sub_made(&self.state_rel)?;
+        Ok(self.state.get_or_init(|| dir).clone())
+    }
+
+    /// The state folder if it is there, opened as [`Home::state`] does, without making it.
+    pub fn existing_state(&self) -> Result<Option<Dir>, OutputError> {
+        if let Some(dir) = self.state.get() {
+            return Ok(Some(dir.clone()));
+        }
+        match Dir::open_root_existing(&self.root)? {
+            Some(root) => root.sub(&self.state_rel, false),
+            None => Ok(None),
+        }
     }
 
     /// The hidden temporary name `name` is written under before its rename, in the same folder.
@@ -265,75 +331,116 @@ impl Home {
         format!(".{name}{TEMP_MARK}{}{}", self.temp_tag, self.pid)
     }
 
+    /// The path of a state file, for messages.
     pub fn state_file(&self, name: &str) -> PathBuf {
         self.state_dir().join(name)
     }
 
     /// The folder of this run's report files.
-    pub fn run_dir(&self) -> &Path {
-        &self.run_dir
+    pub fn run_dir(&self) -> PathBuf {
+        self.state_dir().join(&self.run_rel)
+    }
+
+    /// This run's number, once started.
+    pub fn run_number(&self) -> Option<u32> {
+        self.run_number
     }
 
     pub fn run_file(&self, name: &str) -> PathBuf {
-        self.run_dir.join(name)
+        self.run_dir().join(name)
+    }
+
+    fn run_folder(&self) -> Result<Dir, OutputError> {
+        self.state()?.sub_made(&self.run_rel)
     }
 
     /// Creates `OUT/rollover` (0700).
     pub fn create_state_dir(&self) -> Result<(), OutputError> {
-        private_dir_all(&self.state_dir())
+        self.state().map(drop)
     }
 
     /// Starts the next run folder, `runs/NNNN`. A last folder without `summary.json` belonged
     /// to a run that was killed: it is removed and its number used again, so the same sequence
-    /// of finished runs always gives the same tree.
-    /// Returns the number and whether a killed run's folder was found.
-    pub fn start_run(&mut self) -> Result<(u32, bool), OutputError> {
-        let runs = self.state_dir().join(RUNS_DIR);
-        private_dir_all(&runs)?;
-        let mut numbers: Vec<u32> = fs::read_dir(&runs)
-            .map_err(|e| write_error(&runs, e))?
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-            .collect();
+    /// of finished runs always gives the same tree; what it quarantined is kept beside the new
+    /// run's own report lines ([`KILLED_QUARANTINE`]). A name in `runs/` that is not a folder
+    /// is skipped (returned, to be said).
+    pub fn start_run(&mut self) -> Result<Started, OutputError> {
+        let state = self.state()?;
+        let runs = state.sub_made(RUNS_DIR)?;
+        let mut numbers = Vec::new();
+        let mut stray = Vec::new();
+        for entry in runs.list()? {
+            let Ok(number) = entry.name.parse::<u32>() else {
+                continue;
+            };
+            if entry.is_dir {
+                numbers.push(number);
+            } else {
+                stray.push(runs.path_of(&entry.name).display().to_string());
+            }
+        }
         numbers.sort_unstable();
         // Temporary names a kill left beside the state files (`.latest.tmp<pid>`).
-        self.remove_state_temporaries()?;
+        self.remove_state_temporaries(&state)?;
         let mut next = match numbers.last() {
             None => 1,
             Some(&last) => last
                 .checked_add(1)
                 .ok_or_else(|| OutputError::RunsExhausted {
-                    path: runs.display().to_string(),
+                    path: runs.path().display().to_string(),
                     last,
                 })?,
         };
         let mut killed = false;
+        let mut kept_quarantine = None;
         if let Some(&last) = numbers.last() {
-            let folder = runs.join(run_name(last));
-            if !folder.join("summary.json").exists() {
-                fs::remove_dir_all(&folder).map_err(|e| write_error(&folder, e))?;
+            let name = run_name(last);
+            let folder = runs.sub_made(&name)?;
+            if !folder.contains("summary.json") {
+                // What the killed run quarantined: the records themselves, unchanged.
+                kept_quarantine = folder.read(KILLED_QUARANTINE)?;
+                if let Some(lines) = folder.read("quarantine.jsonl")? {
+                    kept_quarantine.get_or_insert_with(Vec::new).extend(lines);
+                }
+                runs.remove_tree(&name)?;
                 next = last;
                 killed = true;
             }
         }
-        self.run_dir = runs.join(run_name(next));
-        private_dir_all(&self.run_dir)?;
-        Ok((next, killed))
+        self.run_rel = Path::new(RUNS_DIR).join(run_name(next));
+        self.run_number = Some(next);
+        let folder = self.run_folder()?;
+        if let Some(lines) = kept_quarantine.filter(|l| !l.is_empty()) {
+            let temp = self.temp_name(KILLED_QUARANTINE);
+            folder.write_atomic_with(KILLED_QUARANTINE, &temp, self.durable, |out| {
+                out.write_all(&lines)
+            })?;
+        }
+        Ok(Started {
+            number: next,
+            killed,
+            stray,
+        })
     }
 
     /// Removes the oldest run folders (`runs/NNNN`, by number) so that at most `keep` remain
     /// (`--keep-runs`), never this run's nor the one `latest` points at (when those two are
-    /// more than `keep`, both stay). Returns the folders removed, oldest first.
+    /// more than `keep`, both stay), with the copies those runs kept (`replaced/NNNN`,
+    /// `pruned/NNNN`). Returns the folders removed, oldest first.
     pub fn prune_runs(&self, keep: usize) -> Result<Vec<PathBuf>, OutputError> {
-        let runs = self.state_dir().join(RUNS_DIR);
-        let number = |name: &std::ffi::OsStr| name.to_str()?.parse::<u32>().ok();
-        let mut numbers: Vec<u32> = fs::read_dir(&runs)
-            .map_err(|e| write_error(&runs, e))?
-            .filter_map(|entry| number(&entry.ok()?.file_name()))
+        let state = self.state()?;
+        let runs = state.sub_made(RUNS_DIR)?;
+        let mut numbers: Vec<u32> = runs
+            .list()?
+            .into_iter()
+            .filter(|e| e.is_dir)
+            .filter_map(|e| e.name.parse::<u32>().ok())
             .collect();
         numbers.sort_unstable();
-        let current = self.run_dir.file_name().and_then(number);
-        let latest = fs::read_link(self.state_file(LATEST))
-            .ok()
+        let number = |name: &std::ffi::OsStr| name.to_str()?.parse::<u32>().ok();
+        let current = self.run_number;
+        let latest = state
+            .read_link(LATEST)
             .and_then(|target| target.file_name().and_then(number));
         let mut excess = numbers.len().saturating_sub(keep);
         let mut removed = Vec::new();
@@ -344,9 +451,14 @@ impl Home {
             if Some(n) == current || Some(n) == latest {
                 continue;
             }
-            let folder = runs.join(run_name(n));
-            fs::remove_dir_all(&folder).map_err(|e| write_error(&folder, e))?;
-            removed.push(folder);
+            let name = run_name(n);
+            runs.remove_tree(&name)?;
+            for kept in [REPLACED_DIR, PRUNED_DIR] {
+                if let Some(copies) = state.sub(kept, false)? {
+                    copies.remove_tree(&name)?;
+                }
+            }
+            removed.push(runs.path_of(&name));
             excess -= 1;
         }
         Ok(removed)
@@ -354,14 +466,10 @@ impl Home {
 
     /// Removes this run's kind of temporary names directly in the state folder (a shard: only
     /// its own): what a kill between a write and its rename leaves there.
-    fn remove_state_temporaries(&self) -> Result<(), OutputError> {
-        let Ok(entries) = fs::read_dir(&self.state) else {
-            return Ok(());
-        };
+    fn remove_state_temporaries(&self, state: &Dir) -> Result<(), OutputError> {
         let mark = format!("{TEMP_MARK}{}", self.temp_tag);
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
+        for entry in state.list()? {
+            let name = &entry.name;
             let ours = name.starts_with('.')
                 && name.contains(&mark)
                 && name.rsplit(TEMP_MARK).next().is_some_and(|tail| {
@@ -369,9 +477,8 @@ impl Home {
                         .chars()
                         .all(|c| c.is_ascii_digit() || c == '.')
                 });
-            if ours && entry.file_type().is_ok_and(|t| !t.is_dir()) {
-                let path = entry.path();
-                fs::remove_file(&path).map_err(|e| write_error(&path, e))?;
+            if ours && !entry.is_dir {
+                state.remove_file(name)?;
             }
         }
         Ok(())
@@ -384,15 +491,11 @@ impl Home {
 
     /// Points `rollover/<link>` at this run's folder (a relative symlink, replaced atomically).
     pub fn mark_link(&self, link: &str) -> Result<(), OutputError> {
-        let Some(name) = self.run_dir.file_name() else {
+        if self.run_number.is_none() {
             return Ok(());
-        };
-        let target = Path::new(RUNS_DIR).join(name);
-        let temp = self.state_file(&self.temp_name(link));
-        let link = self.state_file(link);
-        let _ = fs::remove_file(&temp);
-        std::os::unix::fs::symlink(&target, &temp).map_err(|e| write_error(&temp, e))?;
-        fs::rename(&temp, &link).map_err(|e| write_error(&link, e))
+        }
+        let temp = self.temp_name(link);
+        self.state()?.point(link, &self.run_rel, &temp)
     }
 
     /// Writes `bytes` at `relative` atomically (see the module docs).
@@ -401,8 +504,7 @@ impl Home {
     }
 
     /// [`Home::write_atomic`], the bytes written by `write` as it makes them (through a
-    /// buffer), so that a large file (the manifest of a million sessions) is never held whole
-    /// in memory.
+    /// buffer), so that a large file is never held whole in memory.
     pub fn write_atomic_with(
         &self,
         relative: &Path,
@@ -511,29 +613,27 @@ impl Home {
         name: &str,
         write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     ) -> Result<PathBuf, OutputError> {
-        let state = self.state.strip_prefix(&self.root).unwrap_or(&self.state);
-        self.write_atomic_with(&state.join(name), write)
+        let temp = self.temp_name(name);
+        self.state()?
+            .write_atomic_with(name, &temp, self.durable, write)
     }
 
     /// Writes one of the run's own files atomically (`summary.json`: its presence marks the
     /// run as finished).
     pub fn write_run_file_atomic(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, OutputError> {
-        let relative = self
-            .run_dir
-            .strip_prefix(&self.root)
-            .unwrap_or(&self.run_dir)
-            .join(name);
-        self.write_atomic(&relative, bytes)
+        let temp = self.temp_name(name);
+        self.run_folder()?
+            .write_atomic_with(name, &temp, self.durable, |out| out.write_all(bytes))
     }
 
     /// Creates (truncating) one of the run's own files, 0600.
     pub fn create_run_file(&self, name: &str) -> Result<File, OutputError> {
-        private_dir_all(&self.run_dir)?;
-        let path = self.run_file(name);
-        private_file(
-            OpenOptions::new().write(true).create(true).truncate(true),
-            &path,
-        )
+        self.run_folder()?.create(name)
+    }
+
+    /// The folder of the run's own files, made where missing (the review pages go there).
+    pub fn run_folder_dir(&self) -> Result<Dir, OutputError> {
+        self.run_folder()
     }
 
     /// Removes the temporary files a killed run left under `sessions/`, `responses/` and
@@ -542,11 +642,7 @@ impl Home {
     pub fn remove_temporary_files(&self) -> Result<u64, OutputError> {
         let mut removed = 0;
         let mark = format!("{TEMP_MARK}{}", self.temp_tag);
-        for dir in [
-            self.root.join("sessions"),
-            self.root.join(RESPONSES_DIR),
-            self.state.clone(),
-        ] {
+        for dir in [self.root.join("sessions"), self.root.join(RESPONSES_DIR)] {
             if !dir.exists() {
                 continue;
             }
@@ -559,20 +655,51 @@ impl Home {
                 removed += 1;
             }
         }
+        // The state folder, one folder at a time from its descriptor (never through a link).
+        let mut stack = vec![self.state()?];
+        while let Some(dir) = stack.pop() {
+            for entry in dir.list()? {
+                if entry.is_dir {
+                    if let Some(sub) = dir.sub(&entry.name, false)? {
+                        stack.push(sub);
+                    }
+                } else if entry.name.starts_with('.') && entry.name.contains(&mark) {
+                    dir.remove_file(&entry.name)?;
+                    removed += 1;
+                }
+            }
+        }
         Ok(removed)
     }
 
-    /// Where [`Home::keep_replaced`] copies the session at `relative`.
+    /// Where [`Home::keep_replaced`] copies the session at `relative`, in this run.
     pub fn replaced_path(&self, relative: &Path) -> PathBuf {
-        self.state_dir().join(REPLACED_DIR).join(relative)
+        self.kept_path(REPLACED_DIR, relative)
     }
 
-    /// Copies a session about to be replaced (`--force`) to `rollover/replaced/<relative>`.
+    fn kept_path(&self, kind: &str, relative: &Path) -> PathBuf {
+        let run = run_name(self.run_number.unwrap_or(0));
+        self.state_dir().join(kind).join(run).join(relative)
+    }
+
+    /// Where [`Home::keep_pruned`] moves the session at `relative`, in this run.
+    pub fn pruned_path(&self, relative: &Path) -> PathBuf {
+        self.kept_path(PRUNED_DIR, relative)
+    }
+
+    /// Copies a session about to be replaced (`--force`) to
+    /// `rollover/replaced/<run>/<relative>`: a copy of its own, never over another.
     pub fn keep_replaced(&self, relative: &Path) -> Result<PathBuf, OutputError> {
-        let copy = self.replaced_path(relative);
-        if let Some(dir) = copy.parent() {
-            private_dir_all(dir)?;
-        }
+        self.keep_copy(REPLACED_DIR, relative)
+    }
+
+    /// Copies a session about to be pruned to `rollover/pruned/<run>/<relative>`. A copy
+    /// already there with the same bytes (a prune a kill cut short) is the copy.
+    pub fn keep_pruned(&self, relative: &Path) -> Result<PathBuf, OutputError> {
+        self.keep_copy(PRUNED_DIR, relative)
+    }
+
+    fn keep_copy(&self, kind: &str, relative: &Path) -> Result<PathBuf, OutputError> {
         let source = self.root.join(relative);
         let Some(bytes) = read_nofollow(&source)? else {
             return Err(write_error(
@@ -580,9 +707,44 @@ impl Home {
                 std::io::Error::from(ErrorKind::NotFound),
             ));
         };
-        let mut options = OpenOptions::new();
-        let mut file = private_file(options.write(true).create(true).truncate(true), &copy)?;
+        let copy = self.kept_path(kind, relative);
+        let (folder, name) = match (relative.parent(), relative.file_name()) {
+            (Some(folder), Some(name)) => (folder, name.to_string_lossy().into_owned()),
+            (None, _) | (_, None) => {
+                return Err(write_error(
+                    &copy,
+                    std::io::Error::from(ErrorKind::InvalidInput),
+                ))
+            }
+        };
+        let run = run_name(self.run_number.unwrap_or(0));
+        let dir = self
+            .state()?
+            .sub_made(Path::new(kind).join(run).join(folder))?;
+        // Never over another copy: the same bytes there are this copy (a prune a kill cut
+        // short); other bytes keep their name, and this copy takes the next free one.
+        let mut name = name;
+        let mut copy = copy;
+        for n in 2..=1000u32 {
+            match dir.read(&name)? {
+                Some(there) if there == bytes => return Ok(copy),
+                Some(_) => {
+                    let base = relative
+                        .file_name()
+                        .map(|n| n.to_string_lossy())
+                        .unwrap_or_default();
+                    name = format!("{base}.{n}");
+                    copy = copy.with_file_name(&name);
+                }
+                None => break,
+            }
+        }
+        let mut file = dir.create_new(&name)?;
         file.write_all(&bytes).map_err(|e| write_error(&copy, e))?;
+        if self.durable {
+            file.sync_all().map_err(|e| write_error(&copy, e))?;
+            dir.sync()?;
+        }
         Ok(copy)
     }
 }
@@ -637,7 +799,8 @@ mod tests {
         std::os::unix::fs::symlink("runs/0002", root.path().join("rollover/latest"))
             .expect("latest");
         let mut home = Home::new(root.path());
-        assert_eq!(home.start_run().expect("start"), (6, false));
+        let started = home.start_run().expect("start");
+        assert_eq!((started.number, started.killed), (6, false));
         let removed = home.prune_runs(1).expect("prune");
         let names = |paths: &[PathBuf]| -> Vec<String> {
             let names = paths.iter().filter_map(|p| p.file_name());

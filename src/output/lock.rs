@@ -1,21 +1,24 @@
-//! One run at a time per output: `OUT/rollover/lock`, held with an advisory lock (flock) for
-//! the whole run and holding the holder's pid for the message a second run prints. The kernel
-//! releases the lock when its holder dies, however it dies, so a lock left by a killed run is
-//! simply taken over. Each shard of a sharded run locks its own state folder
-//! (`OUT/rollover/shards/KKKK-of-NNNN/lock`), so shards writing into one home never wait for
-//! each other, and a shard started twice is refused like a second run.
+//! One run at a time per output: an advisory lock (flock) on the state folder `OUT/rollover`
+//! itself, held for the whole run; the file `OUT/rollover/lock` holds the holder's pid for the
+//! message a second run prints. The lock is on the folder, not on the file: deleting the file
+//! (or the folder, which cannot be removed while it holds the state) cannot let a second run
+//! in beside the first. The kernel releases the lock when its holder dies, however it dies,
+//! so a lock left by a killed run is simply taken over. Each shard of a sharded run locks its
+//! own state folder (`OUT/rollover/shards/KKKK-of-NNNN/`), so shards writing into one home
+//! never wait for each other, and a shard started twice is refused like a second run.
 //!
 //! A run refuses a held lock at once, or, with `--wait SECONDS`, waits for it as `flock -w`
 //! does: it tries again every [`POLL`] until the lock is free or the time is out (or a signal
 //! asks the run to stop), then names the holder it gave up on and how long it waited.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::home::{private_file, write_error, Home};
+use super::dir::Dir;
+use super::home::{write_error, Home};
 use super::OutputError;
 
 pub const LOCK: &str = "lock";
@@ -27,6 +30,8 @@ pub const POLL: Duration = Duration::from_millis(50);
 /// The held lock; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct RunLock {
+    /// The locked folder, held open: the lock lives as long as this descriptor.
+    _folder: Dir,
     file: File,
     path: PathBuf,
     /// The pid a dead holder left in the file, when the lock was taken over.
@@ -49,20 +54,15 @@ impl RunLock {
         stop: &AtomicUsize,
         waiting: impl FnOnce(u32),
     ) -> Result<RunLock, OutputError> {
-        home.create_state_dir()?;
+        let folder = home.state()?.reopen()?;
         let path = home.state_file(LOCK);
-        let mut file = private_file(
-            OpenOptions::new().read(true).write(true).create(true),
-            &path,
-        )?;
+        let mut file = folder.open_rw(LOCK)?;
         let previous = holder(&mut file);
         let started = Instant::now();
         let mut waiting = Some(waiting);
         loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => return Err(write_error(&path, e)),
+            if folder.try_lock()? {
+                break;
             }
             let pid = holder(&mut file).or(previous).unwrap_or(0);
             let path = home.root.display().to_string();
@@ -92,6 +92,7 @@ impl RunLock {
         };
         write_pid(&mut file).map_err(|e| write_error(&path, e))?;
         Ok(RunLock {
+            _folder: folder,
             file,
             path,
             taken_over_from,
@@ -108,6 +109,17 @@ impl RunLock {
     }
 }
 
+/// Whether a run holds the lock of `home` now, asked without taking it (`status`); with the
+/// pid its lock file names.
+pub fn holder_of(home: &Home) -> Option<u32> {
+    let folder = home.existing_state().ok().flatten()?;
+    if !folder.locked_by_other() {
+        return None;
+    }
+    let mut file = folder.open_read(LOCK).ok().flatten()?;
+    Some(holder(&mut file).unwrap_or(0))
+}
+
 /// The pid the lock file holds (its holder's, or the last holder's when it died), if any.
 fn holder(file: &mut File) -> Option<u32> {
     let mut text = String::new();
@@ -119,8 +131,8 @@ fn holder(file: &mut File) -> Option<u32> {
 impl Drop for RunLock {
     fn drop(&mut self) {
         // Empty the pid first, so a reader between the two steps never names a finished run.
+        // The lock itself goes with the folder's descriptor, after this.
         let _ = self.file.set_len(0);
-        let _ = self.file.unlock();
         let _ = &self.path;
     }
 }

@@ -1,42 +1,55 @@
 //! The manifest: the cumulative state of a Codex home that rollover writes into, so scheduled
-//! runs are incremental and never lose, clobber or silently replace a session.
+//! runs are incremental and never lose, clobber, roll back or silently replace a session.
 //!
-//! `OUT/rollover/manifest` starts with a header line (`{"manifest":2}`: the scheme of session
-//! ids, [`crate::model::identity`]), then holds one JSON line per input file, sorted by its
-//! key (the file's absolute path, or `stdin:NAME` for a stream): its size, mtime and content
-//! digest, how many records it held, the fingerprints of the rules and of the options that
-//! converted it (each run's `summary.json` has its own, so a change names the run), every rollout it produced with the digest of the bytes
-//! written, and the sessions kept pending (changed by Codex since, while the source has newer
-//! data). Then one line per orphan: a session whose record is gone from its file, or whose
-//! file is gone, kept (copy semantics) and remembered, so that it is never written again
-//! without `--force` and `--prune` can find it.
+//! `OUT/rollover/manifest` starts with a header line (`{"manifest":3}`), then holds one JSON
+//! line per input file, sorted by its key (the file's absolute path, or `stdin:NAME` for a
+//! stream): its size, mtime, ctime and inode (git's index rule: any of them changed and the
+//! file's digest is taken again), its content digest, how many records it held, the
+//! fingerprints of the rules and of the options that converted it, every rollout it produced
+//! with the digest of the bytes written, the sessions kept pending, and what its reading found
+//! (quarantined records, damage: carried into every later report until the file is read
+//! again). Then one line per orphan (a session whose record is gone, kept and remembered),
+//! and one line per session that has a version or an alias ([`SessionRecord`]): the version
+//! placed (its source's time, its message count, the digest of its messages) and the file it
+//! came from, so that no run writes an older version over a newer one.
 //!
-//! While a run goes, each input file that is completely on disk (every rollout under its final
-//! name) is appended to `manifest.journal`, with the orphans and prunings it caused; a clean
-//! end folds the journal into the manifest (written atomically) and removes it. A journal
-//! found at start is the trace of a killed run: its complete lines count, a cut last line does
-//! not. Each shard of a sharded run keeps its own manifest in its state folder, of the files
-//! (or ranges) it converted, so one shard re-runs incrementally without the others.
+//! While a run goes, each input file that is completely on disk is appended to
+//! `manifest.journal`, with the orphans, versions and removals it caused; a clean end folds
+//! the journal into the manifest (written atomically, the one before kept as
+//! `manifest.prev`) and removes it. A journal found at start is the trace of a killed run: its
+//! complete lines count, a last line a kill cut does not (and is cut off before the next
+//! append, so that no line is glued to it). A `--prune` journals what it will remove before it
+//! starts, each removal as it is done, and then the files it forgets: a run after a kill
+//! finishes what the killed prune started.
 //!
-//! A manifest without the header was written by the scheme before (ids from paths and
-//! positions): loading it is refused ([`OutputError::OldManifest`]) with what to do.
+//! Corrupt state is refused, never guessed ([`OutputError::CorruptManifest`]): an empty
+//! manifest, a header that does not parse, any line that does not parse (but the journal's
+//! last), a manifest missing beside its `manifest.prev`. A manifest without a header was
+//! written by the scheme of ids before the current ones ([`OutputError::OldManifest`]); one of
+//! scheme 2 is read, and its sessions keep their ids ([`FileEntry::legacy_ids`]).
 
-use std::collections::{BTreeMap, HashMap};
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::home::{open_error, private_file, write_error, Home};
+use super::dir::Dir;
+use super::home::{write_error, Home};
 pub use super::rollouts::Rollouts;
 use super::OutputError;
-use std::os::unix::fs::OpenOptionsExt;
 
 pub const MANIFEST: &str = "manifest";
 pub const JOURNAL: &str = "manifest.journal";
-/// The scheme of session ids the manifest's sessions were written with.
-pub const SCHEME: u32 = 2;
+/// The manifest before the last one saved: what to go back to when the manifest is corrupt.
+pub const PREV: &str = "manifest.prev";
+/// The scheme of the manifest and of session ids: 3 identifies a record without an id of its
+/// own by its JSON value; 2 did by its bytes (still read: [`FileEntry::legacy_ids`]).
+pub const SCHEME: u32 = 3;
+const LEGACY_SCHEME: u32 = 2;
+/// At most this many findings of one file are listed in its entry (all are counted).
+pub const FINDINGS_LISTED: usize = 200;
 
 /// An input file as converted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +62,12 @@ pub struct FileEntry {
     pub size: u64,
     /// Modification time, nanoseconds since the Unix epoch.
     pub mtime_ns: u64,
+    /// Status change time (nanoseconds) and inode: a content change that kept the size and
+    /// put the mtime back (`cp -p`, `tar x`) still moves these.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ctime_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ino: u64,
     /// xxh3-128 of the file's bytes on disk, hex.
     pub digest: String,
     pub records: u64,
@@ -66,6 +85,34 @@ pub struct FileEntry {
     /// The output format, when not Codex rollouts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+    /// What reading the file found that a report must show while it is not read again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<Findings>,
+    /// Its sessions were named by scheme 2 (a record's id from its bytes): reading it again
+    /// keeps each session's id, and records an alias for it ([`SessionRecord::alias`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub legacy_ids: bool,
+}
+
+/// What reading a file found: quarantined records and damage, counted, the first
+/// [`FINDINGS_LISTED`] listed, with the run whose `quarantine.jsonl` holds the records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Findings {
+    pub run: u32,
+    pub quarantined: u64,
+    pub damaged: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listed: Vec<Finding>,
+}
+
+/// One quarantined record or damage of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub line: u64,
+    pub byte_offset: u64,
+    /// The quarantine class (`invalid_json`, ...) or `damaged`.
+    pub class: String,
+    pub reason: String,
 }
 
 /// A rollout written for an input file, with the digest of the bytes written.
@@ -83,12 +130,64 @@ pub struct Orphan {
     pub from: String,
 }
 
+/// What the manifest knows of one session beyond its file's list: the version placed (for a
+/// conversation that can come again with other content: a source id, a log's chain) and the
+/// file it came from; or the identity whose session kept the id scheme 2 gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The session's path in the home.
+    pub session: String,
+    /// The key of the file whose version was placed.
+    pub from: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Version>,
+    /// The digest (hex) of a conversation identity whose session keeps its scheme-2 id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+}
+
+/// A version of a conversation: its source's own time (ms), its message count, and the
+/// digest of its messages (hex). The model's [`crate::model::version::Version`] as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Version {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<i64>,
+    pub messages: u64,
+    pub content: String,
+}
+
+impl Version {
+    pub fn of(version: &crate::model::version::Version) -> Version {
+        Version {
+            time: version.time_ms,
+            messages: version.messages,
+            content: crate::model::identity::hex128(version.content),
+        }
+    }
+
+    pub fn model(&self) -> crate::model::version::Version {
+        crate::model::version::Version {
+            time_ms: self.time,
+            messages: self.messages,
+            content: u128::from_str_radix(&self.content, 16).unwrap_or_default(),
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Header {
     manifest: u32,
 }
 
-/// A session removed by `--prune` (a journal line).
+/// A session removed by `--prune` (a journal line), after its copy was kept.
 #[derive(Debug, Serialize, Deserialize)]
 struct Pruned {
     pruned: String,
@@ -100,6 +199,26 @@ struct Forgotten {
     forgotten: String,
 }
 
+/// What a `--prune` will remove, journalled before it removes anything: the sessions, and the
+/// files it forgets once they are handled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrunePlan {
+    pub run: u32,
+    pub sessions: Vec<RolloutEntry>,
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Pruning {
+    pruning: PrunePlan,
+}
+
+/// A prune finished: every session of its plan removed or kept, every file forgotten.
+#[derive(Debug, Serialize, Deserialize)]
+struct PruneDone {
+    prune_done: u32,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum Line {
@@ -107,6 +226,9 @@ enum Line {
     Orphan(Orphan),
     Pruned(Pruned),
     Forgotten(Forgotten),
+    Pruning(Pruning),
+    PruneDone(PruneDone),
+    Session(SessionRecord),
     File(Box<FileEntry>),
 }
 
@@ -116,9 +238,18 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileEntry>,
     /// Sessions whose record is gone, by path.
     pub orphans: BTreeMap<String, Orphan>,
+    /// Versions and aliases of sessions, by path.
+    pub sessions: HashMap<String, SessionRecord>,
     /// A journal was found: the last run was killed before it finished.
     pub recovered: bool,
+    /// A prune the killed run journalled and did not finish.
+    pub unfinished_prune: Option<PrunePlan>,
+    /// The scheme the manifest was written with.
+    pub scheme: u32,
     journal: Option<File>,
+    /// Where the journal's complete lines end, when a kill cut its last one: cut there before
+    /// the first append.
+    journal_cut: Option<u64>,
     /// Which files list each session (kept with `files`), so that asking who else holds a
     /// session costs a look-up, not a scan of the manifest.
     listers: Listers,
@@ -203,55 +334,204 @@ impl Listers {
 }
 
 impl Manifest {
-    /// Reads the manifest and any journal a killed run left. A manifest of the scheme
-    /// before is refused.
+    /// Reads the manifest and any journal a killed run left. Corrupt state and a manifest of
+    /// the first scheme are refused.
     pub fn load(home: &Home) -> Result<Manifest, OutputError> {
-        let mut manifest = Manifest::default();
-        for name in [MANIFEST, JOURNAL] {
-            let path = home.state_file(name);
-            let opened = OpenOptions::new()
-                .read(true)
-                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-                .open(&path);
-            let file = match opened {
-                Ok(file) => file,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(open_error(&path, e)),
-            };
-            manifest.recovered |= name == JOURNAL;
-            let mut first = true;
-            for line in BufReader::new(file).split(b'\n') {
-                let line = line.map_err(|e| write_error(&path, e))?;
-                if line.is_empty() {
-                    continue;
-                }
-                // A line cut by a kill does not parse: that file was not recorded as done.
-                let parsed = serde_json::from_slice::<Line>(&line).ok();
-                let current = matches!(&parsed, Some(Line::Header(h)) if h.manifest == SCHEME);
-                if first && name == MANIFEST && !current {
-                    return Err(OutputError::OldManifest {
-                        path: home.root.display().to_string(),
-                        state: home.state_dir().display().to_string(),
-                    });
-                }
-                first = false;
+        let mut manifest = Manifest {
+            scheme: SCHEME,
+            ..Manifest::default()
+        };
+        let Some(state) = home.existing_state()? else {
+            return Ok(manifest);
+        };
+        match state.open_read(MANIFEST)? {
+            Some(file) => manifest.read_manifest(home, &state, file)?,
+            None if state.contains(PREV) => {
+                return Err(corrupt(
+                    home,
+                    &state,
+                    MANIFEST,
+                    0,
+                    "the manifest is missing",
+                ))
+            }
+            None => {}
+        }
+        if let Some(file) = state.open_read(JOURNAL)? {
+            manifest.recovered = true;
+            manifest.read_journal(home, &state, file)?;
+        }
+        Ok(manifest)
+    }
+
+    fn read_manifest(&mut self, home: &Home, state: &Dir, file: File) -> Result<(), OutputError> {
+        let path = state.path_of(MANIFEST);
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut number = 0u64;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| write_error(&path, e))?;
+            if n == 0 {
+                break;
+            }
+            number += 1;
+            if line.last() != Some(&b'\n') {
+                // The manifest is written whole and renamed: a cut line is damage, not a kill.
+                return Err(corrupt(
+                    home,
+                    state,
+                    MANIFEST,
+                    number,
+                    "its last line is cut short",
+                ));
+            }
+            let text = &line[..line.len() - 1];
+            let parsed = serde_json::from_slice::<Line>(text).ok();
+            if number == 1 {
                 match parsed {
-                    Some(Line::Header(_)) | None => {}
-                    Some(Line::Orphan(orphan)) => {
-                        manifest.orphans.insert(orphan.orphan.path.clone(), orphan);
+                    Some(Line::Header(h)) if h.manifest == SCHEME || h.manifest == LEGACY_SCHEME => {
+                        self.scheme = h.manifest;
+                        continue;
                     }
-                    Some(Line::Pruned(pruned)) => {
-                        manifest.orphans.remove(&pruned.pruned);
+                    Some(Line::Header(h)) => {
+                        return Err(corrupt(
+                            home,
+                            state,
+                            MANIFEST,
+                            1,
+                            &format!("its header names scheme {}, which this rollover does not know (a newer rollover wrote it?)", h.manifest),
+                        ))
                     }
-                    Some(Line::Forgotten(forgotten)) => {
-                        manifest.unlist(&forgotten.forgotten);
-                        manifest.files.remove(&forgotten.forgotten);
+                    Some(Line::File(_)) => {
+                        return Err(OutputError::OldManifest {
+                            path: home.root.display().to_string(),
+                        })
                     }
-                    Some(Line::File(entry)) => manifest.insert(*entry),
+                    // The first scheme wrote no header: its first line is a file's entry.
+                    Some(_) | None if is_first_scheme_entry(text) => {
+                        return Err(OutputError::OldManifest {
+                            path: home.root.display().to_string(),
+                        })
+                    }
+                    Some(_) | None => {
+                        return Err(corrupt(home, state, MANIFEST, 1, "its header line does not parse"))
+                    }
+                }
+            }
+            match parsed {
+                Some(line) => self.apply(line, self.scheme == LEGACY_SCHEME),
+                None => {
+                    return Err(corrupt(
+                        home,
+                        state,
+                        MANIFEST,
+                        number,
+                        "the line does not parse",
+                    ))
                 }
             }
         }
-        Ok(manifest)
+        if number == 0 {
+            return Err(corrupt(home, state, MANIFEST, 1, "it is empty (0 bytes)"));
+        }
+        Ok(())
+    }
+
+    fn read_journal(&mut self, home: &Home, state: &Dir, file: File) -> Result<(), OutputError> {
+        let path = state.path_of(JOURNAL);
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut number = 0u64;
+        let mut offset = 0u64;
+        let mut line = Vec::new();
+        // A journal a run of scheme 2 wrote has no header: its entries name their sessions
+        // by that scheme.
+        let mut legacy = true;
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| write_error(&path, e))?;
+            if n == 0 {
+                break;
+            }
+            number += 1;
+            if line.last() != Some(&b'\n') {
+                // Cut by a kill: that entry was not done. Cut off before the next append.
+                self.journal_cut = Some(offset);
+                break;
+            }
+            offset += n as u64;
+            let text = &line[..line.len() - 1];
+            if text.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<Line>(text) {
+                Ok(Line::Header(h)) if h.manifest == SCHEME => legacy = false,
+                Ok(Line::Header(_)) => {
+                    return Err(corrupt(
+                        home,
+                        state,
+                        JOURNAL,
+                        number,
+                        "its header names another scheme",
+                    ))
+                }
+                Ok(parsed) => self.apply(parsed, legacy),
+                Err(_) => {
+                    return Err(corrupt(
+                        home,
+                        state,
+                        JOURNAL,
+                        number,
+                        "the line does not parse",
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, line: Line, legacy: bool) {
+        match line {
+            Line::Header(_) => {}
+            Line::Orphan(orphan) => {
+                self.orphans.insert(orphan.orphan.path.clone(), orphan);
+            }
+            Line::Pruned(pruned) => {
+                self.orphans.remove(&pruned.pruned);
+                self.sessions.remove(&pruned.pruned);
+                if let Some(plan) = self.unfinished_prune.as_mut() {
+                    plan.sessions.retain(|s| s.path != pruned.pruned);
+                }
+            }
+            Line::Forgotten(forgotten) => {
+                self.unlist(&forgotten.forgotten);
+                self.files.remove(&forgotten.forgotten);
+                if let Some(plan) = self.unfinished_prune.as_mut() {
+                    plan.files.retain(|f| *f != forgotten.forgotten);
+                }
+            }
+            Line::Pruning(pruning) => self.unfinished_prune = Some(pruning.pruning),
+            Line::PruneDone(done) => {
+                if self
+                    .unfinished_prune
+                    .as_ref()
+                    .is_some_and(|plan| plan.run == done.prune_done)
+                {
+                    self.unfinished_prune = None;
+                }
+            }
+            Line::Session(record) => {
+                self.sessions.insert(record.session.clone(), record);
+            }
+            Line::File(mut entry) => {
+                entry.legacy_ids |= legacy;
+                self.insert(*entry)
+            }
+        }
     }
 
     fn insert(&mut self, entry: FileEntry) {
@@ -269,8 +549,7 @@ impl Manifest {
             // A digest is what is at the path now, whichever file wrote it last: another
             // file that lists the same session (one renamed away, a duplicate) gets it too,
             // so that no stale digest of it makes a later run take the session for one Codex
-            // changed (issue 27: a rename, then two rule changes, left the first rules'
-            // session behind).
+            // changed.
             for other in self.listers.of_key(path) {
                 let rollout = text.get_or_insert_with(|| entry.rollouts.entry_at(at));
                 if let Some(listed) = self.files.get_mut(other) {
@@ -309,8 +588,8 @@ impl Manifest {
     }
 
     /// The number of sessions the manifest knows.
-    pub fn sessions(&self) -> usize {
-        let mut paths = std::collections::HashSet::new();
+    pub fn session_count(&self) -> usize {
+        let mut paths = HashSet::new();
         for file in self.files.values() {
             file.rollouts.each(|path, _| {
                 paths.insert(path.to_string());
@@ -320,18 +599,32 @@ impl Manifest {
         paths.len()
     }
 
+    /// The identities whose sessions keep the id scheme 2 gave them: identity digest →
+    /// session id, for the workers.
+    pub fn aliases(&self) -> HashMap<u128, String> {
+        self.sessions
+            .values()
+            .filter_map(|record| {
+                let alias = u128::from_str_radix(record.alias.as_deref()?, 16).ok()?;
+                Some((alias, session_id_of(&record.session)?.to_string()))
+            })
+            .collect()
+    }
+
+    /// The versions placed, by session path, for the collector's gate.
+    pub fn versions(&self) -> impl Iterator<Item = (&str, &SessionRecord)> {
+        self.sessions
+            .iter()
+            .map(|(path, record)| (path.as_str(), record))
+    }
+
     /// Whether a file other than `origin` lists the output at `path` (walked or not).
     pub fn listed_by_other(&self, path: &str, origin: &str) -> bool {
         self.listers.of(path).any(|k| k != origin)
     }
 
     /// Whether a file of `walked` other than `except` still lists the session at `path`.
-    pub fn listed_elsewhere(
-        &self,
-        path: &str,
-        except: &str,
-        walked: &std::collections::HashSet<String>,
-    ) -> bool {
+    pub fn listed_elsewhere(&self, path: &str, except: &str, walked: &HashSet<String>) -> bool {
         self.listers
             .of(path)
             .any(|k| k != except && walked.contains(k))
@@ -340,7 +633,20 @@ impl Manifest {
     fn append<T: Serialize>(&mut self, home: &Home, line: &T) -> Result<(), OutputError> {
         let path = home.state_file(JOURNAL);
         if self.journal.is_none() {
-            let file = private_file(OpenOptions::new().create(true).append(true), &path)?;
+            let state = home.state()?;
+            let mut file = state.open_append(JOURNAL)?;
+            // A last line a kill cut is cut off: the next line starts fresh, not glued to it.
+            if let Some(at) = self.journal_cut.take() {
+                file.set_len(at).map_err(|e| write_error(&path, e))?;
+            }
+            let empty = file
+                .seek(std::io::SeekFrom::End(0))
+                .map_err(|e| write_error(&path, e))?
+                == 0;
+            if empty {
+                self::line(&mut file, &Header { manifest: SCHEME })
+                    .map_err(|e| write_error(&path, e))?;
+            }
             self.journal = Some(file);
         }
         if let Some(journal) = self.journal.as_mut() {
@@ -351,6 +657,7 @@ impl Manifest {
                 .and_then(|()| out.flush())
                 .map_err(|e| write_error(&path, e))?;
             drop(out);
+            super::failpoint::hit("journal");
             if home.durable {
                 journal.sync_data().map_err(|e| write_error(&path, e))?;
             }
@@ -363,6 +670,20 @@ impl Manifest {
     pub fn record(&mut self, home: &Home, entry: FileEntry) -> Result<(), OutputError> {
         self.append(home, &entry)?;
         self.insert(entry);
+        Ok(())
+    }
+
+    /// Records what the manifest knows of a session (its version placed, its alias).
+    pub fn record_session(
+        &mut self,
+        home: &Home,
+        record: SessionRecord,
+    ) -> Result<(), OutputError> {
+        if self.sessions.get(&record.session) == Some(&record) {
+            return Ok(());
+        }
+        self.append(home, &record)?;
+        self.sessions.insert(record.session.clone(), record);
         Ok(())
     }
 
@@ -382,7 +703,26 @@ impl Manifest {
         Ok(())
     }
 
-    /// Forgets a session `--prune` removed.
+    /// Journals what a `--prune` will remove, before it removes anything.
+    pub fn prune_plan(&mut self, home: &Home, plan: PrunePlan) -> Result<(), OutputError> {
+        self.append(
+            home,
+            &Pruning {
+                pruning: plan.clone(),
+            },
+        )?;
+        self.unfinished_prune = Some(plan);
+        Ok(())
+    }
+
+    /// Journals that the prune of run `run` is done.
+    pub fn prune_done(&mut self, home: &Home, run: u32) -> Result<(), OutputError> {
+        self.append(home, &PruneDone { prune_done: run })?;
+        self.unfinished_prune = None;
+        Ok(())
+    }
+
+    /// Forgets a session `--prune` removed (its copy kept).
     pub fn pruned(&mut self, home: &Home, path: &str) -> Result<(), OutputError> {
         self.append(
             home,
@@ -391,6 +731,10 @@ impl Manifest {
             },
         )?;
         self.orphans.remove(path);
+        self.sessions.remove(path);
+        if let Some(plan) = self.unfinished_prune.as_mut() {
+            plan.sessions.retain(|s| s.path != path);
+        }
         Ok(())
     }
 
@@ -404,13 +748,26 @@ impl Manifest {
         )?;
         self.unlist(key);
         self.files.remove(key);
+        if let Some(plan) = self.unfinished_prune.as_mut() {
+            plan.files.retain(|f| f != key);
+        }
         Ok(())
     }
 
-    /// Writes the whole manifest, sorted, atomically, and removes the journal.
+    /// Writes the whole manifest, sorted, atomically, keeping the one before as
+    /// `manifest.prev` (the manifest is never missing on the way), and removes the journal.
     pub fn save(&mut self, home: &Home) -> Result<(), OutputError> {
+        let state = home.state()?;
+        if state.contains(MANIFEST) {
+            let temp = home.temp_name(PREV);
+            state.remove_file(&temp)?;
+            state.link_to(MANIFEST, &state, &temp)?;
+            state.rename(&temp, PREV)?;
+        }
+        let mut sessions: Vec<&SessionRecord> = self.sessions.values().collect();
+        sessions.sort_by(|a, b| a.session.cmp(&b.session));
         // Streamed to the file: built whole, the manifest of a large archive was the run's
-        // peak of memory (16 MB for 64,000 sessions, on top of the entries themselves).
+        // peak of memory.
         home.write_state_atomic_with(MANIFEST, |out| {
             line(out, &Header { manifest: SCHEME })?;
             for entry in self.files.values() {
@@ -419,15 +776,50 @@ impl Manifest {
             for orphan in self.orphans.values() {
                 line(out, orphan)?;
             }
+            for record in sessions {
+                line(out, record)?;
+            }
             Ok(())
         })?;
         self.journal = None;
-        let journal = home.state_file(JOURNAL);
-        match fs::remove_file(&journal) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(write_error(&journal, e)),
-        }
+        self.journal_cut = None;
+        self.scheme = SCHEME;
+        state.remove_file(JOURNAL)
+    }
+}
+
+/// Whether a manifest's first line is a file's entry as the first scheme wrote it (an object
+/// with a `key` and `rollouts`), not a header cut short.
+fn is_first_scheme_entry(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|v| {
+        v.get("key").is_some_and(serde_json::Value::is_string) && v.get("rollouts").is_some()
+    })
+}
+
+/// The session id of a path rollover names (`…/rollout-TIME-UUID.jsonl`).
+pub fn session_id_of(path: &str) -> Option<&str> {
+    let name = path.rsplit('/').next()?;
+    let stem = name.strip_suffix(".jsonl")?;
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
+    (id.len() == 36 && uuid::Uuid::parse_str(id).is_ok()).then_some(id)
+}
+
+fn corrupt(home: &Home, state: &Dir, name: &str, line: u64, problem: &str) -> OutputError {
+    let path = state.path_of(name).display().to_string();
+    let manifest = home.state_file(MANIFEST).display().to_string();
+    let fix = if name == JOURNAL {
+        format!("Move the journal aside (`mv {path} {path}.bad`) and run again: the files it recorded are read again, no session is lost")
+    } else if state.contains(PREV) {
+        let prev = home.state_file(PREV).display().to_string();
+        format!("The manifest of the run before is kept at {prev}: look at both, then copy it over the manifest (`cp {prev} {manifest}`) and run again: the files converted since are read again, no session is lost")
+    } else {
+        format!("Repair {manifest} by hand (one JSON object a line) or restore it from a backup, then run again; no session is removed meanwhile")
+    };
+    OutputError::CorruptManifest {
+        path,
+        line,
+        problem: problem.to_string(),
+        fix,
     }
 }
 

@@ -13,7 +13,10 @@
 pub const LINE_BUFFER: usize = 256 << 10;
 
 pub mod bodies;
+pub mod dir;
+pub mod failpoint;
 pub mod guard;
+pub mod holders;
 pub mod home;
 pub mod lock;
 pub mod manifest;
@@ -22,7 +25,7 @@ pub mod results_seen;
 pub mod rollouts;
 pub mod session_index;
 
-pub use guard::{Guard, Placed, Removal};
+pub use guard::{Guard, Placed, Placement, Removal};
 pub use home::Home;
 pub use lock::RunLock;
 pub use manifest::Manifest;
@@ -41,8 +44,18 @@ pub enum OutputError {
     },
     #[error("the output {path} is in use by another rollover run (pid {pid}); wait for it to end, or stop it (--wait SECONDS waits for it)")]
     Locked { path: String, pid: u32 },
-    #[error("{path} was written by an earlier rollover, whose session ids depended on file paths and record positions: converting into this home would write every conversation again under a new id. Convert into a new home (`rollover convert INPUT... --out NEW_HOME`), check it, then move the old one aside; or start over here by removing {state} together with the sessions it wrote")]
-    OldManifest { path: String, state: String },
+    #[error("{path} was written by an earlier rollover, whose session ids depended on file paths and record positions: converting into this home would write every conversation again under a new id. Convert into a new home (`rollover convert INPUT... --out NEW_HOME`), check it with `rollover validate`, then move the old home aside; its sessions stay as they are")]
+    OldManifest { path: String },
+    /// The manifest or its journal does not read as rollover writes it: refused, never
+    /// guessed (a guess could bring back sessions the user deleted, or write them twice).
+    #[error("manifest corrupt: {path}{}: {problem}; nothing was changed. {fix}", line_of(*line))]
+    CorruptManifest {
+        path: String,
+        line: u64,
+        problem: String,
+        /// What to do, naming `manifest.prev` when it is there.
+        fix: String,
+    },
     /// A state file or a session is a symlink: rollover never reads or writes its state, nor
     /// replaces a session, through one (it may have been planted to redirect a write).
     #[error("{path} is a symlink: rollover does not read or write its state or a session through a symlink (one may have been planted to redirect a write); remove it (or put the real file there) and run again")]
@@ -59,4 +72,12 @@ pub enum OutputError {
         pid: u32,
         waited: String,
     },
+}
+
+fn line_of(line: u64) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(" line {line}")
+    }
 }

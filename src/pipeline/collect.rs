@@ -21,7 +21,7 @@ use super::reader::Work;
 use super::record::{Converted, Outcome, Refusal};
 use super::{format_name, FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
-use crate::audit::summary::{bump, DamageReport, WithheldReport};
+use crate::audit::summary::{bump, CopyReport, DamageReport, VersionReport, WithheldReport};
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
@@ -29,10 +29,11 @@ use crate::model::responses::Format;
 use crate::model::rule::RuleRef;
 use crate::output::bodies::BodyFile;
 use crate::output::guard::key;
-use crate::output::manifest::{FileEntry, RolloutEntry, Rollouts};
-use crate::output::{
-    Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, Removal, LINE_BUFFER,
+use crate::output::manifest::{
+    FileEntry, Finding, Findings, PrunePlan, RolloutEntry, Rollouts, SessionRecord, Version,
+    FINDINGS_LISTED,
 };
+use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, LINE_BUFFER};
 
 pub struct Collector<'h> {
     home: &'h Home,
@@ -75,6 +76,13 @@ pub struct Collector<'h> {
     /// The counts of every converted record's items, events and decisions, added into the
     /// summary at [`Collector::finish`].
     tally: Tally,
+    /// Files being read: what their reading found (quarantines, damage), for their entries.
+    findings: HashMap<usize, Findings>,
+    /// Paths the walk skipped (unreadable, Codex homes): no file under them is gone.
+    pub protected: Vec<String>,
+    /// A dry run's sessions whose records are gone (a run would remember them as orphans):
+    /// what `--prune` would remove with the rest.
+    dry_orphans: Vec<RolloutEntry>,
 }
 
 /// The summary's counts of what each converted record holds (its items and their phases,
@@ -276,6 +284,9 @@ impl<'h> Collector<'h> {
             body_paths: HashMap::new(),
             field_key: String::new(),
             tally: Tally::default(),
+            findings: HashMap::new(),
+            protected: Vec::new(),
+            dry_orphans: Vec::new(),
         })
     }
 
@@ -359,6 +370,22 @@ impl<'h> Collector<'h> {
                 Work::Blank(n) => self.summary.totals.blank_lines += n,
                 Work::Damage(damage) => {
                     progress.damage(damage);
+                    let display = damage.location.path.to_string();
+                    if let Some(file) = self
+                        .files
+                        .iter()
+                        .position(|f| *f.source.display == *display)
+                    {
+                        self.found(
+                            file,
+                            Finding {
+                                line: damage.location.line,
+                                byte_offset: damage.location.byte_offset,
+                                class: "damaged".to_string(),
+                                reason: damage.message.clone(),
+                            },
+                        );
+                    }
                     self.summary.breakdown.damaged_files.push(DamageReport {
                         file: damage.location.path.to_string(),
                         line: damage.location.line,
@@ -374,7 +401,7 @@ impl<'h> Collector<'h> {
                     for (_, outcome) in work.records.iter().zip(outcomes.iter_mut()) {
                         records += 1;
                         self.file_entry(work.file).records += 1;
-                        self.outcome(work.file, outcome, listed)?;
+                        self.outcome(work.file, outcome, listed, manifest)?;
                     }
                 }
                 Work::FileEnd(file) => {
@@ -402,6 +429,7 @@ impl<'h> Collector<'h> {
         file: usize,
         outcome: &mut Outcome,
         listed: bool,
+        manifest: &mut Manifest,
     ) -> Result<(), OutputError> {
         if let Outcome::NotSampled = outcome {
             self.summary.records_not_sampled += 1;
@@ -422,7 +450,7 @@ impl<'h> Collector<'h> {
                     .iter()
                     .filter(|d| d.action.name() != "classified")
                     .count() as u64;
-                self.converted(file, done, listed)
+                self.converted(file, done, listed, manifest)
             }
             Outcome::Merged => {
                 counts.converted += 1;
@@ -433,6 +461,15 @@ impl<'h> Collector<'h> {
             Outcome::Quarantined { entry, .. } => {
                 counts.quarantined += 1;
                 self.stats[file].quarantined += 1;
+                self.found(
+                    file,
+                    Finding {
+                        line: entry.line,
+                        byte_offset: entry.byte_offset,
+                        class: entry.class.name().to_string(),
+                        reason: entry.reason.clone(),
+                    },
+                );
                 self.quarantined(entry)
             }
             Outcome::Dropped { rule, .. } => {
@@ -466,23 +503,85 @@ impl<'h> Collector<'h> {
     }
 
     /// Counts what placing a session at `path` did (or, in a dry run, would do); a session
-    /// kept pending is recorded with its file.
-    fn count_placed(&mut self, file: usize, path: &str, placed: &Placed) {
-        let summary = &mut self.summary;
-        match placed {
-            Placed::Written => summary.home.sessions_new += 1,
-            Placed::Updated => summary.home.sessions_updated += 1,
-            Placed::Unchanged => summary.home.rollouts_unchanged += 1,
-            Placed::Kept => {
-                summary.home.sessions_kept.push(path.to_string());
-                self.file_entry(file).pending.push(path.to_string());
+    /// kept pending (changed in Codex, in conflict, busy) is recorded with its file. `source`
+    /// is the record it was read from.
+    fn count_placed(&mut self, file: usize, path: &str, placed: &Placed, source: &str) {
+        let home = &mut self.summary.home;
+        let pending = match placed {
+            Placed::Written => {
+                home.sessions_new += 1;
+                false
             }
-            Placed::Replaced { .. } => summary.home.sessions_replaced.push(path.to_string()),
-            Placed::Withheld(why) => summary.home.sessions_withheld.push(WithheldReport {
-                path: path.to_string(),
-                reason: why.name().to_string(),
-            }),
-            Placed::Duplicate => summary.home.sessions_duplicate += 1,
+            Placed::Updated => {
+                home.sessions_updated += 1;
+                false
+            }
+            Placed::Unchanged => {
+                home.rollouts_unchanged += 1;
+                false
+            }
+            Placed::Kept => {
+                home.sessions_kept.push(path.to_string());
+                true
+            }
+            Placed::Replaced { copy } => {
+                home.sessions_replaced.push(path.to_string());
+                home.copies_kept.push(CopyReport {
+                    path: path.to_string(),
+                    copy: copy.display().to_string(),
+                });
+                false
+            }
+            Placed::Withheld(why) => {
+                home.sessions_withheld.push(WithheldReport {
+                    path: path.to_string(),
+                    reason: why.name().to_string(),
+                });
+                false
+            }
+            Placed::Duplicate => {
+                home.sessions_duplicate += 1;
+                false
+            }
+            Placed::Older { newer } => {
+                home.sessions_older.push(VersionReport {
+                    path: path.to_string(),
+                    source: source.to_string(),
+                    other: newer.clone(),
+                });
+                false
+            }
+            Placed::Conflict { other } => {
+                home.sessions_conflict.push(VersionReport {
+                    path: path.to_string(),
+                    source: source.to_string(),
+                    other: other.clone(),
+                });
+                true
+            }
+            Placed::Busy { reason } => {
+                home.sessions_busy.push(WithheldReport {
+                    path: path.to_string(),
+                    reason: reason.clone(),
+                });
+                true
+            }
+        };
+        if pending {
+            self.file_entry(file).pending.push(path.to_string());
+        }
+    }
+
+    /// A quarantined record or a damaged place of `file`, for its manifest entry.
+    fn found(&mut self, file: usize, finding: Finding) {
+        let findings = self.findings.entry(file).or_default();
+        if finding.class == "damaged" {
+            findings.damaged += 1;
+        } else {
+            findings.quarantined += 1;
+        }
+        if findings.listed.len() < FINDINGS_LISTED {
+            findings.listed.push(finding);
         }
     }
 
@@ -521,6 +620,7 @@ impl<'h> Collector<'h> {
         file: usize,
         done: &mut Converted,
         listed: bool,
+        manifest: &mut Manifest,
     ) -> Result<(), OutputError> {
         if let Some(path) = self.body_paths.get(&file) {
             done.reword(Some(path), None);
@@ -548,21 +648,46 @@ impl<'h> Collector<'h> {
                 });
         }
         if let Some(placed) = &done.placed {
-            self.count_placed(file, &done.path, placed);
+            let source = format!("{}:{}", done.source, done.line);
+            let written = matches!(
+                placed,
+                Placed::Written | Placed::Updated | Placed::Unchanged | Placed::Replaced { .. }
+            );
+            match (&done.supersedes, written) {
+                // A newer version over this run's own: the earlier is an older snapshot.
+                (Some(earlier), true) => self.summary.home.sessions_older.push(VersionReport {
+                    path: done.path.clone(),
+                    source: earlier.clone(),
+                    other: source.clone(),
+                }),
+                (Some(_) | None, _) => self.count_placed(file, &done.path, placed, &source),
+            }
+            if let Some(first) = &done.split_from {
+                self.summary.home.sessions_split.push(VersionReport {
+                    path: done.path.clone(),
+                    source,
+                    other: first.clone(),
+                });
+            }
+            if written && !self.summary.setup.dry_run {
+                self.record_session(file, done, manifest)?;
+            }
         }
         if let (Some(placed), true) = (&done.placed, listed) {
-            // What the manifest holds for the session is what is on disk: a kept (pending) or
-            // withheld session keeps the digest written before.
+            // What the manifest holds for the session is what is on disk: a kept (pending),
+            // withheld or busy session keeps the digest written before.
             let guard = self.guard;
             let digest = match placed {
-                Placed::Kept | Placed::Withheld(_) => {
+                Placed::Kept | Placed::Withheld(_) | Placed::Busy { .. } => {
                     guard.recorded(&done.path).unwrap_or(&done.digest)
                 }
                 Placed::Written
                 | Placed::Updated
                 | Placed::Unchanged
                 | Placed::Replaced { .. }
-                | Placed::Duplicate => &done.digest,
+                | Placed::Duplicate
+                | Placed::Older { .. }
+                | Placed::Conflict { .. } => &done.digest,
             };
             self.file_entry(file).rollouts.push(&done.path, digest);
         }
@@ -617,6 +742,33 @@ impl<'h> Collector<'h> {
         )
     }
 
+    /// What the manifest keeps of a session placed beyond its file's list: its version and the
+    /// file it came from; the alias of an id kept from scheme 2.
+    fn record_session(
+        &mut self,
+        file: usize,
+        done: &Converted,
+        manifest: &mut Manifest,
+    ) -> Result<(), OutputError> {
+        if done.version.is_none() && done.alias.is_none() {
+            return Ok(());
+        }
+        let from = self.files[file].source.origin.clone();
+        let alias = done.alias.map(crate::model::identity::hex128).or_else(|| {
+            manifest
+                .sessions
+                .get(&done.path)
+                .and_then(|r| r.alias.clone())
+        });
+        let record = SessionRecord {
+            session: done.path.clone(),
+            from,
+            version: done.version.as_ref().map(|v| Version::of(&v.version)),
+            alias,
+        };
+        manifest.record_session(self.home, record)
+    }
+
     /// Every rollout of `file` is on disk: record it, with the sessions of records that are gone
     /// since the manifest last recorded it kept as orphans (removed with `--prune`). A dry run
     /// records nothing and counts what a run would do.
@@ -624,7 +776,7 @@ impl<'h> Collector<'h> {
         if let Some(body) = self.bodies.remove(&file) {
             let path = key(body.relative());
             let (placed, digest) = body.finish(self.home, self.guard)?;
-            self.count_placed(file, &path, &placed);
+            self.count_placed(file, &path, &placed, "");
             self.file_entry(file).rollouts.push(&path, &digest);
         }
         // Taken, not cloned: a file of 64,000 sessions has 64,000 rollouts in its entry.
@@ -634,6 +786,17 @@ impl<'h> Collector<'h> {
         };
         if let Some(slot) = self.files.get(file).and_then(|f| f.read_digest.as_ref()) {
             entry.digest = read_digest(slot, &self.files[file].source.path);
+        }
+        entry.findings = self.findings.remove(&file).map(|findings| Findings {
+            run: self.summary.run,
+            ..findings
+        });
+        // The file's quarantined records are on disk before the file is recorded done: a
+        // kill after this keeps them (the next run carries them over).
+        if entry.findings.as_ref().is_some_and(|f| f.quarantined > 0) {
+            self.quarantine
+                .flush()
+                .map_err(|e| write_error(self.home, "quarantine.jsonl", e))?;
         }
         if self.counted(file) {
             self.summary.home.files_done += 1;
@@ -656,14 +819,16 @@ impl<'h> Collector<'h> {
                 }
             });
         }
+        // Remembered as orphans: `--prune` removes them with the rest at the run's end, when
+        // it knows how many go.
         for rollout in gone {
-            if self.summary.home.prune {
-                self.prune(manifest, &rollout)?;
-            } else {
+            if !self.summary.home.prune {
                 self.summary.home.sessions_left += 1;
-                if !self.summary.setup.dry_run {
-                    manifest.orphan(self.home, rollout, &entry.key)?;
-                }
+            }
+            if !self.summary.setup.dry_run {
+                manifest.orphan(self.home, rollout, &entry.key)?;
+            } else if self.summary.home.prune {
+                self.dry_orphans.push(rollout);
             }
         }
         if self.summary.setup.dry_run {
@@ -672,75 +837,39 @@ impl<'h> Collector<'h> {
         manifest.record(self.home, entry)
     }
 
-    /// `--prune`: removes a session whose record is gone, unless Codex changed it since.
-    fn prune(
+    /// `--prune`, once every file is done: moves out the sessions of files gone from the walk
+    /// and the orphans (unless Codex changed them, or a process holds them), and forgets those
+    /// files ([`super::prune`]); refused, nothing removed, when more would go than `limit`.
+    pub fn prune_gone(
         &mut self,
         manifest: &mut Manifest,
-        rollout: &RolloutEntry,
+        limit: super::prune::MaxPrune,
     ) -> Result<(), OutputError> {
-        match self
-            .guard
-            .remove(self.home, &rollout.path, &rollout.digest)?
-        {
-            Removal::Removed | Removal::Missing => {
-                self.summary.home.sessions_pruned.push(rollout.path.clone());
-                self.summary.home.rollouts_removed = self.summary.home.sessions_pruned.len() as u64;
-                if !self.summary.setup.dry_run {
-                    manifest.pruned(self.home, &rollout.path)?;
-                }
-            }
-            Removal::Kept => {
-                self.summary
-                    .home
-                    .sessions_not_pruned
-                    .push(rollout.path.clone());
-                if !self.summary.setup.dry_run {
-                    let from = manifest
-                        .orphans
-                        .get(&rollout.path)
-                        .map_or_else(String::new, |o| o.from.clone());
-                    manifest.orphan(self.home, rollout.clone(), &from)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// `--prune`, once every file is done: removes the sessions of files gone from the walk
-    /// and the orphans of earlier runs (unless Codex changed them), and forgets those files.
-    pub fn prune_gone(&mut self, manifest: &mut Manifest) -> Result<(), OutputError> {
-        let walked = &self.walked;
-        let gone_files: Vec<String> = manifest
-            .files
-            .keys()
-            .filter(|key| !walked.contains(*key))
-            .cloned()
-            .collect();
-        let mut sessions: Vec<RolloutEntry> = Vec::new();
-        for key in &gone_files {
-            if let Some(entry) = manifest.files.get(key) {
-                entry.rollouts.each(|path, digest| {
-                    if !manifest.listed_elsewhere(path, key, walked) {
-                        sessions.push(RolloutEntry {
-                            path: path.to_string(),
-                            digest: digest.to_string(),
-                        });
-                    }
-                });
-            }
-        }
-        sessions.extend(manifest.orphans.values().map(|o| o.orphan.clone()));
+        let (mut sessions, files) =
+            super::prune::candidates(manifest, &self.walked, &self.protected);
+        sessions.append(&mut self.dry_orphans);
         sessions.sort_by(|a, b| a.path.cmp(&b.path));
         sessions.dedup_by(|a, b| a.path == b.path);
-        for key in &gone_files {
-            if !self.summary.setup.dry_run {
-                manifest.forget(self.home, key)?;
-            }
+        let total = manifest.session_count() as u64;
+        let count = sessions.len() as u64;
+        if !limit.allows(count, total) {
+            self.summary.home.sessions_left += count;
+            self.summary.home.prune_refused = Some(format!(
+                "--prune would remove {count} of the {total} sessions the home holds, more than --max-prune {limit} allows; nothing was removed. Check that every input is there (a disk not mounted?), then pass --max-prune {count} (or a share) to allow it"
+            ));
+            return Ok(());
         }
-        for rollout in sessions {
-            self.prune(manifest, &rollout)?;
-        }
-        Ok(())
+        let pruner = super::prune::Pruner {
+            home: self.home,
+            guard: self.guard,
+            dry_run: self.summary.setup.dry_run,
+        };
+        let plan = PrunePlan {
+            run: self.summary.run,
+            sessions,
+            files,
+        };
+        pruner.execute(plan, manifest, &mut self.summary.home)
     }
 
     /// Batch results: joined to a request, or quarantined (no request claimed them). Results
@@ -839,6 +968,8 @@ fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format)
         name: source.display.to_string(),
         size: source.size,
         mtime_ns: source.mtime_ns,
+        ctime_ns: source.ctime_ns,
+        ino: source.ino,
         digest: digest.clone(),
         records: 0,
         rules: fingerprint.rules.clone(),
@@ -849,6 +980,8 @@ fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format)
             Format::Codex => None,
             Format::Responses(_) => Some(format_name(format).to_string()),
         },
+        findings: None,
+        legacy_ids: false,
     }
 }
 

@@ -36,6 +36,8 @@
 
 pub mod claims;
 pub mod collect;
+mod gate;
+pub mod prune;
 pub mod reader;
 pub mod record;
 mod refusal;
@@ -60,7 +62,6 @@ use crate::audit::Summary;
 use crate::input::batch::BatchIndex;
 use crate::input::format::FileCache;
 use crate::input::SourceFormat;
-use crate::model::digests::DigestTable;
 use crate::model::responses::Format;
 use crate::model::Location;
 use crate::output::manifest::file_digest_unless;
@@ -91,6 +92,9 @@ pub enum PipelineError {
         found: &'static str,
         asked: &'static str,
     },
+    /// `--prune` with an input root missing or empty: nothing is read or removed.
+    #[error("--prune refused: {why}; nothing was removed. Mount or restore the input, or run without --prune")]
+    PruneRefused { why: String },
     #[error("cannot start {threads} worker threads: {message}; pass a smaller --jobs")]
     Pool { threads: usize, message: String },
     /// A signal came while the run was still looking at its inputs, before it converted any:
@@ -148,6 +152,8 @@ pub struct Options {
     pub max_conversation_bytes: u64,
     /// Remove the sessions whose records are gone from the inputs (`--prune`).
     pub prune: bool,
+    /// At most this many sessions one `--prune` removes (`--max-prune`).
+    pub max_prune: prune::MaxPrune,
     /// What makes this run's output what it is, beside the inputs: a file the manifest
     /// recorded under another fingerprint is converted again.
     pub fingerprint: Fingerprint,
@@ -218,6 +224,9 @@ pub struct PlannedFile {
     /// reader as it reads the file ([`crate::source::open::open_hashing`]), not by reading it
     /// once more before; the collector records it at the file's end.
     pub read_digest: Option<crate::source::DigestSlot>,
+    /// A file the manifest lists under scheme 2: the session ids it lists, which its
+    /// conversations keep ([`crate::convert::Naming`]).
+    pub legacy: Option<Arc<HashSet<String>>>,
 }
 
 /// What the command gave the run, passed through its phases as one value.
@@ -257,6 +266,10 @@ struct RunPlan {
     guard: Guard,
     /// A shard's record of the other shards' results files, saved when the run is done.
     seen: Option<ResultsSeen>,
+    /// Identities whose sessions keep an id of scheme 2 (the manifest's aliases).
+    aliases: HashMap<u128, String>,
+    /// Paths the walk skipped (unreadable, Codex homes), resolved: no file under one is gone.
+    protected: Vec<String>,
 }
 
 /// What [`execute`] hands to [`finish`].
@@ -321,6 +334,11 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
             found: nothing_found(options, &skipped),
         });
     }
+    if options.prune {
+        if let Some(why) = prune::missing_root(&options.inputs, &walk) {
+            return Err(PipelineError::PruneRefused { why });
+        }
+    }
     let unreadable = note_skipped(&skipped, progress);
     let shard = options.shard.as_ref().map(|source| ShardPlan {
         shard: source.shard,
@@ -332,9 +350,15 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
     let mut manifest = Manifest::load(&home)?;
     check_format(&home, &manifest, options.format)?;
     let fresh = manifest.files.is_empty() && manifest.orphans.is_empty();
-    let (run_number, killed_run) = home.start_run()?;
+    let started = home.start_run()?;
+    for stray in &started.stray {
+        progress.note(&format!(
+            "skipped {stray}: it is named as a run folder but is not a folder"
+        ));
+    }
+    let run_number = started.number;
     // A killed run (or one whose manifest had to be recovered) may have left temporary files.
-    let temporary_files_removed = if manifest.recovered || killed_run {
+    let temporary_files_removed = if manifest.recovered || started.killed {
         home.remove_temporary_files()?
     } else {
         0
@@ -366,13 +390,28 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
     } else {
         Guard::new(manifest.rollout_digests(), options.force)
     };
-    let summary = planned_summary(
+    let mut summary = planned_summary(
         request,
         &planned,
         &skipped,
         run_number,
         temporary_files_removed,
     );
+    // A prune a killed run started is finished before anything else.
+    let pruner = prune::Pruner {
+        home: &home,
+        guard: &guard,
+        dry_run: options.dry_run,
+    };
+    prune::finish_unfinished(&pruner, &mut manifest, &mut summary.home)?;
+    summary.carried = carried(&planned.files, &manifest);
+    let protected = skipped
+        .codex_homes
+        .iter()
+        .chain(skipped.unreadable.iter().map(|u| &u.path))
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .map(|p| p.display().to_string())
+        .collect();
     Ok(Prepared {
         plan: RunPlan {
             home,
@@ -382,6 +421,8 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
             files: planned.files,
             guard,
             seen,
+            aliases: manifest.aliases(),
+            protected,
         },
         manifest,
         index,
@@ -435,6 +476,7 @@ fn execute<'p>(
         index,
         options,
         returns: &returns,
+        aliases: &plan.aliases,
     };
     let (read, collected, converting, disk_read) = std::thread::scope(|scope| {
         let reader = reader::spawn(
@@ -522,7 +564,7 @@ fn finish(
         }
         count_results(plan, index, &mut collector, manifest, progress, disk_read)?;
         if options.prune {
-            collector.prune_gone(manifest)?;
+            collector.prune_gone(manifest, options.max_prune)?;
         }
     }
     collector.summary.interrupted = signal_name(signal);
@@ -738,7 +780,7 @@ fn note_read_again(
     }
     if unsettled.pending > 0 {
         progress.note(&format!(
-            "{} with sessions kept pending (changed in Codex since, while the source has newer data): read again; --force replaces those sessions",
+            "{} with sessions kept pending (changed in Codex since, in conflict with another file's version, or open in another process): read again; --force replaces those changed or in conflict",
             crate::audit::summary::files_phrase(unsettled.pending),
         ));
     }
@@ -883,6 +925,7 @@ fn collector<'p>(
     )?;
     collector.fingerprint = options.fingerprint.clone();
     collector.walked = plan.walk.iter().map(|f| f.origin.clone()).collect();
+    collector.protected = plan.protected.clone();
     if let Format::Responses(responses) = options.format {
         collector.body_paths = body_paths(&plan.files, manifest, responses.compress);
     }
@@ -1127,10 +1170,10 @@ fn collect<'p>(
     progress: &dyn Progress,
     returns: &returns::Returns,
 ) -> Result<Collector<'p>, OutputError> {
-    let mut claims = Claims::default();
+    let mut gate = gate::Gate::new(&plan.files, &plan.guard, manifest, plan.guard.force());
     for mut done in converted.iter() {
         if let Some(writers) = writers {
-            claims.mark_duplicates(&mut done.outcomes);
+            gate.admit(&done.batch, &mut done.outcomes);
             // A placement that reads nothing from the disk (a dry run's into a fresh home)
             // costs about a microsecond: handing it to the pool cost more (a wake-up of its
             // threads and of this one per batch; small records' dry run took ~7 % longer).
@@ -1447,15 +1490,30 @@ fn plan_file(
         e.rules != fingerprint.rules || e.options != fingerprint.options || !e.pending.is_empty()
     });
     let read_anyway = full || unsettled;
+    let legacy = entry.as_ref().filter(|e| e.legacy_ids).map(|e| {
+        let ids = e
+            .rollouts
+            .entries()
+            .filter_map(|r| crate::output::manifest::session_id_of(&r.path).map(str::to_string));
+        Arc::new(ids.collect::<HashSet<String>>())
+    });
     let planned = |skip: bool, digest: String| PlannedFile {
         source: source.clone(),
         portion,
         skip,
         digest,
         read_digest: None,
+        legacy: legacy.clone(),
     };
+    // Git's index rule: a file whose size, mtime, ctime and inode are as recorded is
+    // unchanged; any of them moved (`cp -p` and `tar x` put an mtime back, not a ctime) and
+    // its digest says.
     if let Some(entry) = &entry {
-        if entry.size == source.size && entry.mtime_ns == source.mtime_ns {
+        if entry.size == source.size
+            && entry.mtime_ns == source.mtime_ns
+            && entry.ctime_ns == source.ctime_ns
+            && entry.ino == source.ino
+        {
             return Ok(planned(!read_anyway, entry.digest.clone()));
         }
     }
@@ -1483,6 +1541,8 @@ fn plan_file(
         Some(entry) if entry.digest == digest => {
             entry.size = source.size;
             entry.mtime_ns = source.mtime_ns;
+            entry.ctime_ns = source.ctime_ns;
+            entry.ino = source.ino;
             true
         }
         Some(_) | None => false,
@@ -1572,6 +1632,56 @@ struct BatchContext<'a> {
     options: &'a Options,
     /// Where the collector gives each work's outcomes back to the worker that made them.
     returns: &'a returns::Returns,
+    /// Identities whose sessions keep an id of scheme 2.
+    aliases: &'a HashMap<u128, String>,
+}
+
+/// How the workers name a file's sessions in a home of scheme 2; `None` (the usual way) in any
+/// other.
+fn naming<'a>(
+    aliases: &'a HashMap<u128, String>,
+    legacy: Option<&'a HashSet<String>>,
+) -> Option<crate::convert::Naming<'a>> {
+    (!aliases.is_empty() || legacy.is_some()).then_some(crate::convert::Naming {
+        aliases: (!aliases.is_empty()).then_some(aliases),
+        legacy,
+    })
+}
+
+/// What earlier runs found in the files this run does not read (unchanged since): carried
+/// into its reports and verdict until the file is read again.
+fn carried(files: &[PlannedFile], manifest: &Manifest) -> crate::audit::summary::CarriedFindings {
+    use crate::audit::summary::{CarriedFile, CarriedFinding, CarriedFindings};
+    let mut carried = CarriedFindings::default();
+    // Every part of a file this run leaves unread, a split file's ranges included (each
+    // shard carries what it found in its own). Every unread record counts toward the rate,
+    // so a sharded run's carried rate is the unsharded one's.
+    for file in files.iter().filter(|f| f.skip) {
+        let Some(entry) = manifest.files.get(&file.source.origin) else {
+            continue;
+        };
+        carried.carried_records += entry.records;
+        let Some(findings) = &entry.findings else {
+            continue;
+        };
+        carried.add(CarriedFile {
+            file: entry.name.clone(),
+            run: findings.run,
+            quarantined: findings.quarantined,
+            damaged: findings.damaged,
+            listed: findings
+                .listed
+                .iter()
+                .map(|f| CarriedFinding {
+                    line: f.line,
+                    byte_offset: f.byte_offset,
+                    class: f.class.clone(),
+                    reason: f.reason.clone(),
+                })
+                .collect(),
+        });
+    }
+    carried
 }
 
 /// Converts one batch on the calling worker: for each of its works, one outcome per record,
@@ -1603,6 +1713,7 @@ fn convert_batch(batch: &mut [Work], context: &BatchContext<'_>) -> BatchOutcome
                 sample: options.sample,
                 dry_run: options.dry_run,
                 baseline: options.baseline,
+                naming: naming(context.aliases, context.files[work.file].legacy.as_deref()),
             };
             let outcomes = record::process_work(work, &context);
             work.release();
@@ -1638,64 +1749,6 @@ fn converted_mut(outcomes: &mut [Vec<Outcome>]) -> impl Iterator<Item = &mut rec
         })
 }
 
-/// The sessions placed so far in this run, by a hash of their path, with the digest placed:
-/// a conversation read twice (one file under two names, a conversation in two exports) is
-/// placed once, by the first in input order, so that a run's output does not depend on which
-/// writer came first. Memory: ~36 bytes a session of the run ([`DigestTable`]: the digest
-/// held as its 128 bits; as a `String` it was ~130 bytes a session, 8 MB of a run writing
-/// 64,000; in a `HashMap`, 32 bytes a bucket, all moved into fresh memory at each doubling).
-#[derive(Debug, Default)]
-struct Claims {
-    placed: DigestTable<u128>,
-    /// The digests that are not the manifest's 32 hex digits (none is written today), kept
-    /// as text so that a duplicate records what was placed whatever it is.
-    texts: HashMap<u128, String, rustc_hash::FxBuildHasher>,
-}
-
-/// The bits of a digest written as the manifest writes it (32 lowercase hex digits).
-fn digest_bits(text: &str) -> Option<u128> {
-    let canonical =
-        text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    canonical
-        .then(|| u128::from_str_radix(text, 16).ok())
-        .flatten()
-}
-
-impl Claims {
-    /// Claims the session at `path` (its xxh3-128) for `digest`, unless an earlier one of the
-    /// run did: then the digest placed.
-    fn claim(&mut self, path: u128, digest: &str) -> Option<String> {
-        if let Some(&bits) = self.placed.get(path) {
-            return Some(crate::model::identity::hex128(bits));
-        }
-        if let Some(text) = self.texts.get(&path) {
-            return Some(text.clone());
-        }
-        match digest_bits(digest) {
-            Some(bits) => {
-                self.placed.get_or_insert(path, bits);
-            }
-            None => {
-                self.texts.insert(path, digest.to_string());
-            }
-        }
-        None
-    }
-
-    /// Marks, in input order, each conversation of the batch whose session an earlier one of
-    /// the run took: it is not placed, and records the digest of what is there.
-    fn mark_duplicates(&mut self, outcomes: &mut [Vec<Outcome>]) {
-        for done in converted_mut(outcomes) {
-            let path = crate::model::hash::xxh3_128(done.path.as_bytes());
-            if let Some(digest) = self.claim(path, &done.digest) {
-                done.placed = Some(crate::output::Placed::Duplicate);
-                done.reword(None, Some(digest));
-                done.bytes = Vec::new();
-            }
-        }
-    }
-}
-
 /// Writes the Codex rollouts of a converted batch into the home, in parallel on the current
 /// pool (the writers), and frees their bytes; in a dry run, only decides what a run would do.
 /// A duplicate ([`Claims`]) is left as marked.
@@ -1707,7 +1760,13 @@ fn place_batch(
     outcomes.par_iter_mut().try_for_each(|outcomes| {
         converted_mut(std::slice::from_mut(outcomes)).try_for_each(|done| {
             if done.placed.is_none() {
-                done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+                done.placed = Some(guard.place(
+                    home,
+                    &done.relative,
+                    &done.bytes,
+                    &done.digest,
+                    &done.placement,
+                )?);
                 failpoint("placed");
             }
             done.bytes = Vec::new();
@@ -1725,7 +1784,13 @@ fn place_batch_here(
 ) -> Result<(), OutputError> {
     for done in converted_mut(outcomes) {
         if done.placed.is_none() && !guard.reads_disk(home, &done.relative) {
-            done.placed = Some(guard.place(home, &done.relative, &done.bytes, &done.digest)?);
+            done.placed = Some(guard.place(
+                home,
+                &done.relative,
+                &done.bytes,
+                &done.digest,
+                &done.placement,
+            )?);
             failpoint("placed");
             done.bytes = Vec::new();
         }
@@ -1733,54 +1798,9 @@ fn place_batch_here(
     Ok(())
 }
 
-/// Test hook: `ROLLOVER_FAILPOINT=STAGE` makes that stage panic, so the tests can prove that
-/// a failing thread fails the run (exit 2, the stage named) instead of ending it early with a
-/// summary that looks complete; `ROLLOVER_FAILPOINT=sigterm-at:STAGE:N` sends the process
-/// SIGTERM at that stage's N-th call, and says on stderr of every call after it that the stage
-/// went on (`failpoint STAGE reached after SIGTERM`), so that a test proves a loop stops at
-/// once without timing it. `ROLLOVER_FAILPOINT=die-after:N` sends the process
-/// SIGKILL once the writers have placed N rollouts (`kill -9`: no destructor, flush or cleanup
-/// runs) and `sigint-after:N` sends it SIGINT there, so that the kill and interrupt tests stop a
-/// run at a point they choose instead of polling its output. Read once; costs one atomic load
-/// per call otherwise.
+/// Test hook: see [`crate::output::failpoint`].
 pub fn failpoint(stage: &str) {
-    static FAILPOINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    static PLACED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let armed = FAILPOINT.get_or_init(|| std::env::var("ROLLOVER_FAILPOINT").ok());
-    let Some(armed) = armed.as_deref() else {
-        return;
-    };
-    if armed == stage {
-        panic!("failpoint `{stage}` reached (ROLLOVER_FAILPOINT)");
-    }
-    let at_call = armed
-        .strip_prefix("sigterm-at:")
-        .and_then(|rest| rest.split_once(':'))
-        .filter(|(named, _)| *named == stage)
-        .and_then(|(_, n)| n.parse::<u64>().ok());
-    if let Some(n) = at_call {
-        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        if call == n && signal_hook::low_level::raise(signal_hook::consts::SIGTERM).is_err() {
-            panic!("failpoint `{armed}`: cannot send the signal");
-        }
-        if call > n {
-            eprintln!("failpoint {stage} reached after SIGTERM");
-        }
-    }
-    let after = |prefix: &str| armed.strip_prefix(prefix)?.parse::<u64>().ok();
-    let signal = match (after("die-after:"), after("sigint-after:")) {
-        (Some(n), _) => Some((n, signal_hook::consts::SIGKILL)),
-        (None, Some(n)) => Some((n, signal_hook::consts::SIGINT)),
-        (None, None) => None,
-    };
-    if let (Some((n, signal)), "placed") = (signal, stage) {
-        // Counted over every writer thread: the one that places the N-th rollout signals.
-        let placed = PLACED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        if placed == n && signal_hook::low_level::raise(signal).is_err() {
-            panic!("failpoint `{armed}`: cannot send the signal");
-        }
-    }
+    crate::output::failpoint::hit(stage);
 }
 
 fn panicked(stage: &'static str, panic: &(dyn std::any::Any + Send)) -> PipelineError {
@@ -1807,7 +1827,7 @@ fn dedupe_keys(files: &mut [SourceFile]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{digest_bits, thread_pool, Claims, Priorities, Priority, YIELD_NICE};
+    use super::{thread_pool, Priorities, Priority, YIELD_NICE};
 
     /// The nice value of the calling thread.
     #[cfg(target_os = "linux")]
@@ -1857,37 +1877,5 @@ mod tests {
         assert_eq!(started.ok(), Some(lowered));
         // The thread that built the pools (the run's main thread) keeps its priority.
         assert_eq!(nice(), run);
-    }
-
-    #[test]
-    fn a_claimed_digest_is_given_back_as_it_was_placed() {
-        let hex = "0123456789abcdef00000000000000ff";
-        assert!(digest_bits(hex).is_some());
-        let mut claims = Claims::default();
-        let texts = [
-            hex,
-            "",
-            "ABCDEF",
-            "00ff",
-            "not a digest",
-            "0123456789ABCDEF00000000000000FF",
-            "+123456789abcdef00000000000000ff",
-            "0123456789abcdef00000000000000ff0",
-        ];
-        for (path, text) in texts.iter().enumerate() {
-            assert_eq!(
-                claims.claim(path as u128, text),
-                None,
-                "{text:?} is claimed first"
-            );
-        }
-        assert_eq!(
-            claims.placed.len(),
-            1,
-            "only the hex digest is held as bits"
-        );
-        for (path, text) in texts.iter().enumerate() {
-            assert_eq!(claims.claim(path as u128, "other").as_deref(), Some(*text));
-        }
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::input::batch::BatchIndex;
-use crate::input::format::{self, Granularity, SourceFormat};
+use crate::input::format::{self, Granularity, Group, SourceFormat};
 use crate::model::identity::Occurrences;
 use crate::model::Location;
 use crate::source::{
@@ -390,6 +390,13 @@ pub(super) struct FileRecords {
     occurrences: Occurrences,
     /// The records held for a format read whole, with their ordinals.
     whole: Vec<(RawRecord, u64)>,
+    /// The records of the conversations of a file that interleaves them
+    /// ([`format::FormatReader::group`]), keyed by the ordinal of each one's first record,
+    /// with whether it is complete; and the first ordinal of each one still open. A complete
+    /// conversation is handed over once every conversation that began before it is: the
+    /// reports keep the file's order.
+    open: std::collections::BTreeMap<u64, (bool, Vec<(RawRecord, u64)>)>,
+    open_keys: std::collections::HashMap<String, u64>,
     /// The bytes of those records; past `max_whole` the file is refused (`refused`: where
     /// its first record was) and its records dropped as they come.
     whole_bytes: u64,
@@ -406,6 +413,8 @@ impl FileRecords {
             format: from,
             occurrences: Occurrences::default(),
             whole: Vec::new(),
+            open: std::collections::BTreeMap::new(),
+            open_keys: std::collections::HashMap::new(),
             whole_bytes: 0,
             max_whole: u64::MAX,
             refused: None,
@@ -444,18 +453,81 @@ impl FileRecords {
                 format,
             ))),
             Granularity::File => {
+                let group = format::reader(format).group(&record.bytes);
                 self.whole_bytes += record.bytes.len() as u64;
                 if self.refused.is_none() && self.whole_bytes > self.max_whole {
                     let first = self.whole.first().map(|(r, _)| r.location.clone());
+                    let first = first.or_else(|| {
+                        let held = self.open.values().next()?.1.first()?;
+                        Some(held.0.location.clone())
+                    });
                     self.refused = Some(first.unwrap_or_else(|| record.location.clone()));
                     self.whole = Vec::new();
+                    self.open.clear();
+                    self.open_keys.clear();
                 }
-                if self.refused.is_none() {
-                    self.whole.push((record, ordinal));
+                if self.refused.is_some() {
+                    return None;
                 }
-                None
+                let last = matches!(group, Group::Last(_));
+                match group {
+                    Group::File => {
+                        self.whole.push((record, ordinal));
+                        return None;
+                    }
+                    Group::Alone => {
+                        self.open.insert(ordinal, (true, vec![(record, ordinal)]));
+                    }
+                    Group::Member(key) | Group::Last(key) => {
+                        let first = *self.open_keys.entry(key.clone()).or_insert(ordinal);
+                        let held = self
+                            .open
+                            .entry(first)
+                            .or_insert_with(|| (false, Vec::new()));
+                        held.1.push((record, ordinal));
+                        if last {
+                            held.0 = true;
+                            self.open_keys.remove(&key);
+                        }
+                    }
+                }
+                self.complete(format)
             }
         }
+    }
+
+    /// The complete conversations that no open one is interleaved with, as one work in file
+    /// order (their reader tells them apart): the longest run of complete ones, in the order
+    /// they began, whose records all come before the next one's first record. So a
+    /// conversation is reported in the file's order whatever record of it names it.
+    fn complete(&mut self, format: SourceFormat) -> Option<Work> {
+        let mut cut = None;
+        let mut last = 0u64;
+        for (at, (&first, (complete, held))) in self.open.iter().enumerate() {
+            if at > 0 && last < first {
+                cut = Some(first);
+            }
+            if !complete {
+                break;
+            }
+            let end = held.last().map_or(first, |(_, ordinal)| *ordinal);
+            last = last.max(end);
+            if at + 1 == self.open.len() {
+                cut = Some(u64::MAX);
+            }
+        }
+        let cut = cut?;
+        let mut records = Vec::new();
+        while let Some(entry) = self.open.first_entry() {
+            if *entry.key() >= cut {
+                break;
+            }
+            records.extend(entry.remove().1);
+        }
+        records.sort_unstable_by_key(|(_, ordinal)| *ordinal);
+        let held: u64 = records.iter().map(|(r, _)| r.bytes.len() as u64).sum();
+        self.whole_bytes = self.whole_bytes.saturating_sub(held);
+        Some(Work::Records(Records::new(records, self.file, format)))
     }
 
     /// The records held for a format read whole, once the file's last record was routed; a
@@ -474,10 +546,17 @@ impl FileRecords {
                 ),
             }));
         }
-        if self.whole.is_empty() {
+        // The conversations never closed are read together with the file's other records,
+        // in file order: their reader tells them apart as it does in any file.
+        let mut whole = self.whole;
+        if !self.open.is_empty() {
+            whole.extend(self.open.into_values().flat_map(|(_, records)| records));
+            whole.sort_unstable_by_key(|(_, ordinal)| *ordinal);
+        }
+        if whole.is_empty() {
             return None;
         }
-        Some(Work::Records(Records::new(self.whole, self.file, format)))
+        Some(Work::Records(Records::new(whole, self.file, format)))
     }
 }
 
@@ -783,6 +862,47 @@ mod tests {
         }
     }
 
+    /// What `FileRecords` hands over for OTLP spans routed in order: each work's ordinals.
+    fn grouped(spans: &[&str]) -> Vec<Vec<u64>> {
+        let mut grouped = FileRecords::new(0, Some(SourceFormat::OTEL));
+        let mut works = Vec::new();
+        for (ordinal, span) in spans.iter().enumerate() {
+            works.extend(grouped.route(raw(span.as_bytes(), None), ordinal as u64));
+        }
+        works.extend(grouped.finish());
+        works
+            .into_iter()
+            .map(|work| match work {
+                Work::Records(records) => records.records.iter().map(|(_, o)| *o).collect(),
+                Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => {
+                    Vec::new()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_trace_is_handed_over_at_its_root_once_no_earlier_trace_is_open() {
+        let child = |t: &str| format!(r#"{{"traceId":"{t}","spanId":"c","parentSpanId":"r"}}"#);
+        let root = |t: &str| format!(r#"{{"traceId":"{t}","spanId":"r","parentSpanId":""}}"#);
+        let (a, a_root, b, b_root) = (child("a"), root("a"), child("b"), root("b"));
+        // One trace after the other: each at its root.
+        assert_eq!(
+            grouped(&[&a, &a, &a_root, &b, &b_root]),
+            [vec![0, 1, 2], vec![3, 4]]
+        );
+        // Interleaved: b, complete first, waits for a (its records come between a's).
+        assert_eq!(
+            grouped(&[&a, &b, &b_root, &a, &a_root]),
+            [vec![0, 1, 2, 3, 4]]
+        );
+        // A line that is no span is handed over in its place; a trace never closed at the end.
+        assert_eq!(
+            grouped(&[&a, &a_root, "[1]", &b]),
+            [vec![0, 1], vec![2], vec![3]]
+        );
+    }
+
     #[test]
     fn records_released_once_converted_still_count_the_bytes_read() {
         // An oversized record keeps only its head, but counts as its whole size read.
@@ -829,6 +949,8 @@ mod tests {
                     path,
                     size,
                     mtime_ns: 0,
+                    ctime_ns: 0,
+                    ino: 0,
                 }
             })
             .collect()
@@ -849,6 +971,7 @@ mod tests {
                 skip: skip[index],
                 digest: String::new(),
                 read_digest: None,
+                legacy: None,
             })
             .collect()
     }
@@ -984,6 +1107,8 @@ mod tests {
             size: std::fs::metadata(&path).expect("stat").len(),
             path,
             mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
         };
         planned(&[source], &[false])
     }

@@ -14,7 +14,7 @@ use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::audit::Decision;
 use crate::convert::render::render_as;
-use crate::convert::{convert, ItemKind, OutPayload, RecordKey};
+use crate::convert::{convert, ItemKind, Naming, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::format::{
     FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
@@ -126,6 +126,25 @@ pub struct Converted {
     pub records: u64,
     #[serde(flatten)]
     pub links: Links,
+    /// The version of a conversation that can come again with other content (a source's id,
+    /// a chain of records), for the collector's gate; `None` for a record that is its own
+    /// identity.
+    #[serde(skip)]
+    pub version: Option<Box<crate::model::version::InHand>>,
+    /// The digest of its identity when its session keeps an id of scheme 2 (the manifest's
+    /// alias to record).
+    #[serde(skip)]
+    pub alias: Option<u128>,
+    /// How the writers place it ([`crate::output::Placement`]), as the collector's gate decided.
+    #[serde(skip)]
+    pub placement: crate::output::Placement,
+    /// It is placed over a version this run placed earlier, whose record this names.
+    #[serde(skip)]
+    pub supersedes: Option<String>,
+    /// It was given a session of its own ([`Converted::split`]): the record of the unrelated
+    /// conversation that holds its source id.
+    #[serde(skip)]
+    pub split_from: Option<String>,
     /// Its line in `conversations.jsonl` (these fields as JSON), rendered by the worker once
     /// the conversation is settled, so that the collector, a serial stage, only writes it:
     /// rendered there, it was half of the collector's work on small records. `None` when the
@@ -258,6 +277,33 @@ impl Converted {
         self.audit_line = None;
     }
 
+    /// Gives a conversation that shares its source id with another, unrelated one of its
+    /// input a session of its own ([`crate::convert::ids::split_session_id`], from its
+    /// messages' digest): its id in the session meta, its path and its digest. A rollout
+    /// names its session id once, in its first line; nothing else of it changes.
+    pub fn split(&mut self) {
+        let Some(version) = &self.version else {
+            return;
+        };
+        let old = std::mem::take(&mut self.id);
+        let new = crate::convert::ids::split_session_id(&old, version.version.content);
+        let first_line = self
+            .bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(self.bytes.len());
+        if let Some(at) = memchr::memmem::find(&self.bytes[..first_line], old.as_bytes()) {
+            self.bytes[at..at + old.len()].copy_from_slice(new.as_bytes());
+        }
+        self.path = self.path.replace(&old, &new);
+        self.relative = PathBuf::from(&self.path);
+        if !self.bytes.is_empty() {
+            self.digest = digest(&self.bytes);
+        }
+        self.id = new;
+        self.audit_line = None;
+    }
+
     /// Frees the rollout's bytes where they were made: they become the worker's render
     /// buffer again ([`crate::convert::recycle`]). Allocated by the worker and freed by the
     /// collector, each rollout went back to the worker's allocator through its cross-thread
@@ -316,7 +362,10 @@ pub fn finish(
     record: RecordId,
     rules: &RuleSet,
     format: Format,
+    naming: Option<&Naming<'_>>,
 ) -> Result<Box<Converted>, Refusal> {
+    let version =
+        versioned(&transcript).then(|| Box::new(crate::convert::version::in_hand(&transcript)));
     let mut ignored = ignored_fields(&mut transcript);
     if let Format::Responses(_) = format {
         // The Responses output writes the record's tools.
@@ -329,6 +378,7 @@ pub fn finish(
     let key = RecordKey {
         source: source_key,
         record,
+        naming,
     };
     let mut conversation = convert(transcript, rules, &key).map_err(Refusal::Rule)?;
     let bytes = render_as(format, &mut conversation, rules).map_err(Refusal::Rule)?;
@@ -368,8 +418,29 @@ pub fn finish(
         placed: None,
         records: 1,
         links,
+        version,
+        alias: conversation.alias,
+        placement: crate::output::Placement::default(),
+        supersedes: None,
+        split_from: None,
         audit_line: None,
     }))
+}
+
+/// Whether a conversation has versions: one named by its source's own id, or one made of a
+/// chain of records (a log that grows); a conversation that is one whole record is its own
+/// identity, and another version of it is another conversation.
+fn versioned(transcript: &Transcript) -> bool {
+    let Some(format) = transcript.meta.format else {
+        return false;
+    };
+    let named = format.has_global_ids()
+        && transcript
+            .meta
+            .source_id
+            .as_deref()
+            .is_some_and(|id| !id.is_empty());
+    named || crate::input::format::reader(format).granularity() == Granularity::File
 }
 
 /// [`output_path`] as text: the same for every record of a file, so each thread keeps the
@@ -402,6 +473,8 @@ pub struct WorkContext<'a> {
     /// `--baseline`: each record parsed and serialised, nothing converted (the benchmark's
     /// round trip).
     pub baseline: bool,
+    /// Session ids kept from a home of scheme 2, when converting into one.
+    pub naming: Option<Naming<'a>>,
 }
 
 /// A quarantine of `record` on its own, unchanged, refused for `why` at its location.
@@ -479,7 +552,9 @@ fn process_with(
 fn settle(done: &mut Converted, context: &WorkContext<'_>) {
     done.render_audit_line();
     if context.format == Format::Codex {
-        if context.dry_run {
+        // A conversation with versions may be given a session of its own by the collector
+        // ([`Converted::split`]), which rewrites its bytes: kept in a dry run too.
+        if context.dry_run && done.version.is_none() {
             done.release_bytes();
         } else {
             done.keep_exact();
@@ -544,6 +619,7 @@ fn read_and_convert(
             record.id,
             context.read.rules,
             context.format,
+            context.naming.as_ref(),
         );
         outcomes[first] = Some(match finished {
             Ok(mut done) => {
@@ -585,6 +661,8 @@ pub fn read_work(
     // `inputs` nor `repairs` (a work is often one record: these were allocations a record).
     let mut inputs = Vec::new();
     let mut repairs: Vec<usize> = Vec::new();
+    // Each parsed record's canonical digest (its identity when it has no id of its own).
+    let mut values: Vec<u128> = Vec::new();
     let mut fast = Vec::new();
     for (index, (record, _)) in work.records.iter().enumerate() {
         if outcomes[index].is_some() {
@@ -617,6 +695,8 @@ pub fn read_work(
         };
         match parsed {
             Ok((mut value, repaired)) => {
+                values.resize(work.records.len(), 0);
+                values[index] = crate::model::identity::value_digest(&value);
                 // A Batch API request gets its result read ahead (Anthropic Message Batches).
                 batch.join(&mut value);
                 if repaired > 0 {
@@ -677,6 +757,13 @@ pub fn read_work(
             continue;
         }
         let mut transcript = conversation.transcript;
+        if transcript.meta.record_digest.is_none() {
+            transcript.meta.record_digest = indexes
+                .first()
+                .and_then(|&i| values.get(i))
+                .copied()
+                .filter(|&d| d != 0);
+        }
         transcript.meta.unicode_repairs = indexes
             .iter()
             .map(|&i| repairs.get(i).copied().unwrap_or(0))
@@ -723,6 +810,7 @@ pub fn process_bytes(
         sample: None,
         dry_run: false,
         baseline: false,
+        naming: None,
     };
     let mut grouped = FileRecords::new(0, from);
     let mut works = Vec::new();
@@ -889,6 +977,11 @@ pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
         placed: None,
         records: 1,
         links: Links::default(),
+        version: None,
+        alias: None,
+        placement: crate::output::Placement::default(),
+        supersedes: None,
+        split_from: None,
         audit_line: None,
     }))
 }
@@ -1010,6 +1103,7 @@ pub(super) mod tests {
             sample: None,
             dry_run: false,
             baseline: false,
+            naming: None,
         }
     }
 

@@ -43,6 +43,10 @@ pub struct SourceFile {
     pub size: u64,
     /// Modification time, nanoseconds since the Unix epoch (0 when the system cannot tell).
     pub mtime_ns: u64,
+    /// Status change time (nanoseconds) and inode: with the size and the mtime, what tells
+    /// that a file changed without reading it (git's index rule; 0 when unknown).
+    pub ctime_ns: u64,
+    pub ino: u64,
 }
 
 /// How to walk.
@@ -373,14 +377,14 @@ fn is_hidden(name: &OsStr) -> bool {
     name.to_string_lossy().starts_with('.')
 }
 
-/// A folder Codex (or rollover) wrote: a `rollover/` run folder (with its `manifest`, `runs/`
-/// or the shards' `shards/`), or `sessions/` holding `rollout-*` files (at `sessions/YYYY/MM/DD/`).
+/// A folder Codex (or rollover) wrote, recognised by what only they write: a rollover
+/// manifest whose first line is its header (`{"manifest":N}`), or a rollout under
+/// `sessions/` (at `sessions/YYYY/MM/DD/`) whose first line is a session's first line (a
+/// `session_meta` line, or the header of a rollout from before those). A stray file named
+/// like one (an empty `rollout-x.jsonl`, a `manifest` holding `{}`) is not enough.
 pub fn is_codex_home(dir: &Path) -> bool {
-    let run_folder = dir.join("rollover");
-    if run_folder.join("manifest").is_file()
-        || run_folder.join("runs").is_dir()
-        || run_folder.join("shards").is_dir()
-    {
+    let manifest = dir.join("rollover").join("manifest");
+    if first_line(&manifest).is_some_and(|line| is_manifest_header(&line)) {
         return true;
     }
     let sessions = dir.join("sessions");
@@ -389,9 +393,50 @@ pub fn is_codex_home(dir: &Path) -> bool {
             .max_depth(4)
             .into_iter()
             .filter_map(Result::ok)
-            .any(|e| {
-                e.file_type().is_file() && e.file_name().to_string_lossy().starts_with("rollout-")
+            .filter(|e| {
+                e.file_type().is_file() && {
+                    let name = e.file_name().to_string_lossy();
+                    name.starts_with("rollout-") && name.ends_with(".jsonl")
+                }
             })
+            .take(16)
+            .any(|e| first_line(e.path()).is_some_and(|line| is_rollout_start(&line)))
+}
+
+/// The first line of a file, read up to 1 MiB (a session's first line holds its
+/// instructions); `None` when it cannot be read.
+fn first_line(path: &Path) -> Option<Vec<u8>> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = Vec::new();
+    std::io::BufReader::new(file.take(1 << 20))
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    Some(line)
+}
+
+fn is_manifest_header(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Header {
+        #[allow(dead_code)]
+        manifest: u32,
+    }
+    serde_json::from_slice::<Header>(line).is_ok()
+}
+
+/// A rollout's first line: `{"timestamp", "type": "session_meta", "payload": {...}}`, or the
+/// header of a rollout from before the envelope (`{"id", "timestamp", "instructions"...}`).
+fn is_rollout_start(line: &[u8]) -> bool {
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_slice(line) else {
+        return false;
+    };
+    let enveloped = object.get("type").and_then(|t| t.as_str()) == Some("session_meta")
+        && object.get("payload").is_some_and(|p| p.is_object());
+    let header = object.get("id").is_some_and(|i| i.is_string())
+        && object.get("timestamp").is_some_and(|t| t.is_string())
+        && object.contains_key("instructions");
+    enveloped || header
 }
 
 /// `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N` (what `<(...)` gives): streams without a name
@@ -524,7 +569,17 @@ fn source_file(
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos() as u64),
+        ctime_ns: ctime_ns(meta),
+        ino: std::os::unix::fs::MetadataExt::ino(meta),
     }
+}
+
+/// A file's status change time in nanoseconds since the Unix epoch.
+pub fn ctime_ns(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let seconds = u64::try_from(meta.ctime()).unwrap_or(0);
+    let nanos = u64::try_from(meta.ctime_nsec()).unwrap_or(0);
+    seconds.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
 /// True for `x.jsonl`, `x.json.zst`, `x.traj.gz` and the like, a `.zip` and a `.parquet`.

@@ -97,6 +97,22 @@ impl<R: BufRead> Elements<R> {
         self.offset
     }
 
+    /// Newlines consumed so far.
+    pub(super) fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The next byte, not consumed (`None` at the stream's end or a read error).
+    pub(super) fn peek(&mut self) -> Option<u8> {
+        loop {
+            match self.reader.fill_buf() {
+                Ok(buf) => return buf.first().copied(),
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Reads the rest of the stream without keeping it: its size in bytes, and the read error
     /// that ended it early, if one did.
     pub fn skip_rest(&mut self) -> (u64, Option<io::Error>) {
@@ -139,7 +155,7 @@ impl<R: BufRead> Elements<R> {
     }
 
     /// Skips white space; the next byte, not consumed (`None` at the end of the stream).
-    fn skip_space(&mut self) -> io::Result<Option<u8>> {
+    pub(super) fn skip_space(&mut self) -> io::Result<Option<u8>> {
         loop {
             let buf = match self.reader.fill_buf() {
                 Ok(buf) => buf,
@@ -164,19 +180,30 @@ impl<R: BufRead> Elements<R> {
         }
     }
 
-    fn take_byte(&mut self) {
+    pub(super) fn take_byte(&mut self) {
         self.reader.consume(1);
         self.offset += 1;
     }
 
     /// Reads one value starting at the next byte (a value's first byte, checked).
     fn value(&mut self) -> Option<Element> {
+        self.value_kept(true)
+    }
+
+    /// Reads one value starting at the next byte; its bytes are not kept unless `kept` (a
+    /// value skipped: an empty [`Element::Value`], or [`Element::Oversized`] past the limit).
+    /// For a walker of a document's inner arrays ([`super::nested`]).
+    pub(super) fn value_kept(&mut self, kept: bool) -> Option<Element> {
         let (offset, line) = (self.offset, self.line);
         let index = (!self.single && self.framing == Framing::Array).then_some(self.index);
         self.index += 1;
         // Enough to tell a value under the limit, and the head of one over it.
-        let keep = usize::try_from(self.limit.saturating_add(1).max(OVERSIZED_HEAD as u64))
-            .unwrap_or(usize::MAX);
+        let keep = if kept {
+            usize::try_from(self.limit.saturating_add(1).max(OVERSIZED_HEAD as u64))
+                .unwrap_or(usize::MAX)
+        } else {
+            0
+        };
         let mut bytes: Vec<u8> = Vec::new();
         let mut size = 0u64;
         let mut depth = 0u64;

@@ -11,6 +11,7 @@
 pub mod discover;
 pub mod elements;
 pub mod filter;
+pub mod nested;
 pub mod open;
 pub mod parquet;
 pub mod shard;

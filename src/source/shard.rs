@@ -258,6 +258,8 @@ mod tests {
             origin: format!("/{key}"),
             size,
             mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
         }
     }
 

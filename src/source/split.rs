@@ -28,6 +28,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::discover::SourceFile;
 use super::elements::{Element, Elements, Framing};
+use super::nested::{opens_path, Nested, OTLP_SPANS};
 use super::open::{open_hashing, Compression, DigestSlot, LineSource, Opened, Plain};
 use super::parquet::Rows;
 use crate::model::Location;
@@ -164,6 +165,8 @@ enum Mode {
     Rows(Box<Rows>),
     /// A document's elements (or values), read one at a time; where its first byte is.
     Elements(Box<(Elements<Box<dyn BufRead + Send>>, Base)>),
+    /// The spans of OTLP trace exports, read one at a time from the stream.
+    Nested(Box<(Nested<Box<dyn LineSource>>, Base)>),
     Done,
 }
 
@@ -533,6 +536,9 @@ impl RecordReader {
     /// before it are counted, never stored: whether they are reported depends on the decision
     /// (a document's own white space is not), so they are owed until then.
     fn sniff(&mut self) {
+        if self.spans_of_trace_exports() {
+            return;
+        }
         loop {
             match self.read_line() {
                 ReadLine::Blanks(n) => self.leading_blanks += n,
@@ -599,6 +605,41 @@ impl RecordReader {
                 }
             }
         }
+    }
+
+    /// A file that opens with an OTLP trace export (`{"resourceSpans": ...}`) is read as a
+    /// sequence of them, each span a record, streamed: one export can hold every span of a
+    /// day (the collector's file exporter writes one per line, a trace dump one for the whole
+    /// file), and a conversation is a few of them. Whether it does is told from the first
+    /// bytes, before any line is read whole.
+    fn spans_of_trace_exports(&mut self) -> bool {
+        if self.offset != 0 {
+            return false;
+        }
+        let Some(reader) = self.reader.as_mut() else {
+            return false;
+        };
+        let bom = match reader.fill_buf() {
+            Ok(head) => {
+                let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
+                if !opens_path(&head[bom..], &OTLP_SPANS) {
+                    return false;
+                }
+                bom
+            }
+            Err(_) => return false,
+        };
+        reader.consume(bom);
+        let Some(reader) = self.reader.take() else {
+            return false;
+        };
+        let base = Base {
+            line: 1,
+            offset: bom as u64,
+        };
+        let walk = Nested::new(reader, &OTLP_SPANS, self.max_record_bytes);
+        self.mode = Mode::Nested(Box::new((walk, base)));
+        true
     }
 
     /// The blank lines before the first record are reported (the file is not one document).
@@ -936,6 +977,13 @@ impl Iterator for RecordReader {
                         None => self.mode = Mode::Done,
                     }
                 }
+                Mode::Nested(walk) => {
+                    let base = walk.1;
+                    match walk.0.next() {
+                        Some(element) => self.element_event(element, base),
+                        None => self.mode = Mode::Done,
+                    }
+                }
                 Mode::Lines => match self.read_line() {
                     ReadLine::Eof => self.mode = Mode::Done,
                     ReadLine::Blanks(n) => return Some(RecordEvent::Blank(n)),
@@ -1043,6 +1091,8 @@ mod tests {
             origin: "f.json".into(),
             size: bytes.len() as u64,
             mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
             root: None,
         };
         let out = records(&file)

@@ -86,7 +86,7 @@ fn convert_bounded(wd: &Workdir, input: &str, extra: &[&str]) -> Home {
 /// Another run can take the output's lock at once (`flock -n`, as a run takes it): nothing
 /// the run started still holds it.
 fn assert_lock_released(wd: &Workdir) {
-    let lock = wd.path("home/rollover/lock");
+    let lock = wd.path("home/rollover");
     let taken = Command::new("flock")
         .args(["-n"])
         .arg(&lock)

@@ -1,4 +1,4 @@
-//! Random files of the seven source formats besides Chat Completions (`shared/spec/sources.md`),
+//! Random files of the nine source formats besides Chat Completions (`shared/spec/sources.md`),
 //! shaped as `fuzz/seeds/<format>/` shows them: the fields each reader looks for, in orders and
 //! combinations that vary, with ids that miss or repeat, now and then a broken line. Each file
 //! opens with a record that its format's detection recognises (the property checks that every
@@ -555,6 +555,99 @@ pub fn sharegpt() -> impl Strategy<Value = Vec<Vec<u8>>> {
             let head = json!({"conversations": [{"from": "human", "value": question}, {"from": "gpt", "value": answer}]});
             with_junk(head, rows, junk)
         })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gemini CLI sessions: a header, message lines whose ids repeat, `$set` and `$rewindTo`.
+
+fn gemini_part() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => text().prop_map(|t| json!({"text": t})),
+        1 => text().prop_map(|t| json!({"text": t, "thought": true})),
+        1 => tool_id("c").prop_map(|id| json!({"functionCall": {"id": id, "name": "ls", "args": {"p": "."}}})),
+        1 => tool_id("c").prop_map(|id| json!({"functionResponse": {"id": id, "name": "ls", "response": {"output": "a"}}})),
+        1 => Just(json!({"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}})),
+    ]
+}
+
+fn gemini_line() -> impl Strategy<Value = Value> {
+    let id = prop::sample::select(vec!["m1", "m2", "m3", "m4"]);
+    prop_oneof![
+        6 => (
+            id.clone(),
+            prop::sample::select(vec!["user", "gemini", "gemini", "info", "warning"]),
+            prop_oneof![text().prop_map(Value::String), prop::collection::vec(gemini_part(), 0..4).prop_map(Value::Array)],
+            prop::option::of((tool_id("c"), prop::sample::select(vec!["success", "error", "cancelled"]), text())),
+            prop::option::of(text()),
+        )
+            .prop_map(|(id, kind, content, call, thought)| {
+                let mut m = json!({"id": id, "type": kind, "content": content, "timestamp": "2026-01-01T00:00:00Z"});
+                if let Some((cid, status, out)) = call {
+                    m["toolCalls"] = json!([{"id": cid, "name": "ls", "args": {}, "status": status, "result": [{"functionResponse": {"id": cid, "name": "ls", "response": {"output": out}}}]}]);
+                }
+                if let Some(t) = thought {
+                    m["thoughts"] = json!([{"subject": "S", "description": t}]);
+                }
+                m
+            }),
+        1 => id.clone().prop_map(|id| json!({"$rewindTo": id})),
+        1 => text().prop_map(|t| json!({"$set": {"summary": t}})),
+        1 => id.prop_map(|id| json!({"$set": {"messages": [{"id": id, "type": "user", "content": "again"}]}})),
+    ]
+}
+
+/// One Gemini CLI JSON Lines session.
+pub fn gemini_cli() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    (prop::collection::vec(gemini_line(), 0..10), maybe_junk()).prop_map(|(rest, junk)| {
+        let head = json!({"sessionId": "s-1", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z", "kind": "main"});
+        with_junk(head, rest, junk)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenTelemetry: JSON Lines of OTLP spans of two traces, inference spans resending histories.
+
+fn otel_message() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(vec!["system", "user", "assistant", "tool"]),
+        prop::collection::vec(
+            prop_oneof![
+                4 => text().prop_map(|t| json!({"type": "text", "content": t})),
+                1 => text().prop_map(|t| json!({"type": "reasoning", "content": t})),
+                1 => tool_id("k").prop_map(|id| json!({"type": "tool_call", "id": id, "name": "f", "arguments": {"a": 1}})),
+                1 => tool_id("k").prop_map(|id| json!({"type": "tool_call_response", "id": id, "response": "ok"})),
+                1 => Just(json!({"type": "uri", "modality": "image", "uri": "https://example.com/a.png"})),
+            ],
+            0..3,
+        ),
+    )
+        .prop_map(|(role, parts)| json!({"role": role, "parts": parts}))
+}
+
+fn otel_span() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(vec!["t1", "t2"]),
+        prop::sample::select(vec!["s1", "s2", "s3"]),
+        prop::sample::select(vec!["", "s1", "r"]),
+        prop::collection::vec(otel_message(), 0..5),
+        prop::collection::vec(otel_message(), 0..2),
+        any::<u16>(),
+    )
+        .prop_map(|(trace, id, parent, input, output, start)| {
+            let kv = |k: &str, v: &Value| json!({"key": k, "value": {"stringValue": v.to_string()}});
+            json!({"traceId": trace, "spanId": id, "parentSpanId": parent, "name": "chat",
+                   "startTimeUnixNano": start.to_string(),
+                   "attributes": [kv("gen_ai.input.messages", &Value::Array(input)), kv("gen_ai.output.messages", &Value::Array(output))]})
+        })
+}
+
+/// JSON Lines of OTLP spans.
+pub fn otel() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    (text(), prop::collection::vec(otel_span(), 0..8), maybe_junk()).prop_map(|(q, rest, junk)| {
+        let input = json!([{"role": "user", "parts": [{"type": "text", "content": q}]}]);
+        let head = json!({"traceId": "t1", "spanId": "s0", "parentSpanId": "r", "attributes": [{"key": "gen_ai.input.messages", "value": {"stringValue": input.to_string()}}]});
+        with_junk(head, rest, junk)
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

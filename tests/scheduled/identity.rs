@@ -313,7 +313,11 @@ fn a_resumed_session_whose_source_changed_stays_pending_until_force() {
         0,
     );
     assert_eq!(n(&forced.summary(), "sessions_replaced"), 1);
-    let copy = home.root.join("rollover/replaced").join(&relative);
+    let run = forced.summary()["run"].as_u64().unwrap_or(0);
+    let copy = home
+        .root
+        .join(format!("rollover/replaced/{run:04}"))
+        .join(&relative);
     assert_eq!(fs::read(copy).expect("copy"), resumed_bytes);
     let settled = wd.convert("in", "home", &rules, 0);
     assert_eq!(n(&settled.summary(), "sessions_kept"), 0);
@@ -414,14 +418,19 @@ fn prune_removes_only_sessions_whose_record_is_gone_and_never_one_codex_changed(
     let left: Vec<&String> = written_by_a.iter().filter(|p| !kept.contains(*p)).collect();
     assert_eq!(left.len(), 2);
     resume_in_codex(&home.root.join(left[0]));
-    wd.convert("in", "home", &["--prune", "--dry-run"], 0);
+    wd.convert(
+        "in",
+        "home",
+        &["--prune", "--max-prune", "100%", "--dry-run"],
+        0,
+    );
     // A dry run's report is `latest-plan`: `latest` stays on the last real run.
     let plan: Value =
         serde_json::from_slice(&wd.read("home/rollover/latest-plan/summary.json")).expect("plan");
     assert_eq!(n(&plan, "sessions_pruned"), 2);
     assert_eq!(n(&plan, "sessions_not_pruned"), 1);
     assert_eq!(sessions(&wd, "home").len(), 5, "a dry run prunes nothing");
-    let pruned = wd.convert("in", "home", &["--prune"], 0);
+    let pruned = wd.convert("in", "home", &["--prune", "--max-prune", "100%"], 0);
     let summary = pruned.summary();
     assert_eq!(n(&summary, "sessions_pruned"), 2);
     assert_eq!(n(&summary, "sessions_not_pruned"), 1);

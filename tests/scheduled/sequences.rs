@@ -1,9 +1,13 @@
-//! The state model's property (issue 25): for any sequence of runs over a changing input tree
-//! (files added, appended, truncated, rewritten, renamed, duplicated under another name; the
-//! rule file changed), no session once written is lost without `--prune`, and the home after
-//! the sequence equals a fresh `--full` run over the final inputs plus exactly the sessions
-//! the plans left (their records gone): those the manifest remembers as orphans or as held by
-//! files gone from the walk. Then `--prune` brings the home to the fresh run exactly.
+//! The state model's property: for any sequence of runs over a changing input tree (files
+//! added, appended, truncated, rewritten, renamed, duplicated under another name, written again
+//! by another tool; dated exports of conversations that grow, replaced by longer ones, older
+//! copies added back; a folder removed then pruned, a prune killed at any point; the rule file
+//! changed), no session once written is lost without `--prune` (nor without a copy with it), no
+//! session ever holds an older version of its conversation than one written before, and the
+//! home after the sequence equals a fresh `--full` run over the final inputs plus exactly what
+//! the plans kept: the sessions whose record is gone (orphans, or held by files gone from the
+//! walk) and the newer versions of conversations whose inputs now hold only older ones. Then
+//! `--prune` brings the home to that fresh run, newer versions kept.
 //!
 //! `PROPTEST_CASES` sets the number of sequences (default 12).
 
@@ -33,6 +37,16 @@ enum Op {
     Duplicate(u8, u8),
     /// The rule file changed (one of three working folders).
     Rules(u8),
+    /// An export `e{N}.json` of conversation C at its version of T turns (a later version
+    /// extends an earlier one).
+    Export(u8, u8, u8),
+    /// An export removed.
+    Unexport(u8),
+    /// A file written again by another tool: the same values, pretty-printed into a JSON
+    /// document with its keys in another order.
+    Reserialise(u8),
+    /// A prune (every gone file's sessions) killed at its N-th removal, then a plain run.
+    PruneKilled(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -45,7 +59,39 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..4, 0u8..4).prop_map(|(f, t)| Op::Rename(f, t)),
         1 => (0u8..4, 0u8..4).prop_map(|(f, t)| Op::Duplicate(f, t)),
         1 => (0u8..3).prop_map(Op::Rules),
+        3 => (0u8..3, 0u8..3, 1u8..5).prop_map(|(f, c, t)| Op::Export(f, c, t)),
+        1 => (0u8..3).prop_map(Op::Unexport),
+        1 => (0u8..4).prop_map(Op::Reserialise),
+        1 => (1u8..4).prop_map(Op::PruneKilled),
     ]
+}
+
+/// Conversation `c` of an export at its version of `turns` turns: the same id and start
+/// whatever the version, each turn's text naming it.
+fn conversation(c: u8, turns: u8) -> Value {
+    let create = 1_717_200_000i64 + i64::from(c) * 3600;
+    let mut mapping = serde_json::Map::new();
+    mapping.insert("root".into(), json!({"id": "root", "children": []}));
+    let mut previous = "root".to_string();
+    for turn in 0..turns {
+        for role in ["user", "assistant"] {
+            let node = format!("{}{turn}", &role[..1]);
+            mapping.insert(
+                node.clone(),
+                json!({"id": node, "parent": previous, "children": [], "message": {
+                    "id": format!("c{c}-{node}"), "author": {"role": role},
+                    "create_time": create + i64::from(turn) * 10 + i64::from(role == "assistant"),
+                    "content": {"content_type": "text", "parts": [format!("conversation {c} {role} turn {turn}")]}}}),
+            );
+            mapping[&previous]["children"]
+                .as_array_mut()
+                .expect("children")
+                .push(json!(node));
+            previous = node;
+        }
+    }
+    json!({"id": format!("conversation-{c}"), "title": format!("c{c}"), "create_time": create,
+           "update_time": create + i64::from(turns) * 10, "current_node": previous, "mapping": mapping})
 }
 
 /// Record number `n`: the same number is the same record wherever it is (a duplicate).
@@ -61,11 +107,14 @@ fn record(n: u8) -> String {
     .to_string()
 }
 
-/// The input tree as the test holds it: file number → its records.
+/// The input tree as the test holds it: file number → its records; export number → its
+/// conversation and version; the files written again by another tool.
 #[derive(Debug, Default)]
 struct Inputs {
     files: BTreeMap<u8, Vec<u8>>,
     rules: u8,
+    exports: BTreeMap<u8, (u8, u8)>,
+    pretty: BTreeSet<u8>,
 }
 
 impl Inputs {
@@ -91,7 +140,34 @@ impl Inputs {
                 }
             }
             Op::Rules(n) => self.rules = *n,
+            Op::Export(f, c, t) => {
+                self.exports.insert(*f, (*c, *t));
+            }
+            Op::Unexport(f) => {
+                self.exports.remove(f);
+            }
+            Op::Reserialise(f) => {
+                if self.files.contains_key(f) {
+                    self.pretty.insert(*f);
+                }
+            }
+            Op::PruneKilled(_) => {}
         }
+        self.pretty.retain(|f| self.files.contains_key(f));
+    }
+
+    /// The newest version of each conversation the exports hold.
+    fn newest(&self) -> BTreeMap<u8, u8> {
+        let mut newest = BTreeMap::new();
+        for &(c, t) in self.exports.values() {
+            let version = newest.entry(c).or_insert(t);
+            *version = (*version).max(t);
+        }
+        newest
+    }
+
+    fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.exports.is_empty()
     }
 
     /// Writes the tree under `in/` (only what changed is rewritten, so mtimes of the rest
@@ -101,18 +177,40 @@ impl Inputs {
         fs::create_dir_all(&dir).expect("in");
         for entry in fs::read_dir(&dir).expect("list") {
             let path = entry.expect("entry").path();
-            let number = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .and_then(|s| s.strip_prefix('f'))
-                .and_then(|s| s.parse::<u8>().ok());
-            if number.is_none_or(|n| !self.files.contains_key(&n)) {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !self.names().contains(&name) {
                 fs::remove_file(&path).expect("remove");
             }
         }
         for (f, records) in &self.files {
-            let text: String = records.iter().map(|r| record(*r) + "\n").collect();
-            let path = dir.join(format!("f{f}.jsonl"));
+            let (name, text) = if self.pretty.contains(f) {
+                // The same values: keys reordered, pretty-printed, in one JSON document.
+                let values: Vec<Value> = records
+                    .iter()
+                    .map(|r| {
+                        let value: Value = serde_json::from_str(&record(*r)).expect("record");
+                        json!({"messages": value["messages"], "created": value["created"]})
+                    })
+                    .collect();
+                let text = serde_json::to_string_pretty(&values).expect("JSON");
+                (format!("f{f}.json"), text)
+            } else {
+                (
+                    format!("f{f}.jsonl"),
+                    records.iter().map(|r| record(*r) + "\n").collect(),
+                )
+            };
+            let path = dir.join(name);
+            if fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                fs::write(&path, text).expect("write");
+            }
+        }
+        for (f, (c, t)) in &self.exports {
+            let text = serde_json::to_string_pretty(&json!([conversation(*c, *t)])).expect("JSON");
+            let path = dir.join(format!("e{f}.json"));
             if fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
                 fs::write(&path, text).expect("write");
             }
@@ -121,6 +219,22 @@ impl Inputs {
             "rules.toml",
             format!("[session]\ncwd = \"/srv/work-{}\"\n", self.rules),
         );
+    }
+}
+
+impl Inputs {
+    /// The file names of the tree.
+    fn names(&self) -> BTreeSet<String> {
+        let files = self.files.keys().map(|f| {
+            if self.pretty.contains(f) {
+                format!("f{f}.json")
+            } else {
+                format!("f{f}.jsonl")
+            }
+        });
+        files
+            .chain(self.exports.keys().map(|f| format!("e{f}.json")))
+            .collect()
     }
 }
 
@@ -177,36 +291,120 @@ fn convert(wd: &Workdir, home: &str, extra: &[&str]) -> Result<(), TestCaseError
     Ok(())
 }
 
+/// The session of conversation `c`, and the last turn it holds.
+fn version_in(sessions: &BTreeMap<String, Vec<u8>>, c: u8) -> Option<(String, u8)> {
+    let marker = format!("conversation {c} user turn 0");
+    let (path, bytes) = sessions
+        .iter()
+        .find(|(_, bytes)| String::from_utf8_lossy(bytes).contains(&marker))?;
+    let text = String::from_utf8_lossy(bytes);
+    let turns = (0..=u8::MAX)
+        .take_while(|t| text.contains(&format!("conversation {c} user turn {t}")))
+        .count();
+    Some((path.clone(), u8::try_from(turns).unwrap_or(u8::MAX)))
+}
+
+/// Every session ever moved out by a prune (`rollover/pruned/RUN/<path>`), by its path.
+fn pruned_copies(home: &Path) -> BTreeSet<String> {
+    crate::common::files_below(home, &home.join("rollover/pruned"))
+        .into_keys()
+        .filter_map(|p| {
+            let mut parts = p.splitn(4, '/');
+            let (_, _, _, rest) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+            Some(rest.to_string())
+        })
+        .collect()
+}
+
 fn check_sequence(ops: &[Op]) -> Result<(), TestCaseError> {
     let wd = Workdir::new("sequence");
     let mut inputs = Inputs::default();
     inputs.write(&wd);
     let mut ever: BTreeSet<String> = BTreeSet::new();
+    // The newest version of each conversation any run wrote.
+    let mut newest: BTreeMap<u8, u8> = BTreeMap::new();
     for op in ops {
         inputs.apply(op);
         inputs.write(&wd);
-        if inputs.files.is_empty() {
+        if inputs.is_empty() {
             continue;
+        }
+        let before = sessions(&wd.path("home"));
+        if let Op::PruneKilled(n) = op {
+            // Killed at its n-th removal (or done, when it removes fewer): the next run
+            // finishes it.
+            let run = wd
+                .command(&[
+                    "convert",
+                    "in",
+                    "--out",
+                    "home",
+                    "--rules",
+                    "default",
+                    "--rules",
+                    "rules.toml",
+                    "--prune",
+                    "--max-prune",
+                    "100%",
+                ])
+                .env("ROLLOVER_FAILPOINT", format!("die-at:prune:{n}"))
+                .output()
+                .expect("run");
+            prop_assert!(matches!(run.status.code(), None | Some(0)), "{:?}", run);
         }
         convert(&wd, "home", &[])?;
         let now = sessions(&wd.path("home"));
+        let copies = pruned_copies(&wd.path("home"));
         for path in &ever {
             prop_assert!(
-                now.contains_key(path),
-                "session {} lost after {:?}",
+                now.contains_key(path) || copies.contains(path),
+                "session {} lost (no copy kept) after {:?}",
                 path,
                 op
             );
         }
+        if let Op::Reserialise(_) = op {
+            prop_assert_eq!(
+                now.len(),
+                before.len(),
+                "a file written again made new sessions"
+            );
+        }
+        for (c, present) in inputs.newest() {
+            let version = newest.entry(c).or_insert(present);
+            *version = (*version).max(present);
+        }
+        for (c, want) in &newest {
+            let held = version_in(&now, *c).map(|(_, t)| t);
+            let pruned = held.is_none() && !inputs.exports.values().any(|(e, _)| e == c);
+            prop_assert!(
+                held == Some(*want) || pruned,
+                "conversation {} holds {:?} turns after {:?}, {} were written before",
+                c,
+                held,
+                op,
+                want
+            );
+        }
         ever.extend(now.keys().cloned());
     }
-    if inputs.files.is_empty() || ever.is_empty() {
+    if inputs.is_empty() || ever.is_empty() {
         return Ok(());
     }
     convert(&wd, "fresh", &["--full"])?;
     let home = sessions(&wd.path("home"));
     let fresh = sessions(&wd.path("fresh"));
+    // The conversations whose home session is newer than any version the inputs now hold:
+    // the plans kept them.
+    let kept_newer: BTreeSet<String> = newest
+        .iter()
+        .filter(|(c, want)| inputs.newest().get(c).is_some_and(|present| present < want))
+        .filter_map(|(c, _)| version_in(&home, *c).map(|(path, _)| path))
+        .collect();
     for (path, bytes) in &fresh {
+        if kept_newer.contains(path) {
+            continue;
+        }
         prop_assert_eq!(
             home.get(path),
             Some(bytes),
@@ -219,7 +417,7 @@ fn check_sequence(ops: &[Op]) -> Result<(), TestCaseError> {
         .filter(|p| !fresh.contains_key(*p))
         .cloned()
         .collect();
-    let walked: BTreeSet<String> = inputs.files.keys().map(|f| format!("f{f}.jsonl")).collect();
+    let walked = inputs.names();
     let left = left_by_plans(&wd.path("home"), &walked);
     let left_on_disk: BTreeSet<String> = left
         .iter()
@@ -227,11 +425,36 @@ fn check_sequence(ops: &[Op]) -> Result<(), TestCaseError> {
         .cloned()
         .collect();
     prop_assert_eq!(&extra, &left_on_disk, "sessions beyond a fresh run");
-    // --prune makes the home the fresh run's.
-    convert(&wd, "home", &["--prune"])?;
+    // --prune makes the home the fresh run's, newer versions kept.
+    convert(&wd, "home", &["--prune", "--max-prune", "100%"])?;
     let pruned = sessions(&wd.path("home"));
-    prop_assert_eq!(pruned, fresh);
+    for (path, bytes) in &fresh {
+        if !kept_newer.contains(path) {
+            prop_assert_eq!(pruned.get(path), Some(bytes), "{} after --prune", path);
+        }
+    }
+    prop_assert_eq!(
+        pruned.keys().collect::<BTreeSet<_>>(),
+        fresh.keys().collect::<BTreeSet<_>>()
+    );
     Ok(())
+}
+
+/// A conversation's export replaced by a longer one, then the older copy added back beside
+/// it, then the longer one removed and a prune killed: the newest version stays.
+#[test]
+fn snapshots_never_roll_a_conversation_back() {
+    let ops = [
+        Op::Export(0, 1, 2),
+        Op::Export(0, 1, 4),
+        Op::Export(1, 1, 2),
+        Op::Add(0, vec![1, 2]),
+        Op::Reserialise(0),
+        Op::Unexport(0),
+        Op::PruneKilled(1),
+        Op::Rules(2),
+    ];
+    check_sequence(&ops).expect("the property holds");
 }
 
 fn cases() -> u32 {

@@ -1,0 +1,161 @@
+//! What the Gemini CLI and OpenTelemetry readers share: a media part given inline or by
+//! reference (Gemini `inlineData`/`fileData`, OTel `blob`/`uri`/`file`) as a content part,
+//! parts as a message's content, and a JSON value's kind and text.
+
+use serde_json::Value;
+
+use crate::model::transcript::{Content, Part};
+
+/// Whether media of `mime` (or of `modality` when the type is unknown) is an image, audio,
+/// or something else.
+fn class(mime: Option<&str>, modality: Option<&str>) -> &'static str {
+    let top = mime.and_then(|m| m.split('/').next()).or(modality);
+    match top {
+        Some("image") => "image",
+        Some("audio") => "audio",
+        _ => "other",
+    }
+}
+
+/// Media given inline, base64 `data` of `mime`: an image as a `data:` URL, audio as audio
+/// data, anything else a file part (its size counted, its bytes not kept).
+pub fn inline_part(mime: Option<&str>, modality: Option<&str>, data: String) -> Part {
+    match class(mime, modality) {
+        "image" => Part::Image {
+            url: Some(format!(
+                "data:{};base64,{data}",
+                mime.unwrap_or("image/png")
+            )),
+            file_id: None,
+            detail: None,
+        },
+        "audio" => Part::Audio {
+            format: mime.and_then(|m| m.split('/').nth(1)).map(str::to_string),
+            data: Some(data),
+            url: None,
+            file_id: None,
+        },
+        _ => Part::File {
+            filename: None,
+            file_id: None,
+            data_len: data.len(),
+        },
+    }
+}
+
+/// Media given by reference: an image by its URL, audio by its URL, anything else a file
+/// part named by it.
+pub fn linked_part(mime: Option<&str>, modality: Option<&str>, uri: String) -> Part {
+    match class(mime, modality) {
+        "image" => Part::Image {
+            url: Some(uri),
+            file_id: None,
+            detail: None,
+        },
+        "audio" => Part::Audio {
+            data: None,
+            format: mime.and_then(|m| m.split('/').nth(1)).map(str::to_string),
+            url: Some(uri),
+            file_id: None,
+        },
+        _ => Part::File {
+            filename: Some(uri),
+            file_id: None,
+            data_len: 0,
+        },
+    }
+}
+
+/// Media given by a provider's file id.
+pub fn file_part(mime: Option<&str>, modality: Option<&str>, file_id: String) -> Part {
+    match class(mime, modality) {
+        "image" => Part::Image {
+            url: None,
+            file_id: Some(file_id),
+            detail: None,
+        },
+        "audio" => Part::Audio {
+            data: None,
+            format: None,
+            url: None,
+            file_id: Some(file_id),
+        },
+        _ => Part::File {
+            filename: None,
+            file_id: Some(file_id),
+            data_len: 0,
+        },
+    }
+}
+
+/// A message's content of `parts`: a single text as text, nothing as an empty text, anything
+/// else as parts.
+pub fn content(mut parts: Vec<Part>) -> Content {
+    match parts.as_slice() {
+        [] => Content::Text(String::new()),
+        [Part::Text(_)] => match parts.pop() {
+            Some(Part::Text(text)) => Content::Text(text),
+            _ => Content::Parts(parts),
+        },
+        _ => Content::Parts(parts),
+    }
+}
+
+/// The JSON type of `value`, as errors and the audit name it.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A value as text: a string as itself, anything else as its JSON.
+pub fn text_of(value: Value) -> String {
+    match value {
+        Value::String(text) => text,
+        other @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::Array(_)
+        | Value::Object(_)) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_is_an_image_audio_or_a_file() {
+        assert_eq!(
+            inline_part(Some("image/jpeg"), None, "AAAA".into()),
+            Part::Image {
+                url: Some("data:image/jpeg;base64,AAAA".into()),
+                file_id: None,
+                detail: None
+            }
+        );
+        assert_eq!(
+            inline_part(None, Some("audio"), "AA".into()),
+            Part::Audio {
+                data: Some("AA".into()),
+                format: None,
+                url: None,
+                file_id: None
+            }
+        );
+        assert_eq!(
+            linked_part(Some("application/pdf"), None, "gs://b/f.pdf".into()),
+            Part::File {
+                filename: Some("gs://b/f.pdf".into()),
+                file_id: None,
+                data_len: 0
+            }
+        );
+        assert_eq!(text_of(serde_json::json!({"a": 1})), r#"{"a":1}"#);
+    }
+}

@@ -225,6 +225,8 @@ struct Conversation {
     id: String,
     /// Relative to the home: `sessions/YYYY/MM/DD/rollout-...jsonl`.
     path: PathBuf,
+    /// The digest of what was converted (`conversations.jsonl`'s `digest`).
+    digest: String,
     set: String,
     /// What this conversation exercises: `rule:<rule>/<action>` and item kinds.
     keys: BTreeSet<String>,
@@ -254,6 +256,7 @@ fn read_conversations(home: &Path, inputs: &[Input]) -> Vec<Conversation> {
                 line: v["line"].as_u64().expect("line"),
                 id: v["id"].as_str().expect("id").to_string(),
                 path,
+                digest: v["digest"].as_str().expect("digest").to_string(),
                 keys,
             }
         })
@@ -355,8 +358,27 @@ fn choose_sample(conversations: &[Conversation]) -> Vec<(usize, String)> {
     chosen
 }
 
+/// The rollouts the conversions wrote: one per session. The same conversation read from two
+/// files (a Parquet fixture holding corpus rows as they are) is one session, identified by its
+/// JSON value; sessions sharing a rollout must have converted the same content.
+fn rollouts_written(conversations: &[Conversation]) -> usize {
+    let mut digests: BTreeMap<&Path, &str> = BTreeMap::new();
+    for c in conversations {
+        let digest = digests.entry(c.path.as_path()).or_insert(c.digest.as_str());
+        assert_eq!(
+            *digest,
+            c.digest,
+            "{}:{} writes {} with other content than another conversation",
+            c.source,
+            c.line,
+            c.path.display()
+        );
+    }
+    digests.len()
+}
+
 /// `codex migrate-rollouts --json` (dry run) on the home: every outcome `eligible`, one per
-/// converted conversation.
+/// rollout written.
 fn check_migrate(bin: &Path, home: &Path, expected: usize) {
     let server = FakeServer::start();
     write_codex_config(home, server.port());
@@ -441,7 +463,7 @@ fn converted_rollouts_resume_exactly_in_codex_in(codex: &Codex) {
     assert!(!conversations.is_empty(), "rollover converted nothing");
 
     let t = Instant::now();
-    check_migrate(&codex.bin, &home, conversations.len());
+    check_migrate(&codex.bin, &home, rollouts_written(&conversations));
     println!("[conformance] migrate-rollouts: {:.1?}", t.elapsed());
 
     let sample = choose_sample(&conversations);

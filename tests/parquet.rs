@@ -13,7 +13,7 @@ use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use serde_json::{json, Value};
 
 use crate::common::parquet::{write, Layout};
-use crate::common::{Home, Workdir};
+use crate::common::{Home, Rollout, Workdir};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -535,11 +535,20 @@ fn two_message_columns_need_messages_at_and_then_convert() {
         "rejected": [{"role": "user", "content": "Name a prime."}, {"role": "assistant", "content": "9"}],
         "score_chosen": 9.5,
     });
-    one_file(&dir, "pref.parquet", &schema, &[row]);
+    // Rows 1 and 3 hold one list (found by shape); row 2, between them, holds two.
+    let mut first = row.clone();
+    first["rejected"] = Value::Null;
+    let mut last = first.clone();
+    last["chosen"][1]["content"] = json!("11");
+    one_file(&dir, "pref.parquet", &schema, &[first, row, last]);
     let home = dir.convert("pref.parquet", "home", &[], 1);
+    assert_eq!(home.conversations().len(), 2);
     let quarantine = home.quarantine();
     assert_eq!(quarantine.len(), 1);
     assert_eq!(quarantine[0]["class"], "ambiguous_messages");
+    // The quarantined row is named by its file and its row number.
+    assert_eq!(quarantine[0]["source"], "pref.parquet");
+    assert_eq!(quarantine[0]["line"], 2);
     assert!(
         quarantine[0]["reason"]
             .as_str()
@@ -553,10 +562,17 @@ fn two_message_columns_need_messages_at_and_then_convert() {
         &["--messages-at", "chosen"],
         0,
     );
-    let items = home.single_rollout().items();
-    assert_eq!(items[1]["content"][0]["text"], "7");
-    let conversation = &home.conversations()[0];
+    let answers: Vec<Value> = home
+        .rollouts()
+        .iter()
+        .map(|path| Rollout::read(path).items()[1]["content"][0]["text"].clone())
+        .collect();
+    let mut answers: Vec<&str> = answers.iter().map(|a| a.as_str().unwrap()).collect();
+    answers.sort_unstable();
+    assert_eq!(answers, ["11", "7", "7"]);
+    let conversation = &home.conversations()[1];
     assert_eq!(conversation["format"], "parquet");
+    assert_eq!(conversation["line"], 2);
 }
 
 #[test]

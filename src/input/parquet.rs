@@ -364,7 +364,11 @@ fn part(value: Value) -> Part {
             (Some(Value::String(t)), _) => t.clone(),
             _ => "object".to_string(),
         },
-        other => kind(other).to_string(),
+        other @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::String(_)
+        | Value::Array(_)) => kind(other).to_string(),
     };
     Part::Unknown { kind }
 }

@@ -845,7 +845,26 @@ fn check_schema(schema: &SchemaDescriptor) -> Result<(), String> {
                     ));
                 }
             }
-            _ => {}
+            ConvertedType::NONE
+            | ConvertedType::UTF8
+            | ConvertedType::ENUM
+            | ConvertedType::DECIMAL
+            | ConvertedType::DATE
+            | ConvertedType::TIME_MILLIS
+            | ConvertedType::TIME_MICROS
+            | ConvertedType::TIMESTAMP_MILLIS
+            | ConvertedType::TIMESTAMP_MICROS
+            | ConvertedType::UINT_8
+            | ConvertedType::UINT_16
+            | ConvertedType::UINT_32
+            | ConvertedType::UINT_64
+            | ConvertedType::INT_8
+            | ConvertedType::INT_16
+            | ConvertedType::INT_32
+            | ConvertedType::INT_64
+            | ConvertedType::JSON
+            | ConvertedType::BSON
+            | ConvertedType::INTERVAL => {}
         }
         stack.extend(fields.iter().map(|f| &**f));
     }

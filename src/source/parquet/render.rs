@@ -60,7 +60,27 @@ pub fn row(row: &Row, out: &mut Vec<u8>) {
                 out.push(b'{');
                 stack.push(Open::Map(map.entries().iter(), false));
             }
-            scalar => scalar_into(scalar, out),
+            scalar @ (Field::Null
+            | Field::Bool(_)
+            | Field::Byte(_)
+            | Field::Short(_)
+            | Field::Int(_)
+            | Field::Long(_)
+            | Field::UByte(_)
+            | Field::UShort(_)
+            | Field::UInt(_)
+            | Field::ULong(_)
+            | Field::Float16(_)
+            | Field::Float(_)
+            | Field::Double(_)
+            | Field::Decimal(_)
+            | Field::Str(_)
+            | Field::Bytes(_)
+            | Field::Date(_)
+            | Field::TimeMillis(_)
+            | Field::TimeMicros(_)
+            | Field::TimestampMillis(_)
+            | Field::TimestampMicros(_)) => scalar_into(scalar, out),
         }
     }
 }

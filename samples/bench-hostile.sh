@@ -12,10 +12,11 @@
 # four more found with them (ShareGPT observations, Anthropic SSE blocks, server-tool
 # blocks of N types, requests that each start a conversation), an OTLP export of N traces
 # in one JSON document (issue 61: streamed span by span, a trace held until its root span),
-# and issue 57's (a chain of N Responses entries linked by previous_response_id, written
-# oldest and newest first; a chatty Claude Code session of short lines; a ChatGPT
-# conversations.json on one line; a zip whose conversations.json holds N bytes of white
-# space).
+# a Parquet dataset of N rows (issue 61: 4N of its base is a 1 GB file; memory must stay
+# flat in its size), and issue 57's (a chain of N Responses entries linked by
+# previous_response_id, written oldest and newest first; a chatty Claude Code session of
+# short lines; a ChatGPT conversations.json on one line; a zip whose conversations.json
+# holds N bytes of white space).
 #
 # N doubles from the case's base until the faster of two runs takes MIN_SECONDS, so fixed
 # costs do not hide the growth. N, 2N and 4N then run in RUNS rounds, the fastest of each
@@ -39,7 +40,7 @@ cd "$(dirname "$0")/.."
 
 cases_all=(blank-lines blank-lines-zst pretty-array compact-array parallel-calls
   call-ids-list chatgpt-zip claude-code batch-blank sharegpt-calls anthropic-sse
-  block-types request-chains otlp-traces chain-oldest chain-newest chatty-session
+  block-types request-chains otlp-traces parquet chain-oldest chain-newest chatty-session
   loose-export zip-whitespace)
 
 case "${1:-}" in
@@ -75,12 +76,121 @@ mkdir -p "$work"
 
 # The inputs: `gen.py CASE N DIR` writes the case's input into DIR and prints its path.
 cat > "$work/gen.py" <<'PY'
-import base64, json, os, subprocess, sys, zipfile
+import base64, json, os, struct, subprocess, sys, zipfile
 
 case, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 os.makedirs(out, exist_ok=True)
 RECORD = json.dumps({"messages": [{"role": "user", "content": "hi"},
                                   {"role": "assistant", "content": "hello"}]}) + "\n"
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+def zz(n):
+    return varint((n << 1) ^ (n >> 63))
+
+class T:
+    """Thrift compact protocol: fields of one struct, ids increasing."""
+    def __init__(self):
+        self.out = bytearray(); self.last = 0
+    def head(self, fid, t):
+        d = fid - self.last
+        if 0 < d <= 15:
+            self.out.append((d << 4) | t)
+        else:
+            self.out.append(t); self.out += zz(fid)
+        self.last = fid
+    def i32(self, fid, v): self.head(fid, 5); self.out += zz(v); return self
+    def i64(self, fid, v): self.head(fid, 6); self.out += zz(v); return self
+    def bin(self, fid, v): self.head(fid, 8); self.out += varint(len(v)) + v; return self
+    def struct(self, fid, t): self.head(fid, 12); self.out += t.end(); return self
+    def lst(self, fid, etype, items):
+        self.head(fid, 9)
+        n = len(items)
+        self.out.append((n << 4) | etype if n < 15 else 0xf0 | etype)
+        if n >= 15: self.out += varint(n)
+        for it in items:
+            if etype == 5: self.out += zz(it)
+            elif etype == 8: self.out += varint(len(it)) + it
+            else: self.out += it.end()
+        return self
+    def end(self): return bytes(self.out) + b"\x00"
+
+def hybrid_ones(n):
+    # RLE run of n ones (bit width 1), with its 4-byte length.
+    body = varint(n << 1) + b"\x01"
+    return struct.pack("<I", len(body)) + body
+
+def bitpacked(levels):
+    groups = (len(levels) + 7) // 8
+    body = bytearray(varint((groups << 1) | 1))
+    for g in range(groups):
+        byte = 0
+        for k, v in enumerate(levels[g * 8:g * 8 + 8]):
+            byte |= v << k
+        body.append(byte)
+    return struct.pack("<I", len(body)) + bytes(body)
+
+def plain(values):
+    return b"".join(struct.pack("<I", len(v)) + v for v in values)
+
+WORDS = b"the a of to and in is it for on with as this that be are was by or from at an file code test error value function return list string data result user model tool call output".split()
+
+def text(i, n):
+    return b" ".join(WORDS[(i * 7 + k * 13) % len(WORDS)] for k in range(n))
+
+def parquet(path, rows, group_rows=1000):
+    # A Parquet file as the Hub's ultrachat_200k lays one out (prompt_id, messages[{content,
+    # role}]), written by hand (thrift compact protocol, plain pages, no compression): no
+    # pyarrow needed. Rows of 1-3 turns, ~2 KB each; row groups of 1,000 rows.
+    f = open(path, "wb")
+    f.write(b"PAR1")
+    groups = []
+    for start in range(0, rows, group_rows):
+        n = min(group_rows, rows - start)
+        ids, contents, roles, reps = [], [], [], []
+        for i in range(start, start + n):
+            ids.append(b"bench-%010d" % i)
+            turns = 1 + i % 3
+            for t in range(turns):
+                contents.append(b"row %d turn %d: " % (i, t) + text(i + t, 40 + (i * 31 + t) % 60))
+                roles.append(b"user")
+                contents.append(text(i * 3 + t, 80 + (i * 17 + t) % 120))
+                roles.append(b"assistant")
+                reps += [0 if t == 0 else 1, 1]
+        columns = []
+        for name, values, levels in ((["prompt_id"], ids, None),
+                                     (["messages", "list", "element", "content"], contents, reps),
+                                     (["messages", "list", "element", "role"], roles, reps)):
+            data = plain(values) if levels is None else bitpacked(levels) + hybrid_ones(len(values)) + plain(values)
+            dph = T().i32(1, len(values)).i32(2, 0).i32(3, 3).i32(4, 3)
+            header = T().i32(1, 0).i32(2, len(data)).i32(3, len(data)).struct(5, dph).end()
+            offset = f.tell()
+            f.write(header); f.write(data)
+            size = len(header) + len(data)
+            meta = (T().i32(1, 6).lst(2, 5, [0, 3]).lst(3, 8, [p.encode() for p in name]).i32(4, 0)
+                    .i64(5, len(values)).i64(6, size).i64(7, size).i64(9, offset))
+            columns.append((T().i64(2, offset).struct(3, meta), size))
+        total = sum(s for _, s in columns)
+        groups.append(T().lst(1, 12, [c for c, _ in columns]).i64(2, total).i64(3, n))
+    schema = [T().bin(4, b"bench").i32(5, 2),
+              T().i32(1, 6).i32(3, 0).bin(4, b"prompt_id").i32(6, 0),
+              T().i32(3, 0).bin(4, b"messages").i32(5, 1).i32(6, 3),
+              T().i32(3, 2).bin(4, b"list").i32(5, 1),
+              T().i32(3, 0).bin(4, b"element").i32(5, 2),
+              T().i32(1, 6).i32(3, 0).bin(4, b"content").i32(6, 0),
+              T().i32(1, 6).i32(3, 0).bin(4, b"role").i32(6, 0)]
+    footer = T().i32(1, 1).lst(2, 12, schema).i64(3, rows).lst(4, 12, groups).bin(6, b"rollover bench").end()
+    f.write(footer); f.write(struct.pack("<I", len(footer))); f.write(b"PAR1")
+    f.close()
 
 
 def path(name):
@@ -248,6 +358,10 @@ elif case == "block-types":
     with open(p, "w") as f:
         f.write(json.dumps({"model": "claude-opus-4-6", "max_tokens": 10,
                             "messages": messages}) + "\n")
+elif case == "parquet":
+    # A Parquet dataset of N rows (~2 KB each: 4N of the base is ~1 GB).
+    p = path("train.parquet")
+    parquet(p, n)
 elif case == "request-chains":
     # N logged Anthropic requests, none resending another's history: N conversations.
     p = path("requests.jsonl")
@@ -359,6 +473,7 @@ base_of() {
     chatty-session) echo "32768 8388608 audit" ;;
     loose-export) echo "4096 1048576 audit" ;;
     zip-whitespace) echo "16777216 4294967296 audit" ;;
+    parquet) echo "131072 524288 audit" ;;
   esac
 }
 

@@ -1,7 +1,8 @@
 //! Conformance with the real Codex CLI: what `rollover convert` writes is exactly what Codex
 //! restores and sends to the model.
 //!
-//! `samples/` and every set of `../shared/corpora` are converted into one fresh Codex home.
+//! `samples/`, the Parquet datasets of `tests/fixtures/parquet/` and every set of
+//! `../shared/corpora` are converted into one fresh Codex home.
 //! `codex migrate-rollouts --json` (dry run) must find every rollout eligible. Then a
 //! deterministic sample of rollouts (a greedy cover of every (input set, decision rule) and
 //! (input set, item kind) pair, filled up by a fixed stride) is resumed, each in its own
@@ -115,11 +116,20 @@ fn inputs() -> Vec<Input> {
         .collect();
     sets.sort();
     assert!(!sets.is_empty(), "no set in {}", corpora.display());
-    let mut inputs = vec![Input {
-        path: samples,
-        per_file: true,
-        label: "samples".into(),
-    }];
+    let mut inputs = vec![
+        Input {
+            path: samples,
+            per_file: true,
+            label: "samples".into(),
+        },
+        // The Parquet datasets (tests/parquet.rs writes them): a set per file, so that a
+        // conversation of each layout is resumed.
+        Input {
+            path: manifest_dir().join("tests/fixtures/parquet"),
+            per_file: true,
+            label: "fixtures/parquet".into(),
+        },
+    ];
     // The Gemini CLI and OpenTelemetry samples, a set per format.
     for format in ["gemini-cli", "otel"] {
         inputs.push(Input {
@@ -215,6 +225,8 @@ struct Conversation {
     id: String,
     /// Relative to the home: `sessions/YYYY/MM/DD/rollout-...jsonl`.
     path: PathBuf,
+    /// The digest of what was converted (`conversations.jsonl`'s `digest`).
+    digest: String,
     set: String,
     /// What this conversation exercises: `rule:<rule>/<action>` and item kinds.
     keys: BTreeSet<String>,
@@ -244,6 +256,7 @@ fn read_conversations(home: &Path, inputs: &[Input]) -> Vec<Conversation> {
                 line: v["line"].as_u64().expect("line"),
                 id: v["id"].as_str().expect("id").to_string(),
                 path,
+                digest: v["digest"].as_str().expect("digest").to_string(),
                 keys,
             }
         })
@@ -353,8 +366,27 @@ fn rebuilds_history(rollout: &Path) -> bool {
         .any(|l| l["type"] == "compacted" && !l["payload"]["replacement_history"].is_array())
 }
 
+/// The rollouts the conversions wrote: one per session. The same conversation read from two
+/// files (a Parquet fixture holding corpus rows as they are) is one session, identified by its
+/// JSON value; sessions sharing a rollout must have converted the same content.
+fn rollouts_written(conversations: &[Conversation]) -> usize {
+    let mut digests: BTreeMap<&Path, &str> = BTreeMap::new();
+    for c in conversations {
+        let digest = digests.entry(c.path.as_path()).or_insert(c.digest.as_str());
+        assert_eq!(
+            *digest,
+            c.digest,
+            "{}:{} writes {} with other content than another conversation",
+            c.source,
+            c.line,
+            c.path.display()
+        );
+    }
+    digests.len()
+}
+
 /// `codex migrate-rollouts --json` (dry run) on the home: every outcome `eligible`, one per
-/// converted conversation.
+/// rollout written.
 fn check_migrate(bin: &Path, home: &Path, expected: usize) {
     let server = FakeServer::start();
     write_codex_config(home, server.port());
@@ -424,7 +456,7 @@ fn converted_rollouts_resume_exactly_in_codex_in(codex: &Codex) {
         conversations.len(),
         t.elapsed()
     );
-    let converted = conversations.len();
+    let converted = rollouts_written(&conversations);
     // A `compacted` line without a replacement history (kept from a Codex rollout) has Codex
     // rebuild the history, which `check_resume` does not model: such sessions are resumed
     // beside their source by `converted_codex_rollouts_of_every_generation_resume_with_their_history`.

@@ -39,7 +39,8 @@ fn sets() -> Vec<(&'static str, PathBuf)> {
         ("toolbench", corpora.join("toolbench")),
         // The seven source formats, real public transcripts (corpora/README.md).
         ("sources", corpora.join("sources")),
-        // Gemini CLI sessions and OpenTelemetry traces (tests/fixtures/README.md).
+        // Gemini CLI sessions, OpenTelemetry traces and the Parquet datasets written from the
+        // corpora (tests/fixtures/README.md).
         ("fixtures", root.join("tests/fixtures")),
     ]
 }

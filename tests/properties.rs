@@ -6,8 +6,9 @@
 //!   body.messages / batch result / input string or list / history / question turns / bare
 //!   list, plus some broken lines);
 //! - `every_source_format_is_total_accounted_valid_and_deterministic`: a folder of one random
-//!   file of each of the ten source formats (`properties/formats.rs`), each found by
-//!   detection (the summary's `formats` must name all ten);
+//!   file of each of the eleven source formats (`properties/formats.rs`; the Parquet dataset
+//!   written by the test's Parquet writer), each found by detection (the summary's `formats`
+//!   must name all eleven);
 //! - `any_thread_count_writes_the_same_tree_over_batches_and_read_ahead`: an archive that spans
 //!   several batches (over 512 records) and several files read ahead (64 KiB or more), beside
 //!   small files and a file of each other format, converted with `--jobs` 1, 2 and 3.
@@ -395,11 +396,23 @@ fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
 /// lines, without `\n`.
 type Inputs = BTreeMap<String, Vec<Vec<u8>>>;
 
-/// Writes `inputs` under `dir/in/`.
+/// Writes `inputs` under `dir/in/`: a `.parquet` file's lines are its rows
+/// ([`formats::parquet`]).
 fn write_inputs(dir: &Path, inputs: &Inputs) {
     for (name, lines) in inputs {
         let mut bytes = Vec::new();
-        for line in lines {
+        if name.ends_with(".parquet") {
+            let rows: Vec<Value> = lines
+                .iter()
+                .map(|l| serde_json::from_slice(l).expect("a row"))
+                .collect();
+            let layout = crate::common::parquet::Layout {
+                group_rows: 3,
+                ..Default::default()
+            };
+            bytes = crate::common::parquet::write(formats::PARQUET_SCHEMA, &rows, layout);
+        }
+        for line in lines.iter().filter(|_| !name.ends_with(".parquet")) {
             bytes.extend_from_slice(line);
             bytes.push(b'\n');
         }
@@ -641,7 +654,7 @@ fn cases() -> u32 {
 }
 
 /// A file name's format prefix, so that the walk (by name) takes them in this order.
-const FORMATS: [&str; 10] = [
+const FORMATS: [&str; 11] = [
     "anthropic",
     "chat",
     "chat-stream",
@@ -650,11 +663,21 @@ const FORMATS: [&str; 10] = [
     "codex",
     "gemini-cli",
     "otel",
+    "parquet",
     "responses",
     "sharegpt",
 ];
 
-/// One file of each of the ten source formats: `NAME.jsonl` for the format `NAME`.
+/// The file of format `name`: `NAME.jsonl`, a Parquet dataset `parquet.parquet`.
+fn file_of(name: &str) -> String {
+    match name {
+        "parquet" => "parquet.parquet".to_string(),
+        _ => format!("{name}.jsonl"),
+    }
+}
+
+/// One file of each of the eleven source formats: `NAME.jsonl` for the format `NAME` (a Parquet
+/// dataset `parquet.parquet`).
 fn every_format() -> impl Strategy<Value = Inputs> {
     (
         formats::anthropic(),
@@ -665,6 +688,7 @@ fn every_format() -> impl Strategy<Value = Inputs> {
         formats::codex(),
         formats::gemini_cli(),
         formats::otel(),
+        formats::parquet(),
         formats::responses(),
         formats::sharegpt(),
     )
@@ -678,6 +702,7 @@ fn every_format() -> impl Strategy<Value = Inputs> {
                 codex,
                 gemini,
                 otel,
+                parquet,
                 responses,
                 sharegpt,
             )| {
@@ -691,12 +716,13 @@ fn every_format() -> impl Strategy<Value = Inputs> {
                     codex,
                     gemini,
                     otel,
+                    parquet,
                     responses,
                     sharegpt,
                 ]
                 .into_iter()
                 .zip(FORMATS)
-                .map(|(lines, name)| (format!("{name}.jsonl"), lines))
+                .map(|(lines, name)| (file_of(name), lines))
                 .collect()
             },
         )

@@ -116,6 +116,27 @@ pub struct FileRead {
     pub dropped: Vec<DroppedRecord>,
 }
 
+impl FileRead {
+    /// What a format whose records are each one conversation read: each record's value
+    /// through `read_one`, its conversation or the reason it is refused.
+    pub fn each(
+        records: Vec<InputRecord>,
+        mut read_one: impl FnMut(Value) -> Result<Transcript, InputError>,
+    ) -> FileRead {
+        let mut read = FileRead::default();
+        for record in records {
+            match read_one(record.value) {
+                Ok(transcript) => read.conversations.push(SourceConversation {
+                    transcript,
+                    records: vec![record.index],
+                }),
+                Err(error) => read.refused.push((record.index, error)),
+            }
+        }
+        read
+    }
+}
+
 /// One conversation read from one or more records.
 #[derive(Debug)]
 pub struct SourceConversation {
@@ -307,6 +328,7 @@ pub fn readers() -> &'static [&'static dyn FormatReader] {
         &super::responses::ResponsesReader,
         &super::chat_stream::ChatStreamReader,
         &super::sharegpt::ShareGptReader,
+        &super::parquet::ParquetReader,
         &super::chat::ChatReader,
     ]
 }
@@ -342,7 +364,7 @@ mod tests {
 
     #[test]
     fn names_read_back() {
-        assert_eq!(SourceFormat::all().count(), 10);
+        assert_eq!(SourceFormat::all().count(), 11);
         for format in SourceFormat::all() {
             assert_eq!(format.name().parse::<SourceFormat>(), Ok(format));
         }

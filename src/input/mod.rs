@@ -5,8 +5,9 @@
 //! samples, trajectories, turn lists, any path a rule file or `--messages-at` names), Claude
 //! Code sessions ([`claude_code`]), Codex's own rollouts ([`codex`]), ChatGPT exports ([`chatgpt`]), Anthropic Messages logs
 //! ([`anthropic`]), Responses logs ([`responses`]), streamed Chat Completions logs
-//! ([`chat_stream`]), ShareGPT datasets ([`sharegpt`]), Gemini CLI sessions ([`gemini_cli`])
-//! and OpenTelemetry GenAI traces ([`otel`]). A reader is given parsed records
+//! ([`chat_stream`]), ShareGPT datasets ([`sharegpt`]), Gemini CLI sessions ([`gemini_cli`]),
+//! OpenTelemetry GenAI traces ([`otel`]) and Parquet chat datasets ([`parquet`], found by the
+//! file's magic: the source layer renders each row as a JSON object). A reader is given parsed records
 //! (one, or a whole file's when a conversation spans records) and says what became of each:
 //! part of a conversation, refused with an [`InputError`], or dropped by a rule; the pipeline
 //! quarantines what is refused and checks that every record is accounted for.
@@ -24,7 +25,8 @@
 //! of Claude Code and Anthropic), [`chain`] (the one chain driver of the three API logs),
 //! [`sse`] (SSE lines and logged events), [`batch`] (Batch API results joined to their
 //! requests), [`inside`] (the only way a reader opens a file a record points to), `tree` (a
-//! message read alike from simd-json's tape or a `Value`: the chat fast path).
+//! message read alike from simd-json's tape or a `Value`: the chat fast path), `turns`
+//! (ShareGPT-style turn lists, read alike in ShareGPT and Parquet datasets).
 
 pub mod anthropic;
 pub mod batch;
@@ -41,11 +43,13 @@ pub mod gemini_cli;
 pub mod inside;
 pub mod media;
 pub mod otel;
+pub mod parquet;
 pub mod parse;
 pub mod responses;
 pub mod sharegpt;
 pub mod sse;
 pub(crate) mod tree;
+pub(crate) mod turns;
 
 pub use chat::extract;
 pub use format::{FormatReader, SourceFormat};

@@ -954,8 +954,12 @@ fn events<'a>(
     }
 }
 
-/// The format of the file whose first record this is.
+/// The format of the file whose first record this is: a row of a binary file (Parquet) by
+/// its file's magic, anything else by its own bytes.
 pub(super) fn detect(record: &RawRecord) -> SourceFormat {
+    if let Some(magic) = record.magic {
+        return format::detect(None, magic);
+    }
     let value = serde_json::from_slice::<serde_json::Value>(&record.bytes).ok();
     format::detect(value.as_ref(), &record.bytes)
 }

@@ -1222,6 +1222,7 @@ pub(super) mod tests {
             truncated: false,
             oversized: None,
             id: RecordId::of(bytes),
+            magic: None,
         }
     }
 

@@ -614,14 +614,15 @@ pub fn ctime_ns(meta: &std::fs::Metadata) -> u64 {
     seconds.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
-/// True for `x.jsonl`, `x.json.zst`, `x.traj.gz` and the like.
+/// True for `x.jsonl`, `x.json.zst`, `x.traj.gz` and the like, a `.zip` and a `.parquet`.
 pub fn is_record_file(path: &Path) -> bool {
     let name = match path.file_name() {
         Some(name) => name.to_string_lossy().to_ascii_lowercase(),
         None => return false,
     };
-    // A ChatGPT data export, read whole (its conversations files) without unpacking.
-    if name.ends_with(".zip") {
+    // A ChatGPT data export, read whole (its conversations files) without unpacking; a
+    // Parquet dataset, read by its row groups.
+    if name.ends_with(".zip") || name.ends_with(".parquet") {
         return true;
     }
     let mut parts: Vec<&str> = name.rsplit('.').collect();
@@ -650,6 +651,7 @@ mod tests {
             "b.traj",
             "c.json.gz",
             "d.ndjson.zstd",
+            "train-00000-of-00006.parquet",
         ] {
             assert!(is_record_file(Path::new(yes)), "{yes}");
         }

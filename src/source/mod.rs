@@ -3,6 +3,8 @@
 //! In: the INPUT paths of the command line. Out: [`SourceFile`]s in a deterministic order, then
 //! per file a stream of [`RawRecord`]s, each with its [`Location`](crate::model::Location), or a
 //! [`Damage`] where the file cannot be read further (the records before it are still yielded).
+//! A text file is split into lines or a document's elements ([`split`]); a Parquet file into
+//! its rows, a row group at a time ([`parquet`]).
 //! [`shard`] says which files, or ranges of a large file, one shard of a sharded run reads.
 //! Fails: on a missing input path (fatal); everything else is per file and reported, not fatal.
 
@@ -11,6 +13,7 @@ pub mod elements;
 pub mod filter;
 pub mod nested;
 pub mod open;
+pub mod parquet;
 pub mod shard;
 pub mod split;
 

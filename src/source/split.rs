@@ -32,6 +32,7 @@ use super::discover::SourceFile;
 use super::elements::{Element, Elements, Framing};
 use super::nested::{opens_path, Nested, OTLP_SPANS};
 use super::open::{open_hashing, Compression, DigestSlot, LineSource, Opened, Plain};
+use super::parquet::Rows;
 use crate::model::Location;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -49,6 +50,10 @@ pub struct RawRecord {
     /// The record's identity in its file (digest and occurrence), set by the reader, which
     /// sees a file's records in order.
     pub id: crate::model::identity::RecordId,
+    /// The magic of the binary file the record is a row of (Parquet's `PAR1`), `None` for
+    /// text: such a file's format is found by its magic, not by its first row's shape, which
+    /// a JSON record may share.
+    pub magic: Option<&'static [u8]>,
 }
 
 impl RawRecord {
@@ -69,7 +74,8 @@ pub const DEFAULT_MAX_CONVERSATION_BYTES: u64 = 1 << 30;
 /// What is kept of an oversized record: its first bytes, for the quarantine line.
 pub const OVERSIZED_HEAD: usize = 1024;
 
-/// The place where a file could not be read further.
+/// The place where a file could not be read further (of a Parquet file, a row group that
+/// could not be read; the next one is).
 #[derive(Debug, Clone)]
 pub struct Damage {
     pub location: Location,
@@ -107,38 +113,31 @@ pub fn records(file: &SourceFile) -> RecordReader {
 /// [`records`], with the digest of the file's bytes on disk left in `slot` once they were read
 /// to the end ([`super::open::open_hashing`]).
 pub fn records_hashing(file: &SourceFile, slot: Option<DigestSlot>) -> RecordReader {
+    let display = Arc::clone(&file.display);
     match open_hashing(&file.path, slot) {
-        Ok(opened) => RecordReader::over(Arc::clone(&file.display), opened),
-        Err(err) => {
-            let mut queue = VecDeque::new();
-            queue.push_back(RecordEvent::Damage(Damage {
-                location: Location {
-                    path: Arc::clone(&file.display),
-                    line: 0,
-                    byte_offset: 0,
-                    element: None,
-                },
-                compressed_offset: None,
-                message: err.to_string(),
-            }));
-            RecordReader {
-                path: Arc::clone(&file.display),
-                reader: None,
-                compression: Compression::None,
-                compressed_read: Arc::new(AtomicU64::new(0)),
-                line: 0,
-                offset: 0,
-                mode: Mode::Done,
-                leading_blanks: 0,
-                sniffing: false,
-                owed_blanks: 0,
-                queue,
-                max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
-                spill: Vec::new(),
-                chunk: BytesMut::new(),
+        Ok(mut opened) => {
+            if !is_parquet(&mut opened) {
+                return RecordReader::over(display, opened);
+            }
+            let read = Arc::new(AtomicU64::new(0));
+            match std::fs::File::open(&file.path)
+                .and_then(|f| Rows::of_file(Arc::clone(&display), f, Arc::clone(&read)))
+            {
+                Ok(rows) => RecordReader::rows(display, rows, read),
+                Err(err) => RecordReader::failed(display, err.to_string()),
             }
         }
+        Err(err) => RecordReader::failed(display, err.to_string()),
     }
+}
+
+/// Whether an opened stream is a Parquet file (its first bytes, already buffered, say so).
+fn is_parquet(opened: &mut Opened) -> bool {
+    opened.compression == Compression::None
+        && opened
+            .reader
+            .fill_buf()
+            .is_ok_and(super::parquet::is_parquet)
 }
 
 /// The events of a file's decompressed `bytes` held in memory, split exactly as [`records`]
@@ -146,6 +145,11 @@ pub fn records_hashing(file: &SourceFile, slot: Option<DigestSlot>) -> RecordRea
 /// records); `display` names the file in the records' locations. For tools and tests that
 /// hold a file's bytes, not its path (the fuzz targets: [`crate::pipeline::process_bytes`]).
 pub fn records_in(display: Arc<str>, bytes: Vec<u8>) -> RecordReader {
+    if super::parquet::is_parquet(&bytes) {
+        let read = Arc::new(AtomicU64::new(0));
+        let rows = Rows::of_bytes(Arc::clone(&display), bytes.into(), Arc::clone(&read));
+        return RecordReader::rows(display, rows, read);
+    }
     RecordReader::over(
         display,
         Opened {
@@ -159,6 +163,8 @@ pub fn records_in(display: Arc<str>, bytes: Vec<u8>) -> RecordReader {
 enum Mode {
     Sniff,
     Lines,
+    /// A Parquet file's rows: it is not split into lines.
+    Rows(Box<Rows>),
     /// A document's elements (or values), read one at a time; where its first byte is.
     Elements(Box<(Elements<Box<dyn BufRead + Send>>, Base)>),
     /// The spans of OTLP trace exports, read one at a time from the stream.
@@ -257,16 +263,51 @@ enum ReadLine {
 }
 
 impl RecordReader {
+    /// A file that could not be opened: one damage event, `message` its reason.
+    fn failed(path: Arc<str>, message: String) -> RecordReader {
+        let mut reader = RecordReader::start(path, None, Arc::default(), Mode::Done);
+        let location = reader.location(0, 0, None);
+        reader.queue.push_back(RecordEvent::Damage(Damage {
+            location,
+            compressed_offset: None,
+            message,
+        }));
+        reader
+    }
+
+    /// The rows of a Parquet file as its records; `read` counts the bytes read from it.
+    fn rows(path: Arc<str>, rows: Rows, read: Arc<AtomicU64>) -> RecordReader {
+        RecordReader::start(path, None, read, Mode::Rows(Box::new(rows)))
+    }
+
     /// The records of an opened stream, named `path` in their locations.
     fn over(path: Arc<str>, opened: Opened) -> RecordReader {
+        let Opened {
+            reader,
+            compression,
+            compressed_read,
+        } = opened;
+        RecordReader {
+            compression,
+            ..RecordReader::start(path, Some(reader), compressed_read, Mode::Sniff)
+        }
+    }
+
+    /// A reader at the start of its file, in `mode`.
+    fn start(
+        path: Arc<str>,
+        reader: Option<Box<dyn LineSource>>,
+        read: Arc<AtomicU64>,
+        mode: Mode,
+    ) -> RecordReader {
         RecordReader {
             path,
-            reader: Some(opened.reader),
-            compression: opened.compression,
-            compressed_read: opened.compressed_read,
+            reader,
+            compression: Compression::None,
+            compressed_read: read,
             line: 0,
             offset: 0,
-            mode: Mode::Sniff,
+            mode,
             leading_blanks: 0,
             sniffing: false,
             owed_blanks: 0,
@@ -298,6 +339,9 @@ impl RecordReader {
 
     /// Reading stops (the file ends in a damage the caller drops) once `stop` holds a signal.
     pub fn stop(mut self, stop: &Arc<std::sync::atomic::AtomicUsize>) -> RecordReader {
+        if let Mode::Rows(rows) = &mut self.mode {
+            rows.stop(stop);
+        }
         self.reader = self.reader.take().map(|inner| {
             Box::new(super::open::Stoppable {
                 inner,
@@ -309,6 +353,9 @@ impl RecordReader {
 
     /// Records longer than `limit` bytes are yielded as oversized (`--max-record-bytes`).
     pub fn max_record_bytes(mut self, limit: u64) -> RecordReader {
+        if let Mode::Rows(rows) = &mut self.mode {
+            rows.max_record_bytes(limit);
+        }
         self.max_record_bytes = limit;
         self
     }
@@ -500,6 +547,7 @@ impl RecordReader {
             truncated: false,
             oversized: Some(size),
             id: Default::default(),
+            magic: None,
         })
     }
 
@@ -513,6 +561,7 @@ impl RecordReader {
                 truncated: true,
                 oversized: None,
                 id: Default::default(),
+                magic: None,
             }));
         }
         let compressed_offset = match self.compression {
@@ -544,6 +593,7 @@ impl RecordReader {
             truncated: false,
             oversized: None,
             id: Default::default(),
+            magic: None,
         })
     }
 
@@ -732,6 +782,7 @@ impl RecordReader {
                     truncated: false,
                     oversized: None,
                     id: Default::default(),
+                    magic: None,
                 };
                 self.queue.push_back(RecordEvent::Record(record));
                 self.mode = Mode::Done;
@@ -796,6 +847,7 @@ impl RecordReader {
                 truncated: true,
                 oversized: None,
                 id: Default::default(),
+                magic: None,
             }));
         }
         drop(doc);
@@ -917,6 +969,7 @@ impl RecordReader {
                 truncated: false,
                 oversized: None,
                 id: Default::default(),
+                magic: None,
             })),
             Element::Oversized {
                 head,
@@ -930,6 +983,7 @@ impl RecordReader {
                 truncated: false,
                 oversized: Some(size),
                 id: Default::default(),
+                magic: None,
             })),
             Element::Broken {
                 offset,
@@ -1117,6 +1171,10 @@ impl Iterator for RecordReader {
             match &mut self.mode {
                 Mode::Done => return None,
                 Mode::Sniff => self.sniff(),
+                Mode::Rows(rows) => match rows.next_event() {
+                    Some(event) => return Some(event),
+                    None => self.mode = Mode::Done,
+                },
                 Mode::Elements(elements) => {
                     let base = elements.1;
                     match elements.0.next() {

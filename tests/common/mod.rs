@@ -12,6 +12,8 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+pub mod parquet;
+
 /// A temporary folder for one test; commands run with it as their working directory, so the
 /// paths written in reports are the short relative ones given on the command line.
 pub struct Workdir {

@@ -4,7 +4,8 @@
 //! opens with a record that its format's detection recognises (the property checks that every
 //! reader was used); after it, anything goes.
 //!
-//! Every generator returns a file's lines (no `\n`), JSON Lines, one record a line.
+//! Every generator returns a file's lines (no `\n`), JSON Lines, one record a line (a Parquet
+//! dataset's rows as the source layer renders them: `properties::write_inputs` writes the file).
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -752,4 +753,69 @@ pub fn codex() -> impl Strategy<Value = Vec<Vec<u8>>> {
                 .collect();
             with_junk(head, rest, junk)
         })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parquet datasets: rows of one schema (lmsys-chat-1m's columns and a reasoning field), written
+// as a Parquet file by `properties::write_inputs`. Each row's line is its JSON exactly as the
+// source layer renders a row (the schema's fields in order, absent ones `null`), so that the
+// quarantine's copy of a row can be checked byte for byte.
+
+/// The schema, its fields in the order serde_json writes a map's keys (sorted).
+pub const PARQUET_SCHEMA: &str = "message rows {
+  optional group conversation (LIST) {
+    repeated group list {
+      optional group element {
+        optional binary content (UTF8);
+        optional binary reasoning_content (UTF8);
+        optional binary role (UTF8);
+      }
+    }
+  }
+  optional binary conversation_id (UTF8);
+  optional binary model (UTF8);
+}";
+
+fn parquet_message() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(vec![
+            "user",
+            "assistant",
+            "assistant",
+            "system",
+            "developer",
+            "tool",
+            "human",
+        ]),
+        prop::option::weighted(0.9, text()),
+        prop::option::weighted(0.2, text()),
+    )
+        .prop_map(|(role, content, reasoning)| {
+            json!({"content": content, "reasoning_content": reasoning, "role": role})
+        })
+}
+
+fn parquet_row() -> impl Strategy<Value = Value> {
+    (
+        prop::option::weighted(0.9, prop::collection::vec(parquet_message(), 0..6)),
+        prop::option::of("[0-9a-f]{12}"),
+        prop::option::of(prop::sample::select(vec!["vicuna-13b", "gpt-4-0314"])),
+    )
+        .prop_map(|(conversation, id, model)| {
+            json!({"conversation": conversation, "conversation_id": id, "model": model})
+        })
+}
+
+/// One Parquet dataset's rows, each as the line the source layer renders for it.
+pub fn parquet() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    (text(), prop::collection::vec(parquet_row(), 0..8)).prop_map(|(question, rows)| {
+        let head = json!({
+            "conversation": [{"content": question, "reasoning_content": null, "role": "user"}],
+            "conversation_id": null, "model": null,
+        });
+        std::iter::once(head)
+            .chain(rows)
+            .map(|row| serde_json::to_vec(&row).expect("a row"))
+            .collect()
+    })
 }

@@ -862,3 +862,29 @@ fn a_corrupt_page_damages_its_row_group_and_the_next_one_is_read() {
     assert_eq!(lines, [1, 2, 3, 4, 5, 11, 12]);
     accounted(&dir, &home, "home");
 }
+
+/// The review pages show Parquet rows as conversations, named by file and row, with the
+/// format and the rows' text.
+#[test]
+fn review_pages_show_parquet_rows() {
+    let wd = Workdir::new("review_parquet");
+    let input = fixtures_dir().join("wildchat.parquet");
+    let run = wd.run(&[
+        "audit",
+        input.to_str().expect("UTF-8"),
+        "--out",
+        "home",
+        "--review",
+        "3",
+    ]);
+    run.expect_code(0);
+    let review = wd.path("home/rollover/runs/0001/review");
+    let index = std::fs::read_to_string(review.join("index.html")).expect("review index");
+    assert!(index.contains("wildchat.parquet:"), "{index}");
+    let page = std::fs::read_to_string(review.join("0001.html")).expect("a review page");
+    assert!(page.contains("wildchat.parquet:"), "{page}");
+    assert!(
+        page.contains("<code>parquet</code>"),
+        "the format is named: {page}"
+    );
+}

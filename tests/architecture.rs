@@ -1,5 +1,5 @@
 //! The architecture cannot drift silently: dependencies between the library's modules point
-//! one way, along the pipeline (README "Architecture"):
+//! one way, along the pipeline (`src/lib.rs` module docs, "Architecture"):
 //!
 //! model ← source, rules ← input ← convert ← pipeline ← commands, with audit (decisions,
 //! accounting, summary) beside convert, validate reading only the wire types and the marker
@@ -7,7 +7,7 @@
 //!
 //! Every `crate::<module>` path in `src/` is read; one that is not an allowed edge below fails
 //! this test with the file and line. Changing the architecture means changing this list, in the
-//! same commit as the README.
+//! same commit as those docs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

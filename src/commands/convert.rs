@@ -237,8 +237,8 @@ fn fingerprint(args: &ConvertArgs, rules: &RuleSet) -> pipeline::Fingerprint {
         if let Some(model) = &args.model {
             map.insert("model".into(), model.as_str().into());
         }
-        // Since issue 28 `--cwd` also replaces the folder a Claude Code session records:
-        // a home converted with --cwd before then is converted again.
+        // `--cwd` also replaces the folder a Claude Code session records: the fingerprint says
+        // so, so that a home whose manifest lacks it is converted again.
         if args.cwd.is_some() {
             map.insert("cwd_overrides_source".into(), true.into());
         }

@@ -120,7 +120,7 @@ fn convert_command(path: &str) -> String {
 
 /// A rollout's bytes to check, its lines longer than `limit` left out as they are read (an
 /// empty line stands for each) and listed: memory is the file's other lines, never one line
-/// past the limit (a rollout of one 300 MB line took 1 GB to check whole).
+/// past the limit (a file read whole costs several times its size).
 fn read_capped(reader: &mut dyn BufRead, limit: u64) -> std::io::Result<(Vec<u8>, Vec<LongLine>)> {
     let mut bytes = Vec::new();
     let mut long = Vec::new();

@@ -848,7 +848,7 @@ pub(crate) fn read_message<N: Tree>(
 /// A message's `role` (a string), renamed by the rule file's role aliases: the role, and the
 /// role as written when an alias renamed it (so that the renaming is audited: a silent rename
 /// would be a decision without a trace). A role is read where it is: one of the roles with a
-/// name of their own costs no copy (a copy per message was 6 % of a small record's allocations).
+/// name of their own costs no copy (a hot path: samples/BENCHMARKS.md).
 #[inline]
 pub(crate) fn read_role<N: Tree>(
     role: Option<N>,

@@ -8,7 +8,7 @@
 //! moves them all into fresh memory each time it doubles: for 64,000 sessions it touched
 //! ~8 MB of fresh pages, where this touches ~3 MB. A fresh page is what a run of small records
 //! pays most for memory: ~40 us each on a virtual machine whose host reclaims idle memory
-//! (`samples/BENCHMARKS.md`, fifteenth round).
+//! ([samples/BENCHMARKS.md](../../samples/BENCHMARKS.md) has the figures).
 //!
 //! Keys are digests, uniform in every bit: their low 64 bits are the hash.
 //!

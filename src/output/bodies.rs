@@ -42,7 +42,7 @@ const CHUNK: usize = 1 << 20;
 /// at a time when long (agent transcripts' ~73 KB, to skip a copy into a buffer) and through
 /// a 256 KiB `BufWriter` otherwise: writing agent transcripts' 235 MB of bodies took the
 /// kernel 0.42 s a run (`--format responses -j 1`, the mean of 6), and 0.27 s in chunks of
-/// 1 MiB, copy included, with the same user CPU (`samples/BENCHMARKS.md`, seventeenth round).
+/// 1 MiB, copy included, with the same user CPU (samples/BENCHMARKS.md).
 /// What is not a whole chunk waits in the buffer; a part of a write that spans whole chunks
 /// once the buffer is written goes to the file from where it is, not copied.
 struct Chunked<F: Write = File> {

@@ -1027,11 +1027,9 @@ impl Priorities {
 /// priority, the reader of agent transcripts (~40 % of a dry run's CPU: it needs most of a
 /// core while two workers share the other) shared its core with a worker, and the workers
 /// then waited for its batches: a dry run on 2 cores took 0.45-0.49 s, and 0.41-0.42 s with
-/// the workers at +10, for the same CPU (best of 5, interleaved; `samples/BENCHMARKS.md`,
-/// seventeenth round). Nice +5 (a worker's weight a third of the reader's) gained nearly as
-/// much; +10 leaves room for the collector and the main thread too. With fewer workers than
-/// cores, the serial threads at +10 gained more than at +5 (median 0.475 against 0.49 s,
-/// eighteenth round). A thread that yields runs as fast as ever on an idle core.
+/// the workers at +10, for the same CPU. +10 leaves room for the collector and the main
+/// thread too; a thread that yields runs as fast as ever on an idle core. The measurements:
+/// samples/BENCHMARKS.md.
 ///
 /// On Linux a nice value is a thread's own, and it orders the process's threads against
 /// those of the same group only (the session's autogroup, or a cgroup with the CPU

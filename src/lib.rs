@@ -183,6 +183,19 @@
 //! crashes (`2` adds the accounting). See `fuzz/README.md` for the seeds, the dictionaries and the
 //! last runs.
 //!
+//! # Where the README's promises are kept
+//!
+//! The README says what a user may rely on; each module's docs say how it holds. Writes that are
+//! atomic, private and confined, and what a killed run leaves: `output::home`, `output::dir`.
+//! Never clobbering a session changed or held open: `output::guard`, `output::holders`.
+//! Incremental runs, carried findings and `manifest.prev`: `output::manifest`. One run at a time
+//! and `--wait`: `output::lock`. Session identity and versions: `model::identity`,
+//! `model::version`. Shards and split files: `source::shard`; Batch API results across shards:
+//! `pipeline::claims`, `output::results_seen`. The threads of `--jobs`, their priorities and the
+//! read-ahead: `pipeline`. What each source format maps, keeps and drops: its reader's module,
+//! `input::<name>`. The reports and review pages: `audit::report`. Memory and speed figures:
+//! `samples/BENCHMARKS.md`.
+//!
 
 pub mod audit;
 pub mod cli;

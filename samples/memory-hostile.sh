@@ -5,7 +5,7 @@
 # chain of Responses objects linked by previous_response_id (oldest and newest first), and a
 # 400 MB ChatGPT conversations.json written on one line (6,841 conversations). Each row gives
 # the input's size, the peak RSS, their ratio, and what `--memory` charges the work held whole
-# (`charge`: the README's cost of its format; the run's budget, by default half the machine's
+# (`charge`: the per-format cost in samples/BENCHMARKS.md; the run's budget, by default half the machine's
 # memory, bounds the sum of what is admitted at once).
 #
 #   bash samples/memory-hostile.sh                 every case

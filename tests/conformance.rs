@@ -21,7 +21,7 @@
 //! `source_sessions_resume_exactly_in_codex` does the same for Claude Code sessions (parallel
 //! calls, a compaction) and ChatGPT exports, and resumes one by its thread name;
 //! `codex_own_importer_keeps_less_than_rollover` runs Codex's own Claude Code importer beside
-//! rollover on one session (the README's side-by-side).
+//! rollover on one session (the README's comparison with Codex's own importer).
 //!
 //! The last two tests break a rollout on purpose and prove the check reports it.
 
@@ -652,7 +652,7 @@ fn source_sessions_resume_exactly_in_codex_in(codex: &Codex) {
     );
 }
 
-/// The README's side-by-side, on the real thing: Codex 0.169's own Claude Code importer
+/// The README's comparison, on the real thing: Codex 0.169's own Claude Code importer
 /// (`codex app-server`, `externalAgentConfig/detect` then `/import`, sources.md §1.11) against
 /// rollover, on the same session (`spotter-v2.1/subagent.jsonl`, its timestamps moved into the
 /// last 30 days and its `cwd` to a folder that exists, as the importer requires).

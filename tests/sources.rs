@@ -882,7 +882,7 @@ fn corpus_claude_code_and_chatgpt_convert_and_every_line_is_accounted() {
     );
 }
 
-/// The README's side-by-side table: what Codex 0.169's own importer keeps of
+/// The README's comparison with Codex's own importer: what Codex 0.169's own importer keeps of
 /// `spotter-v2.1/subagent.jsonl` (sources.md §1.11: user/assistant lines, `isMeta` and
 /// `isSidechain` skipped, thinking dropped, each `tool_use` a text note, each `tool_result` a
 /// note cut at 4,000 characters, no images) against what rollover writes.

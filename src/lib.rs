@@ -20,8 +20,9 @@
 //!
 //! ```text
 //! model/     data only: the Transcript read from a record (its Role, SourceFormat, source notes),
-//!            the converted items, rollout lines and Responses items (the wire types, written,
-//!            and read back as views: view/template.rs reads the common lines (messages, calls,
+//!            the converted items, rollout lines and Responses items (the wire types, each
+//!            declared once in a table, rollout/table.rs, that emits its serde derive and its
+//!            fast writer; read back as views: view/template.rs reads the common lines (messages, calls,
 //!            outputs, message events, the session meta) as byte templates, view/scan.rs any
 //!            line by hand with serde_json's acceptance, the serde reader their reference in the
 //!            tests), scan.rs (the strict one-pass JSON scanner those views and the Responses

@@ -4,17 +4,14 @@
 //! serialised in place, never cloned.
 
 use std::borrow::Cow;
-use std::ops::Range;
-
-use serde::Serialize;
 
 use super::{Conversation, ConvertError, ItemKind, OutItem, OutPayload};
-use crate::model::json::escape_into;
 use crate::model::responses::{Format, ResponsesOptions};
-use crate::model::rollout::wire::{key, line, tag};
+use crate::model::rollout::table::{JsonOut, WriteJson};
+use crate::model::rollout::wire::{line, tag};
 use crate::model::rollout::{
-    BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, NativeItem, Phase, ResponseItem,
-    SessionMeta, ToolOutput, ROLE_USER,
+    BaseInstructions, Compacted, ContentItem, EventMsg, GitInfo, NativeItem, ResponseItem,
+    SessionMeta, ROLE_USER,
 };
 use crate::model::time::{format_ms, ms_digits, MAX_MS};
 use crate::model::transcript::RecordMeta;
@@ -149,7 +146,8 @@ fn git_info(source: &RecordMeta) -> Option<GitInfo> {
 
 /// Writes the whole rollout, one JSON object per line, `\n` endings. `times[i]` is when input
 /// message `i` was written, if the source says (empty for chat records): an item from it is
-/// stamped then, unless that would go back in time.
+/// stamped then, unless that would go back in time. Payloads are written by their tables'
+/// fast writers ([`WriteJson`]); a message's event copies the bytes of its one text part.
 pub fn write(
     meta: &SessionMeta,
     items: &[OutItem],
@@ -158,9 +156,8 @@ pub fn write(
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
     let mut clock = Clock::new(started_ms);
-    line_head(out, &mut clock, tag::SESSION_META);
-    write_session_meta(out, meta);
-    out.extend_from_slice(b"}\n");
+    let out = &mut JsonOut::new(out);
+    write_line(out, &mut clock, tag::SESSION_META, meta)?;
     for item in items {
         if let Some(at) = item.origin.and_then(|i| times.get(i).copied().flatten()) {
             clock.advance_to(at);
@@ -184,13 +181,12 @@ pub fn write(
                 write_line(out, &mut clock, tag::COMPACTED, native)?
             }
             OutPayload::Item(response) => {
-                line_head(out, &mut clock, tag::RESPONSE_ITEM);
-                let text = write_item(out, response)?;
-                out.extend_from_slice(b"}\n");
+                out.take_marked();
+                write_line(out, &mut clock, tag::RESPONSE_ITEM, response)?;
+                let text = out.take_marked();
                 if let Some(event) = event_for(item.kind, response) {
-                    line_head(out, &mut clock, tag::EVENT_MSG);
-                    write_event(out, &event, text);
-                    out.extend_from_slice(b"}\n");
+                    out.copy_next(text);
+                    write_line(out, &mut clock, tag::EVENT_MSG, &event)?;
                 }
             }
         }
@@ -210,273 +206,33 @@ pub fn replacement_message(summary: &str) -> ResponseItem {
     }
 }
 
-fn write_line<P: Serialize>(
-    out: &mut Vec<u8>,
+/// One line: its head ([`line_head`]), the payload and `}\n`.
+fn write_line<P: WriteJson + ?Sized>(
+    out: &mut JsonOut<'_>,
     clock: &mut Clock,
     tag: &'static str,
     payload: &P,
 ) -> Result<(), serde_json::Error> {
     line_head(out, clock, tag);
-    serde_json::to_writer(&mut *out, payload)?;
-    out.extend_from_slice(b"}\n");
+    payload.write_json(out)?;
+    out.bytes.extend_from_slice(b"}\n");
     Ok(())
-}
-
-// The lines of nearly every rollout (the session meta, messages, their events) are written by
-// hand below, the same bytes serde_json writes for [`Line`], [`SessionMeta`], [`ResponseItem`]
-// and [`EventMsg`] (the unit tests compare the two on every shape): serde_json escaped each of
-// their constant keys byte by byte, ~8 % of a conversion of small records. Anything else goes
-// through serde_json. Keys and types are the model's ([`crate::model::rollout::wire`]), copied
-// whole: none needs escaping.
-
-/// `SEP"KEY":` where `SEP` is `{` for an object's first key and `,` for the others; `field`
-/// is a name's `,"name":` ([`crate::model::rollout::wire`]), copied in one piece.
-#[inline]
-pub(super) fn key_into(out: &mut Vec<u8>, sep: u8, field: &str) {
-    if sep == b',' {
-        out.extend_from_slice(field.as_bytes());
-    } else {
-        out.push(sep);
-        out.extend_from_slice(&field.as_bytes()[1..]);
-    }
 }
 
 /// `{"timestamp":"…","type":"TAG","payload":` of the next line; the caller writes the payload
 /// and `}\n`.
 /// Neither needs escaping (a timestamp is digits, `-:.TZ`; a tag is one of the model's
 /// lowercase names), so both are copied between quotes.
-fn line_head(out: &mut Vec<u8>, clock: &mut Clock, tag: &'static str) {
+fn line_head(out: &mut JsonOut<'_>, clock: &mut Clock, tag: &'static str) {
     clock.tick();
-    out.reserve(HEAD + line::field::TYPE.len() + tag.len() + line::field::PAYLOAD.len() + 2);
-    out.extend_from_slice(&clock.head);
-    key_into(out, b',', line::field::TYPE);
-    out.push(b'"');
-    out.extend_from_slice(tag.as_bytes());
-    out.push(b'"');
-    key_into(out, b',', line::field::PAYLOAD);
-}
-
-/// The session meta as serde_json writes [`SessionMeta`]: its fields in order, an absent
-/// optional one left out.
-fn write_session_meta(out: &mut Vec<u8>, meta: &SessionMeta) {
-    let fields: [(u8, &str, &str); 5] = [
-        (b'{', key::field::ID, &meta.id),
-        (b',', key::field::TIMESTAMP, &meta.timestamp),
-        (b',', key::field::CWD, &meta.cwd),
-        (b',', key::field::ORIGINATOR, &meta.originator),
-        (b',', key::field::CLI_VERSION, &meta.cli_version),
-    ];
-    // Each optional field, and the key of the object it is in when it is not a bare string.
-    let optional: [(&str, Option<&str>, Option<&str>); 3] = [
-        (key::field::SOURCE, meta.source.as_deref(), None),
-        (
-            key::field::MODEL_PROVIDER,
-            meta.model_provider.as_deref(),
-            None,
-        ),
-        (
-            key::field::BASE_INSTRUCTIONS,
-            meta.base_instructions.as_ref().map(|b| b.text.as_str()),
-            Some(key::field::TEXT),
-        ),
-    ];
-    for (sep, key, value) in fields {
-        key_into(out, sep, key);
-        escape_into(out, value);
-    }
-    for (key, value, inner) in optional {
-        let Some(value) = value else { continue };
-        key_into(out, b',', key);
-        if let Some(inner) = inner {
-            key_into(out, b'{', inner);
-        }
-        escape_into(out, value);
-        if inner.is_some() {
-            out.push(b'}');
-        }
-    }
-    if let Some(git) = &meta.git {
-        key_into(out, b',', key::field::GIT);
-        let mut sep = b'{';
-        let fields = [
-            (key::field::COMMIT_HASH, &git.commit_hash),
-            (key::field::BRANCH, &git.branch),
-            (key::field::REPOSITORY_URL, &git.repository_url),
-        ];
-        for (field, value) in fields {
-            let Some(value) = value else { continue };
-            key_into(out, sep, field);
-            escape_into(out, value);
-            sep = b',';
-        }
-        if sep == b'{' {
-            out.push(b'{');
-        }
-        out.push(b'}');
-    }
-    out.push(b'}');
-}
-
-/// `{"type":"KIND"`: the start of a tagged object, the caller writes the rest. `kind` is a
-/// name of the model, written as it is between quotes.
-fn type_head(out: &mut Vec<u8>, kind: &str) {
-    key_into(out, b'{', key::field::TYPE);
-    out.push(b'"');
-    out.extend_from_slice(kind.as_bytes());
-    out.push(b'"');
-}
-
-/// A response item as serde_json writes it; a message and its text parts by hand. Returns
-/// where in `out` the message's one text part was written, escaped, when it has exactly one:
-/// its event's message is that text, and copies those bytes instead of escaping it again.
-pub(super) fn write_item(
-    out: &mut Vec<u8>,
-    item: &ResponseItem,
-) -> Result<Option<Range<usize>>, serde_json::Error> {
-    let mut text = None;
-    match item {
-        ResponseItem::Message {
-            role,
-            content,
-            phase,
-        } => {
-            type_head(out, item.type_name());
-            key_into(out, b',', key::field::ROLE);
-            escape_into(out, role);
-            key_into(out, b',', key::field::CONTENT);
-            text = write_parts(out, content)?;
-            write_phase(out, *phase);
-        }
-        ResponseItem::FunctionCall {
-            name,
-            arguments,
-            call_id,
-        } => string_fields(
-            out,
-            item.type_name(),
-            &[
-                (key::field::NAME, name),
-                (key::field::ARGUMENTS, arguments),
-                (key::field::CALL_ID, call_id),
-            ],
-        ),
-        ResponseItem::CustomToolCall {
-            call_id,
-            name,
-            input,
-        } => string_fields(
-            out,
-            item.type_name(),
-            &[
-                (key::field::CALL_ID, call_id),
-                (key::field::NAME, name),
-                (key::field::INPUT, input),
-            ],
-        ),
-        ResponseItem::FunctionCallOutput { call_id, output }
-        | ResponseItem::CustomToolCallOutput { call_id, output } => {
-            string_fields(out, item.type_name(), &[(key::field::CALL_ID, call_id)]);
-            key_into(out, b',', key::field::OUTPUT);
-            write_output(out, output)?;
-        }
-        ResponseItem::Reasoning { .. } | ResponseItem::Native(_) => {
-            return serde_json::to_writer(&mut *out, item).map(|_| None)
-        }
-    }
-    out.push(b'}');
-    Ok(text)
-}
-
-/// `{"type":"KIND"` and then each `,KEY:"VALUE"`, in order; the caller closes the object.
-/// The keys are names of the model, as `field`s.
-fn string_fields(out: &mut Vec<u8>, kind: &str, fields: &[(&str, &str)]) {
-    type_head(out, kind);
-    for (key, value) in fields {
-        key_into(out, b',', key);
-        escape_into(out, value);
-    }
-}
-
-/// A tool output: a string, or an array of content items.
-fn write_output(out: &mut Vec<u8>, output: &ToolOutput) -> Result<(), serde_json::Error> {
-    match output {
-        ToolOutput::Text(text) => {
-            escape_into(out, text);
-            Ok(())
-        }
-        ToolOutput::Items(parts) => write_parts(out, parts).map(|_| ()),
-    }
-}
-
-/// Content items; text parts by hand. Returns where the text was written (escaped, quotes
-/// included) when exactly one part is text.
-fn write_parts(
-    out: &mut Vec<u8>,
-    parts: &[ContentItem],
-) -> Result<Option<Range<usize>>, serde_json::Error> {
-    let mut texts = 0;
-    let mut text_at = None;
-    out.push(b'[');
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        match part {
-            ContentItem::InputText { text } | ContentItem::OutputText { text } => {
-                type_head(out, part.type_name());
-                key_into(out, b',', key::field::TEXT);
-                let start = out.len();
-                escape_into(out, text);
-                texts += 1;
-                text_at = Some(start..out.len());
-                out.push(b'}');
-            }
-            ContentItem::InputImage { .. } | ContentItem::InputAudio { .. } => {
-                serde_json::to_writer(&mut *out, part)?
-            }
-        }
-    }
-    out.push(b']');
-    Ok(text_at.filter(|_| texts == 1))
-}
-
-/// A `user_message` or `agent_message` event as serde_json writes it. `written` is where its
-/// message was already written escaped (the item's one text part), to be copied.
-fn write_event(out: &mut Vec<u8>, event: &EventMsg<'_>, written: Option<Range<usize>>) {
-    let message_into = |out: &mut Vec<u8>, message: &str| match written.clone() {
-        Some(range) => out.extend_from_within(range),
-        None => escape_into(out, message),
-    };
-    type_head(out, event.type_name());
-    key_into(out, b',', key::field::MESSAGE);
-    match event {
-        EventMsg::UserMessage { message, images } => {
-            message_into(out, message);
-            if !images.is_empty() {
-                key_into(out, b',', key::field::IMAGES);
-                out.push(b'[');
-                for (i, image) in images.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    escape_into(out, image);
-                }
-                out.push(b']');
-            }
-        }
-        EventMsg::AgentMessage { message, phase } => {
-            message_into(out, message);
-            write_phase(out, *phase);
-        }
-    }
-    out.push(b'}');
-}
-
-fn write_phase(out: &mut Vec<u8>, phase: Option<Phase>) {
-    if let Some(phase) = phase {
-        key_into(out, b',', key::field::PHASE);
-        escape_into(out, phase.as_str());
-    }
+    out.bytes
+        .reserve(HEAD + line::field::TYPE.len() + tag.len() + line::field::PAYLOAD.len() + 2);
+    out.bytes.extend_from_slice(&clock.head);
+    out.key(b',', line::field::TYPE);
+    out.bytes.push(b'"');
+    out.bytes.extend_from_slice(tag.as_bytes());
+    out.bytes.push(b'"');
+    out.key(b',', line::field::PAYLOAD);
 }
 
 /// `{"timestamp":"`, where a line's head starts.
@@ -650,10 +406,12 @@ mod tests {
         }
     }
 
-    /// Every line written by hand is byte for byte what serde_json writes for [`Line`].
+    /// Every line the tables' fast writers write is byte for byte what serde_json writes for
+    /// [`Line`] and the derived `Serialize`.
     #[test]
     fn lines_by_hand_are_serde_json_lines() {
-        use crate::model::rollout::{Line, ReasoningText, SummaryText};
+        use crate::model::rollout::{Line, Phase, ReasoningText, SummaryText, ToolOutput};
+        use serde::Serialize;
         let texts = [
             "",
             "plain",
@@ -786,6 +544,23 @@ mod tests {
             bytes
         }
         let mut clock = Clock::new(1_700_000_000_999);
+        // One line by the fast writer, and the same by serde_json.
+        fn both<P: WriteJson + Serialize>(
+            clock: &mut Clock,
+            tag: &'static str,
+            payload: &P,
+        ) -> (Vec<u8>, Option<std::ops::Range<usize>>) {
+            let mut bytes = Vec::new();
+            let mut out = JsonOut::new(&mut bytes);
+            write_line(&mut out, clock, tag, payload).unwrap();
+            let marked = out.take_marked();
+            let expected = serde_line(tag, clock.stamp(), payload);
+            assert_eq!(
+                String::from_utf8(bytes.clone()).unwrap(),
+                String::from_utf8(expected).unwrap()
+            );
+            (bytes, marked)
+        }
         for (i, text) in texts.iter().enumerate() {
             let some = |k: usize| (i + k).is_multiple_of(2);
             let meta = SessionMeta {
@@ -805,50 +580,43 @@ mod tests {
                     repository_url: (i % 3 == 0).then(|| format!("https://x/{text}")),
                 }),
             };
-            let mut ours = Vec::new();
-            line_head(&mut ours, &mut clock, tag::SESSION_META);
-            write_session_meta(&mut ours, &meta);
-            ours.extend_from_slice(b"}\n");
-            let expected = serde_line(tag::SESSION_META, clock.stamp(), &meta);
-            assert_eq!(
-                String::from_utf8(ours).unwrap(),
-                String::from_utf8(expected).unwrap()
+            both(&mut clock, tag::SESSION_META, &meta);
+            both(
+                &mut clock,
+                tag::SESSION_META,
+                &SessionMeta {
+                    git: Some(GitInfo::default()),
+                    ..meta
+                },
             );
+            for replacement_history in [None, Some(vec![replacement_message(text)])] {
+                let compacted = Compacted {
+                    message: text,
+                    replacement_history,
+                };
+                both(&mut clock, tag::COMPACTED, &compacted);
+            }
         }
         let mut copies = 0;
         for item in &items {
-            let mut ours = Vec::new();
-            line_head(&mut ours, &mut clock, tag::RESPONSE_ITEM);
-            let text = write_item(&mut ours, item).unwrap();
-            ours.extend_from_slice(b"}\n");
+            let (line, text) = both(&mut clock, tag::RESPONSE_ITEM, item);
             // An event written from the item's escaped text is the event escaped anew.
             for kind in [ItemKind::RealUser, ItemKind::Assistant] {
                 let Some(event) = event_for(kind, item) else {
                     continue;
                 };
-                let mut copied = ours.clone();
-                write_event(&mut copied, &event, text.clone());
-                let mut escaped = ours.clone();
-                write_event(&mut escaped, &event, None);
+                let mut copied = line.clone();
+                let mut out = JsonOut::new(&mut copied);
+                out.copy_next(text.clone());
+                event.write_json(&mut out).unwrap();
+                let mut escaped = line.clone();
+                event.write_json(&mut JsonOut::new(&mut escaped)).unwrap();
                 assert_eq!(copied, escaped);
                 copies += usize::from(text.is_some());
             }
-            let expected = serde_line(tag::RESPONSE_ITEM, clock.stamp(), item);
-            assert_eq!(
-                String::from_utf8(ours).unwrap(),
-                String::from_utf8(expected).unwrap()
-            );
         }
         for event in &events {
-            let mut ours = Vec::new();
-            line_head(&mut ours, &mut clock, tag::EVENT_MSG);
-            write_event(&mut ours, event, None);
-            ours.extend_from_slice(b"}\n");
-            let expected = serde_line(tag::EVENT_MSG, clock.stamp(), event);
-            assert_eq!(
-                String::from_utf8(ours).unwrap(),
-                String::from_utf8(expected).unwrap()
-            );
+            both(&mut clock, tag::EVENT_MSG, event);
         }
         assert_eq!(
             copies,
@@ -905,13 +673,11 @@ mod tests {
             cwd: "/p".into(),
             originator: "rollover".into(),
             cli_version: "0.169.0".into(),
-            source: None,
-            model_provider: None,
-            base_instructions: None,
             git: Some(GitInfo {
                 branch: Some("main".into()),
                 ..GitInfo::default()
             }),
+            ..SessionMeta::default()
         };
         let item = |origin: usize| OutItem {
             kind: ItemKind::Reasoning,

@@ -10,15 +10,13 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::render::{key_into, write_item};
 use super::{Conversation, ConvertError, OutPayload};
 use crate::audit::{Action, Decision};
-use crate::model::json::escape_into;
-use crate::model::responses::body as body_key;
 use crate::model::responses::{
-    InputItem, RequestBody, ResponsesOptions, ToolDefinition, Wire, BATCH_METHOD, BATCH_URL,
-    LITE_IMAGE_DETAILS, TOOL_FUNCTION, TYPE_ADDITIONAL_TOOLS,
+    BatchLine, InputItem, RequestBody, ResponsesOptions, ToolDefinition, Wire, BATCH_METHOD,
+    BATCH_URL, LITE_IMAGE_DETAILS, TOOL_FUNCTION,
 };
+use crate::model::rollout::table::{JsonOut, WriteJson};
 use crate::model::rollout::{ContentItem, ResponseItem, ROLE_DEVELOPER, ROLE_USER};
 use crate::rules::{Builtin, DropOrQuarantine, PolicyId, RuleSet};
 
@@ -39,7 +37,6 @@ pub fn render(
     let mut base_item = None;
     if lite {
         input.push(InputItem::AdditionalTools {
-            kind: TYPE_ADDITIONAL_TOOLS,
             role: ROLE_DEVELOPER,
             tools: &tools,
         });
@@ -127,68 +124,24 @@ pub fn render(
     Ok(out)
 }
 
-/// The body as serde_json writes it ([`RequestBody`], or with `envelope`, its custom id, the
-/// [`crate::model::responses::BatchLine`] around it): the same bytes, which the tests compare.
-/// By hand so that its items are written by the rollout's hand writer (`render::write_item`),
-/// which escapes their long texts faster than serde_json and copies the keys whole.
+/// The body's line: the body ([`RequestBody`]), or with `envelope`, its custom id, the
+/// [`BatchLine`] around it; by the tables' fast writers.
 fn write_body(
     out: &mut Vec<u8>,
     body: &RequestBody<'_>,
     envelope: Option<&str>,
 ) -> Result<(), serde_json::Error> {
-    if let Some(custom_id) = envelope {
-        for (sep, key, value) in [
-            (b'{', body_key::field::CUSTOM_ID, custom_id),
-            (b',', body_key::field::METHOD, BATCH_METHOD),
-            (b',', body_key::field::URL, BATCH_URL),
-        ] {
-            key_into(out, sep, key);
-            escape_into(out, value);
+    let out = &mut JsonOut::new(out);
+    match envelope {
+        Some(custom_id) => BatchLine {
+            custom_id,
+            method: BATCH_METHOD,
+            url: BATCH_URL,
+            body,
         }
-        key_into(out, b',', body_key::field::BODY);
+        .write_json(out),
+        None => body.write_json(out),
     }
-    let mut sep = b'{';
-    let mut next_key = |out: &mut Vec<u8>, key: &str| {
-        key_into(out, sep, key);
-        sep = b',';
-    };
-    for (key, value) in [
-        (body_key::field::CUSTOM_ID, body.custom_id),
-        (body_key::field::MODEL, body.model),
-        (body_key::field::INSTRUCTIONS, body.instructions),
-    ] {
-        if let Some(value) = value {
-            next_key(out, key);
-            escape_into(out, value);
-        }
-    }
-    next_key(out, body_key::field::INPUT);
-    out.push(b'[');
-    for (i, item) in body.input.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        match item {
-            InputItem::Item(item) => {
-                write_item(out, item)?;
-            }
-            InputItem::AdditionalTools { .. } => serde_json::to_writer(&mut *out, item)?,
-        }
-    }
-    out.push(b']');
-    if let Some(tools) = body.tools {
-        next_key(out, body_key::field::TOOLS);
-        serde_json::to_writer(&mut *out, tools)?;
-    }
-    if let Some(parallel) = body.parallel_tool_calls {
-        next_key(out, body_key::field::PARALLEL_TOOL_CALLS);
-        out.extend_from_slice(if parallel { b"true" } else { b"false" });
-    }
-    out.push(b'}');
-    if envelope.is_some() {
-        out.push(b'}');
-    }
-    Ok(())
 }
 
 /// An item as the Lite wire takes it: image `detail`s it does not take removed.
@@ -454,7 +407,6 @@ mod tests {
             let mut input = Vec::new();
             if lite {
                 input.push(InputItem::AdditionalTools {
-                    kind: TYPE_ADDITIONAL_TOOLS,
                     role: ROLE_DEVELOPER,
                     tools: &tools,
                 });

@@ -6,7 +6,7 @@
 //! the largest single cost of rendering (~12 % of a conversion). [`escape_into`] skips 8 bytes
 //! at a time while none needs escaping and writes the same escapes serde_json does (`\"`,
 //! `\\`, `\b \t \n \f \r`, other controls as lowercase `\u00XX`; nothing else), so the bytes
-//! written are unchanged. The hand writers of the rollout lines and the Responses bodies use
+//! written are unchanged. The fast writers of the wire tables (`rollout::table`) use
 //! it; what goes through serde_json is escaped by serde_json, to the same bytes.
 //!
 //! [`is_raw_value_key`]: with its `raw_value` feature (which the views use), serde_json reads

@@ -3,12 +3,13 @@
 //! decides what a conversation becomes.
 //!
 //! - [`transcript`]: a conversation as read from an input record (roles, parts, tool calls).
-//! - [`rollout`]: Codex rollout lines and Responses items, as written and as read back. Its
-//!   names (keys, tags, types) are declared once, in [`rollout::wire`]; the writer types
-//!   serialise with them, and the views read lines back with them through the one-pass
-//!   scanner of [`scan`] (`rollout::view::scan`, the fast way in, with serde_json's
-//!   acceptance), or through a `serde_json::Value` when it refuses a line.
-//! - [`json`]: JSON strings escaped fast, byte for byte as serde_json escapes them (the hand
+//! - [`rollout`]: Codex rollout lines and Responses items, as written and as read back. Each
+//!   written type is declared once, a line a field, in a table ([`rollout::table`]) that emits
+//!   the `#[derive(Serialize)]` type and its fast writer from the same literals; the views
+//!   read lines back with the names of [`rollout::wire`] through the one-pass scanner of
+//!   [`scan`] (`rollout::view::scan`, the fast way in, with serde_json's acceptance), or
+//!   through a `serde_json::Value` when it refuses a line.
+//! - [`json`]: JSON strings escaped fast, byte for byte as serde_json escapes them (the fast
 //!   writers of rollout lines and Responses bodies), and the key serde_json's `Value` reader
 //!   treats as a raw value (learned from its public API).
 //! - [`responses`]: Responses API request bodies (the second output format) and their tools.

@@ -7,29 +7,10 @@
 
 use std::borrow::Cow;
 
-use serde::ser::{SerializeStruct, Serializer};
-use serde::Serialize;
 use serde_json::Value;
 
-use super::rollout::wire::{key, names};
-use super::rollout::{optional, ResponseItem};
-
-names! {
-    /// The keys of a body and of a Batch API line, declared once: [`RequestBody`] and
-    /// [`BatchLine`] serialise with them, and so does the hand writer of `convert::responses`
-    /// (the items inside take the rollout's names).
-    body {
-        CUSTOM_ID = "custom_id",
-        MODEL = "model",
-        INSTRUCTIONS = "instructions",
-        INPUT = "input",
-        TOOLS = "tools",
-        PARALLEL_TOOL_CALLS = "parallel_tool_calls",
-        METHOD = "method",
-        URL = "url",
-        BODY = "body",
-    }
-}
+use super::rollout::table::{wire_enum, wire_struct, JsonOut, WriteJson};
+use super::rollout::ResponseItem;
 
 /// Which output the last stage writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,7 +45,7 @@ pub enum Wire {
 
 /// Folder of the Responses output inside `OUT`.
 pub const RESPONSES_DIR: &str = "responses";
-/// Item type of Codex's Lite tool carrier.
+/// Item type of Codex's Lite tool carrier (the table of [`InputItem`] writes it).
 pub const TYPE_ADDITIONAL_TOOLS: &str = "additional_tools";
 /// Tool definition type written for every translated tool.
 pub const TOOL_FUNCTION: &str = "function";
@@ -74,93 +55,61 @@ pub const BATCH_URL: &str = "/v1/responses";
 /// Image `detail` values the Lite wire keeps (none: Lite takes no per-image detail).
 pub const LITE_IMAGE_DETAILS: &[&str] = &[];
 
-/// A Responses function tool definition (flattened from Chat Completions' nested `function`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ToolDefinition {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub strict: Option<bool>,
-}
-
-/// One input item of a body.
-#[derive(Debug, Clone, PartialEq)]
-pub enum InputItem<'a> {
-    /// Codex's Lite tool carrier: `{"type":"additional_tools","role":"developer","tools":[..]}`.
-    AdditionalTools {
-        kind: &'static str,
-        role: &'static str,
-        tools: &'a [ToolDefinition],
-    },
-    Item(Cow<'a, ResponseItem>),
-}
-
-/// One request body: serialised in this field order, an absent field left out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RequestBody<'a> {
-    /// The session id; left out inside a Batch API line, which carries it itself (the API
-    /// takes no `custom_id` in a body).
-    pub custom_id: Option<&'a str>,
-    pub model: Option<&'a str>,
-    pub instructions: Option<&'a str>,
-    pub input: Vec<InputItem<'a>>,
-    pub tools: Option<&'a [ToolDefinition]>,
-    pub parallel_tool_calls: Option<bool>,
-}
-
-/// A body as a Batch API input line.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BatchLine<'a> {
-    pub custom_id: &'a str,
-    pub method: &'static str,
-    pub url: &'static str,
-    pub body: &'a RequestBody<'a>,
-}
-
-// Serialised by hand with the names of [`body`] (serde's derive takes only literal names):
-// what the derive wrote, checked by the tests of `convert::responses`.
-
-impl Serialize for InputItem<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            InputItem::AdditionalTools { kind, role, tools } => {
-                let mut s = serializer.serialize_struct("AdditionalTools", 3)?;
-                s.serialize_field(key::TYPE, kind)?;
-                s.serialize_field(key::ROLE, role)?;
-                s.serialize_field(body::TOOLS, tools)?;
-                s.end()
-            }
-            InputItem::Item(item) => item.serialize(serializer),
-        }
+wire_struct! {
+    /// A Responses function tool definition (flattened from Chat Completions' nested `function`).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct ToolDefinition {
+        pub kind: &'static str = "type",
+        pub name: String = "name",
+        pub description: Option<String> = "description" if "Option::is_none",
+        pub parameters: Option<Value> = "parameters" if "Option::is_none",
+        pub strict: Option<bool> = "strict" if "Option::is_none",
     }
 }
 
-impl Serialize for RequestBody<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("RequestBody", 6)?;
-        optional(&mut s, body::CUSTOM_ID, self.custom_id)?;
-        optional(&mut s, body::MODEL, self.model)?;
-        optional(&mut s, body::INSTRUCTIONS, self.instructions)?;
-        s.serialize_field(body::INPUT, &self.input)?;
-        optional(&mut s, body::TOOLS, self.tools)?;
-        optional(&mut s, body::PARALLEL_TOOL_CALLS, self.parallel_tool_calls)?;
-        s.end()
+/// A tool's JSON Schema, as the source gave it.
+impl WriteJson for Value {
+    fn write_json(&self, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error> {
+        out.serde(self)
     }
 }
 
-impl Serialize for BatchLine<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("BatchLine", 4)?;
-        s.serialize_field(body::CUSTOM_ID, self.custom_id)?;
-        s.serialize_field(body::METHOD, self.method)?;
-        s.serialize_field(body::URL, self.url)?;
-        s.serialize_field(body::BODY, self.body)?;
-        s.end()
+wire_enum! {
+    /// One input item of a body.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum InputItem<'a> tag "type" {
+        /// Codex's Lite tool carrier: `{"type":"additional_tools","role":"developer","tools":[..]}`.
+        AdditionalTools = "additional_tools" {
+            role: &'static str = "role",
+            tools: &'a [ToolDefinition] = "tools",
+        };
+        untagged Item(Cow<'a, ResponseItem>)
+    }
+}
+
+wire_struct! {
+    /// One request body: written in this field order, an absent field left out.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RequestBody<'a> {
+        /// The session id; left out inside a Batch API line, which carries it itself (the API
+        /// takes no `custom_id` in a body).
+        pub custom_id: Option<&'a str> = "custom_id" if "Option::is_none",
+        pub model: Option<&'a str> = "model" if "Option::is_none",
+        pub instructions: Option<&'a str> = "instructions" if "Option::is_none",
+        pub input: Vec<InputItem<'a>> = "input",
+        pub tools: Option<&'a [ToolDefinition]> = "tools" if "Option::is_none",
+        pub parallel_tool_calls: Option<bool> = "parallel_tool_calls" if "Option::is_none",
+    }
+}
+
+wire_struct! {
+    /// A body as a Batch API input line.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct BatchLine<'a> {
+        pub custom_id: &'a str = "custom_id",
+        pub method: &'static str = "method",
+        pub url: &'static str = "url",
+        pub body: &'a RequestBody<'a> = "body",
     }
 }
 

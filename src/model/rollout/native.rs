@@ -74,6 +74,11 @@ pub fn known_kind(name: &str) -> Option<&'static str> {
 }
 
 impl NativeItem {
+    /// Its `type` as written.
+    pub fn type_name(&self) -> &'static str {
+        self.kind
+    }
+
     /// A `compacted` line's payload.
     pub fn compacted(payload: Map<String, Value>) -> NativeItem {
         NativeItem {

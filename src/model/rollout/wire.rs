@@ -1,15 +1,15 @@
 //! The names of the rollout format, declared once: the keys of a line, its tags, the keys of
 //! the payloads and items, and the types of items, content parts and events.
 //!
-//! Everything that writes or reads a rollout line takes its names from here: the `Serialize`
-//! of the writer types ([`super`]), the convert stage's hand writer (`convert::render`), and
-//! the views and the scanner that read lines back ([`super::view`]). A renamed field changes
-//! here alone. (serde's derive takes only literal names, which is why the writer types
-//! serialise by hand with these; the serde-derived reader kept as the views' reference in
-//! the tests spells the names again on purpose, as an independent witness.)
+//! The readers take their names from here: the views and the scanner that read lines back
+//! ([`super::view`]), the checks of `validate`, the line heads of `convert::render`. The
+//! writer types are declared in their tables ([`super::table`]) with the same literals, and
+//! the round-trip tests of [`super::view`] read every shape they write back with these names.
+//! (The serde-derived reader kept as the views' reference in the tests spells the names again
+//! on purpose, as an independent witness.)
 //!
 //! Each name is also given as a JSON object member's start (`field::NAME` is `,"name":`), so
-//! the hand writers copy a key in one piece: no name needs escaping.
+//! the byte templates compare a key in one piece: no name needs escaping.
 
 /// Declares a module of names: each a `&str` constant, and the same in `field` as a member's
 /// start.
@@ -27,7 +27,6 @@ macro_rules! names {
         }
     };
 }
-pub(crate) use names;
 
 names! {
     /// The keys of a line: `{"timestamp":..,"type":..,"payload":..}`.
@@ -145,15 +144,6 @@ names! {
         ASSISTANT = "assistant",
         DEVELOPER = "developer",
         SYSTEM = "system",
-    }
-}
-
-names! {
-    /// An assistant message's `phase`, as Codex 0.169 knows them.
-    phase {
-        COMMENTARY = "commentary",
-        FINAL_ANSWER = "final_answer",
-        PARTIAL_ANSWER = "partial_answer",
     }
 }
 

@@ -24,6 +24,7 @@ use super::{
     ResponseItemView, RolloutItemView, SessionMetaView, Text,
 };
 use crate::model::rollout::wire::{event, item, key, line, tag};
+use crate::model::rollout::SessionMeta;
 use crate::model::scan::Scanner;
 
 /// The depth of a payload's values (inside the line and the payload), as [`super::scan`] has it.
@@ -79,45 +80,47 @@ fn read<'a>(s: &mut Scanner<'a>) -> Option<LineView<'a>> {
     })
 }
 
-/// A session meta: `{"id":..,"timestamp":..,"cwd":..,"originator":..,"cli_version":..`, then
-/// each of `source`, `model_provider`, `base_instructions` (`{"text":..}`) and `git` or not,
-/// in that order: codex-rs's fields as an importer writes them.
+/// A session meta: the members of [`SessionMeta`]'s table in its order, each present unless
+/// the writer may leave it out (codex-rs's fields as an importer writes them). The view keeps
+/// `id`, the types of four more and `base_instructions`' text (`{"text":..}`); any other member,
+/// one added to the table included, is read and skipped.
 fn session_meta<'a>(s: &mut Scanner<'a>) -> Option<SessionMetaView<'a>> {
-    s.first(key::field::ID)?;
-    let id = s.text()?;
-    s.member(key::field::TIMESTAMP)?;
-    let timestamp = s.value(Scanner::kind)?;
-    s.member(key::field::CWD)?;
-    let cwd = s.value(Scanner::kind)?;
-    s.member(key::field::ORIGINATOR)?;
-    let originator = s.value(Scanner::kind)?;
-    s.member(key::field::CLI_VERSION)?;
-    let cli_version = s.value(Scanner::kind)?;
-    for field in [key::field::SOURCE, key::field::MODEL_PROVIDER] {
-        if s.member(field).is_some() {
-            s.value(|s| s.skip(PAYLOAD_DEPTH))?;
-        }
-    }
-    let base_instructions = match s.member(key::field::BASE_INSTRUCTIONS) {
-        Some(()) => {
-            s.first(key::field::TEXT)?;
-            let text = s.text()?;
-            s.eat(b'}')?;
-            BaseInstructionsView::Object { text: Some(text) }
-        }
-        None => BaseInstructionsView::Absent,
+    let mut view = SessionMetaView {
+        id: None,
+        timestamp: Kind::Null,
+        cwd: Kind::Null,
+        originator: Kind::Null,
+        cli_version: Kind::Null,
+        base_instructions: BaseInstructionsView::Absent,
     };
-    if s.member(key::field::GIT).is_some() {
-        s.value(|s| s.skip(PAYLOAD_DEPTH))?;
+    for (at, member) in SessionMeta::MEMBERS.iter().enumerate() {
+        if at == 0 {
+            s.first(member.key)?;
+        } else if member.optional {
+            if s.member(member.key).is_none() {
+                continue;
+            }
+        } else {
+            s.member(member.key)?;
+        }
+        match member.name {
+            key::ID => view.id = Some(s.text()?),
+            key::TIMESTAMP => view.timestamp = s.value(Scanner::kind)?,
+            key::CWD => view.cwd = s.value(Scanner::kind)?,
+            key::ORIGINATOR => view.originator = s.value(Scanner::kind)?,
+            key::CLI_VERSION => view.cli_version = s.value(Scanner::kind)?,
+            key::BASE_INSTRUCTIONS => {
+                s.first(key::field::TEXT)?;
+                let text = s.text()?;
+                s.eat(b'}')?;
+                view.base_instructions = BaseInstructionsView::Object { text: Some(text) };
+            }
+            _ => s.value(|s| s.skip(PAYLOAD_DEPTH))?,
+        }
     }
-    Some(SessionMetaView {
-        id: Some(id),
-        timestamp,
-        cwd,
-        originator,
-        cli_version,
-        base_instructions,
-    })
+    // A table whose first member is not `id` would leave it unread: the scanner reads it.
+    view.id.as_ref()?;
+    Some(view)
 }
 
 /// A response item's members after its `type`, in codex-rs's order of fields.

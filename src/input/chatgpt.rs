@@ -37,6 +37,7 @@ use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
 use super::inside::{read_capped, InputTree, Refusal, IMAGE_CAP};
+use super::media::tool_output_content;
 use super::InputError;
 use crate::model::transcript::{
     Content, Message, Part, ReasoningOrigin, RecordMeta, Role, SourceNote, Thinking, ToolCall,
@@ -78,7 +79,7 @@ impl FormatReader for ChatGptReader {
 
     fn read(&self, records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
         let mut read = FileRead::default();
-        let images = context.cache.export_files(|| match context.root {
+        let images = context.cache.get_or_make(|| match context.root {
             Some(_) => ImageFiles::beside(context.path, context.follow),
             None => ImageFiles::default(),
         });
@@ -890,7 +891,7 @@ impl Walk<'_> {
                     Content::Missing | Content::Null => Vec::new(),
                 };
                 parts.splice(0..0, earlier);
-                last.content = output_content(parts);
+                last.content = tool_output_content(parts);
                 last.tool_error |= error;
                 return;
             }
@@ -917,7 +918,7 @@ impl Walk<'_> {
         self.push(Message {
             role: Role::Tool,
             name,
-            content: output_content(parts),
+            content: tool_output_content(parts),
             tool_call_ids: vec![call_id.clone()],
             tool_error: error,
             timestamp_ms: time,
@@ -1038,43 +1039,6 @@ impl Walk<'_> {
                 kind: other.to_string(),
             }),
         }
-    }
-}
-
-/// A tool output's content: its text when it is one text, else its parts without empty texts
-/// (Codex drops an empty text item from an output array, so writing one would not resume as
-/// written).
-fn output_content(parts: Vec<Part>) -> Content {
-    let mut parts: Vec<Part> = parts
-        .into_iter()
-        .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
-        .collect();
-    match parts.as_slice() {
-        [] => Content::Text(String::new()),
-        [Part::Text(_)] => match parts.pop() {
-            Some(Part::Text(text)) => Content::Text(text),
-            _ => Content::Parts(parts),
-        },
-        _ => Content::Parts(parts),
-    }
-}
-
-/// A tool message's content without its empty text parts, which Codex drops from an output
-/// array (so writing them would not resume as written); nothing left is an empty text.
-pub fn without_empty_texts(content: Content) -> Content {
-    match content {
-        Content::Parts(parts) => {
-            let parts: Vec<Part> = parts
-                .into_iter()
-                .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
-                .collect();
-            if parts.is_empty() {
-                Content::Text(String::new())
-            } else {
-                Content::Parts(parts)
-            }
-        }
-        other @ Content::Missing | other @ Content::Null | other @ Content::Text(_) => other,
     }
 }
 

@@ -637,7 +637,7 @@ impl SessionBuilder {
         for (i, m) in messages.iter_mut().enumerate() {
             m.index = i;
             if m.role == Role::Tool {
-                m.content = super::chatgpt::without_empty_texts(std::mem::take(&mut m.content));
+                m.content = super::media::without_empty_texts(std::mem::take(&mut m.content));
             }
         }
         meta.title = titles.best();

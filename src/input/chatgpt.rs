@@ -472,14 +472,11 @@ pub fn conversation(
         .and_then(|id| mapping_last.get(id))
         .is_some_and(|end_turn| *end_turn);
     walk.flush_thinking();
-    let mut messages = walk.messages;
+    let messages = walk.messages;
     if messages.is_empty() {
         return Err(InputError::EmptyMessages(
             "mapping (active path)".to_string(),
         ));
-    }
-    for (i, m) in messages.iter_mut().enumerate() {
-        m.index = i;
     }
     let meta = RecordMeta {
         id: object

@@ -634,8 +634,7 @@ impl SessionBuilder {
             ignored,
             ..
         } = self;
-        for (i, m) in messages.iter_mut().enumerate() {
-            m.index = i;
+        for m in &mut messages {
             if m.role == Role::Tool {
                 m.content = super::media::without_empty_texts(std::mem::take(&mut m.content));
             }

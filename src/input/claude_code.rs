@@ -201,7 +201,7 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
 
 /// Reads one session file's records as they come, each line taken into its session and let
 /// go before the next is parsed: memory is the conversations read, never every line's parsed
-/// JSON at once (a session of short lines held as `Value`s took ~10× its bytes).
+/// JSON at once (short lines held as `Value`s are ~10× their bytes).
 fn read_lines(records: &mut dyn Iterator<Item = InputRecord>, rules: &RuleSet) -> FileRead {
     let mut reading = Reading::new(rules);
     // About a message a line: the main session's list made once at its size, not grown by

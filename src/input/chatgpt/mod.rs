@@ -30,12 +30,13 @@ mod walk;
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::de::{DeserializeOwned, IgnoredAny};
-use serde::{Deserialize, Deserializer};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::blocks::add_note;
 use super::builder::TranscriptBuilder;
+use super::fields::{lenient, lenient_struct, object, present};
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
@@ -191,42 +192,6 @@ struct Author {
 struct Metadata {
     #[serde(default, deserialize_with = "lenient")]
     is_visually_hidden_from_conversation: Option<bool>,
-}
-
-/// The value when it has type `T`, else nothing (never an error: exports differ).
-fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
-    let value = Value::deserialize(d)?;
-    Ok(T::deserialize(value).ok())
-}
-
-/// [`lenient`] for a struct, which serde would also read from a list, by position: only an
-/// object is one.
-fn lenient_struct<'de, D: Deserializer<'de>, T: DeserializeOwned>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
-    match Value::deserialize(d)? {
-        value @ Value::Object(_) => Ok(T::deserialize(value).ok()),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
-            Ok(None)
-        }
-    }
-}
-
-/// An object, kept as JSON; anything else is nothing.
-fn object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Map<String, Value>>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Object(object) => Ok(Some(object)),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
-            Ok(None)
-        }
-    }
-}
-
-/// A field that is there: its value when it has type `T`.
-fn present<'de, D: Deserializer<'de>, T: DeserializeOwned>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    lenient(d).map(Some)
 }
 
 /// Reads one conversation object.

@@ -33,17 +33,19 @@
 //!            quarantine.rs: the quarantine classes; invariant.rs), Location and Located (a cause
 //!            with its place, formatted once), RFC 3339 timestamps, JSON string escaping (json.rs),
 //!            xxh3 (hash.rs: record identities, the manifest's digests, shard keys)
-//! source/    discover files, detect compression, split records (with locations, damage);
-//!            shard.rs: which files and byte ranges a shard owns, the engines' index
+//! source/    discover files, detect compression (open/: zstd blocks, the export zip's lines),
+//!            split records (with locations, damage); archive.rs: a zip's members, read within a
+//!            cap; shard.rs: which files and byte ranges a shard owns, the engines' index
 //! rules/     load, merge and check rule files (the `[policy]` section generated from model's
 //!            policy table); classify; the marker registry; record paths
 //! input/     one FormatReader per source format (format.rs: the trait, the registry, detection):
 //!            chat.rs (with its tape fast path, `read_fast`), claude_code.rs, codex.rs (Codex
 //!            rollouts, items kept as read: model's rollout/native.rs, convert's native.rs),
-//!            chatgpt.rs, anthropic.rs, responses.rs, chat_stream.rs, sharegpt.rs; what they share: parse.rs
-//!            (simd-json, Unicode repair), blocks.rs (content blocks), chain.rs (the one chain
-//!            driver of the API logs), sse.rs (SSE lines and logged events), batch.rs (Batch API
-//!            results), inside.rs (the only way a reader opens a file a record points to)
+//!            chatgpt/ (the walk, the export's files), anthropic.rs, responses.rs, chat_stream.rs,
+//!            sharegpt.rs, otel/; what they share (no reader imports another): parse.rs
+//!            (simd-json, Unicode repair), media.rs (content parts, tool outputs), blocks.rs
+//!            (content blocks), chain.rs (the one chain driver of the API logs), sse.rs (SSE
+//!            lines and logged events), batch.rs (Batch API results), inside.rs (the only way a reader opens a file a record points to)
 //! audit/     decisions (each with its rule id), text accounting, the run summary, the reports
 //!            (report.rs: one data model, minijinja templates in templates/, plotters charts)
 //! convert/   Transcript -> Responses items. build.rs walks the messages and hands each to the

@@ -19,8 +19,8 @@
 //!
 //! Order is kept: thinking after text or calls, or text after calls, starts a new message of the
 //! same role, and a tool result or server-tool result splits the message it interrupts.
-//! Message `index`es count from 0; a caller concatenating several contents renumbers them
-//! ([`renumber`]). Merging blocks of one API message spread over several lines (Claude Code)
+//! Messages are numbered by the [`TranscriptBuilder`](super::builder::TranscriptBuilder) they
+//! are handed to, not here. Merging blocks of one API message spread over several lines (Claude Code)
 //! is the caller's business: map the merged content once, or map each line and concatenate.
 
 use rustc_hash::FxHashMap;
@@ -68,16 +68,7 @@ pub fn map_content(role: Role, content: Value, policy: &Policies) -> Mapped {
         }
     }
     builder.flush();
-    let mut out = builder.out;
-    renumber(&mut out.messages);
-    out
-}
-
-/// Sets each message's `index` to its position.
-pub fn renumber(messages: &mut [Message]) {
-    for (index, message) in messages.iter_mut().enumerate() {
-        message.index = index;
-    }
+    builder.out
 }
 
 /// Adds `count` to the note with the same rule and what, or appends one. A search: for a list
@@ -106,8 +97,7 @@ pub fn add_note(
 
 /// Notes whose `what` the input can name (`{kind} block`, `{kind} item dropped`), as
 /// [`add_note`] gathers them: each rule and what once, with its counts, in the order first
-/// seen. An index finds a note again: N blocks of N types searched the list O(N²) times
-/// (issue 26).
+/// seen. An index finds a note again, so N blocks of N types are not an O(N²) search.
 #[derive(Debug, Clone, Default)]
 pub struct Notes {
     list: Vec<SourceNote>,
@@ -668,7 +658,7 @@ mod tests {
         );
         let m = &out.messages;
         assert_eq!(m.len(), 3);
-        assert_eq!((m[0].role.as_str(), m[0].index), ("tool", 0));
+        assert_eq!(m[0].role.as_str(), "tool");
         assert_eq!(m[0].tool_call_ids, ["toolu_1"]);
         assert_eq!(m[0].content, Content::Text("42".into()));
         assert!(!m[0].tool_error);
@@ -689,7 +679,6 @@ mod tests {
             (m[2].role.as_str(), texts(&m[2])),
             ("user", vec!["and then?"])
         );
-        assert_eq!(m[2].index, 2);
     }
 
     #[test]

@@ -214,3 +214,30 @@ impl TranscriptBuilder {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Readers hand messages over unnumbered (or numbered in their own lists): the builder
+    /// alone gives each its position in the conversation.
+    #[test]
+    fn the_builder_numbers_the_messages_whatever_they_carry() {
+        let mut built = TranscriptBuilder::new(SourceFormat::named("test"), "messages");
+        built.messages([
+            Message {
+                index: 7,
+                ..Message::default()
+            },
+            Message {
+                index: 7,
+                ..Message::default()
+            },
+        ]);
+        built.text(Role::User, "hi".into());
+        built.thinking(Thinking::default());
+        let transcript = built.finish().expect("three messages and a reasoning");
+        let indexes: Vec<usize> = transcript.messages.iter().map(|m| m.index).collect();
+        assert_eq!(indexes, [0, 1, 2, 3]);
+    }
+}

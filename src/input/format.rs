@@ -12,13 +12,13 @@
 //! [`Transcript`]s, and everything after (classification by rule files, conversion, invariants,
 //! quarantine, the audit) is the same for every format.
 
+use std::any::Any;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
-use super::chatgpt::ImageFiles;
 use super::inside::InputTree;
 use super::InputError;
 use crate::model::transcript::Transcript;
@@ -184,26 +184,35 @@ impl ReadContext<'_> {
 }
 
 /// What a reader builds once per input file and keeps between its calls: a reader of one
-/// record at a time is called once per record, and the files a ChatGPT export points to (for a
-/// zip, its directory) would otherwise be listed again for every conversation, O(conversations
-/// x files) (issue 26). The pipeline clears it when the file is done, so a run holds what the
-/// files being read need, not every file's.
+/// record at a time is called once per record, and what it lists per file (the files a
+/// ChatGPT export points to, a zip's directory) would otherwise be listed again for every
+/// conversation, O(conversations x files). The pipeline clears it when the file is done, so a
+/// run holds what the files being read need, not every file's. A file has one format, so one
+/// reader's value is kept; the type is the reader's own.
 #[derive(Debug, Default)]
 pub struct FileCache {
-    export: Mutex<Option<Arc<ImageFiles>>>,
+    kept: Mutex<Option<Arc<dyn Any + Send + Sync>>>,
 }
 
 impl FileCache {
-    /// The files the export points to, listed by `list` on the first call.
-    pub fn export_files(&self, list: impl FnOnce() -> ImageFiles) -> Arc<ImageFiles> {
-        // Held while listing: the other threads on the same file wait for the one listing.
-        let mut slot = self.export.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(slot.get_or_insert_with(|| Arc::new(list())))
+    /// The value kept for the file, made by `make` on the first call.
+    pub fn get_or_make<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        // Held while making: the other threads on the same file wait for the one listing.
+        let mut slot = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(kept) = slot
+            .as_ref()
+            .and_then(|k| Arc::clone(k).downcast::<T>().ok())
+        {
+            return kept;
+        }
+        let made = Arc::new(make());
+        *slot = Some(Arc::clone(&made) as Arc<dyn Any + Send + Sync>);
+        made
     }
 
     /// Forgets what was kept (the file is done).
     pub fn clear(&self) {
-        *self.export.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.kept.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
 

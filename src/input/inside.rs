@@ -1,4 +1,4 @@
-//! Reads that stay inside the inputs (issue 26): a file a record points to (a dataset's
+//! Reads that stay inside the inputs: a file a record points to (a dataset's
 //! `images`, an export's uploaded files) is read only when it is a **regular file inside the
 //! input tree**, reached without a symlink (with `--follow`, through symlinks whose targets are
 //! inside the tree), and no larger than a cap.

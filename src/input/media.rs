@@ -1,6 +1,6 @@
-//! What the Gemini CLI and OpenTelemetry readers share: a media part given inline or by
-//! reference (Gemini `inlineData`/`fileData`, OTel `blob`/`uri`/`file`) as a content part,
-//! parts as a message's content, and a JSON value's kind and text.
+//! Content parts several readers build alike: a media part given inline or by reference
+//! (Gemini `inlineData`/`fileData`, OTel `blob`/`uri`/`file`), parts as a message's content,
+//! a tool output without empty texts (ChatGPT, Claude Code), and a JSON value's kind and text.
 
 use serde_json::Value;
 
@@ -98,6 +98,36 @@ pub fn content(mut parts: Vec<Part>) -> Content {
             _ => Content::Parts(parts),
         },
         _ => Content::Parts(parts),
+    }
+}
+
+/// A tool output's content of `parts` without their empty texts: Codex drops an empty text
+/// item from an output array, so writing one would not resume as written.
+pub fn tool_output_content(parts: Vec<Part>) -> Content {
+    content(
+        parts
+            .into_iter()
+            .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+            .collect(),
+    )
+}
+
+/// A tool message's content without its empty text parts (see [`tool_output_content`]),
+/// still parts; nothing left is an empty text.
+pub fn without_empty_texts(content: Content) -> Content {
+    match content {
+        Content::Parts(parts) => {
+            let parts: Vec<Part> = parts
+                .into_iter()
+                .filter(|p| !matches!(p, Part::Text(t) if t.is_empty()))
+                .collect();
+            if parts.is_empty() {
+                Content::Text(String::new())
+            } else {
+                Content::Parts(parts)
+            }
+        }
+        other @ (Content::Missing | Content::Null | Content::Text(_)) => other,
     }
 }
 

@@ -21,8 +21,10 @@
 //! OpenAI-style dataset row) is read by the chat reader's message reader
 //! ([`chat::read_message_list`]), everything else is built field by field.
 //!
-//! What the readers share: [`parse`] (simd-json, Unicode repair), [`blocks`] (content blocks
-//! of Claude Code and Anthropic), [`chain`] (the one chain driver of the three API logs),
+//! What the readers share (no reader imports another): [`parse`] (simd-json, Unicode
+//! repair), [`blocks`] (content blocks of Claude Code and Anthropic), [`media`] (content parts
+//! and tool outputs several formats build alike), `fields` (serde helpers of the typed
+//! envelopes: a field of another type is as if absent), [`chain`] (the one chain driver of the three API logs),
 //! [`sse`] (SSE lines and logged events), [`batch`] (Batch API results joined to their
 //! requests), [`inside`] (the only way a reader opens a file a record points to), `tree` (a
 //! message read alike from simd-json's tape or a `Value`: the chat fast path), `turns`
@@ -38,6 +40,7 @@ pub mod chat_stream;
 pub mod chatgpt;
 pub mod claude_code;
 pub mod codex;
+pub(crate) mod fields;
 pub mod format;
 pub mod gemini_cli;
 pub mod inside;

@@ -4,10 +4,12 @@
 //! per file a stream of [`RawRecord`]s, each with its [`Location`](crate::model::Location), or a
 //! [`Damage`] where the file cannot be read further (the records before it are still yielded).
 //! A text file is split into lines or a document's elements ([`split`]); a Parquet file into
-//! its rows, a row group at a time ([`parquet`]).
+//! its rows, a row group at a time ([`parquet`]). A zip's members are read through
+//! [`archive`], within a cap.
 //! [`shard`] says which files, or ranges of a large file, one shard of a sharded run reads.
 //! Fails: on a missing input path (fatal); everything else is per file and reported, not fatal.
 
+pub mod archive;
 pub mod discover;
 pub mod elements;
 pub mod filter;

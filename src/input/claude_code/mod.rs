@@ -28,8 +28,11 @@
 //! A line that is not a JSON object, or a conversational line whose `message` is unreadable,
 //! is refused with a reason naming it; the rest of the session still converts.
 
+mod envelope;
+
 use std::collections::{HashMap, HashSet};
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::blocks::{map_content, Notes};
@@ -43,6 +46,7 @@ use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{Message, RecordMeta, Role, SourceNote, Transcript};
 use crate::rules::{DropOrQuarantine, PolicyId, RuleSet, Sidechain};
+use envelope::{Envelope, MessageField};
 
 pub struct ClaudeCodeReader;
 
@@ -191,7 +195,16 @@ fn refuse(problem: impl Into<String>) -> InputError {
 /// One line, by record index.
 struct Line {
     index: usize,
-    object: Map<String, Value>,
+    envelope: Envelope,
+}
+
+impl Line {
+    /// The line `object` of record `index`, its envelope read.
+    fn read(index: usize, object: Map<String, Value>) -> Result<Line, InputError> {
+        let envelope =
+            Envelope::deserialize(Value::Object(object)).map_err(|e| refuse(e.to_string()))?;
+        Ok(Line { index, envelope })
+    }
 }
 
 /// Reads one session file.
@@ -201,7 +214,7 @@ pub fn read_session(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
 
 /// Reads one session file's records as they come, each line taken into its session and let
 /// go before the next is parsed: memory is the conversations read, never every line's parsed
-/// JSON at once (a session of short lines held as `Value`s took ~10× its bytes).
+/// JSON at once (short lines held as `Value`s are ~10× their bytes).
 fn read_lines(records: &mut dyn Iterator<Item = InputRecord>, rules: &RuleSet) -> FileRead {
     let mut reading = Reading::new(rules);
     // About a message a line: the main session's list made once at its size, not grown by
@@ -240,10 +253,7 @@ fn read_lines(records: &mut dyn Iterator<Item = InputRecord>, rules: &RuleSet) -
                         }
                         for value in inner {
                             if let Value::Object(object) = value {
-                                reading.line(Line {
-                                    index: record.index,
-                                    object,
-                                });
+                                reading.read_line(record.index, object);
                             }
                         }
                     }
@@ -253,10 +263,7 @@ fn read_lines(records: &mut dyn Iterator<Item = InputRecord>, rules: &RuleSet) -
                         .push((record.index, refuse("`loglines` is not a list"))),
                 }
             }
-            Value::Object(object) => reading.line(Line {
-                index: record.index,
-                object,
-            }),
+            Value::Object(object) => reading.read_line(record.index, object),
             other @ Value::Null
             | other @ Value::Bool(_)
             | other @ Value::Number(_)
@@ -302,14 +309,22 @@ impl<'r> Reading<'r> {
         }
     }
 
+    /// The line `object` of record `index`, its envelope read (see [`Reading::line`]).
+    fn read_line(&mut self, index: usize, object: Map<String, Value>) {
+        match Line::read(index, object) {
+            Ok(line) => self.line(line),
+            Err(err) => self.read.refused.push((index, err)),
+        }
+    }
+
     /// One line: into its session, or dropped or refused with why. Lines with no message
     /// give their titles, then are dropped by rule.
     fn line(&mut self, line: Line) {
         let policy = &self.rules.policy;
-        let kind = line.object.get("type").and_then(Value::as_str);
+        let kind = line.envelope.kind.as_deref();
         match kind {
             Some(k) if MESSAGE_TYPES.contains(&k) => {
-                if line.object.get("message").is_some_and(Value::is_object) {
+                if matches!(line.envelope.message, Some(MessageField::Object(_))) {
                     self.conversational(line);
                 } else {
                     self.read.refused.push((
@@ -318,8 +333,8 @@ impl<'r> Reading<'r> {
                     ));
                 }
             }
-            Some(k) if !line.object.contains_key("message") => {
-                self.titles.read(k, &line.object);
+            Some(k) if line.envelope.message.is_none() => {
+                self.titles.read(k, &line.envelope.rest);
                 if policy.structural_line == DropOrQuarantine::Quarantine {
                     self.read.refused.push((
                         line.index,
@@ -354,7 +369,10 @@ impl<'r> Reading<'r> {
             self.main.push(line, self.rules);
             return;
         }
-        let parent = uuid(&line, "parentUuid").and_then(|p| self.chain_of.get(&p).copied());
+        let parent = line
+            .envelope
+            .id("parentUuid")
+            .and_then(|p| self.chain_of.get(&p).copied());
         let k = match parent {
             Some(k) => k,
             None => {
@@ -366,12 +384,12 @@ impl<'r> Reading<'r> {
                 self.chains.len() - 1
             }
         };
-        if let Some(id) = uuid(&line, "uuid") {
+        if let Some(id) = line.envelope.id("uuid") {
             self.chain_of.insert(id, k);
         }
         let (session, first_id) = &mut self.chains[k];
         if first_id.is_none() {
-            *first_id = uuid(&line, "sessionId");
+            first_id.clone_from(&line.envelope.session_id);
         }
         match session {
             Some(session) => session.push(line, self.rules),
@@ -476,14 +494,7 @@ impl Titles {
 }
 
 fn is_sidechain(line: &Line) -> bool {
-    line.object.get("isSidechain").and_then(Value::as_bool) == Some(true)
-}
-
-fn uuid(line: &Line, key: &str) -> Option<String> {
-    line.object
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    line.envelope.flag("isSidechain")
 }
 
 /// An assistant response being merged from its lines.
@@ -523,53 +534,42 @@ impl SessionBuilder {
     }
 
     /// The next line of the session.
-    fn push(&mut self, mut line: Line, rules: &RuleSet) {
+    fn push(&mut self, line: Line, rules: &RuleSet) {
         let policy = &rules.policy;
         let meta = &mut self.meta;
         self.records.push(line.index);
-        let object = &mut line.object;
-        for (key, slot) in [
-            ("cwd", &mut meta.cwd),
-            ("gitBranch", &mut meta.git_branch),
-            ("sessionId", &mut meta.source_id),
-            ("version", &mut meta.source_version),
+        let envelope = line.envelope;
+        let flags = (
+            envelope.is_meta == Some(true),
+            envelope.flag("isCompactSummary"),
+        );
+        for (value, slot) in [
+            (envelope.cwd, &mut meta.cwd),
+            (envelope.git_branch, &mut meta.git_branch),
+            (envelope.session_id, &mut meta.source_id),
+            (envelope.version, &mut meta.source_version),
         ] {
             if slot.is_none() {
-                *slot = object.get(key).and_then(Value::as_str).map(str::to_string);
+                *slot = value;
             }
         }
-        let time = object
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(parse_rfc3339_ms);
+        let time = envelope.timestamp.as_deref().and_then(parse_rfc3339_ms);
         if meta.created_ms.is_none() {
             meta.created_ms = time;
         }
-        for key in object.keys() {
-            if !ENVELOPE.contains(&key.as_str()) && !self.ignored.contains(key) {
-                self.ignored.insert(key.clone());
-            }
+        for (key, _) in envelope.rest {
+            self.ignored.insert(key);
         }
-        let kind = object
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let Some(Value::Object(mut message)) = object.remove("message") else {
+        let kind = envelope.kind.unwrap_or_default();
+        let Some(MessageField::Object(message)) = envelope.message else {
             return;
         };
-        let content = message.remove("content").unwrap_or(Value::Null);
+        let content = message.content;
         if kind == "assistant" {
-            if let Some(model) = message.get("model").and_then(Value::as_str) {
-                if model != "<synthetic>" {
-                    meta.model = Some(model.to_string());
-                }
+            if let Some(model) = message.model.filter(|m| m != "<synthetic>") {
+                meta.model = Some(model);
             }
-            let id = message
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("line-{}", line.index));
+            let id = message.id.unwrap_or_else(|| format!("line-{}", line.index));
             let blocks = match content {
                 Value::Array(blocks) => blocks,
                 Value::Null => Vec::new(),
@@ -588,10 +588,6 @@ impl SessionBuilder {
             return;
         }
         // A user line.
-        let flags = (
-            object.get("isMeta").and_then(Value::as_bool) == Some(true),
-            object.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
-        );
         let mut mapped = user_line(content, flags, policy);
         for m in &mut mapped.0 {
             m.timestamp_ms = time;
@@ -634,10 +630,9 @@ impl SessionBuilder {
             ignored,
             ..
         } = self;
-        for (i, m) in messages.iter_mut().enumerate() {
-            m.index = i;
+        for m in &mut messages {
             if m.role == Role::Tool {
-                m.content = super::chatgpt::without_empty_texts(std::mem::take(&mut m.content));
+                m.content = super::media::without_empty_texts(std::mem::take(&mut m.content));
             }
         }
         meta.title = titles.best();
@@ -662,18 +657,6 @@ struct Session {
     transcript: Result<Transcript, InputError>,
     records: Vec<usize>,
 }
-
-/// Envelope keys read (or deliberately not converted: ids, the CLI-side tool result copy).
-const ENVELOPE: [&str; 8] = [
-    "type",
-    "message",
-    "cwd",
-    "gitBranch",
-    "sessionId",
-    "version",
-    "timestamp",
-    "isMeta",
-];
 
 /// What kind of harness text a user text is, if it is one.
 fn harness_kind(text: &str) -> Option<&'static str> {

@@ -13,13 +13,15 @@ use crate::audit::sample::SampleEstimate;
 use crate::audit::Summary;
 use crate::cli::{ConvertArgs, OutputFormat, WireArg};
 use crate::commands::ui::{bytes, bytes_per_second, group, plural, wrap_list, wrap_text, Ui};
-use crate::commands::{json_with_exit, outln, Exit};
+use crate::commands::{json_with_exit, load_rules, outln, Exit};
 use crate::input::SourceFormat;
 use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, FileCounts, Options, Progress};
-use crate::rules::{PathExpr, RuleSet};
+use crate::rules::RuleSet;
 use crate::source::shard::{resolve, Shard};
 use crate::source::{Damage, PathFilter, ShardSource, WalkOptions};
+
+mod review;
 
 /// How many rules "rules fired" names; the rest are counted ("+10 more").
 const RULES_SHOWN: usize = 8;
@@ -30,22 +32,6 @@ pub fn audit(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
     refuse_contradictions(&args, "audit")?;
     args.dry_run = true;
     run_as(&args, ui, "audit")
-}
-
-/// The rule files given, with `--messages-at` paths tried before theirs.
-pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> Result<RuleSet> {
-    let mut rules = RuleSet::load(paths).context("loading rule files")?;
-    let mut extra = Vec::new();
-    for path in messages_at {
-        extra.push(PathExpr::parse(path).map_err(|msg| {
-            anyhow::anyhow!(
-                "--messages-at {path}: {msg}; write it like `body.messages` or `runs[-1].messages`"
-            )
-        })?);
-    }
-    extra.append(&mut rules.input.messages_at);
-    rules.input.messages_at = extra;
-    Ok(rules)
 }
 
 pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
@@ -169,7 +155,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         .then_some(args.stdin_name.as_str());
     let review = match args.review {
         Some(n) => Some(
-            super::review::write(&args.out, summary.run, n as usize, &rules, from, stdin)
+            review::write(&args.out, summary.run, n as usize, &rules, from, stdin)
                 .with_context(|| format!("writing the review pages of run {}", summary.run))?,
         ),
         None => None,

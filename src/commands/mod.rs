@@ -15,7 +15,6 @@ pub mod explain;
 pub mod man;
 pub mod merge;
 pub mod report;
-pub mod review;
 pub mod rules;
 pub mod status;
 pub mod ui;
@@ -24,10 +23,31 @@ pub mod validate;
 /// The table above, for every command's `--help` (declared with the clap types).
 pub use crate::cli::EXIT_CODES_HELP;
 
+use anyhow::Context as _;
+
 use crate::input::SourceFormat;
 
 use crate::output::OutputError;
 use crate::pipeline::PipelineError;
+use crate::rules::{PathExpr, RuleSet};
+
+/// The rule set of `--rules` and `--messages-at` (`convert`, `audit`, `explain`): the
+/// `--messages-at` paths are tried before the rule files'.
+pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> anyhow::Result<RuleSet> {
+    let mut rules = RuleSet::load(paths).context("loading rule files")?;
+    let extra = messages_at
+        .iter()
+        .map(|path| {
+            PathExpr::parse(path).map_err(|msg| {
+                anyhow::anyhow!(
+                    "--messages-at {path}: {msg}; write it like `body.messages` or `runs[-1].messages`"
+                )
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    rules.input.prefer_messages_at(extra);
+    Ok(rules)
+}
 
 /// `println!` that returns the error instead of panicking: a reader that goes away
 /// (`rollover validate --json | head -1`) is a broken pipe, which `main` takes for success

@@ -73,8 +73,8 @@
 //!            worker that made them, which frees them (no cross-thread frees)
 //! commands/  one file per subcommand (convert and audit, validate, rules, explain, report,
 //!            merge: `report merge`), none importing another: what two share is in the
-//!            terminal output (ui.rs, ui/conversion.rs) or in mod.rs (the rule flags, and
-//!            `Exit`: the one place exit codes are decided); convert/review.rs
+//!            terminal output (ui.rs, ui/conversion.rs) or in mod.rs (the rule flags, `Exit`
+//!            and `RunError`: the one place exit codes are decided); convert/review.rs
 //!            writes the pages of `--review`
 //! cli.rs     clap types only
 //! ```

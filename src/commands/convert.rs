@@ -13,7 +13,7 @@ use crate::audit::sample::SampleEstimate;
 use crate::audit::Summary;
 use crate::cli::{ConvertArgs, OutputFormat, WireArg};
 use crate::commands::ui::{bytes, bytes_per_second, group, plural, wrap_list, wrap_text, Ui};
-use crate::commands::{json_with_exit, load_rules, outln, Exit};
+use crate::commands::{json_with_exit, load_rules, outln, Exit, RunError};
 use crate::input::SourceFormat;
 use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, FileCounts, Options, Progress};
@@ -27,14 +27,14 @@ mod review;
 const RULES_SHOWN: usize = 8;
 
 /// `rollover audit`: convert's dry run.
-pub fn audit(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
+pub fn audit(args: &ConvertArgs, ui: &Ui) -> Result<Exit, RunError> {
     let mut args = args.clone();
     refuse_contradictions(&args, "audit")?;
     args.dry_run = true;
     run_as(&args, ui, "audit")
 }
 
-pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
+pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit, RunError> {
     refuse_contradictions(args, "convert --dry-run")?;
     run_as(args, ui, "convert")
 }
@@ -66,7 +66,7 @@ fn refuse_contradictions(args: &ConvertArgs, dry_run: &str) -> Result<()> {
     Ok(())
 }
 
-fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
+fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
     let mut rules = load_rules(&args.rules, &args.messages_at)?;
     rules.input.guess = !args.no_guess;
     if let Some(cwd) = &args.cwd {
@@ -76,12 +76,14 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
     }
     if let Some(model) = &args.model {
         if args.format != OutputFormat::Responses {
-            anyhow::bail!("--model names the model of Responses bodies, and a Codex rollout has no model field: use it with --format responses");
+            return Err(anyhow::anyhow!("--model names the model of Responses bodies, and a Codex rollout has no model field: use it with --format responses").into());
         }
         rules.session.default_model = Some(model.clone());
     }
     if args.out.is_file() {
-        anyhow::bail!("--out must be a folder: {} is a file", args.out.display());
+        return Err(
+            anyhow::anyhow!("--out must be a folder: {} is a file", args.out.display()).into(),
+        );
     }
     let format = output_format(args)?;
     let from = match &args.from {
@@ -91,7 +93,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         ),
         None => None,
     };
-    let filter = PathFilter::new(&args.globs, &args.excludes)?;
+    let filter = PathFilter::new(&args.globs, &args.excludes).map_err(anyhow::Error::from)?;
     let shard = shard_of(args)?;
     if let (Some(source), false) = (&shard, ui.quiet) {
         eprintln!("rollover: {}", shard_line(source));
@@ -140,11 +142,12 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         keep_runs: args.keep_runs,
     };
     if args.sample.is_some() && !args.dry_run {
-        anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
+        return Err(anyhow::anyhow!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout").into());
     }
     let progress = Reporter::new(ui);
-    let result = pipeline::run(&options, &rules, &progress)
-        .with_context(|| format!("converting into {}", args.out.display()));
+    let result = pipeline::run(&options, &rules, &progress).map_err(|err| {
+        RunError::from(err).context(format!("converting into {}", args.out.display()))
+    });
     progress.finish();
     // With --json, `main` prints the error object for this failure as for any other.
     let summary = result?;

@@ -26,7 +26,7 @@ use crate::audit::summary::{Merge, ShardReport, WalkFindings};
 use crate::audit::Summary;
 use crate::cli::ReportMergeArgs;
 use crate::commands::ui::{group, Ui};
-use crate::commands::{json_with_exit, outln, Exit};
+use crate::commands::{json_with_exit, outln, Exit, RunError};
 use crate::output::home::{RUNS_DIR, SHARDS_DIR, STATE_DIR};
 use crate::output::{Home, RunLock};
 use crate::pipeline::collect::{ShardIndex, Timing, EXCERPTS, SHARD_INDEX};
@@ -45,7 +45,7 @@ struct ShardRun {
 /// The merged report lines' files, and which lines come from which shard.
 const LINE_FILES: [&str; 2] = ["conversations.jsonl", "quarantine.jsonl"];
 
-pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
+pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit, RunError> {
     let shards_dir = args.out.join(STATE_DIR).join(SHARDS_DIR);
     let count = shard_count(&shards_dir, args.shards)?;
     let mut runs = Vec::new();
@@ -58,12 +58,12 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
         }
     }
     if !problems.is_empty() {
-        bail!(
+        return Err(anyhow::anyhow!(
             "cannot merge {count} shards of {}:\n  {}\nrun each of them again with the same inputs and options (`rollover convert INPUT... --out {} --shard K/{count}`, or the same array task), then merge",
             args.out.display(),
             problems.join("\n  "),
             args.out.display()
-        );
+        ).into());
     }
     check_same(&runs)?;
     let merged = merge(&runs)?;

@@ -199,34 +199,110 @@ impl Exit {
             Exit::Interrupted(_) => "interrupted",
         }
     }
+}
 
-    /// How a command that failed with `err` exits.
-    pub fn for_error(err: &anyhow::Error) -> Exit {
-        // `PipelineError::Output` is transparent: its OutputError is not a link of the chain.
-        let is_locked = |output: &OutputError| match output {
-            OutputError::Locked { .. } | OutputError::StillLocked { .. } => true,
-            OutputError::Write { .. }
-            | OutputError::OldManifest { .. }
-            | OutputError::CorruptManifest { .. }
-            | OutputError::Symlink { .. }
-            | OutputError::LinkedFolder { .. }
-            | OutputError::RunsExhausted { .. } => false,
+/// Why a command stopped, typed as far as its exit code needs: [`RunError::exit`] is the one
+/// place an error becomes an exit code (as jaq's `Error` reports its own). The library's errors
+/// are classed by their variant where a command receives them, never by searching a chain.
+#[derive(Debug)]
+pub enum RunError {
+    /// Another run holds the output (exit 3).
+    Locked(anyhow::Error),
+    /// A signal stopped the run before it converted anything (exit 128 + the signal).
+    Interrupted { signal: i32, error: anyhow::Error },
+    /// Anything else that stopped the command: a usage error, a missing input, a bad rule
+    /// file, an unwritable output (exit 2).
+    Failed(anyhow::Error),
+}
+
+impl RunError {
+    /// How a command that failed so exits.
+    pub fn exit(&self) -> Exit {
+        match self {
+            RunError::Locked(_) => Exit::Locked,
+            RunError::Interrupted { signal, .. } => Exit::Interrupted(*signal),
+            RunError::Failed(_) => Exit::Error,
+        }
+    }
+
+    /// The error as printed, with its causes.
+    pub fn error(&self) -> &anyhow::Error {
+        match self {
+            RunError::Locked(error)
+            | RunError::Interrupted { error, .. }
+            | RunError::Failed(error) => error,
+        }
+    }
+
+    /// The same error said after `context` (what the command was doing), its class kept.
+    pub fn context(self, context: String) -> RunError {
+        match self {
+            RunError::Locked(error) => RunError::Locked(error.context(context)),
+            RunError::Interrupted { signal, error } => RunError::Interrupted {
+                signal,
+                error: error.context(context),
+            },
+            RunError::Failed(error) => RunError::Failed(error.context(context)),
+        }
+    }
+}
+
+impl From<anyhow::Error> for RunError {
+    fn from(error: anyhow::Error) -> RunError {
+        RunError::Failed(error)
+    }
+}
+
+/// A write to stdout that failed (a reader gone away among them: [`is_broken_pipe`]).
+impl From<std::io::Error> for RunError {
+    fn from(error: std::io::Error) -> RunError {
+        RunError::Failed(error.into())
+    }
+}
+
+/// Whether the output is held by another run.
+fn is_locked(error: &OutputError) -> bool {
+    match error {
+        OutputError::Locked { .. } | OutputError::StillLocked { .. } => true,
+        OutputError::Write { .. }
+        | OutputError::OldManifest { .. }
+        | OutputError::CorruptManifest { .. }
+        | OutputError::Symlink { .. }
+        | OutputError::LinkedFolder { .. }
+        | OutputError::RunsExhausted { .. } => false,
+    }
+}
+
+impl From<OutputError> for RunError {
+    fn from(error: OutputError) -> RunError {
+        if is_locked(&error) {
+            RunError::Locked(error.into())
+        } else {
+            RunError::Failed(error.into())
+        }
+    }
+}
+
+impl From<PipelineError> for RunError {
+    fn from(error: PipelineError) -> RunError {
+        // (held by another run, the signal that stopped it)
+        let (locked, signal) = match &error {
+            PipelineError::Output(output) => (is_locked(output), None),
+            PipelineError::Interrupted { signal, .. } => (false, i32::try_from(*signal).ok()),
+            PipelineError::NothingToDo { .. }
+            | PipelineError::Source(_)
+            | PipelineError::FormatMismatch { .. }
+            | PipelineError::PruneRefused { .. }
+            | PipelineError::Pool { .. }
+            | PipelineError::Panicked { .. } => (false, None),
         };
-        let locked = err.chain().any(|cause| {
-            cause.downcast_ref().is_some_and(is_locked)
-                || matches!(
-                    cause.downcast_ref(),
-                    Some(PipelineError::Output(output)) if is_locked(output)
-                )
-        });
-        let signal = err.chain().find_map(|cause| match cause.downcast_ref() {
-            Some(PipelineError::Interrupted { signal, .. }) => i32::try_from(*signal).ok(),
-            _ => None,
-        });
-        match (signal, locked) {
-            (Some(signal), _) => Exit::Interrupted(signal),
-            (None, true) => Exit::Locked,
-            (None, false) => Exit::Error,
+        match (locked, signal) {
+            (true, _) => RunError::Locked(error.into()),
+            (false, Some(signal)) => RunError::Interrupted {
+                signal,
+                error: error.into(),
+            },
+            (false, None) => RunError::Failed(error.into()),
         }
     }
 }

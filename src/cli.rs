@@ -13,6 +13,8 @@ Exit codes:
   2    usage error, or an error that stopped the command (missing input,
        bad rule file, unwritable output)
   3    the output is locked by another run
+  70   internal error: the run's counts do not add up (a bug); its output
+       is kept
   130  stopped by SIGINT (Ctrl-C): finished work kept, reports marked
        interrupted
   143  stopped by SIGTERM: the same";

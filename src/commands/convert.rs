@@ -163,7 +163,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
         ),
         None => None,
     };
-    let exit = exit_for(&summary, args.max_quarantine_rate);
+    let exit = Exit::for_run(&summary, args.max_quarantine_rate);
     if args.json {
         let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
         outln!("{out}")?;
@@ -283,23 +283,6 @@ fn output_format(args: &ConvertArgs) -> Result<Format> {
             compress: args.compress,
         })),
     }
-}
-
-/// The exit of a finished run: interrupted (130/143), findings (1: a damaged file, or records
-/// quarantined, above `max_rate` when given), or clean.
-fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
-    if let Some(signal) = &summary.interrupted {
-        let number = match signal.as_str() {
-            "SIGTERM" => signal_hook::consts::SIGTERM,
-            _ => signal_hook::consts::SIGINT,
-        };
-        return Exit::Interrupted(number);
-    }
-    // Refused to prune: nothing was removed, and someone must look (an input missing?).
-    if summary.home.prune_refused.is_some() {
-        return Exit::Error;
-    }
-    Exit::findings_if(summary.has_findings(max_rate))
 }
 
 /// SIGINT and SIGTERM ask the run to stop cleanly (a second one stops it at once). SIGXFSZ

@@ -78,11 +78,7 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit, RunError> {
     let summary = write(home, merged, &runs)?;
     drop(lock);
     let max_rate = runs[0].report.max_quarantine_rate;
-    let exit = if summary.home.prune_refused.is_some() {
-        Exit::Error
-    } else {
-        Exit::findings_if(summary.has_findings(Some(max_rate)))
-    };
+    let exit = Exit::for_run(&summary, Some(max_rate));
     if args.json {
         let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
         outln!("{out}")?;

@@ -7,6 +7,7 @@
 //! | 1 | the command ran and found something: records quarantined, a file damaged, a rollout failing validation, a rule-file finding |
 //! | 2 | usage error, or an error that stopped the command (missing input, bad rule file, unwritable output, a failed stage) |
 //! | 3 | the output is locked by another run |
+//! | 70 | internal error: a finished run's counts do not add up (a bug); its output is kept |
 //! | 130 | stopped by SIGINT (Ctrl-C): finished work kept, reports marked `interrupted` |
 //! | 143 | stopped by SIGTERM: the same |
 
@@ -25,6 +26,7 @@ pub use crate::cli::EXIT_CODES_HELP;
 
 use anyhow::Context as _;
 
+use crate::audit::Summary;
 use crate::input::SourceFormat;
 
 use crate::output::OutputError;
@@ -167,6 +169,8 @@ pub enum Exit {
     Locked,
     /// Exit 128 + the signal: a signal stopped the run cleanly.
     Interrupted(i32),
+    /// Exit 70 (`EX_SOFTWARE`): a bug showed, the run's accounting does not add up.
+    Internal,
 }
 
 impl Exit {
@@ -177,6 +181,7 @@ impl Exit {
             Exit::Error => 2,
             Exit::Locked => 3,
             Exit::Interrupted(signal) => 128 + signal,
+            Exit::Internal => 70,
         }
     }
 
@@ -197,7 +202,41 @@ impl Exit {
             Exit::Error => "error",
             Exit::Locked => "locked",
             Exit::Interrupted(_) => "interrupted",
+            Exit::Internal => "internal",
         }
+    }
+
+    /// How a finished run (`convert`, `audit`, `report merge`) exits: interrupted (130/143),
+    /// refused to prune (2), findings (1: [`Summary::has_findings`], beyond `max_rate` when
+    /// given), or clean. Counts that do not add up ([`Summary::adds_up`]) are a bug: said on
+    /// stderr whatever `--quiet`, exit 70; the output and reports are written all the same.
+    pub fn for_run(summary: &Summary, max_rate: Option<f64>) -> Exit {
+        if !summary.adds_up() {
+            let t = &summary.totals;
+            eprintln!(
+                "rollover: internal error: the counts of run {} do not add up: {} records read, but {} converted + {} merged into a conversation + {} quarantined + {} joined + {} dropped by rule. This is a bug: please report it with the input. The output and reports are written.",
+                summary.run,
+                t.records,
+                t.converted,
+                summary.reading.records_merged,
+                t.quarantined,
+                t.joined,
+                summary.reading.records_dropped.values().sum::<u64>()
+            );
+            return Exit::Internal;
+        }
+        if let Some(signal) = &summary.interrupted {
+            let number = match signal.as_str() {
+                "SIGTERM" => signal_hook::consts::SIGTERM,
+                _ => signal_hook::consts::SIGINT,
+            };
+            return Exit::Interrupted(number);
+        }
+        // Refused to prune: nothing was removed, and someone must look (an input missing?).
+        if summary.home.prune_refused.is_some() {
+            return Exit::Error;
+        }
+        Exit::findings_if(summary.has_findings(max_rate))
     }
 }
 
@@ -320,6 +359,7 @@ mod tests {
             Exit::Locked,
             Exit::Interrupted(2),
             Exit::Interrupted(15),
+            Exit::Internal,
         ];
         for exit in codes {
             let row = format!("\n  {:<4} ", exit.code());

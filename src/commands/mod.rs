@@ -24,10 +24,14 @@ pub mod validate;
 /// The table above, for every command's `--help` (declared with the clap types).
 pub use crate::cli::EXIT_CODES_HELP;
 
+use std::sync::OnceLock;
+
 use anyhow::Context as _;
 
 use crate::audit::Summary;
 use crate::input::SourceFormat;
+use crate::source::shard::DEFAULT_SPLIT_BYTES;
+use crate::source::split::{DEFAULT_MAX_CONVERSATION_BYTES, DEFAULT_MAX_RECORD_BYTES};
 
 use crate::output::OutputError;
 use crate::pipeline::PipelineError;
@@ -120,24 +124,53 @@ pub fn json_error(exit: Exit, error: &str) -> String {
 
 /// The command line as parsed, completed and documented: the clap types of [`crate::cli`]
 /// with what only the library knows: the version (the Codex releases the output is tested
-/// against) and the values `--from` takes (every [`SourceFormat`], so the shell completes
-/// them and a typo is refused listing them).
+/// against), the values `--from` takes (every [`SourceFormat`], so the shell completes
+/// them and a typo is refused listing them) and the defaults of the size limits.
 pub fn command() -> clap::Command {
     use clap::builder::PossibleValue;
     use clap::CommandFactory;
     let formats: Vec<PossibleValue> = SourceFormat::all()
         .map(|format| PossibleValue::new(format.name()).help(format.describe()))
         .collect();
-    let with_formats = |cmd: clap::Command| {
-        cmd.mut_arg("from", |arg| {
+    // The size limits' defaults are the library's, shown as `--help` shows a size.
+    static SIZES: [(&str, u64, OnceLock<String>); 3] = [
+        ("split_bytes", DEFAULT_SPLIT_BYTES, OnceLock::new()),
+        (
+            "max_record_bytes",
+            DEFAULT_MAX_RECORD_BYTES,
+            OnceLock::new(),
+        ),
+        (
+            "max_conversation_bytes",
+            DEFAULT_MAX_CONVERSATION_BYTES,
+            OnceLock::new(),
+        ),
+    ];
+    let with_library_values = |mut cmd: clap::Command| {
+        cmd = cmd.mut_arg("from", |arg| {
             arg.value_parser(clap::builder::PossibleValuesParser::new(formats.clone()))
-        })
+        });
+        for (id, bytes, text) in &SIZES {
+            let text: &'static str = text.get_or_init(|| size_text(*bytes));
+            cmd = cmd.mut_arg(*id, |arg| arg.required(false).default_value(text));
+        }
+        cmd
     };
     let mut cmd = crate::cli::Cli::command().version(version());
     for name in ["convert", "audit"] {
-        cmd = cmd.mut_subcommand(name, with_formats);
+        cmd = cmd.mut_subcommand(name, with_library_values);
     }
     cmd
+}
+
+/// A size as the size flags read it and `--help` shows it: `256MiB`, `1GiB`, else bytes.
+fn size_text(bytes: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
 }
 
 /// `--version`: rollover's, the Codex release the built-in rules target, and every release
@@ -380,6 +413,34 @@ mod version_tests {
                 "{} (target Codex {t}; tested with Codex 0.169.1, 0.171.0)",
                 env!("CARGO_PKG_VERSION")
             ))
+        );
+    }
+
+    #[test]
+    fn the_size_limits_default_to_the_library_values() {
+        use clap::FromArgMatches;
+        let matches = super::command()
+            .try_get_matches_from(["rollover", "convert", "in.jsonl", "--out", "home"])
+            .expect("a convert command line");
+        let cli = crate::cli::Cli::from_arg_matches(&matches).expect("parsed");
+        let crate::cli::Command::Convert(args) = cli.command else {
+            panic!("not parsed as convert");
+        };
+        assert_eq!(
+            (
+                args.split_bytes,
+                args.max_record_bytes,
+                args.max_conversation_bytes
+            ),
+            (
+                super::DEFAULT_SPLIT_BYTES,
+                super::DEFAULT_MAX_RECORD_BYTES,
+                super::DEFAULT_MAX_CONVERSATION_BYTES
+            )
+        );
+        assert_eq!(
+            [256 << 20, 1 << 30, 64 << 10, 1_000_000].map(super::size_text),
+            ["256MiB", "1GiB", "64KiB", "1000000"]
         );
     }
 

@@ -4,7 +4,7 @@
 //! Two promises are kept here, for every command: a reader that goes away (`| head`) is
 //! success, never a panic; and a command given `--json` prints its
 //! `{"exit_code","exit_reason","error"}` object on stdout for every failure, a usage error
-//! included (issue 28).
+//! included.
 
 use std::io::Write;
 

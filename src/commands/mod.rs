@@ -56,8 +56,8 @@ pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> anyho
 }
 
 /// `println!` that returns the error instead of panicking: a reader that goes away
-/// (`rollover validate --json | head -1`) is a broken pipe, which `main` takes for success
-/// (issue 28); `print!` would panic and exit 101.
+/// (`rollover validate --json | head -1`) is a broken pipe, which `main` takes for success;
+/// `print!` would panic and exit 101.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;

@@ -162,7 +162,7 @@ impl InputRules {
 
 /// The `[input] role_aliases` table (a role as written -> the role it stands for), with a
 /// filter that answers "no alias" for most roles without a lookup: every message's role is
-/// looked up, and the B-tree's key compares were 26 `memcmp` calls a small record.
+/// looked up, and the B-tree's key compares cost 26 `memcmp` calls a small record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoleAliases {
     table: BTreeMap<String, String>,

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 /// Session path → the files that list it. A path is held by its xxh3-128 digest and a file by
-/// its number, not as strings: this map has an entry per session of the home, and with the
-/// strings it was ~220 bytes a session (14 MB of a run writing 64,000), now ~40.
+/// its number, not as strings: this map has an entry per session of the home, ~40 bytes each
+/// this way against ~220 with the strings (14 MB for a run writing 64,000 sessions).
 #[derive(Debug, Default)]
 pub(super) struct Listers {
     /// The first file that lists a path: one, for almost every session.

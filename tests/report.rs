@@ -544,19 +544,19 @@ fn a_ten_percent_sample_estimates_the_conversation_count_within_five_percent() {
 #[test]
 fn explain_names_the_session_that_convert_writes() {
     let root = samples().join("..");
-    let home = tempfile::tempdir().expect("temp");
+    let home = Workdir::new("report");
     let out = run(
         &root,
         &[
             "convert",
             "samples",
             "--out",
-            home.path().to_str().expect("utf-8"),
+            home.root().to_str().expect("utf-8"),
             "-q",
         ],
     );
     assert_eq!(out.status.code(), Some(0));
-    let lines = std::fs::read_to_string(home.path().join("rollover/latest/conversations.jsonl"))
+    let lines = std::fs::read_to_string(home.root().join("rollover/latest/conversations.jsonl"))
         .expect("conversations");
     let written: Value = lines
         .lines()

@@ -12,8 +12,8 @@
 //! turn it appended, must then pass `rollover validate`.
 //!
 //! Every test runs once per Codex release rollover supports (`rollover::validate::
-//! SUPPORTED_CODEX`, the list `--version` names), each `@openai/codex@<version>` installed by
-//! npm into `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex}/<version>`;
+//! SUPPORTED_CODEX`, the list `--version` names), each `@openai/codex@<version>` found where
+//! `.ci/run` installs it, `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex}/<version>`;
 //! `ROLLOVER_CODEX_VERSION=0.171.0` (or a comma-separated list) picks releases, and
 //! `ROLLOVER_CODEX_BIN` one binary you have. No binary is a failure, never a skip. `ROLLOVER_CONFORMANCE_KEEP=1` keeps the work folders
 //! (each resume's home with its `request-1.json`).

@@ -384,6 +384,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_finished_run_whose_counts_do_not_add_up_exits_internal_before_anything_else() {
+        let mut summary = Summary::default();
+        summary.totals.records = 2;
+        summary.totals.converted = 1;
+        summary.totals.quarantined = 1;
+        assert_eq!(Exit::for_run(&summary, None), Exit::Findings);
+        summary.interrupted = Some("SIGTERM".to_string());
+        assert_eq!(Exit::for_run(&summary, None), Exit::Interrupted(15));
+        summary.totals.converted = 0;
+        assert_eq!(Exit::for_run(&summary, None), Exit::Internal);
+        assert_eq!(
+            (Exit::Internal.code(), Exit::Internal.reason()),
+            (70, "internal")
+        );
+    }
+
+    #[test]
+    fn a_run_error_exits_by_its_class() {
+        let locked = OutputError::Locked {
+            path: "out".into(),
+            pid: 7,
+        };
+        let stopped = PipelineError::Interrupted {
+            signal: 2,
+            stage: "walking",
+        };
+        let nothing = PipelineError::NothingToDo {
+            found: "no file".into(),
+        };
+        let exits = [
+            RunError::from(PipelineError::Output(locked)).exit(),
+            RunError::from(stopped).exit(),
+            RunError::from(nothing)
+                .context("converting into out".into())
+                .exit(),
+            RunError::from(anyhow::anyhow!("bad flag")).exit(),
+        ];
+        assert_eq!(
+            exits,
+            [Exit::Locked, Exit::Interrupted(2), Exit::Error, Exit::Error]
+        );
+    }
+
+    #[test]
     fn the_help_lists_every_exit_code() {
         let codes = [
             Exit::Clean,

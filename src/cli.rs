@@ -13,6 +13,8 @@ Exit codes:
   2    usage error, or an error that stopped the command (missing input,
        bad rule file, unwritable output)
   3    the output is locked by another run
+  70   internal error: the run's counts do not add up (a bug); its output
+       is kept
   130  stopped by SIGINT (Ctrl-C): finished work kept, reports marked
        interrupted
   143  stopped by SIGTERM: the same";
@@ -376,16 +378,19 @@ pub struct ConvertArgs {
     pub shards: Option<u32>,
     /// Sharded runs: split files larger than this into byte ranges of this size, spread over
     /// the shards (e.g. 256MiB, 64KiB, 1000000).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    // Default: the library's limit, set by `commands::command`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub split_bytes: u64,
     /// Quarantine (class `too_large`) any record longer than this, without ever loading it
     /// whole: memory stays bound by this times --jobs (e.g. 256MiB, 64KiB, 1000000).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    // Default: the library's limit, set by `commands::command`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_record_bytes: u64,
     /// Refuse (the file marked damaged, with the reason) a file whose format holds one
     /// conversation across its records (Claude Code sessions, API logs) when those records
     /// add up to more than this: such a file is held whole while it is read (e.g. 1GiB, 64MiB).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
+    // Default: the library's limit, set by `commands::command`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_conversation_bytes: u64,
     /// The memory the whole run may hold for work read whole (Claude Code sessions, API logs
     /// grouped by chain, JSON documents) and for records of 1 MiB or more, whatever --jobs:

@@ -75,8 +75,10 @@
 //!            shards' files; returns.rs: the collector gives each work's outcomes back to the
 //!            worker that made them, which frees them (no cross-thread frees)
 //! commands/  one file per subcommand (convert and audit, validate, rules, explain, report,
-//!            merge: `report merge`), the
-//!            terminal output (ui.rs), and `Exit`: the one place exit codes are decided
+//!            merge: `report merge`), none importing another: what two share is in the
+//!            terminal output (ui.rs, ui/conversion.rs) or in mod.rs (the rule flags, `Exit`
+//!            and `RunError`: the one place exit codes are decided); convert/review.rs
+//!            writes the pages of `--review`
 //! cli.rs     clap types only
 //! ```
 //!

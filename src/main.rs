@@ -1,10 +1,10 @@
 //! Parse the command line, run the subcommand, map the outcome to an exit code (the table is
-//! in `commands`: 0 clean, 1 findings, 2 error, 3 output locked).
+//! in `commands`, and a failure's code is `RunError::exit`'s).
 //!
 //! Two promises are kept here, for every command: a reader that goes away (`| head`) is
 //! success, never a panic; and a command given `--json` prints its
 //! `{"exit_code","exit_reason","error"}` object on stdout for every failure, a usage error
-//! included (issue 28).
+//! included.
 
 use std::io::Write;
 
@@ -20,7 +20,7 @@ use clap::FromArgMatches;
 use mimalloc as _;
 
 use rollover::cli::{Cli, Command, ReportCommand, RulesCommand};
-use rollover::commands::{self, is_broken_pipe, json_error, ui::Ui, Exit};
+use rollover::commands::{self, is_broken_pipe, json_error, ui::Ui, Exit, RunError};
 
 fn main() {
     let parsed = commands::command()
@@ -32,19 +32,47 @@ fn main() {
     };
     let ui = Ui::new(&cli.global);
     let json = cli.command.json();
-    let result = match cli.command {
-        Command::Convert(args) => commands::convert::run(&args, &ui),
-        Command::Audit(args) => commands::convert::audit(&args, &ui),
-        Command::Explain(args) => commands::explain::run(&args),
+    // `print!` buffers a line; what is left must reach the reader before `exit`, and a reader
+    // gone by then is a broken pipe like any other.
+    let result = run(cli.command, &ui).and_then(|exit| {
+        std::io::stdout().flush()?;
+        Ok(exit)
+    });
+    match result {
+        Ok(exit) => std::process::exit(exit.code()),
+        Err(err) if is_broken_pipe(err.error()) => std::process::exit(Exit::Clean.code()),
+        Err(err) => {
+            let exit = err.exit();
+            let message = format!("{:#}", err.error());
+            if json {
+                // Best effort: the error goes to stderr below whatever happens to stdout.
+                let _ = writeln!(std::io::stdout(), "{}", json_error(exit, &message));
+            }
+            // A path or a reason from the input, shown as the summary shows it.
+            eprintln!(
+                "rollover: {}",
+                rollover::audit::report::visible_lines(&message)
+            );
+            std::process::exit(exit.code());
+        }
+    }
+}
+
+/// Runs the subcommand.
+fn run(command: Command, ui: &Ui) -> Result<Exit, RunError> {
+    Ok(match command {
+        Command::Convert(args) => commands::convert::run(&args, ui)?,
+        Command::Audit(args) => commands::convert::audit(&args, ui)?,
+        Command::Explain(args) => commands::explain::run(&args)?,
         Command::Report(args) => match args.command {
-            ReportCommand::Diff(diff) => commands::report::diff(&diff),
-            ReportCommand::Merge(merge) => commands::merge::run(&merge, &ui),
+            ReportCommand::Diff(diff) => commands::report::diff(&diff)?,
+            ReportCommand::Merge(merge) => commands::merge::run(&merge, ui)?,
         },
-        Command::Validate(args) => commands::validate::run(&args, &ui),
-        Command::Status(args) => commands::status::run(&args, &ui),
+        Command::Validate(args) => commands::validate::run(&args, ui)?,
+        Command::Status(args) => commands::status::run(&args, ui)?,
         Command::Rules(args) => match args.command {
-            RulesCommand::Check(check) => commands::rules::check(&check, &ui),
-            RulesCommand::Policies(policies) => commands::rules::policies(&policies),
+            RulesCommand::Check(check) => commands::rules::check(&check, ui)?,
+            RulesCommand::Policies(policies) => commands::rules::policies(&policies)?,
         },
         Command::Completions(args) => {
             // clap_complete panics on a failed write: the script is made in memory, then
@@ -57,42 +85,12 @@ fn main() {
                 &mut script,
             );
             let mut out = std::io::stdout().lock();
-            out.write_all(&script)
-                .and_then(|()| out.flush())
-                .map(|()| Exit::Clean)
-                .map_err(anyhow::Error::from)
+            out.write_all(&script)?;
+            out.flush()?;
+            Exit::Clean
         }
-        Command::Man(args) => commands::man::run(&args),
-    };
-    // `print!` buffers a line; what is left must reach the reader before `exit`, and a reader
-    // gone by then is a broken pipe like any other.
-    let result = result.and_then(|exit| {
-        std::io::stdout()
-            .flush()
-            .map(|()| exit)
-            .map_err(anyhow::Error::from)
-    });
-    match result {
-        Ok(exit) => std::process::exit(exit.code()),
-        Err(err) if is_broken_pipe(&err) => std::process::exit(Exit::Clean.code()),
-        Err(err) => {
-            let exit = Exit::for_error(&err);
-            if json {
-                // Best effort: the error goes to stderr below whatever happens to stdout.
-                let _ = writeln!(
-                    std::io::stdout(),
-                    "{}",
-                    json_error(exit, &format!("{err:#}"))
-                );
-            }
-            // A path or a reason from the input, shown as the summary shows it.
-            eprintln!(
-                "rollover: {}",
-                rollover::audit::report::visible_lines(&format!("{err:#}"))
-            );
-            std::process::exit(exit.code());
-        }
-    }
+        Command::Man(args) => commands::man::run(&args)?,
+    })
 }
 
 /// A command line clap refused (or `--help`, `--version`, which it reports the same way):

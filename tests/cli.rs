@@ -948,6 +948,15 @@ fn version_names_the_target_codex_release() {
     );
 }
 
+/// `convert --help` as users read it: every flag with its default, and the exit codes.
+#[test]
+fn convert_help_says_every_flag_and_its_default() {
+    let wd = Workdir::new("convert_help");
+    let run = wd.run(&["convert", "--help"]);
+    run.expect_code(0);
+    insta::assert_snapshot!(run.stdout());
+}
+
 #[test]
 fn every_command_help_lists_the_exit_codes() {
     let wd = Workdir::new("help_exit_codes");

@@ -12,8 +12,8 @@
 //! turn it appended, must then pass `rollover validate`.
 //!
 //! Every test runs once per Codex release rollover supports (`rollover::validate::
-//! SUPPORTED_CODEX`, the list `--version` names), each `@openai/codex@<version>` installed by
-//! npm into `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex}/<version>`;
+//! SUPPORTED_CODEX`, the list `--version` names), each `@openai/codex@<version>` found where
+//! `.ci/run` installs it, `${ROLLOVER_CODEX_CACHE:-$HOME/.cache/rollover-codex}/<version>`;
 //! `ROLLOVER_CODEX_VERSION=0.171.0` (or a comma-separated list) picks releases, and
 //! `ROLLOVER_CODEX_BIN` one binary you have. No binary is a failure, never a skip. `ROLLOVER_CONFORMANCE_KEEP=1` keeps the work folders
 //! (each resume's home with its `request-1.json`).
@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::Workdir;
 use crate::conformance_support::{
     self, check_resume, codexes, edit_rollout, is_fresh_context, read_rollout_lines,
     run_with_timeout, write_codex_config, Codex, FakeServer,
@@ -64,31 +65,9 @@ fn corpora_dir() -> PathBuf {
 }
 
 /// A work folder, kept when `ROLLOVER_CONFORMANCE_KEEP` is set.
-struct Work {
-    _dir: Option<tempfile::TempDir>,
-    path: PathBuf,
-}
-
-impl Work {
-    fn new(name: &str) -> Work {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("rollover-conformance-{name}-"))
-            .tempdir()
-            .expect("create a temporary folder");
-        let path = dir.path().to_path_buf();
-        let keep = std::env::var_os("ROLLOVER_CONFORMANCE_KEEP").is_some_and(|v| !v.is_empty());
-        let dir = if keep {
-            eprintln!("[conformance] keeping {}", dir.keep().display());
-            None
-        } else {
-            Some(dir)
-        };
-        Work { _dir: dir, path }
-    }
-
-    fn path(&self) -> &Path {
-        &self.path
-    }
+fn work(name: &str) -> Workdir {
+    let keep = std::env::var_os("ROLLOVER_CONFORMANCE_KEEP").is_some_and(|v| !v.is_empty());
+    Workdir::kept_if(&format!("conformance-{name}"), keep)
 }
 
 /// One input given to `rollover convert`, and how its conversations are grouped into sets.
@@ -443,8 +422,8 @@ fn converted_rollouts_resume_exactly_in_codex() {
 fn converted_rollouts_resume_exactly_in_codex_in(codex: &Codex) {
     let total = Instant::now();
     println!("[conformance] Codex: {} ({})", codex.version, codex.origin);
-    let work = Work::new("main");
-    let home = work.path().join("home");
+    let work = work("main");
+    let home = work.root().join("home");
     let inputs = inputs();
 
     let t = Instant::now();
@@ -523,7 +502,7 @@ fn converted_rollouts_resume_exactly_in_codex_in(codex: &Codex) {
                     break;
                 };
                 let c = &conversations[*index];
-                let resume_home = work.path().join(format!("resume-{n:03}"));
+                let resume_home = work.root().join(format!("resume-{n:03}"));
                 let result = check_resume(&codex.bin, &resume_home, &home.join(&c.path), &c.path);
                 results.lock().unwrap().push((n, result));
             });
@@ -586,8 +565,8 @@ fn source_sessions_resume_exactly_in_codex() {
 }
 
 fn source_sessions_resume_exactly_in_codex_in(codex: &Codex) {
-    let work = Work::new("sources");
-    let home = work.path().join("home");
+    let work = work("sources");
+    let home = work.root().join("home");
     let sources = corpora_dir().join("sources");
     let files = [
         "claude-code/spotter-v2.1/tool_heavy.jsonl",
@@ -608,7 +587,7 @@ fn source_sessions_resume_exactly_in_codex_in(codex: &Codex) {
         let source = v["source"].as_str().expect("source").to_string();
         let relative = PathBuf::from(v["path"].as_str().expect("path"));
         let rollout = home.join(&relative);
-        let resume_home = work.path().join(format!("resume-{n:03}"));
+        let resume_home = work.root().join(format!("resume-{n:03}"));
         match check_resume(&codex.bin, &resume_home, &rollout, &relative) {
             Ok(check) => println!("  ok   {} items  {source}", check.items),
             Err(e) => failures.push(format!("{source}: {e}")),
@@ -632,7 +611,7 @@ fn source_sessions_resume_exactly_in_codex_in(codex: &Codex) {
         .find(|v| v["id"] == id)
         .expect("the named conversation");
     let relative = PathBuf::from(line["path"].as_str().unwrap());
-    let named_home = work.path().join("by-name");
+    let named_home = work.root().join("by-name");
     let target = named_home.join(&relative);
     std::fs::create_dir_all(target.parent().unwrap()).unwrap();
     std::fs::copy(home.join(&relative), &target).unwrap();
@@ -667,16 +646,16 @@ fn codex_own_importer_keeps_less_than_rollover() {
 fn codex_own_importer_keeps_less_than_rollover_in(codex: &Codex) {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
-    let work = Work::new("importer");
+    let work = work("importer");
     let source = corpora_dir().join("sources/claude-code/spotter-v2.1/subagent.jsonl");
-    let project = work.path().join("proj");
+    let project = work.root().join("proj");
     std::fs::create_dir_all(&project).unwrap();
     let cwd = project.to_str().unwrap().to_string();
     let encoded: String = cwd
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    let home = work.path().join("home");
+    let home = work.root().join("home");
     let sessions = home.join(".claude/projects").join(&encoded);
     std::fs::create_dir_all(&sessions).unwrap();
     let text = std::fs::read_to_string(&source).unwrap();
@@ -711,7 +690,7 @@ fn codex_own_importer_keeps_less_than_rollover_in(codex: &Codex) {
     std::fs::write(&session, body).unwrap();
 
     // Codex's importer, driven over JSON-RPC.
-    let codex_home = work.path().join("codex-home");
+    let codex_home = work.root().join("codex-home");
     let server = FakeServer::start();
     write_codex_config(&codex_home, server.port());
     let mut cmd = conformance_support::codex_command(&codex.bin, &codex_home);
@@ -834,7 +813,7 @@ fn codex_own_importer_keeps_less_than_rollover_in(codex: &Codex) {
     assert_eq!(theirs.get("reasoning"), None);
     assert_eq!((notes, their_chars), (16, 25_441));
 
-    let out = work.path().join("rollover");
+    let out = work.root().join("rollover");
     convert(&[session.as_path()], &out);
     let ours = walk_jsonl(&out.join("sessions"));
     assert_eq!(ours.len(), 1);
@@ -865,8 +844,8 @@ fn walk_jsonl(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Converts `samples/` into `work/home` and returns its conversations.
-fn convert_samples(work: &Work) -> (PathBuf, Vec<Conversation>) {
-    let home = work.path().join("home");
+fn convert_samples(work: &Workdir) -> (PathBuf, Vec<Conversation>) {
+    let home = work.root().join("home");
     let samples = manifest_dir().join("samples");
     convert(&[samples.as_path()], &home);
     let inputs = [Input {
@@ -882,7 +861,7 @@ fn convert_samples(work: &Work) -> (PathBuf, Vec<Conversation>) {
 /// the same relative path in another folder.
 fn broken_copy(
     codex: &Codex,
-    work: &Work,
+    work: &Workdir,
     pick: impl Fn(&[Value]) -> bool,
     breakage: impl FnOnce(&mut Vec<Value>),
 ) -> (
@@ -896,15 +875,15 @@ fn broken_copy(
         .find(|c| pick(&read_rollout_lines(&home.join(&c.path)).unwrap()))
         .expect("a sample rollout to break");
     let original = home.join(&c.path);
-    check_resume(&codex.bin, &work.path().join("control"), &original, &c.path)
+    check_resume(&codex.bin, &work.root().join("control"), &original, &c.path)
         .unwrap_or_else(|e| panic!("the unbroken rollout {} must pass: {e}", original.display()));
-    let broken = work.path().join("broken").join(&c.path);
+    let broken = work.root().join("broken").join(&c.path);
     std::fs::create_dir_all(broken.parent().unwrap()).unwrap();
     std::fs::copy(&original, &broken).unwrap();
     edit_rollout(&broken, breakage);
     let result = check_resume(
         &codex.bin,
-        &work.path().join("broken-home"),
+        &work.root().join("broken-home"),
         &broken,
         &c.path,
     );
@@ -923,7 +902,7 @@ fn check_catches_object_tool_output() {
 }
 
 fn check_catches_object_tool_output_in(codex: &Codex) {
-    let work = Work::new("object-output");
+    let work = work("object-output");
     let is_string_output = |l: &Value| {
         l["payload"]["type"] == "function_call_output" && l["payload"]["output"].is_string()
     };
@@ -957,7 +936,7 @@ fn check_catches_missing_cwd() {
 }
 
 fn check_catches_missing_cwd_in(codex: &Codex) {
-    let work = Work::new("missing-cwd");
+    let work = work("missing-cwd");
     let (_, broken, result) = broken_copy(
         codex,
         &work,
@@ -995,8 +974,8 @@ fn readme_open_in_codex_lists_the_sessions_for_their_cwd() {
 
 fn readme_open_in_codex_lists_the_sessions_for_their_cwd_in(codex: &Codex) {
     use conformance_support::picker;
-    let work = Work::new("open-in-codex");
-    let home = work.path().join("home");
+    let work = work("open-in-codex");
+    let home = work.root().join("home");
     let project = "/srv/rollover-project";
     convert_with(&[Path::new("samples")], &home, &["--cwd", project]);
     let readme = std::fs::read_to_string(manifest_dir().join("README.md")).expect("read README");
@@ -1043,8 +1022,8 @@ fn readme_open_in_codex_lists_the_sessions_for_their_cwd_in(codex: &Codex) {
 }
 
 /// Every Responses body written for `samples/` with `--wire WIRE`, by `custom_id`.
-fn responses_bodies(work: &Work, wire: &str) -> BTreeMap<String, Value> {
-    let out = work.path().join(format!("responses-{wire}"));
+fn responses_bodies(work: &Workdir, wire: &str) -> BTreeMap<String, Value> {
+    let out = work.root().join(format!("responses-{wire}"));
     let flags = ["--format", "responses", "--wire", wire];
     convert_with(&[Path::new("samples")], &out, &flags);
     let mut bodies = BTreeMap::new();
@@ -1131,7 +1110,7 @@ fn responses_bodies_hold_exactly_the_history_codex_sends() {
 }
 
 fn responses_bodies_hold_exactly_the_history_codex_sends_in(codex: &Codex) {
-    let work = Work::new("responses");
+    let work = work("responses");
     let (home, conversations) = convert_samples(&work);
     let normal = responses_bodies(&work, "normal");
     let lite = responses_bodies(&work, "lite");
@@ -1156,7 +1135,7 @@ fn responses_bodies_hold_exactly_the_history_codex_sends_in(codex: &Codex) {
             );
             continue;
         }
-        let resume_home = work.path().join(format!("resume-{n:03}"));
+        let resume_home = work.root().join(format!("resume-{n:03}"));
         if let Err(e) = check_resume(&codex.bin, &resume_home, &home.join(&c.path), &c.path) {
             failures.push(format!("{} line {}: resume failed: {e}", c.source, c.line));
             continue;
@@ -1323,23 +1302,23 @@ fn converted_codex_rollouts_of_every_generation_resume_with_their_history() {
 
 fn codex_generations_resume_in(codex: &Codex) {
     use crate::codex_source::{corpora, expected, fixtures, EVENT_PROMPTS, PRE_ENVELOPE};
-    let work = Work::new("codex-generations");
+    let work = work("codex-generations");
     let sources: Vec<PathBuf> = fixtures().into_iter().chain(corpora()).collect();
     let mut failures = Vec::new();
     for (n, source) in sources.iter().enumerate() {
-        let home = work.path().join(format!("home-{n}"));
+        let home = work.root().join(format!("home-{n}"));
         convert_with(&[source.as_path()], &home, &["--from", "codex"]);
         let converted = conversation_paths(&home);
         assert_eq!(converted.len(), 1, "{}: one session", source.display());
         let ours = restored_history(
             codex,
-            &work.path().join(format!("ours-{n}")),
+            &work.root().join(format!("ours-{n}")),
             &home.join(&converted[0]),
         );
         let name = source.file_name().unwrap().to_string_lossy().into_owned();
         let resumable = name != PRE_ENVELOPE && name != EVENT_PROMPTS;
         let want = if resumable {
-            restored_history(codex, &work.path().join(format!("source-{n}")), source)
+            restored_history(codex, &work.root().join(format!("source-{n}")), source)
         } else {
             // An item's `"id": null` (pre-envelope items have it) is no id: Codex sends none.
             let items = expected(source)
@@ -1410,8 +1389,8 @@ fn codex_migrates_converted_sessions_of_every_generation() {
 
 fn codex_migrates_in(codex: &Codex) {
     use crate::codex_source::{corpora, fixtures};
-    let work = Work::new("codex-migrate");
-    let home = work.path().join("home");
+    let work = work("codex-migrate");
+    let home = work.root().join("home");
     let sources: Vec<PathBuf> = fixtures().into_iter().chain(corpora()).collect();
     let inputs: Vec<&Path> = sources.iter().map(PathBuf::as_path).collect();
     convert_with(&inputs, &home, &["--from", "codex"]);
@@ -1499,7 +1478,7 @@ fn codex_migrates_in(codex: &Codex) {
             String::from_utf8_lossy(&check.stdout)
         );
         let again = work
-            .path()
+            .root()
             .join(format!("again-{}", path.display()).replace('/', "_"));
         convert_with(&[migrated.as_path()], &again, &[]);
         let back = conversation_paths(&again);

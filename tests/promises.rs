@@ -365,21 +365,25 @@ fn man_prints_one_page_per_subcommand_and_writes_them_all() {
 #[test]
 fn completions_offer_every_value() {
     let wd = Workdir::new("promise_completions");
-    let formats = [
-        "claude-code",
-        "chatgpt",
-        "anthropic",
-        "responses",
-        "chat-stream",
-        "sharegpt",
-        "chat",
+    let formats: Vec<String> = rollover::input::format::SourceFormat::all()
+        .map(|format| format.name().to_string())
+        .collect();
+    let expected: [(&str, Vec<String>); 4] = [
+        ("--from", formats),
+        ("--format", words("codex responses")),
+        ("--wire", words("normal lite")),
+        ("--color", words("auto always never")),
     ];
     for shell in ["bash", "zsh", "fish"] {
         let run = wd.run(&["completions", shell]);
         run.expect_code(0);
         let script = run.stdout();
-        for value in formats.iter().chain(&["codex", "lite", "always"]) {
-            assert!(script.contains(value), "{shell}: {value}");
+        for (flag, values) in &expected {
+            assert_eq!(
+                &offered(shell, &script, flag),
+                values,
+                "{shell} completes `rollover convert {flag}`"
+            );
         }
     }
     let fish = wd.run(&["completions", "fish"]).stdout();
@@ -398,6 +402,87 @@ fn completions_offer_every_value() {
     ]);
     run.expect_code(2);
     assert!(run.stderr().contains("claude-code"), "{run}");
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+/// The values a completion script offers for `flag` of `rollover convert`, read from the
+/// script's own list: bash's `compgen -W "a b"`, zsh's `(a b)` or `((a\:"…" b\:"…"))`, fish's
+/// `-a "a\t'…'` one value a line.
+fn offered(shell: &str, script: &str, flag: &str) -> Vec<String> {
+    let after = |text: &'static str| {
+        let at = script
+            .find(text)
+            .unwrap_or_else(|| panic!("{shell}: no `{text}` in the script"));
+        &script[at..]
+    };
+    let between = |text: &str, start: &str, end: &str| -> String {
+        let from = text
+            .find(start)
+            .unwrap_or_else(|| panic!("{shell} {flag}: no `{start}`"))
+            + start.len();
+        let to = text[from..]
+            .find(end)
+            .unwrap_or_else(|| panic!("{shell} {flag}: no `{end}`"));
+        text[from..from + to].to_string()
+    };
+    match shell {
+        "bash" => {
+            let section = after("        rollover__subcmd__convert)\n");
+            let case = &section[section
+                .find(&format!(" {flag})\n"))
+                .unwrap_or_else(|| panic!("bash: no case for {flag}"))..];
+            words(&between(case, "compgen -W \"", "\""))
+        }
+        "zsh" => {
+            let section = after("\n(convert)\n");
+            // `'--flag=[help]:NAME:(values)' \`, the values one a line when described.
+            let arg = between(section, &format!("'{flag}=["), "' \\\n");
+            let list = &arg[arg.find("]:").expect("zsh: a value list") + 2..];
+            let list = &list[list.find(":(").expect("zsh: a value list") + 2..];
+            let list = list.strip_suffix(')').unwrap_or(list);
+            match list.strip_prefix('(') {
+                Some(described) => names_before_descriptions(described),
+                None => words(list),
+            }
+        }
+        "fish" => {
+            let long = flag.trim_start_matches('-');
+            let start = format!(
+                "complete -c rollover -n \"__fish_rollover_using_subcommand convert\" -l {long} "
+            );
+            let line = &script[script
+                .find(&start)
+                .unwrap_or_else(|| panic!("fish: no completion of {flag}"))..];
+            between(line, " -a \"", "\"\n")
+                .lines()
+                .map(|value| value.split("\\t").next().unwrap_or_default().to_string())
+                .collect()
+        }
+        other => panic!("no reader for {other}"),
+    }
+}
+
+/// The names of zsh's `name\:"what it is"` list (a `"` in a description is escaped).
+fn names_before_descriptions(list: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = list.trim_start();
+    while let Some((name, after)) = rest.split_once("\\:\"") {
+        names.push(name.to_string());
+        let mut escaped = false;
+        let end = after
+            .char_indices()
+            .find(|&(_, c)| {
+                let closes = c == '"' && !escaped;
+                escaped = c == '\\' && !escaped;
+                closes
+            })
+            .map_or(after.len(), |(at, _)| at + 1);
+        rest = after[end..].trim_start();
+    }
+    names
 }
 
 #[test]

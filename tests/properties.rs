@@ -44,6 +44,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError};
 use serde_json::{json, Value};
 
+use crate::common::Workdir;
+
 // Placeholders replaced in the serialised line by escapes serde_json cannot write: lone
 // surrogates are valid JSON, invalid Unicode.
 const LONE_HIGH: &str = "@@LONE_HIGH@@";
@@ -430,8 +432,8 @@ fn check_case(
     jobs: &[&str],
     formats: Option<&BTreeMap<String, u64>>,
 ) -> Result<(), TestCaseError> {
-    let work = tempfile::tempdir().expect("temp dir");
-    let dir = work.path();
+    let work = Workdir::new("properties");
+    let dir = work.root();
     write_inputs(dir, inputs);
     let mut homes = Vec::new();
     for jobs in jobs {

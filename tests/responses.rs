@@ -8,18 +8,20 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::Workdir;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Converts `inputs` into a fresh OUT with `flags`; returns every body line written.
 fn convert(inputs: &[PathBuf], flags: &[&str]) -> Vec<String> {
-    let out = tempfile::tempdir().expect("temp dir");
+    let out = Workdir::new("responses");
     let status = Command::new(env!("CARGO_BIN_EXE_rollover"))
         .arg("convert")
         .args(inputs)
         .arg("--out")
-        .arg(out.path())
+        .arg(out.root())
         .args(["--format", "responses"])
         .args(flags)
         .output()
@@ -30,7 +32,7 @@ fn convert(inputs: &[PathBuf], flags: &[&str]) -> Vec<String> {
         String::from_utf8_lossy(&status.stderr)
     );
     let mut files = Vec::new();
-    walk(&out.path().join("responses"), &mut files);
+    walk(&out.root().join("responses"), &mut files);
     files.sort();
     files
         .iter()

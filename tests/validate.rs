@@ -6,10 +6,12 @@
 //! Every test runs the real binary in its own temporary folder; on a failed expectation the
 //! command, its status, stdout and stderr are printed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
+
+use crate::common::Workdir;
 
 const UUID: &str = "0199a213-81c0-7800-8aa1-bbab2a035a53";
 const FILE_NAME: &str = "rollout-2025-10-01T12-00-00-0199a213-81c0-7800-8aa1-bbab2a035a53.jsonl";
@@ -25,11 +27,6 @@ const MINIMAL: [&str; 7] = [
     r#"{"timestamp":"2025-10-01T12:00:04.000Z","type":"event_msg","payload":{"type":"agent_message","message":"There is README.md and src/.","phase":"final_answer"}}"#,
 ];
 
-/// A temporary folder for one test, and the command runner.
-struct Workdir {
-    dir: tempfile::TempDir,
-}
-
 /// What one `validate --json` run said.
 struct Run {
     code: i32,
@@ -37,51 +34,28 @@ struct Run {
     shown: String,
 }
 
-impl Workdir {
-    fn new() -> Workdir {
-        Workdir {
-            dir: tempfile::tempdir().expect("create a temporary folder"),
-        }
-    }
-
-    fn path(&self, relative: &str) -> PathBuf {
-        self.dir.path().join(relative)
-    }
-
-    fn write(&self, relative: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.path(relative);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create folders");
-        }
-        std::fs::write(&path, bytes).expect("write a file");
-        path
-    }
-
-    /// `rollover validate --json PATHS...`, run in the work folder.
-    fn validate(&self, paths: &[&Path]) -> Run {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rollover"));
-        cmd.current_dir(self.dir.path())
-            .arg("validate")
-            .arg("--json");
-        cmd.args(paths);
-        let out = cmd.output().expect("run rollover");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let shown = format!(
-            "command: {cmd:?}\nstatus: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-            out.status
-        );
-        let code = out
-            .status
-            .code()
-            .unwrap_or_else(|| panic!("killed by a signal\n{shown}"));
-        let report = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{shown}"));
-        Run {
-            code,
-            report,
-            shown,
-        }
+/// `rollover validate --json PATHS...`, run in the work folder.
+fn validate(work: &Workdir, paths: &[&Path]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rollover"));
+    cmd.current_dir(work.root()).arg("validate").arg("--json");
+    cmd.args(paths);
+    let out = cmd.output().expect("run rollover");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let shown = format!(
+        "command: {cmd:?}\nstatus: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    let code = out
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal\n{shown}"));
+    let report = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON report ({e})\n{shown}"));
+    Run {
+        code,
+        report,
+        shown,
     }
 }
 
@@ -151,9 +125,9 @@ fn edit_line(lines: &mut [String], n: usize, edit: impl FnOnce(&mut Value)) {
 /// Writes `bytes` under the proper rollout name, validates it, and checks the exit code 1 and
 /// that the violations are exactly `expected`.
 fn assert_breaks(bytes: &[u8], expected: &[(&str, u64)]) -> Run {
-    let work = Workdir::new();
-    let path = work.write(FILE_NAME, bytes);
-    let run = work.validate(&[&path]);
+    let work = Workdir::new("validate");
+    let path = work.create(FILE_NAME, bytes);
+    let run = validate(&work, &[&path]);
     let mut got = run.violations();
     got.sort();
     let mut want: Vec<(String, u64)> = expected.iter().map(|(i, l)| (i.to_string(), *l)).collect();
@@ -169,12 +143,9 @@ fn assert_breaks(bytes: &[u8], expected: &[(&str, u64)]) -> Run {
 
 #[test]
 fn minimal_rollout_passes() {
-    let work = Workdir::new();
-    let path = work.write(
-        &format!("sessions/2025/10/01/{FILE_NAME}"),
-        &rollout(|_| {}),
-    );
-    let run = work.validate(&[&path]);
+    let work = Workdir::new("validate");
+    let path = work.create(&format!("sessions/2025/10/01/{FILE_NAME}"), rollout(|_| {}));
+    let run = validate(&work, &[&path]);
     assert_eq!(
         run.violations(),
         Vec::<(String, u64)>::new(),
@@ -221,10 +192,10 @@ fn session_meta_id_differs_from_file_name() {
 #[test]
 fn session_meta_id_not_a_uuid() {
     // Checked on a file named without a UUID, so only "not a UUID" can fire.
-    let work = Workdir::new();
+    let work = Workdir::new("validate");
     let bytes = rollout(|l| edit_line(l, 1, |v| v["payload"]["id"] = json!("session-1")));
-    let path = work.write("session.jsonl", &bytes);
-    let run = work.validate(&[&path]);
+    let path = work.create("session.jsonl", &bytes);
+    let run = validate(&work, &[&path]);
     assert_eq!(
         run.violations(),
         vec![("session_meta".to_string(), 1)],
@@ -516,9 +487,9 @@ fn reasoning_before_its_message_passes() {
             .replace("12:00:04", "12:00:03"),
         );
     });
-    let work = Workdir::new();
-    let path = work.write(FILE_NAME, &bytes);
-    let run = work.validate(&[&path]);
+    let work = Workdir::new("validate");
+    let path = work.create(FILE_NAME, &bytes);
+    let run = validate(&work, &[&path]);
     assert_eq!(
         run.violations(),
         Vec::<(String, u64)>::new(),
@@ -567,9 +538,9 @@ fn contextual_user_message_needs_no_event() {
             user("<environment_context>\n  <cwd>/abs/project</cwd>\n</environment_context>"),
         );
     });
-    let work = Workdir::new();
-    let path = work.write(FILE_NAME, &bytes);
-    let run = work.validate(&[&path]);
+    let work = Workdir::new("validate");
+    let path = work.create(FILE_NAME, &bytes);
+    let run = validate(&work, &[&path]);
     assert_eq!(
         run.violations(),
         Vec::<(String, u64)>::new(),
@@ -626,10 +597,10 @@ fn assistant_message_without_agent_message_event() {
 
 #[test]
 fn zstd_rollout_passes() {
-    let work = Workdir::new();
+    let work = Workdir::new("validate");
     let bytes = zstd::encode_all(&rollout(|_| {})[..], 3).expect("zstd");
-    let path = work.write(&format!("{FILE_NAME}.zst"), &bytes);
-    let run = work.validate(&[&path]);
+    let path = work.create(&format!("{FILE_NAME}.zst"), &bytes);
+    let run = validate(&work, &[&path]);
     assert_eq!(
         run.violations(),
         Vec::<(String, u64)>::new(),
@@ -641,11 +612,11 @@ fn zstd_rollout_passes() {
 
 #[test]
 fn zstd_rollout_is_checked_after_decompression() {
-    let work = Workdir::new();
+    let work = Workdir::new("validate");
     let bad = rollout(|l| edit_line(l, 2, |v| v["payload"]["phase"] = json!("commentary")));
     let bytes = zstd::encode_all(&bad[..], 3).expect("zstd");
-    let path = work.write(&format!("{FILE_NAME}.zst"), &bytes);
-    let run = work.validate(&[&path]);
+    let path = work.create(&format!("{FILE_NAME}.zst"), &bytes);
+    let run = validate(&work, &[&path]);
     assert_eq!(
         run.violations(),
         vec![("phase".to_string(), 2)],
@@ -657,24 +628,24 @@ fn zstd_rollout_is_checked_after_decompression() {
 
 #[test]
 fn codex_home_is_walked() {
-    let work = Workdir::new();
+    let work = Workdir::new("validate");
     let other = "0199a213-81c0-7800-8aa1-bbab2a035a54";
     let good = rollout(|_| {});
     let bad = rollout(|l| {
         edit_line(l, 1, |v| v["payload"]["id"] = json!(other));
         l.remove(2);
     });
-    work.write(&format!("home/sessions/2025/10/01/{FILE_NAME}"), &good);
-    work.write(
+    work.create(&format!("home/sessions/2025/10/01/{FILE_NAME}"), &good);
+    work.create(
         &format!("home/sessions/2025/10/02/rollout-2025-10-02T12-00-00-{other}.jsonl.zst"),
-        &zstd::encode_all(&bad[..], 3).expect("zstd"),
+        zstd::encode_all(&bad[..], 3).expect("zstd"),
     );
     // Not rollouts: never read.
-    work.write("home/config.toml", b"model = \"x\"\n");
-    work.write("home/rollover/summary.json", b"{}");
-    work.write("home/sessions/2025/10/01/notes.jsonl", b"not json\n");
+    work.create("home/config.toml", b"model = \"x\"\n");
+    work.create("home/rollover/summary.json", b"{}");
+    work.create("home/sessions/2025/10/01/notes.jsonl", b"not json\n");
 
-    let run = work.validate(&[&work.path("home")]);
+    let run = validate(&work, &[&work.path("home")]);
     assert_eq!(run.code, 1, "\n{}", run.shown);
     assert_eq!(
         (
@@ -700,7 +671,7 @@ fn codex_home_is_walked() {
 
     // The same home with the bad file gone passes.
     std::fs::remove_dir_all(work.path("home/sessions/2025/10/02")).expect("remove");
-    let run = work.validate(&[&work.path("home")]);
+    let run = validate(&work, &[&work.path("home")]);
     assert_eq!(run.code, 0, "\n{}", run.shown);
     assert_eq!(run.report["files"], 1, "\n{}", run.shown);
 }
@@ -728,13 +699,13 @@ fn shared_codex_rollouts_pass() {
         env!("CARGO_MANIFEST_DIR"),
         "/../shared/corpora/codex-rollouts/kvsankar-agent-history/session-01.jsonl"
     );
-    let work = Workdir::new();
-    let run = work.validate(&[Path::new(FOLDER)]);
+    let work = Workdir::new("validate");
+    let run = validate(&work, &[Path::new(FOLDER)]);
     assert_eq!(run.code, 0, "\n{}", run.shown);
     assert_eq!(run.report["failed"], 0, "\n{}", run.shown);
     // The fixture is not named `rollout-*.jsonl`, so a folder walk skips it: name it directly
     // too, so the real Codex file is actually checked.
-    let run = work.validate(&[Path::new(FILE)]);
+    let run = validate(&work, &[Path::new(FILE)]);
     assert_eq!(
         run.violations(),
         Vec::<(String, u64)>::new(),
@@ -746,10 +717,10 @@ fn shared_codex_rollouts_pass() {
 
 #[test]
 fn lone_surrogate_escape_is_reported_because_codex_would_lose_the_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Workdir::new("validate");
     let id = "0199a213-81c0-7800-8aa1-bbab2a035a53";
     let path = dir
-        .path()
+        .root()
         .join(format!("rollout-2025-10-01T12-00-00-{id}.jsonl"));
     let text = format!(
         concat!(
@@ -813,11 +784,11 @@ fn corpora_codex_rollout_folder_is_checked_not_just_walked() {
 
 #[test]
 fn folder_without_rollouts_is_an_error_not_a_pass() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("notes.txt"), "nothing here").unwrap();
+    let dir = Workdir::new("validate");
+    std::fs::write(dir.root().join("notes.txt"), "nothing here").unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rollover"))
         .arg("validate")
-        .arg(dir.path())
+        .arg(dir.root())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -829,9 +800,9 @@ fn folder_without_rollouts_is_an_error_not_a_pass() {
 /// Validates `bytes` under the proper rollout name and checks that it passes: exit 0, no
 /// violation.
 fn assert_passes(bytes: &[u8]) -> Run {
-    let work = Workdir::new();
-    let path = work.write(FILE_NAME, bytes);
-    let run = work.validate(&[&path]);
+    let work = Workdir::new("validate");
+    let path = work.create(FILE_NAME, bytes);
+    let run = validate(&work, &[&path]);
     assert_eq!(
         run.violations(),
         Vec::<(String, u64)>::new(),
@@ -908,8 +879,8 @@ fn ghost_snapshot_is_a_warning_not_a_failure() {
     assert_eq!(run.report["passed"], 1, "\n{}", run.shown);
 
     // The text report shows it too, and still exits 0.
-    let work = Workdir::new();
-    let path = work.write(FILE_NAME, &bytes);
+    let work = Workdir::new("validate");
+    let path = work.create(FILE_NAME, &bytes);
     let out = Command::new(env!("CARGO_BIN_EXE_rollover"))
         .arg("validate")
         .arg(&path)

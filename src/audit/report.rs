@@ -15,7 +15,7 @@ use super::Summary;
 
 const MARKDOWN: &str = include_str!("templates/report.md.j2");
 /// Files report.html lists (the most quarantined first, then the most repaired); every file
-/// is in `files.csv` beside it. A million files listed made a 165 MB page (issue 28).
+/// is in `files.csv` beside it: a page listing a million files would weigh 165 MB.
 pub const FILES_SHOWN: usize = 50;
 /// The file that lists every input file's counts, beside the reports.
 pub const FILES_CSV: &str = "files.csv";

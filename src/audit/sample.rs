@@ -3,7 +3,7 @@
 //! In: the run's summary (its records audited and left out, its conversations and
 //! quarantines). Out: the estimates the terminal and both reports print, each with a 95 %
 //! margin, so a reviewer can tell a 0.4 % quarantine share from a 1.4 % one before running
-//! the whole archive (issue 28).
+//! the whole archive.
 //!
 //! The sample is Bernoulli: each conversation is in with probability RATE, by a hash of its
 //! key (the same ones every run). So:

@@ -423,8 +423,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 impl Summary {
     /// Something needs a person: records quarantined (beyond `max_rate`, when given; carried
-    /// ones included), a file damaged or not read, a session pending. The one rule `convert`
-    /// and `report merge` exit 1 by, so a scheduler can act.
+    /// ones included), a file damaged or not read, a session pending. The one rule a finished
+    /// run exits 1 by (`commands::Exit::for_run`, for `convert` and `report merge`), so a
+    /// scheduler can act.
     pub fn has_findings(&self, max_rate: Option<f64>) -> bool {
         // What earlier runs found in files not read again counts until they are.
         let carried = &self.carried;
@@ -449,7 +450,8 @@ impl Summary {
     }
 
     /// Records read = converted + merged into a conversation + quarantined + joined +
-    /// dropped by a rule: nothing is lost without a trace.
+    /// dropped by a rule: nothing is lost without a trace. Checked at the end of every run
+    /// (`commands::Exit::for_run`): a run whose counts do not add up exits 70.
     pub fn adds_up(&self) -> bool {
         let Totals {
             records,

@@ -13,42 +13,28 @@ use crate::audit::sample::SampleEstimate;
 use crate::audit::Summary;
 use crate::cli::{ConvertArgs, OutputFormat, WireArg};
 use crate::commands::ui::{bytes, bytes_per_second, group, plural, wrap_list, wrap_text, Ui};
-use crate::commands::{json_with_exit, outln, Exit};
+use crate::commands::{json_with_exit, load_rules, outln, Exit, RunError};
 use crate::input::SourceFormat;
 use crate::model::responses::{Format, ResponsesOptions, Wire};
 use crate::pipeline::{self, FileCounts, Options, Progress};
-use crate::rules::{PathExpr, RuleSet};
+use crate::rules::RuleSet;
 use crate::source::shard::{resolve, Shard};
 use crate::source::{Damage, PathFilter, ShardSource, WalkOptions};
+
+mod review;
 
 /// How many rules "rules fired" names; the rest are counted ("+10 more").
 const RULES_SHOWN: usize = 8;
 
 /// `rollover audit`: convert's dry run.
-pub fn audit(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
+pub fn audit(args: &ConvertArgs, ui: &Ui) -> Result<Exit, RunError> {
     let mut args = args.clone();
     refuse_contradictions(&args, "audit")?;
     args.dry_run = true;
     run_as(&args, ui, "audit")
 }
 
-/// The rule files given, with `--messages-at` paths tried before theirs.
-pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> Result<RuleSet> {
-    let mut rules = RuleSet::load(paths).context("loading rule files")?;
-    let mut extra = Vec::new();
-    for path in messages_at {
-        extra.push(PathExpr::parse(path).map_err(|msg| {
-            anyhow::anyhow!(
-                "--messages-at {path}: {msg}; write it like `body.messages` or `runs[-1].messages`"
-            )
-        })?);
-    }
-    extra.append(&mut rules.input.messages_at);
-    rules.input.messages_at = extra;
-    Ok(rules)
-}
-
-pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit> {
+pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit, RunError> {
     refuse_contradictions(args, "convert --dry-run")?;
     run_as(args, ui, "convert")
 }
@@ -80,7 +66,7 @@ fn refuse_contradictions(args: &ConvertArgs, dry_run: &str) -> Result<()> {
     Ok(())
 }
 
-fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
+fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
     let mut rules = load_rules(&args.rules, &args.messages_at)?;
     rules.input.guess = !args.no_guess;
     if let Some(cwd) = &args.cwd {
@@ -90,12 +76,14 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
     }
     if let Some(model) = &args.model {
         if args.format != OutputFormat::Responses {
-            anyhow::bail!("--model names the model of Responses bodies, and a Codex rollout has no model field: use it with --format responses");
+            return Err(anyhow::anyhow!("--model names the model of Responses bodies, and a Codex rollout has no model field: use it with --format responses").into());
         }
         rules.session.default_model = Some(model.clone());
     }
     if args.out.is_file() {
-        anyhow::bail!("--out must be a folder: {} is a file", args.out.display());
+        return Err(
+            anyhow::anyhow!("--out must be a folder: {} is a file", args.out.display()).into(),
+        );
     }
     let format = output_format(args)?;
     let from = match &args.from {
@@ -105,7 +93,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         ),
         None => None,
     };
-    let filter = PathFilter::new(&args.globs, &args.excludes)?;
+    let filter = PathFilter::new(&args.globs, &args.excludes).map_err(anyhow::Error::from)?;
     let shard = shard_of(args)?;
     if let (Some(source), false) = (&shard, ui.quiet) {
         eprintln!("rollover: {}", shard_line(source));
@@ -154,11 +142,12 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         keep_runs: args.keep_runs,
     };
     if args.sample.is_some() && !args.dry_run {
-        anyhow::bail!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout");
+        return Err(anyhow::anyhow!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout").into());
     }
     let progress = Reporter::new(ui);
-    let result = pipeline::run(&options, &rules, &progress)
-        .with_context(|| format!("converting into {}", args.out.display()));
+    let result = pipeline::run(&options, &rules, &progress).map_err(|err| {
+        RunError::from(err).context(format!("converting into {}", args.out.display()))
+    });
     progress.finish();
     // With --json, `main` prints the error object for this failure as for any other.
     let summary = result?;
@@ -169,12 +158,12 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit> {
         .then_some(args.stdin_name.as_str());
     let review = match args.review {
         Some(n) => Some(
-            super::review::write(&args.out, summary.run, n as usize, &rules, from, stdin)
+            review::write(&args.out, summary.run, n as usize, &rules, from, stdin)
                 .with_context(|| format!("writing the review pages of run {}", summary.run))?,
         ),
         None => None,
     };
-    let exit = exit_for(&summary, args.max_quarantine_rate);
+    let exit = Exit::for_run(&summary, args.max_quarantine_rate);
     if args.json {
         let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
         outln!("{out}")?;
@@ -294,23 +283,6 @@ fn output_format(args: &ConvertArgs) -> Result<Format> {
             compress: args.compress,
         })),
     }
-}
-
-/// The exit of a finished run: interrupted (130/143), findings (1: a damaged file, or records
-/// quarantined, above `max_rate` when given), or clean.
-fn exit_for(summary: &Summary, max_rate: Option<f64>) -> Exit {
-    if let Some(signal) = &summary.interrupted {
-        let number = match signal.as_str() {
-            "SIGTERM" => signal_hook::consts::SIGTERM,
-            _ => signal_hook::consts::SIGINT,
-        };
-        return Exit::Interrupted(number);
-    }
-    // Refused to prune: nothing was removed, and someone must look (an input missing?).
-    if summary.home.prune_refused.is_some() {
-        return Exit::Error;
-    }
-    Exit::findings_if(summary.has_findings(max_rate))
 }
 
 /// SIGINT and SIGTERM ask the run to stop cleanly (a second one stops it at once). SIGXFSZ

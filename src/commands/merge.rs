@@ -26,7 +26,7 @@ use crate::audit::summary::{Merge, ShardReport, WalkFindings};
 use crate::audit::Summary;
 use crate::cli::ReportMergeArgs;
 use crate::commands::ui::{group, Ui};
-use crate::commands::{json_with_exit, outln, Exit};
+use crate::commands::{json_with_exit, outln, Exit, RunError};
 use crate::output::home::{RUNS_DIR, SHARDS_DIR, STATE_DIR};
 use crate::output::{Home, RunLock};
 use crate::pipeline::collect::{ShardIndex, Timing, EXCERPTS, SHARD_INDEX};
@@ -45,7 +45,7 @@ struct ShardRun {
 /// The merged report lines' files, and which lines come from which shard.
 const LINE_FILES: [&str; 2] = ["conversations.jsonl", "quarantine.jsonl"];
 
-pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
+pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit, RunError> {
     let shards_dir = args.out.join(STATE_DIR).join(SHARDS_DIR);
     let count = shard_count(&shards_dir, args.shards)?;
     let mut runs = Vec::new();
@@ -58,12 +58,12 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
         }
     }
     if !problems.is_empty() {
-        bail!(
+        return Err(anyhow::anyhow!(
             "cannot merge {count} shards of {}:\n  {}\nrun each of them again with the same inputs and options (`rollover convert INPUT... --out {} --shard K/{count}`, or the same array task), then merge",
             args.out.display(),
             problems.join("\n  "),
             args.out.display()
-        );
+        ).into());
     }
     check_same(&runs)?;
     let merged = merge(&runs)?;
@@ -78,11 +78,7 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit> {
     let summary = write(home, merged, &runs)?;
     drop(lock);
     let max_rate = runs[0].report.max_quarantine_rate;
-    let exit = if summary.home.prune_refused.is_some() {
-        Exit::Error
-    } else {
-        Exit::findings_if(summary.has_findings(Some(max_rate)))
-    };
+    let exit = Exit::for_run(&summary, Some(max_rate));
     if args.json {
         let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
         outln!("{out}")?;

@@ -7,6 +7,7 @@
 //! | 1 | the command ran and found something: records quarantined, a file damaged, a rollout failing validation, a rule-file finding |
 //! | 2 | usage error, or an error that stopped the command (missing input, bad rule file, unwritable output, a failed stage) |
 //! | 3 | the output is locked by another run |
+//! | 70 | internal error: a finished run's counts do not add up (a bug); its output is kept |
 //! | 130 | stopped by SIGINT (Ctrl-C): finished work kept, reports marked `interrupted` |
 //! | 143 | stopped by SIGTERM: the same |
 
@@ -15,7 +16,6 @@ pub mod explain;
 pub mod man;
 pub mod merge;
 pub mod report;
-pub mod review;
 pub mod rules;
 pub mod status;
 pub mod ui;
@@ -24,14 +24,40 @@ pub mod validate;
 /// The table above, for every command's `--help` (declared with the clap types).
 pub use crate::cli::EXIT_CODES_HELP;
 
+use std::sync::OnceLock;
+
+use anyhow::Context as _;
+
+use crate::audit::Summary;
 use crate::input::SourceFormat;
+use crate::source::shard::DEFAULT_SPLIT_BYTES;
+use crate::source::split::{DEFAULT_MAX_CONVERSATION_BYTES, DEFAULT_MAX_RECORD_BYTES};
 
 use crate::output::OutputError;
 use crate::pipeline::PipelineError;
+use crate::rules::{PathExpr, RuleSet};
+
+/// The rule set of `--rules` and `--messages-at` (`convert`, `audit`, `explain`): the
+/// `--messages-at` paths are tried before the rule files'.
+pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> anyhow::Result<RuleSet> {
+    let mut rules = RuleSet::load(paths).context("loading rule files")?;
+    let extra = messages_at
+        .iter()
+        .map(|path| {
+            PathExpr::parse(path).map_err(|msg| {
+                anyhow::anyhow!(
+                    "--messages-at {path}: {msg}; write it like `body.messages` or `runs[-1].messages`"
+                )
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    rules.input.prefer_messages_at(extra);
+    Ok(rules)
+}
 
 /// `println!` that returns the error instead of panicking: a reader that goes away
-/// (`rollover validate --json | head -1`) is a broken pipe, which `main` takes for success
-/// (issue 28); `print!` would panic and exit 101.
+/// (`rollover validate --json | head -1`) is a broken pipe, which `main` takes for success;
+/// `print!` would panic and exit 101.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -98,24 +124,53 @@ pub fn json_error(exit: Exit, error: &str) -> String {
 
 /// The command line as parsed, completed and documented: the clap types of [`crate::cli`]
 /// with what only the library knows: the version (the Codex releases the output is tested
-/// against) and the values `--from` takes (every [`SourceFormat`], so the shell completes
-/// them and a typo is refused listing them).
+/// against), the values `--from` takes (every [`SourceFormat`], so the shell completes
+/// them and a typo is refused listing them) and the defaults of the size limits.
 pub fn command() -> clap::Command {
     use clap::builder::PossibleValue;
     use clap::CommandFactory;
     let formats: Vec<PossibleValue> = SourceFormat::all()
         .map(|format| PossibleValue::new(format.name()).help(format.describe()))
         .collect();
-    let with_formats = |cmd: clap::Command| {
-        cmd.mut_arg("from", |arg| {
+    // The size limits' defaults are the library's, shown as `--help` shows a size.
+    static SIZES: [(&str, u64, OnceLock<String>); 3] = [
+        ("split_bytes", DEFAULT_SPLIT_BYTES, OnceLock::new()),
+        (
+            "max_record_bytes",
+            DEFAULT_MAX_RECORD_BYTES,
+            OnceLock::new(),
+        ),
+        (
+            "max_conversation_bytes",
+            DEFAULT_MAX_CONVERSATION_BYTES,
+            OnceLock::new(),
+        ),
+    ];
+    let with_library_values = |mut cmd: clap::Command| {
+        cmd = cmd.mut_arg("from", |arg| {
             arg.value_parser(clap::builder::PossibleValuesParser::new(formats.clone()))
-        })
+        });
+        for (id, bytes, text) in &SIZES {
+            let text: &'static str = text.get_or_init(|| size_text(*bytes));
+            cmd = cmd.mut_arg(*id, |arg| arg.required(false).default_value(text));
+        }
+        cmd
     };
     let mut cmd = crate::cli::Cli::command().version(version());
     for name in ["convert", "audit"] {
-        cmd = cmd.mut_subcommand(name, with_formats);
+        cmd = cmd.mut_subcommand(name, with_library_values);
     }
     cmd
+}
+
+/// A size as the size flags read it and `--help` shows it: `256MiB`, `1GiB`, else bytes.
+fn size_text(bytes: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
 }
 
 /// `--version`: rollover's, the Codex release the built-in rules target, and every release
@@ -147,6 +202,8 @@ pub enum Exit {
     Locked,
     /// Exit 128 + the signal: a signal stopped the run cleanly.
     Interrupted(i32),
+    /// Exit 70 (`EX_SOFTWARE`): a bug showed, the run's accounting does not add up.
+    Internal,
 }
 
 impl Exit {
@@ -157,6 +214,7 @@ impl Exit {
             Exit::Error => 2,
             Exit::Locked => 3,
             Exit::Interrupted(signal) => 128 + signal,
+            Exit::Internal => 70,
         }
     }
 
@@ -177,36 +235,146 @@ impl Exit {
             Exit::Error => "error",
             Exit::Locked => "locked",
             Exit::Interrupted(_) => "interrupted",
+            Exit::Internal => "internal",
         }
     }
 
-    /// How a command that failed with `err` exits.
-    pub fn for_error(err: &anyhow::Error) -> Exit {
-        // `PipelineError::Output` is transparent: its OutputError is not a link of the chain.
-        let is_locked = |output: &OutputError| match output {
-            OutputError::Locked { .. } | OutputError::StillLocked { .. } => true,
-            OutputError::Write { .. }
-            | OutputError::OldManifest { .. }
-            | OutputError::CorruptManifest { .. }
-            | OutputError::Symlink { .. }
-            | OutputError::LinkedFolder { .. }
-            | OutputError::RunsExhausted { .. } => false,
+    /// How a finished run (`convert`, `audit`, `report merge`) exits: interrupted (130/143),
+    /// refused to prune (2), findings (1: [`Summary::has_findings`], beyond `max_rate` when
+    /// given), or clean. Counts that do not add up ([`Summary::adds_up`]) are a bug: said on
+    /// stderr whatever `--quiet`, exit 70; the output and reports are written all the same.
+    pub fn for_run(summary: &Summary, max_rate: Option<f64>) -> Exit {
+        if !summary.adds_up() {
+            let t = &summary.totals;
+            eprintln!(
+                "rollover: internal error: the counts of run {} do not add up: {} records read, but {} converted + {} merged into a conversation + {} quarantined + {} joined + {} dropped by rule. This is a bug: please report it with the input. The output and reports are written.",
+                summary.run,
+                t.records,
+                t.converted,
+                summary.reading.records_merged,
+                t.quarantined,
+                t.joined,
+                summary.reading.records_dropped.values().sum::<u64>()
+            );
+            return Exit::Internal;
+        }
+        if let Some(signal) = &summary.interrupted {
+            let number = match signal.as_str() {
+                "SIGTERM" => signal_hook::consts::SIGTERM,
+                _ => signal_hook::consts::SIGINT,
+            };
+            return Exit::Interrupted(number);
+        }
+        // Refused to prune: nothing was removed, and someone must look (an input missing?).
+        if summary.home.prune_refused.is_some() {
+            return Exit::Error;
+        }
+        Exit::findings_if(summary.has_findings(max_rate))
+    }
+}
+
+/// Why a command stopped, typed as far as its exit code needs: [`RunError::exit`] is the one
+/// place an error becomes an exit code (as jaq's `Error` reports its own). The library's errors
+/// are classed by their variant where a command receives them, never by searching a chain.
+#[derive(Debug)]
+pub enum RunError {
+    /// Another run holds the output (exit 3).
+    Locked(anyhow::Error),
+    /// A signal stopped the run before it converted anything (exit 128 + the signal).
+    Interrupted { signal: i32, error: anyhow::Error },
+    /// Anything else that stopped the command: a usage error, a missing input, a bad rule
+    /// file, an unwritable output (exit 2).
+    Failed(anyhow::Error),
+}
+
+impl RunError {
+    /// How a command that failed so exits.
+    pub fn exit(&self) -> Exit {
+        match self {
+            RunError::Locked(_) => Exit::Locked,
+            RunError::Interrupted { signal, .. } => Exit::Interrupted(*signal),
+            RunError::Failed(_) => Exit::Error,
+        }
+    }
+
+    /// The error as printed, with its causes.
+    pub fn error(&self) -> &anyhow::Error {
+        match self {
+            RunError::Locked(error)
+            | RunError::Interrupted { error, .. }
+            | RunError::Failed(error) => error,
+        }
+    }
+
+    /// The same error said after `context` (what the command was doing), its class kept.
+    pub fn context(self, context: String) -> RunError {
+        match self {
+            RunError::Locked(error) => RunError::Locked(error.context(context)),
+            RunError::Interrupted { signal, error } => RunError::Interrupted {
+                signal,
+                error: error.context(context),
+            },
+            RunError::Failed(error) => RunError::Failed(error.context(context)),
+        }
+    }
+}
+
+impl From<anyhow::Error> for RunError {
+    fn from(error: anyhow::Error) -> RunError {
+        RunError::Failed(error)
+    }
+}
+
+/// A write to stdout that failed (a reader gone away among them: [`is_broken_pipe`]).
+impl From<std::io::Error> for RunError {
+    fn from(error: std::io::Error) -> RunError {
+        RunError::Failed(error.into())
+    }
+}
+
+/// Whether the output is held by another run.
+fn is_locked(error: &OutputError) -> bool {
+    match error {
+        OutputError::Locked { .. } | OutputError::StillLocked { .. } => true,
+        OutputError::Write { .. }
+        | OutputError::OldManifest { .. }
+        | OutputError::CorruptManifest { .. }
+        | OutputError::Symlink { .. }
+        | OutputError::LinkedFolder { .. }
+        | OutputError::RunsExhausted { .. } => false,
+    }
+}
+
+impl From<OutputError> for RunError {
+    fn from(error: OutputError) -> RunError {
+        if is_locked(&error) {
+            RunError::Locked(error.into())
+        } else {
+            RunError::Failed(error.into())
+        }
+    }
+}
+
+impl From<PipelineError> for RunError {
+    fn from(error: PipelineError) -> RunError {
+        // (held by another run, the signal that stopped it)
+        let (locked, signal) = match &error {
+            PipelineError::Output(output) => (is_locked(output), None),
+            PipelineError::Interrupted { signal, .. } => (false, i32::try_from(*signal).ok()),
+            PipelineError::NothingToDo { .. }
+            | PipelineError::Source(_)
+            | PipelineError::FormatMismatch { .. }
+            | PipelineError::PruneRefused { .. }
+            | PipelineError::Pool { .. }
+            | PipelineError::Panicked { .. } => (false, None),
         };
-        let locked = err.chain().any(|cause| {
-            cause.downcast_ref().is_some_and(is_locked)
-                || matches!(
-                    cause.downcast_ref(),
-                    Some(PipelineError::Output(output)) if is_locked(output)
-                )
-        });
-        let signal = err.chain().find_map(|cause| match cause.downcast_ref() {
-            Some(PipelineError::Interrupted { signal, .. }) => i32::try_from(*signal).ok(),
-            _ => None,
-        });
-        match (signal, locked) {
-            (Some(signal), _) => Exit::Interrupted(signal),
-            (None, true) => Exit::Locked,
-            (None, false) => Exit::Error,
+        match (locked, signal) {
+            (true, _) => RunError::Locked(error.into()),
+            (false, Some(signal)) => RunError::Interrupted {
+                signal,
+                error: error.into(),
+            },
+            (false, None) => RunError::Failed(error.into()),
         }
     }
 }
@@ -214,6 +382,50 @@ impl Exit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finished_run_whose_counts_do_not_add_up_exits_internal_before_anything_else() {
+        let mut summary = Summary::default();
+        summary.totals.records = 2;
+        summary.totals.converted = 1;
+        summary.totals.quarantined = 1;
+        assert_eq!(Exit::for_run(&summary, None), Exit::Findings);
+        summary.interrupted = Some("SIGTERM".to_string());
+        assert_eq!(Exit::for_run(&summary, None), Exit::Interrupted(15));
+        summary.totals.converted = 0;
+        assert_eq!(Exit::for_run(&summary, None), Exit::Internal);
+        assert_eq!(
+            (Exit::Internal.code(), Exit::Internal.reason()),
+            (70, "internal")
+        );
+    }
+
+    #[test]
+    fn a_run_error_exits_by_its_class() {
+        let locked = OutputError::Locked {
+            path: "out".into(),
+            pid: 7,
+        };
+        let stopped = PipelineError::Interrupted {
+            signal: 2,
+            stage: "walking",
+        };
+        let nothing = PipelineError::NothingToDo {
+            found: "no file".into(),
+        };
+        let exits = [
+            RunError::from(PipelineError::Output(locked)).exit(),
+            RunError::from(stopped).exit(),
+            RunError::from(nothing)
+                .context("converting into out".into())
+                .exit(),
+            RunError::from(anyhow::anyhow!("bad flag")).exit(),
+        ];
+        assert_eq!(
+            exits,
+            [Exit::Locked, Exit::Interrupted(2), Exit::Error, Exit::Error]
+        );
+    }
 
     #[test]
     fn the_help_lists_every_exit_code() {
@@ -224,6 +436,7 @@ mod tests {
             Exit::Locked,
             Exit::Interrupted(2),
             Exit::Interrupted(15),
+            Exit::Internal,
         ];
         for exit in codes {
             let row = format!("\n  {:<4} ", exit.code());
@@ -244,6 +457,34 @@ mod version_tests {
                 "{} (target Codex {t}; tested with Codex 0.169.1, 0.171.0)",
                 env!("CARGO_PKG_VERSION")
             ))
+        );
+    }
+
+    #[test]
+    fn the_size_limits_default_to_the_library_values() {
+        use clap::FromArgMatches;
+        let matches = super::command()
+            .try_get_matches_from(["rollover", "convert", "in.jsonl", "--out", "home"])
+            .expect("a convert command line");
+        let cli = crate::cli::Cli::from_arg_matches(&matches).expect("parsed");
+        let crate::cli::Command::Convert(args) = cli.command else {
+            panic!("not parsed as convert");
+        };
+        assert_eq!(
+            (
+                args.split_bytes,
+                args.max_record_bytes,
+                args.max_conversation_bytes
+            ),
+            (
+                super::DEFAULT_SPLIT_BYTES,
+                super::DEFAULT_MAX_RECORD_BYTES,
+                super::DEFAULT_MAX_CONVERSATION_BYTES
+            )
+        );
+        assert_eq!(
+            [256 << 20, 1 << 30, 64 << 10, 1_000_000].map(super::size_text),
+            ["256MiB", "1GiB", "64KiB", "1000000"]
         );
     }
 

@@ -43,8 +43,8 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
             }
             Err(mut partial) => {
                 errors.append(&mut partial.errors);
-                // What the file says beyond its errors is still checked (issue 28: an unknown
-                // table hid a bad regex), but for the tables the errors were in.
+                // What the file says beyond its errors is still checked (an unknown table must
+                // not hide a bad regex), but for the tables the errors were in.
                 if let Some(rest) = partial.rest {
                     tainted.push((name.clone(), partial.tainted));
                     loaded.push(*rest);

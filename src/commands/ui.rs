@@ -12,6 +12,8 @@ use textwrap::wrap_algorithms::wrap_first_fit;
 
 use crate::cli::{ColorChoice, GlobalArgs};
 
+pub mod conversion;
+
 /// Output settings shared by every command.
 #[derive(Debug, Clone)]
 pub struct Ui {

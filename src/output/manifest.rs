@@ -31,14 +31,24 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, Write};
-use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::dir::Dir;
 use super::home::{write_error, Home};
 pub use super::rollouts::Rollouts;
 use super::OutputError;
+
+mod digest;
+mod entries;
+mod listers;
+
+pub use digest::{digest, file_digest, file_digest_unless};
+pub use entries::{
+    FileEntry, Finding, Findings, Orphan, PrunePlan, RolloutEntry, SessionRecord, Version,
+};
+use entries::{Forgotten, Header, Line, PruneDone, Pruned, Pruning};
+use listers::Listers;
 
 pub const MANIFEST: &str = "manifest";
 pub const JOURNAL: &str = "manifest.journal";
@@ -50,187 +60,6 @@ pub const SCHEME: u32 = 3;
 const LEGACY_SCHEME: u32 = 2;
 /// At most this many findings of one file are listed in its entry (all are counted).
 pub const FINDINGS_LISTED: usize = 200;
-
-/// An input file as converted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileEntry {
-    /// The file's origin: its absolute path (lossless: bytes that are not UTF-8 escaped as
-    /// `\xNN`), or `stdin:NAME` for standard input and other streams.
-    pub key: String,
-    /// The file as the reports name it.
-    pub name: String,
-    pub size: u64,
-    /// Modification time, nanoseconds since the Unix epoch.
-    pub mtime_ns: u64,
-    /// Status change time (nanoseconds) and inode: a content change that kept the size and
-    /// put the mtime back (`cp -p`, `tar x`) still moves these.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub ctime_ns: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub ino: u64,
-    /// xxh3-128 of the file's bytes on disk, hex.
-    pub digest: String,
-    pub records: u64,
-    /// Fingerprint of the resolved rule set that converted it.
-    pub rules: String,
-    /// Fingerprint of the options that change output (`--cwd`, `--format`, ...).
-    pub options: String,
-    /// For `--format codex`, the rollouts; for `--format responses`, the one output file
-    /// (held compact, written as a list of `{"path","digest"}`: [`Rollouts`]).
-    pub rollouts: Rollouts,
-    /// Rollouts kept because Codex changed them since, while this file holds newer data for
-    /// them: the next run reads the file again and says so; `--force` replaces them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pending: Vec<String>,
-    /// The output format, when not Codex rollouts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<String>,
-    /// What reading the file found that a report must show while it is not read again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub findings: Option<Findings>,
-    /// Its sessions were named by scheme 2 (a record's id from its bytes): reading it again
-    /// keeps each session's id, and records an alias for it ([`SessionRecord::alias`]).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub legacy_ids: bool,
-}
-
-/// What reading a file found: quarantined records and damage, counted, the first
-/// [`FINDINGS_LISTED`] listed, with the run whose `quarantine.jsonl` holds the records.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Findings {
-    pub run: u32,
-    pub quarantined: u64,
-    pub damaged: u64,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub listed: Vec<Finding>,
-}
-
-/// One quarantined record or damage of a file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    pub line: u64,
-    pub byte_offset: u64,
-    /// The quarantine class (`invalid_json`, ...) or `damaged`.
-    pub class: String,
-    pub reason: String,
-}
-
-/// A rollout written for an input file, with the digest of the bytes written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RolloutEntry {
-    pub path: String,
-    pub digest: String,
-}
-
-/// A session whose record is gone from its source: kept as written, and remembered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Orphan {
-    pub orphan: RolloutEntry,
-    /// The key of the file it was read from.
-    pub from: String,
-}
-
-/// What the manifest knows of one session beyond its file's list: the version placed (for a
-/// conversation that can come again with other content: a source id, a log's chain) and the
-/// file it came from; or the identity whose session kept the id scheme 2 gave it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionRecord {
-    /// The session's path in the home.
-    pub session: String,
-    /// The key of the file whose version was placed.
-    pub from: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<Version>,
-    /// The digest (hex) of a conversation identity whose session keeps its scheme-2 id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alias: Option<String>,
-}
-
-/// A version of a conversation: its source's own time (ms), its message count, and the
-/// digest of its messages (hex). The model's [`crate::model::version::Version`] as written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Version {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time: Option<i64>,
-    pub messages: u64,
-    pub content: String,
-}
-
-impl Version {
-    pub fn of(version: &crate::model::version::Version) -> Version {
-        Version {
-            time: version.time_ms,
-            messages: version.messages,
-            content: crate::model::identity::hex128(version.content),
-        }
-    }
-
-    pub fn model(&self) -> crate::model::version::Version {
-        crate::model::version::Version {
-            time_ms: self.time,
-            messages: self.messages,
-            content: u128::from_str_radix(&self.content, 16).unwrap_or_default(),
-        }
-    }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Header {
-    manifest: u32,
-}
-
-/// A session removed by `--prune` (a journal line), after its copy was kept.
-#[derive(Debug, Serialize, Deserialize)]
-struct Pruned {
-    pruned: String,
-}
-
-/// A file's entry dropped from the manifest by `--prune` once its sessions are gone.
-#[derive(Debug, Serialize, Deserialize)]
-struct Forgotten {
-    forgotten: String,
-}
-
-/// What a `--prune` will remove, journalled before it removes anything: the sessions, and the
-/// files it forgets once they are handled.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrunePlan {
-    pub run: u32,
-    pub sessions: Vec<RolloutEntry>,
-    pub files: Vec<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Pruning {
-    pruning: PrunePlan,
-}
-
-/// A prune finished: every session of its plan removed or kept, every file forgotten.
-#[derive(Debug, Serialize, Deserialize)]
-struct PruneDone {
-    prune_done: u32,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Line {
-    Header(Header),
-    Orphan(Orphan),
-    Pruned(Pruned),
-    Forgotten(Forgotten),
-    Pruning(Pruning),
-    PruneDone(PruneDone),
-    Session(SessionRecord),
-    File(Box<FileEntry>),
-}
 
 /// The manifest of a home, as loaded.
 #[derive(Debug, Default)]
@@ -253,84 +82,6 @@ pub struct Manifest {
     /// Which files list each session (kept with `files`), so that asking who else holds a
     /// session costs a look-up, not a scan of the manifest.
     listers: Listers,
-}
-
-/// Session path → the files that list it. A path is held by its xxh3-128 digest and a file by
-/// its number, not as strings: this map has an entry per session of the home, and with the
-/// strings it was ~220 bytes a session (14 MB of a run writing 64,000), now ~40.
-#[derive(Debug, Default)]
-struct Listers {
-    /// The first file that lists a path: one, for almost every session.
-    first: HashMap<u128, u32>,
-    /// The others, for a path more than one file lists (a renamed or duplicated input).
-    more: HashMap<u128, Vec<u32>>,
-    /// Files by number, and numbers by file key.
-    keys: Vec<String>,
-    numbers: HashMap<String, u32>,
-}
-
-impl Listers {
-    fn path(path: &str) -> u128 {
-        super::rollouts::path_key(path)
-    }
-
-    fn number(&mut self, key: &str) -> u32 {
-        if let Some(&n) = self.numbers.get(key) {
-            return n;
-        }
-        let n = u32::try_from(self.keys.len()).unwrap_or(u32::MAX);
-        self.keys.push(key.to_string());
-        self.numbers.insert(key.to_string(), n);
-        n
-    }
-
-    /// The keys of the files that list `path`.
-    fn of(&self, path: &str) -> impl Iterator<Item = &str> {
-        self.of_key(Listers::path(path))
-    }
-
-    /// The keys of the files that list the path of key `path` ([`Listers::path`]).
-    fn of_key(&self, path: u128) -> impl Iterator<Item = &str> {
-        let first = self.first.get(&path).into_iter();
-        let more = self.more.get(&path).into_iter().flatten();
-        first
-            .chain(more)
-            .filter_map(|&n| self.keys.get(n as usize).map(String::as_str))
-    }
-
-    fn add(&mut self, path: u128, key: &str) {
-        let n = self.number(key);
-        match self.first.get(&path) {
-            None => {
-                self.first.insert(path, n);
-            }
-            Some(&first) if first == n => {}
-            Some(_) => {
-                let more = self.more.entry(path).or_default();
-                if !more.contains(&n) {
-                    more.push(n);
-                }
-            }
-        }
-    }
-
-    fn remove(&mut self, path: u128, key: &str) {
-        let Some(&n) = self.numbers.get(key) else {
-            return;
-        };
-        let more = self.more.get_mut(&path);
-        if self.first.get(&path) == Some(&n) {
-            match more.and_then(Vec::pop) {
-                Some(next) => self.first.insert(path, next),
-                None => self.first.remove(&path),
-            };
-        } else if let Some(more) = more {
-            more.retain(|&m| m != n);
-        }
-        if self.more.get(&path).is_some_and(Vec::is_empty) {
-            self.more.remove(&path);
-        }
-    }
 }
 
 impl Manifest {
@@ -827,74 +578,4 @@ fn corrupt(home: &Home, state: &Dir, name: &str, line: u64, problem: &str) -> Ou
 fn line<T: Serialize>(out: &mut dyn Write, value: &T) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")
-}
-
-/// The digest of some bytes, as the manifest writes it.
-pub fn digest(bytes: &[u8]) -> String {
-    crate::model::identity::hex128(crate::model::hash::xxh3_128(bytes))
-}
-
-/// The digest of a file's bytes, read in blocks.
-pub fn file_digest(path: &Path) -> std::io::Result<String> {
-    file_digest_unless(path, &std::sync::atomic::AtomicUsize::new(0))
-}
-
-/// [`file_digest`], given up with an error once `stop` holds a signal (a run's pre-pass).
-pub fn file_digest_unless(
-    path: &Path,
-    stop: &std::sync::atomic::AtomicUsize,
-) -> std::io::Result<String> {
-    let mut hasher = crate::model::hash::Xxh3::new();
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
-    loop {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) != 0 {
-            return Err(std::io::Error::other("the run was asked to stop"));
-        }
-        let buffer = reader.fill_buf()?;
-        if buffer.is_empty() {
-            break;
-        }
-        hasher.update(buffer);
-        let n = buffer.len();
-        reader.consume(n);
-    }
-    Ok(format!("{:032x}", hasher.digest128()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn of(listers: &Listers, path: &str) -> Vec<String> {
-        let mut keys: Vec<String> = listers.of(path).map(str::to_string).collect();
-        keys.sort();
-        keys
-    }
-
-    #[test]
-    fn listers_answer_who_lists_a_session_as_files_come_and_go() {
-        let mut listers = Listers::default();
-        listers.add(Listers::path("s/a.jsonl"), "/in/one");
-        listers.add(Listers::path("s/a.jsonl"), "/in/one");
-        listers.add(Listers::path("s/b.jsonl"), "/in/one");
-        assert_eq!(of(&listers, "s/a.jsonl"), ["/in/one"]);
-        // A renamed input lists the same sessions: both files are listers.
-        listers.add(Listers::path("s/a.jsonl"), "/in/renamed");
-        listers.add(Listers::path("s/a.jsonl"), "/in/third");
-        assert_eq!(
-            of(&listers, "s/a.jsonl"),
-            ["/in/one", "/in/renamed", "/in/third"]
-        );
-        // The first lister leaves: the others stay, whichever was first.
-        listers.remove(Listers::path("s/a.jsonl"), "/in/one");
-        assert_eq!(of(&listers, "s/a.jsonl"), ["/in/renamed", "/in/third"]);
-        listers.remove(Listers::path("s/a.jsonl"), "/in/third");
-        listers.remove(Listers::path("s/a.jsonl"), "/in/unknown");
-        assert_eq!(of(&listers, "s/a.jsonl"), ["/in/renamed"]);
-        listers.remove(Listers::path("s/a.jsonl"), "/in/renamed");
-        assert!(of(&listers, "s/a.jsonl").is_empty());
-        assert!(listers.first.len() == 1 && listers.more.is_empty());
-        assert_eq!(of(&listers, "s/b.jsonl"), ["/in/one"]);
-        assert!(of(&listers, "s/never.jsonl").is_empty());
-    }
 }

@@ -152,9 +152,17 @@ pub struct InputRules {
     pub guess: bool,
 }
 
+impl InputRules {
+    /// Paths given beside the rule files (`--messages-at`), tried before the files' own.
+    pub fn prefer_messages_at(&mut self, mut paths: Vec<PathExpr>) {
+        paths.append(&mut self.messages_at);
+        self.messages_at = paths;
+    }
+}
+
 /// The `[input] role_aliases` table (a role as written -> the role it stands for), with a
 /// filter that answers "no alias" for most roles without a lookup: every message's role is
-/// looked up, and the B-tree's key compares were 26 `memcmp` calls a small record.
+/// looked up, and the B-tree's key compares cost 26 `memcmp` calls a small record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoleAliases {
     table: BTreeMap<String, String>,

@@ -17,33 +17,48 @@ pub mod parquet;
 /// A temporary folder for one test; commands run with it as their working directory, so the
 /// paths written in reports are the short relative ones given on the command line.
 pub struct Workdir {
-    dir: tempfile::TempDir,
+    /// Removed when the test ends, unless kept ([`Workdir::kept_if`]).
+    _dir: Option<tempfile::TempDir>,
+    path: PathBuf,
 }
 
 impl Workdir {
     pub fn new(name: &str) -> Workdir {
+        Workdir::kept_if(name, false)
+    }
+
+    /// A folder left in place after the test when `keep`, its path printed, to look into.
+    pub fn kept_if(name: &str, keep: bool) -> Workdir {
         let dir = tempfile::Builder::new()
             .prefix(&format!("rollover-{name}-"))
             .tempdir()
             .expect("create temp dir");
-        Workdir { dir }
+        let path = dir.path().to_path_buf();
+        let dir = if keep {
+            eprintln!("[{name}] keeping {}", dir.keep().display());
+            None
+        } else {
+            Some(dir)
+        };
+        Workdir { _dir: dir, path }
     }
 
     pub fn root(&self) -> &Path {
-        self.dir.path()
+        &self.path
     }
 
     pub fn path(&self, relative: &str) -> PathBuf {
-        self.dir.path().join(relative)
+        self.path.join(relative)
     }
 
-    /// Writes `bytes` at `relative` (parent folders created).
-    pub fn create(&self, relative: &str, bytes: impl AsRef<[u8]>) {
+    /// Writes `bytes` at `relative` (parent folders created), and says where.
+    pub fn create(&self, relative: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
         let path = self.path(relative);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).expect("create parent dir");
         }
         fs::write(&path, bytes).expect("write input file");
+        path
     }
 
     /// Writes each record as one JSON line (`\n` endings).

@@ -30,11 +30,8 @@ use serde_json::{json, Value};
 /// Max time one `codex exec resume` may take before it is killed.
 pub const RESUME_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Max time for `npm install`.
-const NPM_TIMEOUT: Duration = Duration::from_secs(600);
-
 // ---------------------------------------------------------------------------------------------
-// The Codex binary: `$ROLLOVER_CODEX_BIN`, or installed from npm into a cache folder.
+// The Codex binary: `$ROLLOVER_CODEX_BIN`, or the one `.ci/run` installed into a cache folder.
 // ---------------------------------------------------------------------------------------------
 
 /// The Codex binary under test.
@@ -50,11 +47,10 @@ pub struct Codex {
 static CODEXES: OnceLock<Vec<Result<Codex, String>>> = OnceLock::new();
 
 /// Every Codex binary to test against, one per supported release (`rollover::validate::
-/// SUPPORTED_CODEX`, the list `rollover --version` names), oldest first; provisioned once per
-/// test process (tests running in parallel wait for the installs). `ROLLOVER_CODEX_VERSION`
-/// (one release, or several separated by commas) picks others; `ROLLOVER_CODEX_BIN` tests one
-/// binary you have. Panics with every reason (and npm's output) when one is missing: the
-/// conformance test never skips a release.
+/// SUPPORTED_CODEX`, the list `rollover --version` names), oldest first, found once per test
+/// process. `ROLLOVER_CODEX_VERSION` (one release, or several separated by commas) picks
+/// others; `ROLLOVER_CODEX_BIN` tests one binary you have. Panics with every reason when one is
+/// missing, naming `.ci/run` (which installs them): the conformance test never skips a release.
 pub fn codexes() -> Vec<&'static Codex> {
     let all = CODEXES.get_or_init(provision_all);
     let failed: Vec<&String> = all.iter().filter_map(|c| c.as_ref().err()).collect();
@@ -114,7 +110,7 @@ fn provision_all() -> Vec<Result<Codex, String>> {
     releases().iter().map(|v| provision_codex(v)).collect()
 }
 
-/// `@openai/codex@<version>` from the cache, installed there by npm when missing.
+/// `@openai/codex@<version>` from the cache `.ci/run` installs it in.
 fn provision_codex(version: &str) -> Result<Codex, String> {
     let caches = match env_nonempty("ROLLOVER_CODEX_CACHE") {
         Some(dir) => PathBuf::from(dir),
@@ -127,40 +123,27 @@ fn provision_codex(version: &str) -> Result<Codex, String> {
         }
     };
     let cache = caches.join(version);
-    if let Some(bin) = find_codex_binary(&cache) {
-        let printed = codex_version(&bin)?;
-        if printed.split_whitespace().any(|w| w == version) {
-            return Ok(Codex {
-                origin: format!("@openai/codex@{version} cached in {}", cache.display()),
-                bin,
-                version: printed,
-            });
-        }
-        eprintln!(
-            "[conformance] {} says {printed:?}, not {version}: installing again",
-            bin.display()
-        );
-    }
-    install_codex(version, &cache)?;
-    let bin = find_codex_binary(&cache).ok_or_else(|| {
-        format!(
-            "npm installed @openai/codex@{version} into {} but no codex binary was found \
-             under node_modules/@openai/*/vendor/*/bin/",
+    let install = format!(
+        "install it with `bash .ci/run` (it installs every supported release there), or \
+         `npm install --prefix {} @openai/codex@{version}`, or point ROLLOVER_CODEX_BIN at a \
+         codex binary",
+        cache.display()
+    );
+    let Some(bin) = find_codex_binary(&cache) else {
+        return Err(format!(
+            "Codex {version} is not installed in {}: {install}",
             cache.display()
-        )
-    })?;
+        ));
+    };
     let printed = codex_version(&bin)?;
     if !printed.split_whitespace().any(|w| w == version) {
         return Err(format!(
-            "{} says {printed:?}, not the release {version} it was installed as",
+            "{} says {printed:?}, not {version}: {install}",
             bin.display()
         ));
     }
     Ok(Codex {
-        origin: format!(
-            "@openai/codex@{version} installed by npm into {}",
-            cache.display()
-        ),
+        origin: format!("@openai/codex@{version} installed in {}", cache.display()),
         bin,
         version: printed,
     })
@@ -184,102 +167,6 @@ fn codex_version(bin: &Path) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// `npm install --prefix <staging> @openai/codex@<version>`, then the staging folder is renamed
-/// to `cache`, so an interrupted or concurrent install never leaves a half-filled cache behind.
-fn install_codex(version: &str, cache: &Path) -> Result<(), String> {
-    let parent = cache.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    let name = cache
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "codex".to_string());
-    let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging)
-        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
-    let package = format!("@openai/codex@{version}");
-    eprintln!(
-        "[conformance] npm install --prefix {} {package}",
-        staging.display()
-    );
-    let mut cmd = Command::new("npm");
-    cmd.arg("install")
-        .arg("--prefix")
-        .arg(&staging)
-        .arg("--no-audit")
-        .arg("--no-fund")
-        .arg(&package)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = match run_with_timeout(cmd, NPM_TIMEOUT) {
-        Ok(out) => out,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(format!(
-                "cannot run npm to install {package} ({e}). Install npm, or point \
-                 ROLLOVER_CODEX_BIN at an installed codex binary"
-            ));
-        }
-    };
-    let shown = format!(
-        "--- npm stdout ---\n{}\n--- npm stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "`npm install --prefix {} {package}` failed ({}):\n{shown}",
-            staging.display(),
-            out.status
-        ));
-    }
-    if find_codex_binary(&staging).is_none() {
-        let listing = list_dir(&staging.join("node_modules").join("@openai"));
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "npm installed {package} but no codex binary for this platform ({} {}) is under \
-             node_modules/@openai/*/vendor/*/bin/ (node_modules/@openai holds: {listing}):\n{shown}",
-            std::env::consts::OS,
-            std::env::consts::ARCH
-        ));
-    }
-    // Another process may have filled the cache meanwhile: keep the complete one.
-    if find_codex_binary(cache).is_some() {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Ok(());
-    }
-    let _ = std::fs::remove_dir_all(cache);
-    if let Err(e) = std::fs::rename(&staging, cache) {
-        if find_codex_binary(cache).is_none() {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(format!(
-                "cannot move {} to {}: {e}",
-                staging.display(),
-                cache.display()
-            ));
-        }
-        let _ = std::fs::remove_dir_all(&staging);
-    }
-    Ok(())
-}
-
-fn list_dir(dir: &Path) -> String {
-    match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            let mut names: Vec<String> = entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            format!("{names:?}")
-        }
-        Err(e) => format!("nothing ({e})"),
-    }
 }
 
 /// npm's name for this platform's package, as the `@openai/codex` wrapper maps it.

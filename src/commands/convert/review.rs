@@ -21,6 +21,7 @@ use crate::audit::review::{
     ReviewPage, ReviewRow,
 };
 use crate::audit::{Action, Decision};
+use crate::commands::ui::conversion::{action_parts, describe, items_from};
 use crate::convert::render::renderer;
 use crate::convert::{convert, OutItem, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
@@ -413,7 +414,7 @@ fn decisions_of(decisions: &[Decision], message: Option<usize>) -> Vec<ReviewDec
         .filter(|d| d.message == message)
         .map(|d| {
             let action = serde_json::to_value(&d.action).unwrap_or(Value::Null);
-            let (name, mut details) = super::explain::action_parts(action);
+            let (name, mut details) = action_parts(action);
             if d.bytes_dropped > 0 {
                 details.push(format!("{} bytes dropped", d.bytes_dropped));
             }
@@ -431,9 +432,9 @@ fn decisions_of(decisions: &[Decision], message: Option<usize>) -> Vec<ReviewDec
 }
 
 fn items_of(items: &[OutItem], origin: Option<usize>) -> Vec<ReviewItem> {
-    super::explain::items_from(items, origin)
+    items_from(items, origin)
         .map(|item| ReviewItem {
-            what: super::explain::describe(item),
+            what: describe(item),
             text: item_text(item),
         })
         .collect()

@@ -11,7 +11,7 @@
 //! Requests resend the whole history, so the pairs of a file are grouped into chains
 //! ([`super::chain`]); each chain is one conversation (`policy.resent_history`), its last
 //! request's messages (read by the Chat Completions message reader,
-//! [`super::chat::read_message_list`]) then the reply, built as a [`Message`]
+//! [`super::messages::read_message_list`]) then the reply, built as a [`Message`]
 //! ([`super::builder::TranscriptBuilder`]).
 
 use std::collections::BTreeMap;
@@ -20,7 +20,8 @@ use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
 use super::chain::{self, request_body, response_body};
-use super::chat::{alias_role, read_message_list, read_meta};
+use super::messages::{alias_role, read_message_list};
+use super::meta::read_meta;
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::sse::{self, Line as SseLine};
 use super::InputError;

@@ -30,7 +30,8 @@ use serde_json::{json, Map, Value};
 
 use super::builder::TranscriptBuilder;
 use super::chain::{self, request_body, response_body};
-use super::chat::{read_content, read_meta, read_role};
+use super::messages::{read_content, read_role};
+use super::meta::read_meta;
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::sse;
 use super::InputError;

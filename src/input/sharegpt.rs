@@ -27,7 +27,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
-use super::chat::{alias_role, read_message_list};
+use super::messages::{alias_role, read_message_list};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::inside::{Refusal, IMAGE_CAP};
 use super::turns::{

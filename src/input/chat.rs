@@ -15,7 +15,6 @@ use super::InputError;
 use crate::model::transcript::{Message, RecordMeta, Transcript};
 use crate::rules::InputRules;
 
-
 /// Rollout line tags: a record carrying one of these plus `payload` is a rollout line.
 const ROLLOUT_TAGS: [&str; 5] = [
     "session_meta",
@@ -399,7 +398,7 @@ fn take_at(value: &mut Value, keys: &[String]) -> Value {
 
 /// The record's tool definitions: `tools`, else legacy `functions` (each wrapped as a
 /// `function` tool), at the top level or in a Batch API request `body`. Copied, not moved, so
-/// the keys stay in the audit's ignored fields exactly as before.
+/// the keys stay in the audit's ignored fields.
 fn read_tools(value: &Value) -> Vec<Value> {
     let holders = [Some(value), value.get("body")];
     for holder in holders.into_iter().flatten() {
@@ -440,15 +439,14 @@ fn read_tools_tape(record: &TapeObject<'_>) -> Option<Vec<Value>> {
     Some(Vec::new())
 }
 
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
     use crate::input::messages::{Members, MESSAGE_KEYS};
-    use crate::model::transcript::{Content, Part, Role};
     use crate::input::parse_record;
+    use crate::model::transcript::{Content, Part, Role};
     use crate::rules::{PathExpr, RuleSet};
 
     /// The built-in input rules, and rules whose other paths read into the messages' path.

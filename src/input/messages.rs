@@ -149,8 +149,8 @@ pub(crate) fn read_messages<N: Tree>(
     let mut messages = Vec::with_capacity(raw.size_hint().0);
     for (i, raw) in raw.enumerate() {
         let index = first + i;
-        // Read where it is kept: a `Message` built, returned and pushed was copied twice
-        // (~400 bytes each time, ~1 % of a small record's time).
+        // Read where it is kept: a `Message` built, returned and pushed would be copied
+        // twice (a few hundred bytes each time).
         messages.push(Message {
             index,
             ..Message::default()
@@ -205,9 +205,8 @@ impl<N: Tree> Members<N> {
         }
     }
 
-    /// One walk of `raw`'s keys, or `raw` back when it is not an object. Each key was
-    /// searched for before, once for each of the eleven and again for the others: ~1,600
-    /// instructions a message, 8 % of a small record.
+    /// One walk of `raw`'s keys, or `raw` back when it is not an object: searching for each
+    /// of the eleven keys, then for the others, would cost more than reading the message.
     fn of(raw: N) -> Result<Members<N>, N> {
         let mut members = Members::none();
         raw.each_entry(|key, value| match members.slot(key) {

@@ -372,8 +372,8 @@ pub(super) fn transcript(
             .collect();
         built.tools(wrapped);
     }
-    // The audit has named a completed `status` as `choices` since the Responses reader
-    // was written (kept, so that the audit reads the same).
+    // A completed `status` is audited under the name `choices`, the finished reply's field
+    // in the other API logs, so that the audits of the logs read alike.
     let mut ignored: Vec<&str> = entry.facts.keys().map(String::as_str).collect();
     if entry.finished {
         ignored.push("choices");

@@ -23,8 +23,9 @@
 //! field.
 //!
 //! What the readers share: [`parse`] (simd-json, Unicode repair), `messages` (Chat Completions
-//! messages), `meta` (a record's id, time, model and end by the rule paths), [`blocks`] (content blocks
-//! of Claude Code and Anthropic), [`chain`] (the one chain driver of the three API logs),
+//! messages), `meta` (a record's id, time, model and end by the rule paths), `lenient` (the
+//! fields of the typed envelopes: a value of the wrong type is absent), [`blocks`] (content
+//! blocks of Claude Code and Anthropic), [`chain`] (the one chain driver of the three API logs),
 //! [`sse`] (SSE lines and logged events), [`batch`] (Batch API results joined to their
 //! requests), [`inside`] (the only way a reader opens a file a record points to), `tree` (a
 //! message read alike from simd-json's tape or a `Value`: the chat fast path), `turns`
@@ -43,6 +44,7 @@ pub mod codex;
 pub mod format;
 pub mod gemini_cli;
 pub mod inside;
+pub(crate) mod lenient;
 pub mod media;
 pub(crate) mod messages;
 pub(crate) mod meta;

@@ -1,10 +1,12 @@
 //! One record of a Responses log read as an [`Entry`]: a request, a response (a body or its
 //! streamed events), a pair of both, or a stored input list.
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::{is_input_list, is_item, is_pair, is_request, is_response};
 use crate::input::chain::{request_body, response_body};
+use crate::input::lenient::{object_or_default, Loose};
 use crate::input::sse;
 
 /// One logged exchange: what was sent and what came back.
@@ -23,6 +25,34 @@ pub struct Entry {
     pub unreadable: sse::Unreadable,
 }
 
+/// A request body or a response object: the fields the reader takes from either (a stored
+/// response repeats its request's `input`, `instructions` and `previous_response_id`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Exchange {
+    input: Option<Value>,
+    output: Option<Value>,
+    id: Loose<String>,
+    previous_response_id: Loose<String>,
+    instructions: Loose<String>,
+    model: Option<Value>,
+    created_at: Option<Value>,
+    tools: Option<Value>,
+    status: Loose<String>,
+}
+
+/// One streamed event of a logged response.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: Loose<String>,
+    /// Present, even `null` (a `response.created` without one forgets the one before).
+    response: Loose<Value>,
+    output_index: Loose<u64>,
+    item: Loose<Value>,
+}
+
 fn items_of(input: Option<Value>) -> Vec<Value> {
     match input {
         Some(Value::Array(items)) => items,
@@ -31,11 +61,9 @@ fn items_of(input: Option<Value>) -> Vec<Value> {
     }
 }
 
-fn take_string(map: &mut Value, key: &str) -> Option<String> {
-    match map.get_mut(key).map(std::mem::take) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s),
-        _ => None,
-    }
+/// An id or a text the reader keeps: a string that is not empty.
+fn non_empty(text: Loose<String>) -> Option<String> {
+    text.0.filter(|s| !s.is_empty())
 }
 
 pub(super) fn entry_of(mut value: Value, record: usize) -> Result<Entry, String> {
@@ -54,7 +82,7 @@ pub(super) fn entry_of(mut value: Value, record: usize) -> Result<Entry, String>
         entry.input = items_of(value.get_mut("data").map(std::mem::take));
         return Ok(entry);
     }
-    let (mut request, response) = if is_pair(&value) {
+    let (request, response) = if is_pair(&value) {
         let events = sse::events(&value);
         let request = request_body(&mut value).ok_or("the request has no body")?;
         let response = match events {
@@ -72,46 +100,45 @@ pub(super) fn entry_of(mut value: Value, record: usize) -> Result<Entry, String>
     } else {
         return Err("neither a Responses request, a response object, a {request, response} pair nor an input list".into());
     };
-    if let Some(request) = request.as_mut() {
-        entry.input = items_of(request.get_mut("input").map(std::mem::take));
-        entry.previous = take_string(request, "previous_response_id");
-        entry.instructions = take_string(request, "instructions");
-        for key in ["model", "tools"] {
-            if let Some(v) = request
-                .get_mut(key)
-                .map(std::mem::take)
-                .filter(|v| !v.is_null())
-            {
-                entry.facts.insert(key.into(), v);
+    if let Some(request) = request {
+        let request: Exchange = object_or_default(request);
+        entry.input = items_of(request.input);
+        entry.previous = non_empty(request.previous_response_id);
+        entry.instructions = non_empty(request.instructions);
+        for (key, fact) in [("model", request.model), ("tools", request.tools)] {
+            if let Some(fact) = fact {
+                entry.facts.insert(key.into(), fact);
             }
         }
     }
-    if let Some(mut response) = response {
-        entry.output = items_of(response.get_mut("output").map(std::mem::take));
-        entry.response_id = take_string(&mut response, "id");
+    if let Some(response) = response {
+        let response: Exchange = object_or_default(response);
+        entry.output = items_of(response.output);
+        entry.response_id = non_empty(response.id);
         // A stored response object carries its own request's facts.
         if entry.previous.is_none() {
-            entry.previous = take_string(&mut response, "previous_response_id");
+            entry.previous = non_empty(response.previous_response_id);
         }
         if entry.instructions.is_none() {
-            entry.instructions = take_string(&mut response, "instructions");
+            entry.instructions = non_empty(response.instructions);
         }
         if entry.input.is_empty() {
-            entry.input = items_of(response.get_mut("input").map(std::mem::take));
+            entry.input = items_of(response.input);
         }
         if let Some(id) = &entry.response_id {
             entry.facts.insert("id".into(), json!(id));
         }
-        for key in ["model", "created_at", "tools"] {
-            if let Some(v) = response
-                .get_mut(key)
-                .map(std::mem::take)
-                .filter(|v| !v.is_null())
-            {
-                entry.facts.entry(key.to_string()).or_insert(v);
+        let facts = [
+            ("model", response.model),
+            ("created_at", response.created_at),
+            ("tools", response.tools),
+        ];
+        for (key, fact) in facts {
+            if let Some(fact) = fact {
+                entry.facts.entry(key.to_string()).or_insert(fact);
             }
         }
-        entry.finished = response.get("status").and_then(Value::as_str) == Some("completed");
+        entry.finished = response.status.0.as_deref() == Some("completed");
     }
     Ok(entry)
 }
@@ -121,34 +148,18 @@ pub(super) fn entry_of(mut value: Value, record: usize) -> Result<Entry, String>
 fn response_from_events(events: Vec<Value>) -> Value {
     let mut done_items: Vec<(u64, Value)> = Vec::new();
     let mut created = None;
-    for mut event in events {
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        match kind.as_str() {
+    for event in events {
+        let event: Event = object_or_default(event);
+        match event.kind.0.as_deref().unwrap_or_default() {
             "response.completed" | "response.incomplete" | "response.failed" => {
-                if let Some(response) = event
-                    .get_mut("response")
-                    .map(std::mem::take)
-                    .filter(Value::is_object)
-                {
+                if let Some(response) = event.response.0.filter(Value::is_object) {
                     return response;
                 }
             }
-            "response.created" => {
-                created = event
-                    .get_mut("response")
-                    .map(std::mem::take)
-                    .filter(Value::is_object)
-            }
+            "response.created" => created = event.response.0.filter(Value::is_object),
             "response.output_item.done" => {
-                let index = event
-                    .get("output_index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(done_items.len() as u64);
-                if let Some(item) = event.get_mut("item").map(std::mem::take) {
+                let index = event.output_index.0.unwrap_or(done_items.len() as u64);
+                if let Some(item) = event.item.0 {
                     done_items.push((index, item));
                 }
             }

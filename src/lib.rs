@@ -103,7 +103,7 @@
 //! the reader to `input::format::readers()` in detection order. The reader emits each
 //! conversation through `input::builder::TranscriptBuilder` (messages, calls, outputs, reasoning,
 //! notes, the record's facts); Chat Completions messages inside its source go through
-//! `input::chat::read_message_list`, so a message reads the same in every format. `--from`,
+//! `input::messages::read_message_list`, so a message reads the same in every format. `--from`,
 //! detection, the pipeline and the fuzz harness reach every format through that list.
 //!
 //! **Lints hold the style** (`[lints]` in `Cargo.toml`, `cargo clippy` in `.ci/run`): no unsafe

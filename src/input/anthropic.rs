@@ -213,8 +213,8 @@ impl FormatReader for AnthropicReader {
                     .to_string();
                 // The first result of an id joins its request, as across files
                 // ([`super::batch::BatchIndex::scan`]); a later one has no request left to
-                // join, and is refused rather than put in the first one's place, which lost
-                // that line from the file's account (issue 26, the anthropic fuzz target).
+                // join, and is refused rather than put in the first one's place, where the
+                // first line would be in no conversation, refusal or drop.
                 match results.entry(id) {
                     hash_map::Entry::Vacant(slot) => {
                         slot.insert((record.index, record.value));
@@ -398,8 +398,8 @@ fn entry_of(mut value: Value, records: Vec<usize>) -> Result<Entry, InputError> 
 pub fn assemble(events: &[Value]) -> Value {
     let mut message = json!({"type": "message", "role": "assistant", "content": []});
     let mut blocks: Vec<(u64, Value, String)> = Vec::new();
-    // The last block started with each index: a delta finds its block without a search
-    // (issue 26: N blocks and their N deltas were O(N²)).
+    // The last block started with each index: a delta finds its block without a search,
+    // so N blocks and their N deltas stay O(N).
     let mut last_with_index: FxHashMap<u64, usize> = FxHashMap::default();
     for event in events {
         match event.get("type").and_then(Value::as_str) {
@@ -442,8 +442,8 @@ pub fn assemble(events: &[Value]) -> Value {
                         .unwrap_or_default()
                         .to_string()
                 };
-                // Appended in place: copying the text so far for each delta was O(N²) in
-                // the deltas (issue 26). A value that is not a string is replaced, as before.
+                // Appended in place: copying the text so far for each delta would be O(N²) in
+                // the deltas. A value that is not a string is replaced.
                 let mut push = |key: &str, piece: String| match slot.1.get_mut(key) {
                     Some(Value::String(current)) => current.push_str(&piece),
                     _ => slot.1[key] = Value::String(piece),
@@ -736,7 +736,7 @@ mod tests {
         assert_eq!(notes, ["builtin.thinking-signature"]);
     }
 
-    /// Issue 26: many blocks, their deltas in any order; a delta goes to the last block
+    /// Many blocks, their deltas in any order; a delta goes to the last block
     /// started with its index, a delta without one nowhere, and text is appended to the text
     /// the block holds (a value that is no string is replaced).
     #[test]
@@ -898,9 +898,9 @@ mod tests {
         );
     }
 
-    /// Issue 26, found by the `anthropic` fuzz target: a second result line of one
-    /// `custom_id` replaced the first in the reader's map, and the first line was in no
-    /// conversation, refusal or drop (the pipeline quarantined it as a reader bug).
+    /// A second result line of one `custom_id` (found by the `anthropic` fuzz target) is
+    /// refused; the first joins its request, so every line is in a conversation, a refusal
+    /// or a drop.
     #[test]
     fn a_second_result_of_one_custom_id_is_refused_and_the_first_joins_its_request() {
         let errored = |message: &str| json!({"custom_id": "bad", "result": {"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error", "message": message}}}});

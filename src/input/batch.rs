@@ -203,9 +203,8 @@ impl BatchIndex {
     /// what it found so far, once `stop` holds a signal (the caller then ends the run).
     ///
     /// Every file's first record is read on `pool`, the files at once: on the main thread,
-    /// before any conversion starts, that look was a run's largest serial stage over many
-    /// files (decompressing each file's first blocks: 61 M of 572 M instructions for 150
-    /// agent transcripts in 8 files). Only a results file is then read whole, in order.
+    /// before any conversion starts, that look would be a run's largest serial stage over many
+    /// files (samples/BENCHMARKS.md). Only a results file is then read whole, in order.
     ///
     /// Records are read as the run reads them, up to `--max-record-bytes` (`max_record_bytes`):
     /// a longer one is held as its head only, and the run quarantines it as `too_large`.

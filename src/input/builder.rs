@@ -9,7 +9,7 @@
 //!
 //! What a source writes as a Chat Completions message (a chat record, a logged request's
 //! `messages`, an OpenAI-style dataset row) is read by the chat reader's own message reader
-//! ([`super::chat::read_message_list`]) and handed over as [`Message`]s; everything else is
+//! ([`super::messages::read_message_list`]) and handed over as [`Message`]s; everything else is
 //! built here field by field.
 
 use serde_json::Value;

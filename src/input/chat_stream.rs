@@ -11,17 +11,20 @@
 //! Requests resend the whole history, so the pairs of a file are grouped into chains
 //! ([`super::chain`]); each chain is one conversation (`policy.resent_history`), its last
 //! request's messages (read by the Chat Completions message reader,
-//! [`super::chat::read_message_list`]) then the reply, built as a [`Message`]
+//! [`super::messages::read_message_list`]) then the reply, built as a [`Message`]
 //! ([`super::builder::TranscriptBuilder`]).
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
 use super::chain::{self, request_body, response_body};
-use super::chat::{alias_role, read_message_list, read_meta};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
+use super::lenient::{object_or_default, Loose};
+use super::messages::{alias_role, read_message_list};
+use super::meta::read_meta;
 use super::sse::{self, Line as SseLine};
 use super::InputError;
 use crate::model::transcript::{Content, Message, SourceNote, ToolCall, Transcript};
@@ -235,20 +238,95 @@ impl Entry {
     }
 }
 
+/// A logged request body, as far as the reader reads it.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RequestBody {
+    messages: Loose<Vec<Value>>,
+    /// Present, even `null`: kept as the exchange's facts as written.
+    tools: Loose<Value>,
+    model: Loose<Value>,
+}
+
+/// A logged response body or one `chat.completion.chunk` of a stream: the completion's facts
+/// and its choices (a logged reply each, or a chunk's deltas).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Completion {
+    id: Option<Value>,
+    created: Option<Value>,
+    model: Option<Value>,
+    choices: Loose<Vec<Value>>,
+}
+
+/// One of a logged response's `choices`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LoggedChoice {
+    /// Present, even `null`: the reply as logged.
+    message: Loose<Value>,
+    finish_reason: Option<Value>,
+}
+
+/// One choice of a chunk: its `delta` (a chunk's), else its `message`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ChunkChoice {
+    index: Loose<u64>,
+    finish_reason: Option<Value>,
+    delta: Loose<Value>,
+    message: Loose<Value>,
+}
+
+/// The pieces a delta adds to its choice.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Delta {
+    role: Loose<String>,
+    content: Loose<String>,
+    refusal: Loose<String>,
+    reasoning_content: Loose<String>,
+    reasoning: Loose<String>,
+    tool_calls: Loose<Vec<Value>>,
+    /// Present, even `null`: the choice then has a (legacy) function call.
+    function_call: Loose<Value>,
+}
+
+/// A fragment of a tool call: `function` (or a freeform call's `custom`) carries its pieces.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CallDelta {
+    index: Loose<u64>,
+    id: Loose<String>,
+    #[serde(rename = "type")]
+    kind: Loose<String>,
+    function: Loose<Value>,
+    custom: Loose<Value>,
+}
+
+/// A fragment of a function's (or freeform call's) name and arguments (`input`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct FunctionDelta {
+    name: Loose<String>,
+    arguments: Loose<Value>,
+    input: Loose<Value>,
+}
+
 fn pair_entry(value: &mut Value, index: usize) -> Result<Entry, String> {
     let events = sse::events(value);
-    let mut request = request_body(value).ok_or("the request has no body")?;
-    let history = match request.get_mut("messages").map(std::mem::take) {
-        Some(Value::Array(messages)) => messages,
-        _ => return Err("the request has no `messages` list".into()),
+    let request = request_body(value).ok_or("the request has no body")?;
+    let request: RequestBody = object_or_default(request);
+    let Some(history) = request.messages.0 else {
+        return Err("the request has no `messages` list".into());
     };
     let mut entry = Entry::new(vec![index]);
     entry.history = history;
-    if let Some(tools) = request.get_mut("tools").map(std::mem::take) {
+    if let Some(tools) = request.tools.0 {
         entry.facts.insert("tools".into(), tools);
     }
-    if let Some(model) = request.get("model") {
-        entry.facts.insert("model".into(), model.clone());
+    if let Some(model) = request.model.0 {
+        entry.facts.insert("model".into(), model);
     }
     match events {
         Some(events) => {
@@ -256,35 +334,34 @@ fn pair_entry(value: &mut Value, index: usize) -> Result<Entry, String> {
             entry.unreadable = events.unreadable;
         }
         None => {
-            let mut body = response_body(value).ok_or("the response has no body")?;
-            for key in ["id", "created", "model"] {
-                if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
-                    entry.facts.insert(key.into(), v.clone());
+            let body = response_body(value).ok_or("the response has no body")?;
+            let body: Completion = object_or_default(body);
+            for (key, fact) in [
+                ("id", body.id),
+                ("created", body.created),
+                ("model", body.model),
+            ] {
+                if let Some(fact) = fact {
+                    entry.facts.insert(key.into(), fact);
                 }
             }
-            let mut choices = match body.get_mut("choices").map(std::mem::take) {
-                Some(Value::Array(choices)) => choices,
-                _ => Vec::new(),
-            };
-            if choices.len() > 1 {
-                let extra: usize = choices[1..]
-                    .iter()
-                    .map(|c| {
-                        c.pointer("/message/content")
-                            .and_then(Value::as_str)
-                            .map_or(0, str::len)
-                    })
-                    .sum();
-                entry.extra_choices = ((choices.len() - 1) as u64, extra);
+            let mut choices = body.choices.0.unwrap_or_default().into_iter();
+            let first = choices.next().map(object_or_default::<LoggedChoice>);
+            let extra: Vec<usize> = choices
+                .map(|c| {
+                    let choice: LoggedChoice = object_or_default(c);
+                    let content = choice.message.0.as_ref().and_then(|m| m.get("content"));
+                    content.and_then(Value::as_str).map_or(0, str::len)
+                })
+                .collect();
+            if !extra.is_empty() {
+                entry.extra_choices = (extra.len() as u64, extra.iter().sum());
             }
-            if let Some(first) = choices.first_mut() {
-                if let Some(reason) = first.get("finish_reason").filter(|v| !v.is_null()) {
-                    entry.facts.insert("finish_reason".into(), reason.clone());
+            if let Some(first) = first {
+                if let Some(reason) = first.finish_reason {
+                    entry.facts.insert("finish_reason".into(), reason);
                 }
-                entry.reply = first
-                    .get_mut("message")
-                    .map(std::mem::take)
-                    .map(Reply::Logged);
+                entry.reply = first.message.0.map(Reply::Logged);
             }
         }
     }
@@ -305,81 +382,80 @@ struct ChoiceAcc {
     finish_reason: Option<Value>,
 }
 
-fn append(slot: &mut Option<String>, delta: Option<&Value>) {
-    if let Some(text) = delta.and_then(Value::as_str) {
-        slot.get_or_insert_with(String::new).push_str(text);
+fn append(slot: &mut Option<String>, delta: Loose<String>) {
+    if let Some(text) = delta.0 {
+        slot.get_or_insert_with(String::new).push_str(&text);
     }
 }
 
 /// Reassembles chunks into each choice's message, by choice index; its role after the rule
 /// file's role aliases.
 fn assemble(
-    chunks: &[Value],
+    chunks: Vec<Value>,
     aliases: &RoleAliases,
 ) -> (BTreeMap<u64, Message>, Map<String, Value>) {
     let mut choices: BTreeMap<u64, ChoiceAcc> = BTreeMap::new();
     let mut facts = Map::new();
     for chunk in chunks {
-        for key in ["id", "created", "model"] {
-            if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
-                facts.entry(key.to_string()).or_insert_with(|| v.clone());
+        let chunk: Completion = object_or_default(chunk);
+        for (key, fact) in [
+            ("id", chunk.id),
+            ("created", chunk.created),
+            ("model", chunk.model),
+        ] {
+            if let Some(fact) = fact {
+                facts.entry(key.to_string()).or_insert(fact);
             }
         }
-        for choice in chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let index = choice.get("index").and_then(Value::as_u64).unwrap_or(0);
-            let acc = choices.entry(index).or_default();
-            if let Some(reason) = choice.get("finish_reason").filter(|v| !v.is_null()) {
-                acc.finish_reason = Some(reason.clone());
+        for choice in chunk.choices.0.into_iter().flatten() {
+            let choice: ChunkChoice = object_or_default(choice);
+            let acc = choices.entry(choice.index.0.unwrap_or(0)).or_default();
+            if let Some(reason) = choice.finish_reason {
+                acc.finish_reason = Some(reason);
             }
-            let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) else {
+            let Some(delta) = choice.delta.0.or(choice.message.0) else {
                 continue;
             };
-            if let Some(role) = delta.get("role").and_then(Value::as_str) {
-                acc.role = Some(role.to_string());
+            let delta: Delta = object_or_default(delta);
+            if let Some(role) = delta.role.0 {
+                acc.role = Some(role);
             }
-            append(&mut acc.content, delta.get("content"));
-            append(&mut acc.refusal, delta.get("refusal"));
-            append(&mut acc.reasoning_content, delta.get("reasoning_content"));
-            append(&mut acc.reasoning, delta.get("reasoning"));
-            for (n, call) in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                let call_index = call
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(n as u64);
-                let slot = acc.calls.entry(call_index).or_default();
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
-                    slot.0.get_or_insert_with(|| id.to_string());
+            append(&mut acc.content, delta.content);
+            append(&mut acc.refusal, delta.refusal);
+            append(&mut acc.reasoning_content, delta.reasoning_content);
+            append(&mut acc.reasoning, delta.reasoning);
+            for (n, call) in delta.tool_calls.0.into_iter().flatten().enumerate() {
+                let call: CallDelta = object_or_default(call);
+                let slot = acc
+                    .calls
+                    .entry(call.index.0.unwrap_or(n as u64))
+                    .or_default();
+                if let Some(id) = call.id.0 {
+                    slot.0.get_or_insert(id);
                 }
-                if let Some(kind) = call.get("type").and_then(Value::as_str) {
-                    slot.1.get_or_insert_with(|| kind.to_string());
+                if let Some(kind) = call.kind.0 {
+                    slot.1.get_or_insert(kind);
                 }
-                let function = call.get("function").or_else(|| call.get("custom"));
-                if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
-                    slot.2.push_str(name);
+                let Some(function) = call.function.0.or(call.custom.0) else {
+                    continue;
+                };
+                let function: FunctionDelta = object_or_default(function);
+                if let Some(name) = function.name.0 {
+                    slot.2.push_str(&name);
                 }
-                let args = function.and_then(|f| f.get("arguments").or_else(|| f.get("input")));
-                if let Some(args) = args.and_then(Value::as_str) {
-                    slot.3.push_str(args);
+                let args = function.arguments.0.or(function.input.0);
+                if let Some(Value::String(args)) = args {
+                    slot.3.push_str(&args);
                 }
             }
-            if let Some(fc) = delta.get("function_call") {
+            if let Some(fc) = delta.function_call.0 {
                 let slot = acc.function_call.get_or_insert_with(Default::default);
-                if let Some(name) = fc.get("name").and_then(Value::as_str) {
-                    slot.0.push_str(name);
+                let fc: FunctionDelta = object_or_default(fc);
+                if let Some(name) = fc.name.0 {
+                    slot.0.push_str(&name);
                 }
-                if let Some(args) = fc.get("arguments").and_then(Value::as_str) {
-                    slot.1.push_str(args);
+                if let Some(Value::String(args)) = fc.arguments.0 {
+                    slot.1.push_str(&args);
                 }
             }
         }
@@ -450,7 +526,7 @@ fn finish(entry: &mut Entry, aliases: &RoleAliases) {
     if entry.chunks.is_empty() {
         return;
     }
-    let (mut messages, facts) = assemble(&std::mem::take(&mut entry.chunks), aliases);
+    let (mut messages, facts) = assemble(std::mem::take(&mut entry.chunks), aliases);
     for (k, v) in facts {
         entry.facts.entry(k).or_insert(v);
     }

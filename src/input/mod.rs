@@ -17,14 +17,17 @@
 //! marks the call as failed), reasoning (attached to the message it explains), notes of what a
 //! rule dropped, and the record's facts; the builder numbers the messages and refuses an empty
 //! conversation alike for every format. No reader builds another format's JSON to be read
-//! again: what a source writes as Chat Completions messages (a logged request's `messages`, an
-//! OpenAI-style dataset row) is read by the chat reader's message reader
-//! ([`chat::read_message_list`]), everything else is built field by field.
+//! again, and no reader imports another: what a source writes as Chat Completions messages (a
+//! chat record, a logged request's `messages`, an OpenAI-style dataset row) is read by the
+//! shared message reader (`messages::read_message_list`), everything else is built field by
+//! field.
 //!
 //! What the readers share (no reader imports another): [`parse`] (simd-json, Unicode
-//! repair), [`blocks`] (content blocks of Claude Code and Anthropic), [`media`] (content parts
-//! and tool outputs several formats build alike), `fields` (serde helpers of the typed
-//! envelopes: a field of another type is as if absent), [`chain`] (the one chain driver of the three API logs),
+//! repair), `messages` (Chat Completions messages), `meta` (a record's id, time, model and end
+//! by the rule paths), `fields` (serde helpers of the typed envelopes: a field of another type
+//! is as if absent), [`blocks`] (content blocks of Claude Code and Anthropic), [`media`]
+//! (content parts and tool outputs several formats build alike), [`chain`] (the one chain
+//! driver of the three API logs),
 //! [`sse`] (SSE lines and logged events), [`batch`] (Batch API results joined to their
 //! requests), [`inside`] (the only way a reader opens a file a record points to), `tree` (a
 //! message read alike from simd-json's tape or a `Value`: the chat fast path), `turns`
@@ -44,7 +47,10 @@ pub(crate) mod fields;
 pub mod format;
 pub mod gemini_cli;
 pub mod inside;
+pub(crate) mod lenient;
 pub mod media;
+pub(crate) mod messages;
+pub(crate) mod meta;
 pub mod otel;
 pub mod parquet;
 pub mod parse;

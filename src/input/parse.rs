@@ -63,9 +63,9 @@ pub(crate) fn tape_value_without(nodes: &[simd_json::Node<'_>], hole: usize) -> 
 /// path builds it (a later duplicate key wins, a non-finite float is `null`), with `depth`
 /// arrays and objects around it. simd-json builds the tape without recursion; this walk
 /// recurses at most [`MAX_DEPTH`] deep and returns `None` past it (the careful path then
-/// refuses the record with serde_json's message). It replaced a byte scan for the depth and
-/// serde's visitors: ~4 % of the instructions of a conversion of agent transcripts. The value
-/// at node `hole` is `null` and not read (`usize::MAX` for none).
+/// refuses the record with serde_json's message), so no byte scan for the depth and no
+/// serde visitor run over the record again. The value at node `hole` is `null` and not read
+/// (`usize::MAX` for none).
 fn tape_value(
     nodes: &[simd_json::Node<'_>],
     at: &mut usize,
@@ -160,8 +160,8 @@ fn parse_carefully(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputEr
 /// inside strings not counted. Malformed text may get either answer; the parser then fails.
 pub fn nests_deeper_than(bytes: &[u8], limit: usize) -> bool {
     // Most records have too few brackets to reach the limit: a count decides. memchr2 finds
-    // them with SIMD and the count stops at the (limit+1)-th; a byte-by-byte filter here was
-    // a tenth of the baseline's instructions, and runs on every validated line too.
+    // them with SIMD and the count stops at the (limit+1)-th: this runs on every record and
+    // every validated line (samples/BENCHMARKS.md).
     if memchr::memchr2_iter(b'[', b'{', bytes).nth(limit).is_none() {
         return false;
     }
@@ -218,8 +218,7 @@ fn prepare(bytes: &[u8], repair: bool) -> Result<(Vec<u8>, usize), InputError> {
 /// Replaces lone surrogate escapes by `\ufffd` in place; returns how many.
 ///
 /// It searches for `\u` (rare) rather than stepping from backslash to backslash (one per
-/// escaped newline or quote in a transcript's text: ~3 % of a conversion of agent
-/// transcripts). A `\u` is an escape when the run of backslashes it ends is odd, which is
+/// escaped newline or quote in a transcript's text, many in agent transcripts). A `\u` is an escape when the run of backslashes it ends is odd, which is
 /// where stepping escape by escape lands: the same repairs as [`repair_stepping`].
 pub fn repair_lone_surrogates(bytes: &mut [u8]) -> usize {
     static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> =

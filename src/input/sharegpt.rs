@@ -27,9 +27,9 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
-use super::chat::{alias_role, read_message_list};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::inside::{Refusal, IMAGE_CAP};
+use super::messages::{alias_role, read_message_list};
 use super::turns::{
     bad, calls_of, classic_turns, dataset_tools, observation, observation_runs, split_observations,
     Pairing,
@@ -555,7 +555,7 @@ mod tests {
         assert_eq!(t.tools.len(), 1);
     }
 
-    /// Issue 26: many parallel calls, one observation each, answered in call order.
+    /// Many parallel calls, one observation each, answered in call order.
     #[test]
     fn many_parallel_calls_each_take_the_next_observation() {
         let n = 2000;

@@ -15,7 +15,7 @@ use crate::rules::policy::SharedObservation;
 use crate::rules::{Builtin, PolicyId};
 
 /// Calls waiting for their outputs, in call order (a queue: N parallel calls and their N
-/// observations are O(N), issue 26).
+/// observations are O(N)).
 #[derive(Default)]
 pub(crate) struct Pairing {
     pub(crate) pending: VecDeque<String>,

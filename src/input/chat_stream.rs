@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use super::builder::TranscriptBuilder;
 use super::chain::{self, request_body, response_body};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
-use super::lenient::{object_or_default, Loose};
+use super::fields::{object_or_default, Loose};
 use super::messages::{alias_role, read_message_list};
 use super::meta::read_meta;
 use super::sse::{self, Line as SseLine};

@@ -47,7 +47,6 @@ pub(crate) mod fields;
 pub mod format;
 pub mod gemini_cli;
 pub mod inside;
-pub(crate) mod lenient;
 pub mod media;
 pub(crate) mod messages;
 pub(crate) mod meta;

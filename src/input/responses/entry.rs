@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::{is_input_list, is_item, is_pair, is_request, is_response};
 use crate::input::chain::{request_body, response_body};
-use crate::input::lenient::{object_or_default, Loose};
+use crate::input::fields::{object_or_default, Loose};
 use crate::input::sse;
 
 /// One logged exchange: what was sent and what came back.

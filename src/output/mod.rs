@@ -24,12 +24,14 @@ pub mod quarantine;
 pub mod results_seen;
 pub mod rollouts;
 pub mod session_index;
+pub mod sink;
 
 pub use guard::{Guard, Placed, Placement, Removal};
 pub use home::Home;
 pub use lock::RunLock;
 pub use manifest::Manifest;
 pub use quarantine::QuarantineEntry;
+pub use sink::{for_format, Output, OutputKind, Sink};
 
 use thiserror::Error;
 

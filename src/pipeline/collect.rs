@@ -9,7 +9,6 @@
 //! walk and their counts, and the segments (file and byte range) its report lines came in, so
 //! that `report merge` can put every shard's lines back in the order of an unsharded run.
 
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -19,21 +18,22 @@ use serde::{Deserialize, Serialize};
 
 use super::reader::Work;
 use super::record::{Converted, Outcome, Refusal};
-use super::{format_name, FileCounts, Fingerprint, PlannedFile, Progress};
+use super::{FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, CopyReport, DamageReport, VersionReport, WithheldReport};
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
-use crate::model::responses::Format;
 use crate::model::rule::RuleRef;
-use crate::output::bodies::BodyFile;
-use crate::output::guard::key;
 use crate::output::manifest::{
     FileEntry, Finding, Findings, PrunePlan, RolloutEntry, Rollouts, SessionRecord, Version,
     FINDINGS_LISTED,
 };
-use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, LINE_BUFFER};
+use crate::output::sink::Written;
+use crate::output::{
+    Guard, Home, Manifest, Output, OutputError, OutputKind, Placed, QuarantineEntry, Sink,
+    LINE_BUFFER,
+};
 
 pub struct Collector<'h> {
     home: &'h Home,
@@ -49,15 +49,13 @@ pub struct Collector<'h> {
     stats: Vec<FileStats>,
     /// What the report needs beyond the summary.
     pub report: ReportOptions,
-    format: Format,
-    /// `--format responses`: the output file of each input file being read.
-    bodies: HashMap<usize, BodyFile>,
+    /// Where the conversations go, in input order, and the format the manifest records.
+    sink: Box<dyn Sink + 'h>,
+    kind: OutputKind,
     /// Files being read: their records converted and quarantined so far (`--verbose`).
     counts: HashMap<usize, FileCounts>,
     /// Files read by a format other than chat, with it.
     formats: HashMap<usize, SourceFormat>,
-    /// The titles sources gave the conversations written, for Codex's thread names.
-    thread_names: Vec<crate::output::session_index::IndexEntry>,
     /// Where each segment started: (file's place in the walk, range, marks).
     segments: Vec<(usize, u64, Marks)>,
     /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
@@ -67,9 +65,6 @@ pub struct Collector<'h> {
     /// The origins of every file of the walk (every shard's): a session only a file gone from
     /// the walk still lists is one whose record is gone.
     pub walked: std::collections::HashSet<String>,
-    /// `--format responses`: the output file of each input file whose usual one another file
-    /// holds ([`super::body_paths`]).
-    pub body_paths: HashMap<usize, String>,
     /// An ignored field's name joined to its scope (`record.created`), to count it: one
     /// buffer for the run, so that counting copies two short strings and allocates nothing.
     field_key: String,
@@ -248,8 +243,15 @@ impl<'h> Collector<'h> {
         summary: Summary,
         files: &'h [PlannedFile],
         guard: &'h Guard,
-        format: Format,
+        output: &dyn Output,
+        manifest: &Manifest,
     ) -> Result<Collector<'h>, OutputError> {
+        let dry_run = summary.setup.dry_run;
+        let inputs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|f| (f.source.key.as_str(), f.source.origin.as_str()))
+            .collect();
+        let renamed = output.renamed(&inputs, manifest);
         Ok(Collector {
             home,
             summary,
@@ -272,16 +274,14 @@ impl<'h> Collector<'h> {
                 })
                 .collect(),
             report: ReportOptions::default(),
-            format,
-            bodies: HashMap::new(),
+            sink: output.sink(home, guard, dry_run, renamed),
+            kind: output.kind(),
             counts: HashMap::new(),
             formats: HashMap::new(),
-            thread_names: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
             fingerprint: Fingerprint::default(),
             walked: std::collections::HashSet::new(),
-            body_paths: HashMap::new(),
             field_key: String::new(),
             tally: Tally::default(),
             findings: HashMap::new(),
@@ -496,10 +496,10 @@ impl<'h> Collector<'h> {
 
     /// The entry of `file` being filled while its records come.
     fn file_entry(&mut self, file: usize) -> &mut FileEntry {
-        let (files, fingerprint, format) = (&self.files, &self.fingerprint, self.format);
+        let (files, fingerprint, kind) = (&self.files, &self.fingerprint, self.kind);
         self.open
             .entry(file)
-            .or_insert_with(|| fresh_entry(&files[file], fingerprint, format))
+            .or_insert_with(|| fresh_entry(&files[file], fingerprint, kind))
     }
 
     /// Counts what placing a session at `path` did (or, in a dry run, would do); a session
@@ -622,31 +622,21 @@ impl<'h> Collector<'h> {
         listed: bool,
         manifest: &mut Manifest,
     ) -> Result<(), OutputError> {
-        if let Some(path) = self.body_paths.get(&file) {
+        if let Some(path) = self.sink.renamed(file) {
             done.reword(Some(path), None);
             done.relative = std::path::PathBuf::from(path);
         }
-        if let (Format::Responses(options), false) = (self.format, self.summary.setup.dry_run) {
-            let body = match self.bodies.entry(file) {
-                Entry::Occupied(open) => open.into_mut(),
-                Entry::Vacant(slot) => slot.insert(BodyFile::create(
-                    self.home,
-                    &done.relative,
-                    options.compress,
-                )?),
-            };
-            body.append(&done.bytes)?;
-        }
-        if let (Some(_), Some(title), Format::Codex) =
-            (&done.placed, &done.links.title, self.format)
-        {
-            self.thread_names
-                .push(crate::output::session_index::IndexEntry {
-                    id: done.id.clone(),
-                    thread_name: title.clone(),
-                    updated_at: done.started_at.clone().unwrap_or_default(),
-                });
-        }
+        self.sink.conversation(
+            file,
+            Written {
+                relative: &done.relative,
+                bytes: &done.bytes,
+                id: &done.id,
+                placed: done.placed.is_some(),
+                title: done.links.title.as_deref(),
+                started_at: done.started_at.as_deref(),
+            },
+        )?;
         if let Some(placed) = &done.placed {
             let source = format!("{}:{}", done.source, done.line);
             let written = matches!(
@@ -773,16 +763,14 @@ impl<'h> Collector<'h> {
     /// since the manifest last recorded it kept as orphans (removed with `--prune`). A dry run
     /// records nothing and counts what a run would do.
     fn file_done(&mut self, file: usize, manifest: &mut Manifest) -> Result<(), OutputError> {
-        if let Some(body) = self.bodies.remove(&file) {
-            let path = key(body.relative());
-            let (placed, digest) = body.finish(self.home, self.guard)?;
+        if let Some((path, placed, digest)) = self.sink.file_done(file)? {
             self.count_placed(file, &path, &placed, "");
             self.file_entry(file).rollouts.push(&path, &digest);
         }
         // Taken, not cloned: a file of 64,000 sessions has 64,000 rollouts in its entry.
         let mut entry = match self.open.remove(&file) {
             Some(entry) => entry,
-            None => fresh_entry(&self.files[file], &self.fingerprint, self.format),
+            None => fresh_entry(&self.files[file], &self.fingerprint, self.kind),
         };
         if let Some(slot) = self.files.get(file).and_then(|f| f.read_digest.as_ref()) {
             entry.digest = read_digest(slot, &self.files[file].source.path);
@@ -917,9 +905,7 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
-        if !self.summary.setup.dry_run {
-            crate::output::session_index::append(home, &self.thread_names)?;
-        }
+        self.sink.finish()?;
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical
         // for the same input.
         self.summary.seconds = seconds;
@@ -961,7 +947,7 @@ fn read_digest(slot: &crate::source::DigestSlot, path: &std::path::Path) -> Stri
 }
 
 /// The manifest entry of a planned file as it stands before any of its records.
-fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format) -> FileEntry {
+fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, kind: OutputKind) -> FileEntry {
     let PlannedFile { source, digest, .. } = planned;
     FileEntry {
         key: source.origin.clone(),
@@ -976,10 +962,7 @@ fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format)
         options: fingerprint.options.clone(),
         rollouts: Rollouts::default(),
         pending: Vec::new(),
-        format: match format {
-            Format::Codex => None,
-            Format::Responses(_) => Some(format_name(format).to_string()),
-        },
+        format: kind.to_record(),
         findings: None,
         legacy_ids: false,
     }

@@ -67,7 +67,7 @@ use crate::model::responses::Format;
 use crate::model::Location;
 use crate::output::manifest::file_digest_unless;
 use crate::output::results_seen::ResultsSeen;
-use crate::output::{Guard, Home, Manifest, OutputError, RunLock};
+use crate::output::{Guard, Home, Manifest, Output, OutputError, OutputKind, RunLock};
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::discover::Spool;
 use crate::source::{
@@ -259,6 +259,8 @@ struct Prepared {
 /// What the run reads and where it writes: fixed once prepared, borrowed by the later stages.
 struct RunPlan {
     home: Home,
+    /// What the run writes, chosen once from `--format`.
+    output: Box<dyn Output>,
     /// The home had no session yet: a dry run's report is its `latest`, as a run's would be.
     fresh: bool,
     shard: Option<ShardPlan>,
@@ -344,15 +346,16 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
         }
     }
     let unreadable = note_skipped(&skipped, progress);
+    let output = crate::output::for_format(options.format);
     let shard = options.shard.as_ref().map(|source| ShardPlan {
         shard: source.shard,
         split_bytes: options.split_bytes,
-        // A Responses body file is written per input file: one shard must write all of it.
-        split: options.format == Format::Codex,
+        // An output file per input file (Responses bodies): one shard must write all of it.
+        split: output.file_per_conversation(),
     });
     let (mut home, lock) = lock_home(options, shard.as_ref(), progress)?;
     let mut manifest = Manifest::load(&home)?;
-    check_format(&home, &manifest, options.format)?;
+    check_format(&home, &manifest, output.kind())?;
     let fresh = manifest.files.is_empty() && manifest.orphans.is_empty();
     let started = home.start_run()?;
     for stray in &started.stray {
@@ -400,6 +403,7 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
         &skipped,
         run_number,
         temporary_files_removed,
+        output.kind(),
     );
     if let Some(shard) = summary.shard.as_mut() {
         shard.inputs = crate::source::shard::walk_fingerprint(&walk);
@@ -422,6 +426,7 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
     Ok(Prepared {
         plan: RunPlan {
             home,
+            output,
             fresh,
             shard,
             walk,
@@ -456,6 +461,7 @@ fn execute<'p>(
         rules,
         progress,
     } = request;
+    let output = &*plan.output;
     let collector = collector(plan, summary, manifest, options)?;
     let to_read = plan.files.iter().filter(|f| !f.skip);
     progress.start(
@@ -470,9 +476,9 @@ fn execute<'p>(
     // (creating it, copying its bytes into the page cache, the rename), which on one thread
     // would stand in line with the conversion.
     // A dry run's writers only plan: they read what is on disk to decide what a run would do.
-    let writers = match options.format {
-        Format::Codex => Some(thread_pool(threads, Some("rollover-write"), Priority::Run)?),
-        Format::Responses(_) => None,
+    let writers = match output.file_per_conversation() {
+        true => Some(thread_pool(threads, Some("rollover-write"), Priority::Run)?),
+        false => None,
     };
     let caches: Vec<FileCache> = plan.files.iter().map(|_| FileCache::default()).collect();
     let returns = returns::Returns::new(workers.current_num_threads());
@@ -484,6 +490,7 @@ fn execute<'p>(
         options,
         returns: &returns,
         aliases: &plan.aliases,
+        output: &*output,
     };
     let (read, collected, converting, disk_read) = std::thread::scope(|scope| {
         let reader = reader::spawn(
@@ -503,7 +510,7 @@ fn execute<'p>(
                 // uncrowded.
                 readers: workers.current_num_threads().div_ceil(2),
                 priority: priorities.serial,
-                batches: reader::Batches::for_run(options.dry_run, options.format),
+                batches: reader::Batches::for_run(options.dry_run, output.file_per_conversation()),
             },
         );
         // The ordered collector runs on its own thread, fed in batch order through a channel
@@ -859,6 +866,7 @@ fn planned_summary(
     skipped: &Skipped,
     run: u32,
     temporary_files_removed: u64,
+    kind: OutputKind,
 ) -> Summary {
     let Request { options, rules, .. } = request;
     let counted = || planned.files.iter().filter(|f| f.portion.counted);
@@ -908,7 +916,7 @@ fn planned_summary(
             count_from: source.count_from.to_string(),
             split_bytes: options.split_bytes,
             rollover_version: env!("CARGO_PKG_VERSION").to_string(),
-            format: format_name(options.format).to_string(),
+            format: kind.name().to_string(),
             max_quarantine_rate: options.max_quarantine_rate,
             report_text: options.report_text,
             walk_unreadable: skipped.unreadable.len(),
@@ -930,14 +938,12 @@ fn collector<'p>(
         summary,
         &plan.files,
         &plan.guard,
-        options.format,
+        &*plan.output,
+        manifest,
     )?;
     collector.fingerprint = options.fingerprint.clone();
     collector.walked = plan.walk.iter().map(|f| f.origin.clone()).collect();
     collector.protected = plan.protected.clone();
-    if let Format::Responses(responses) = options.format {
-        collector.body_paths = body_paths(&plan.files, manifest, responses.compress);
-    }
     collector.report.max_quarantine_rate = options.max_quarantine_rate;
     collector.report.report_text = options.report_text;
     collector.report.review = options.review;
@@ -1394,39 +1400,6 @@ fn plan_line(files: &[PlannedFile], manifest: &Manifest, full: bool) -> String {
     line
 }
 
-/// `--format responses` writes one output file per input file, named after its key: two
-/// files whose names give the same output file (`x.jsonl` and `x.jsonl.zst`; a same-named
-/// export of another day, whose bodies the home holds) must not overwrite each other. The
-/// later gets a name of its own, `x.<8 hex of its origin>.jsonl`. Returns those names by file.
-fn body_paths(
-    files: &[PlannedFile],
-    manifest: &Manifest,
-    compress: bool,
-) -> HashMap<usize, String> {
-    let mut used: HashSet<String> = HashSet::new();
-    let mut out = HashMap::new();
-    for (index, file) in files.iter().map(|f| &f.source).enumerate() {
-        let usual =
-            crate::output::guard::key(&crate::model::responses::output_path(&file.key, compress));
-        let taken = used.contains(&usual) || manifest.listed_by_other(&usual, &file.origin);
-        let path = if taken {
-            let tag = format!(
-                "{:08x}",
-                crate::model::hash::xxh3_64(file.origin.as_bytes()) as u32
-            );
-            let suffix = if compress { ".jsonl.zst" } else { ".jsonl" };
-            let stem = usual.strip_suffix(suffix).unwrap_or(&usual);
-            let own = format!("{stem}.{tag}{suffix}");
-            out.insert(index, own.clone());
-            own
-        } else {
-            usual
-        };
-        used.insert(path);
-    }
-    out
-}
-
 /// The finished runs of a home (those with a `summary.json`), oldest first, with their
 /// summaries.
 fn finished_runs(home: &Home) -> Vec<(u32, Summary)> {
@@ -1628,32 +1601,19 @@ fn nothing_found(options: &Options, skipped: &Skipped) -> String {
 
 /// One output home holds one format: a manifest that recorded the other format's files would
 /// skip unchanged inputs (their output never written) or remove the other format's files.
-fn check_format(home: &Home, manifest: &Manifest, format: Format) -> Result<(), PipelineError> {
-    let asked = format_name(format);
+fn check_format(home: &Home, manifest: &Manifest, asked: OutputKind) -> Result<(), PipelineError> {
     let found = manifest
         .files
         .values()
-        .map(|entry| entry.format.as_deref().unwrap_or("codex"))
+        .map(|entry| OutputKind::recorded(entry.format.as_deref()))
         .find(|found| *found != asked);
     match found {
         None => Ok(()),
         Some(found) => Err(PipelineError::FormatMismatch {
             out: home.root.display().to_string(),
-            found: if found == "codex" {
-                "codex"
-            } else {
-                "responses"
-            },
-            asked,
+            found: found.name(),
+            asked: asked.name(),
         }),
-    }
-}
-
-/// The name of a format, as the manifest records it (Codex: none, as before).
-pub fn format_name(format: Format) -> &'static str {
-    match format {
-        Format::Codex => "codex",
-        Format::Responses(_) => "responses",
     }
 }
 
@@ -1678,6 +1638,7 @@ struct BatchContext<'a> {
     returns: &'a returns::Returns,
     /// Identities whose sessions keep an id of scheme 2.
     aliases: &'a HashMap<u128, String>,
+    output: &'a dyn Output,
 }
 
 /// How the workers name a file's sessions in a home of scheme 2; `None` (the usual way) in any
@@ -1753,7 +1714,7 @@ fn convert_batch(batch: &mut [Work], context: &BatchContext<'_>) -> BatchOutcome
                     cache: &context.caches[work.file],
                 },
                 batch: context.index,
-                format: options.format,
+                output: context.output,
                 sample: options.sample,
                 dry_run: options.dry_run,
                 baseline: options.baseline,

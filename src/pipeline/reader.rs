@@ -27,7 +27,6 @@ use crate::source::{
 
 use super::budget::{Budget, OverBudget, Permit, LARGE_RECORD};
 use super::PlannedFile;
-use crate::model::responses::Format;
 
 /// A batch ends at this many records or bytes of records, whichever comes first. Every stage
 /// between the reader and the collector holds a few batches and their outputs, so these set
@@ -89,11 +88,12 @@ impl Batches {
         long_bytes: 2 * LONG_BATCH_BYTES,
     };
 
-    /// The batches of a run (a dry run when `dry_run`) that writes `format`.
-    pub fn for_run(dry_run: bool, format: Format) -> Batches {
-        match (dry_run, format) {
-            (false, Format::Codex) => Batches::HOME,
-            (true, _) | (false, Format::Responses(_)) => Batches::LARGE,
+    /// The batches of a run (a dry run when `dry_run`) into an output that writes a file per
+    /// conversation (`file_per_conversation`: a Codex home) or per input file.
+    pub fn for_run(dry_run: bool, file_per_conversation: bool) -> Batches {
+        match !dry_run && file_per_conversation {
+            true => Batches::HOME,
+            false => Batches::LARGE,
         }
     }
 }
@@ -1271,11 +1271,10 @@ mod tests {
     /// run or Responses bodies take large ones.
     #[test]
     fn only_a_run_that_writes_a_codex_home_keeps_its_batches_short() {
-        let bodies = Format::Responses(crate::model::responses::ResponsesOptions::default());
-        assert_eq!(Batches::for_run(false, Format::Codex), Batches::HOME);
-        assert_eq!(Batches::for_run(true, Format::Codex), Batches::LARGE);
-        assert_eq!(Batches::for_run(false, bodies), Batches::LARGE);
-        assert_eq!(Batches::for_run(true, bodies), Batches::LARGE);
+        assert_eq!(Batches::for_run(false, true), Batches::HOME);
+        assert_eq!(Batches::for_run(true, true), Batches::LARGE);
+        assert_eq!(Batches::for_run(false, false), Batches::LARGE);
+        assert_eq!(Batches::for_run(true, false), Batches::LARGE);
         assert_eq!(Batches::LARGE.records, 2 * Batches::HOME.records);
         assert_eq!(Batches::LARGE.bytes, 2 * Batches::HOME.bytes);
         assert_eq!(Batches::LARGE.long_bytes, 2 * Batches::HOME.long_bytes);

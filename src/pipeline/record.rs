@@ -23,16 +23,16 @@ use crate::input::SourceFormat;
 use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
 use crate::model::json::{decimal_into, escape_into};
-use crate::model::responses::{output_path, Format};
+use crate::model::responses::Format;
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::{Role, Transcript};
 use crate::model::Located;
 use crate::output::manifest::digest;
+use crate::output::Output;
 use crate::output::{Placed, QuarantineEntry};
 use crate::rules::RuleRef;
 use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{records_in, RawRecord, RecordEvent};
-use crate::validate;
 
 /// What became of one record: every record of a [`Records`] work ends in exactly one.
 #[derive(Debug)]
@@ -362,18 +362,13 @@ pub fn finish(
     source_key: &str,
     record: RecordId,
     rules: &RuleSet,
-    format: Format,
+    output: &dyn Output,
     naming: Option<&Naming<'_>>,
 ) -> Result<Box<Converted>, Refusal> {
     let version =
         versioned(&transcript).then(|| Box::new(crate::convert::version::in_hand(&transcript)));
     let mut ignored = ignored_fields(&mut transcript);
-    if let Format::Responses(_) = format {
-        // The Responses output writes the record's tools.
-        ignored.retain(|f| {
-            !(f.scope == IgnoredField::RECORD && (f.name == "tools" || f.name == "functions"))
-        });
-    }
+    ignored.retain(|f| !(f.scope == IgnoredField::RECORD && output.writes_record_field(&f.name)));
     let bytes_in = transcript_bytes(&transcript);
     let links = Links::of(&transcript.meta, rules);
     let key = RecordKey {
@@ -382,7 +377,7 @@ pub fn finish(
         naming,
     };
     let mut conversation = convert(transcript, rules, &key).map_err(Refusal::Rule)?;
-    let bytes = render_as(format, &mut conversation, rules).map_err(Refusal::Rule)?;
+    let bytes = render_as(output.format(), &mut conversation, rules).map_err(Refusal::Rule)?;
     // What is counted of the items, then the items let go: the checks of the written bytes
     // are the peak of a long conversation, and the items are as large again.
     let account = conversation.account(bytes_in);
@@ -393,13 +388,13 @@ pub fn finish(
         count(ItemKind::Assistant) as u64,
     );
     conversation.items = Vec::new();
-    let account = check(&bytes, &conversation.meta.id, account, rules, format)?;
+    let account = check(&bytes, &conversation.meta.id, account, rules, output)?;
     // The path as text, then as a path (`Path::display` read it back through a lossy UTF-8
     // pass, ~1,800 instructions a record).
-    let (path, events) = match format {
-        Format::Codex => (conversation.relative_path(), events),
+    let (path, events) = match output.file_of_input(source_key) {
+        None => (conversation.relative_path(), events),
         // One file per input file, written by the collector; no UI events in a body.
-        Format::Responses(options) => (body_path(source_key, options.compress), (0, 0)),
+        Some(path) => (path, (0, 0)),
     };
     let relative = PathBuf::from(&path);
     Ok(Box::new(Converted {
@@ -446,29 +441,14 @@ fn versioned(transcript: &Transcript) -> bool {
     named || crate::input::format::reader(format).granularity() == Granularity::File
 }
 
-/// [`output_path`] as text: the same for every record of a file, so each thread keeps the
-/// last one it made (it was ~4 allocations and a walk of the path's components per record).
-fn body_path(key: &str, compress: bool) -> String {
-    thread_local! {
-        static LAST: std::cell::RefCell<(String, bool, String)> = Default::default();
-    }
-    LAST.with_borrow_mut(|(last_key, last_compress, path)| {
-        if last_key.as_str() != key || *last_compress != compress || path.is_empty() {
-            *path = output_path(key, compress).display().to_string();
-            key.clone_into(last_key);
-            *last_compress = compress;
-        }
-        path.clone()
-    })
-}
-
 /// What a worker needs besides the work itself.
 pub struct WorkContext<'a> {
     /// The file the records are from, the rules, and what the reader keeps for the file.
     pub read: ReadContext<'a>,
     /// Batch API results read ahead, joined into their requests.
     pub batch: &'a BatchIndex,
-    pub format: Format,
+    /// What the conversations are written into.
+    pub output: &'a dyn Output,
     /// `--sample`: the share of conversations converted.
     pub sample: Option<f64>,
     /// A dry run: a rollout's bytes are freed once checked, none is written.
@@ -554,7 +534,7 @@ fn process_with(
 /// back to the worker for the next render), else kept at its exact size for the writers.
 fn settle(done: &mut Converted, context: &WorkContext<'_>) {
     done.render_audit_line();
-    if context.format == Format::Codex {
+    if context.output.file_per_conversation() {
         // A conversation with versions may be given a session of its own by the collector
         // ([`Converted::split`]), which rewrites its bytes: kept in a dry run too.
         if context.dry_run && done.version.is_none() {
@@ -629,7 +609,7 @@ fn read_and_convert(
             context.read.key,
             id,
             context.read.rules,
-            context.format,
+            context.output,
             context.naming.as_ref(),
         );
         outcomes[first] = Some(match finished {
@@ -944,6 +924,7 @@ pub fn process_bytes(
     let display: std::sync::Arc<str> = path.display().to_string().into();
     // The file's folder is its tree, as for a file named on the command line.
     let cache = crate::input::format::FileCache::default();
+    let output = crate::output::for_format(format);
     let context = WorkContext {
         read: ReadContext {
             rules,
@@ -954,7 +935,7 @@ pub fn process_bytes(
             cache: &cache,
         },
         batch,
-        format,
+        output: &*output,
         sample: None,
         dry_run: false,
         baseline: false,
@@ -1067,12 +1048,9 @@ fn check(
     id: &str,
     account: Account,
     rules: &RuleSet,
-    format: Format,
+    output: &dyn Output,
 ) -> Result<Account, Refusal> {
-    let (violations, what) = match format {
-        Format::Codex => (validate::check(bytes, Some(id), &rules.markers), "rollout"),
-        Format::Responses(_) => (validate::responses::check_body(bytes), "body"),
-    };
+    let (violations, what) = output.check(bytes, id, &rules.markers);
     let mut violations = violations.into_iter();
     if let Some(first) = violations.next() {
         return Err(Refusal::Invariants {
@@ -1242,7 +1220,7 @@ pub(super) mod tests {
                 cache,
             },
             batch,
-            format: Format::Codex,
+            output: &crate::output::sink::CodexHome,
             sample: None,
             dry_run: false,
             baseline: false,

@@ -1356,8 +1356,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let files = planned(&archive(dir.path(), 40), &[false; 40]);
         let index = BatchIndex::default();
-        let run = super::super::tests::nice();
-        let lowered = (run + super::super::YIELD_NICE).min(19);
+        let run = super::super::threads::tests::nice();
+        let lowered = (run + super::super::threads::YIELD_NICE).min(19);
         let mut plan = plan(&files, &index, 2);
         plan.priority = super::super::Priority::Lowered;
         std::thread::scope(|scope| {
@@ -1376,7 +1376,7 @@ mod tests {
             reader.handle.join().expect("the reader ends");
         });
         // The thread that spawned the reader keeps its priority.
-        assert_eq!(super::super::tests::nice(), run);
+        assert_eq!(super::super::threads::tests::nice(), run);
     }
 
     /// The files handed out and not yet taken.

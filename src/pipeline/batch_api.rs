@@ -14,7 +14,7 @@ use super::error::interrupted;
 use super::reader::Work;
 use super::shard::owns_result;
 use super::threads::{thread_pool, Priority};
-use super::{claims, PipelineError, PlannedFile, Progress, Request, RunPlan};
+use super::{claims, Note, PipelineError, PlannedFile, Progress, Request, RunPlan};
 
 /// The Batch API results of every file of the walk, kept for what this run counts. When a
 /// results file changed since the last run, every planned file is read again (`files`' skips
@@ -83,9 +83,9 @@ pub(super) fn join(
 ) {
     let unclaimed = index.unclaimed();
     if unclaimed > 0 {
-        request.progress.note(&format!(
-            "{unclaimed} Batch API results of this shard's files have no request in them: looking for their requests in the other shards' files"
-        ));
+        request
+            .progress
+            .note(&Note::ClaimingElsewhere { unclaimed });
     }
     // The files of the walk this run converts whole (not a split file's ranges): their
     // requests joined already.

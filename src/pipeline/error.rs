@@ -6,7 +6,7 @@ use thiserror::Error;
 
 use crate::output::OutputError;
 
-use super::Options;
+use super::{Options, Signal};
 use crate::source::SourceError;
 
 #[derive(Debug, Error)]
@@ -31,7 +31,7 @@ pub enum PipelineError {
     Pool { threads: usize, message: String },
     /// A signal came while the run was still looking at its inputs, before it converted any:
     /// nothing was written but the run's folder; the lock is released.
-    #[error("stopped by {} while {stage}, before anything was converted; run again to convert", signal_name(*signal).unwrap_or_else(|| format!("signal {signal}")))]
+    #[error("stopped by {} while {stage}, before anything was converted; run again to convert", Signal::recorded(*signal).map_or_else(|| format!("signal {signal}"), Signal::name))]
     Interrupted { signal: usize, stage: &'static str },
     /// A bug: a stage panicked. The run stops rather than write a summary that looks complete.
     #[error("the {stage} stage failed unexpectedly ({message}); the run stopped and its report is incomplete: please report this with the input that caused it")]
@@ -47,15 +47,6 @@ pub(super) fn interrupted(options: &Options, stage: &'static str) -> Result<(), 
     match options.stop.load(Ordering::Relaxed) {
         0 => Ok(()),
         signal => Err(PipelineError::Interrupted { signal, stage }),
-    }
-}
-
-pub(super) fn signal_name(signal: usize) -> Option<String> {
-    match signal as i32 {
-        0 => None,
-        signal_hook::consts::SIGINT => Some("SIGINT".to_string()),
-        signal_hook::consts::SIGTERM => Some("SIGTERM".to_string()),
-        other => Some(format!("signal {other}")),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The run's side of the output home: its lock taken, its format checked, the finished run
 //! recorded (the manifest saved, `latest` pointed at the run, old run folders removed).
 
-use super::{Options, PipelineError, Progress, Request, RunPlan};
+use super::{Note, Options, PipelineError, Progress, Request, RunPlan};
 use crate::output::{Home, Manifest, OutputKind, RunLock};
 use crate::source::ShardPlan;
 
@@ -18,15 +18,17 @@ pub(super) fn lock_home(
     };
     home.durable = options.durable;
     for note in home.check_linked_folders(options.walk.follow)? {
-        progress.note(&note);
+        progress.note(&Note::LinkedFolder(note));
     }
     let lock = RunLock::acquire_within(&home, options.wait, &options.stop, |pid| {
-        progress.note(&RunLock::waiting_note(&home, pid, options.wait));
+        progress.note(&Note::Waiting(RunLock::waiting_note(
+            &home,
+            pid,
+            options.wait,
+        )));
     })?;
     if let Some(pid) = lock.taken_over_from {
-        progress.note(&format!(
-            "took over the lock left by pid {pid}, which is no longer running"
-        ));
+        progress.note(&Note::TookOverLock { pid });
     }
     Ok((home, lock))
 }
@@ -57,14 +59,11 @@ pub(super) fn record_run(
     }
     if let Some(keep) = options.keep_runs {
         let removed = home.prune_runs(keep)?;
-        match removed.len() {
-            0 => {}
-            1 => progress.note(&format!(
-                "removed the oldest run folder, keeping {keep} (--keep-runs)"
-            )),
-            n => progress.note(&format!(
-                "removed the {n} oldest run folders, keeping {keep} (--keep-runs)"
-            )),
+        if !removed.is_empty() {
+            progress.note(&Note::RunsRemoved {
+                removed: removed.len(),
+                keep,
+            });
         }
     }
     Ok(())
@@ -102,9 +101,9 @@ pub(super) fn start_run(
 ) -> Result<(u32, u64), PipelineError> {
     let started = home.start_run()?;
     for stray in &started.stray {
-        progress.note(&format!(
-            "skipped {stray}: it is named as a run folder but is not a folder"
-        ));
+        progress.note(&Note::StrayRunFolder {
+            name: stray.clone(),
+        });
     }
     let removed = if manifest.recovered || started.killed {
         home.remove_temporary_files()?

@@ -59,6 +59,7 @@ pub mod record;
 mod refusal;
 mod returns;
 mod shard;
+mod signal;
 mod summary;
 mod threads;
 
@@ -77,17 +78,24 @@ use crate::source::discover::Spool;
 use crate::source::{discover, Discovery, ShardPlan, SourceFile};
 use collect::Collector;
 pub use error::PipelineError;
-use error::{interrupted, panicked, signal_name};
+use error::{interrupted, panicked};
 use handoff::{collector, BatchContext};
 use home::{check_format, lock_home, record_run, start_run};
 pub use options::{Fingerprint, Options};
 use plan::{dedupe_keys, note_read_again, note_skipped, nothing_found, plan_files, protected};
 pub use plan::{PlannedFile, Portion};
-pub use progress::{FileCounts, Progress};
+pub use progress::{FileCounts, Note, PlanCounts, Progress};
 pub use record::{process_bytes, process_work, Outcome, Refusal, WorkContext};
+pub use signal::Signal;
 use std::collections::HashMap;
 use summary::{carried, planned_summary};
 use threads::{thread_pool, Priorities, Priority};
+
+/// A run done: its summary, and the signal that stopped it early, if one did.
+pub struct Finished {
+    pub summary: Summary,
+    pub stopped_by: Option<Signal>,
+}
 
 /// What the command gave the run, passed through its phases as one value.
 #[derive(Clone, Copy)]
@@ -145,14 +153,14 @@ struct Executed<'p> {
     disk_read: u64,
 }
 
-/// Runs the whole conversion and returns the summary: [`prepare`] decides what the run reads
+/// Runs the whole conversion and returns the summary and what stopped it: [`prepare`] decides what the run reads
 /// and takes the output, [`execute`] converts and writes, [`finish`] counts what only the end
 /// knows and records the run.
 pub fn run(
     options: &Options,
     rules: &RuleSet,
     progress: &dyn Progress,
-) -> Result<Summary, PipelineError> {
+) -> Result<Finished, PipelineError> {
     let started = Instant::now();
     let request = Request {
         options,
@@ -168,11 +176,11 @@ pub fn run(
         spools,
     } = prepare(request)?;
     let executed = execute(&plan, &index, &mut manifest, summary, request)?;
-    let summary = finish(&plan, executed, index, &mut manifest, request, started)?;
+    let finished = finish(&plan, executed, index, &mut manifest, request, started)?;
     drop(lock);
     // The temporary copies of streams are removed only now: the reader is done with them.
     drop(spools);
-    Ok(summary)
+    Ok(finished)
 }
 
 /// The first phase: walks the inputs, takes the output home's lock, reads the manifest,
@@ -365,7 +373,7 @@ fn finish(
     manifest: &mut Manifest,
     request: Request<'_>,
     started: Instant,
-) -> Result<Summary, PipelineError> {
+) -> Result<Finished, PipelineError> {
     let Request {
         options, progress, ..
     } = request;
@@ -385,9 +393,13 @@ fn finish(
             collector.prune_gone(manifest, options.max_prune)?;
         }
     }
-    collector.summary.interrupted = signal_name(signal);
+    let stopped_by = Signal::recorded(signal);
+    collector.summary.interrupted = stopped_by.map(Signal::name);
     collector.report.convert_seconds = convert_seconds;
     let summary = collector.finish(started.elapsed().as_secs_f64())?;
     record_run(plan, manifest, request)?;
-    Ok(summary)
+    Ok(Finished {
+        summary,
+        stopped_by,
+    })
 }

@@ -12,8 +12,9 @@ use crate::output::manifest::file_digest_unless;
 use crate::output::{Home, Manifest};
 use crate::source::{ShardPlan, Skipped, SourceFile};
 
+use super::progress::PlanCounts;
 use super::shard::select;
-use super::{failpoint, Fingerprint, Options, Progress, Request};
+use super::{failpoint, Fingerprint, Note, Options, Progress, Request};
 
 /// What part of one input file a run reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,10 +53,10 @@ pub struct PlannedFile {
 /// Says what the walk left out; returns the paths it could not read, for the summary.
 pub(super) fn note_skipped(skipped: &Skipped, progress: &dyn Progress) -> Vec<UnreadableReport> {
     for note in skipped.notes() {
-        progress.note(&note);
+        progress.note(&Note::Walk(note));
     }
     for path in &skipped.loops {
-        progress.note(&format!("symlink loop at {path}: skipped"));
+        progress.note(&Note::SymlinkLoop { path: path.clone() });
     }
     let unreadable: Vec<UnreadableReport> = skipped
         .unreadable
@@ -71,10 +72,10 @@ pub(super) fn note_skipped(skipped: &Skipped, progress: &dyn Progress) -> Vec<Un
 
 pub(super) fn note_unreadable(unreadable: &[UnreadableReport], progress: &dyn Progress) {
     for entry in unreadable {
-        progress.note(&format!(
-            "cannot read {}: {}; skipped",
-            entry.path, entry.message
-        ));
+        progress.note(&Note::Unreadable {
+            path: entry.path.clone(),
+            message: entry.message.clone(),
+        });
     }
 }
 
@@ -122,7 +123,7 @@ pub(super) fn plan_files(
     );
     note_unreadable(&unreadable[walk_unreadable..], progress);
     if !fresh {
-        progress.note(&plan_line(&files, manifest, full));
+        progress.note(&Note::Plan(plan_counts(&files, manifest, full)));
     }
     Planned {
         files,
@@ -144,26 +145,17 @@ pub(super) fn note_read_again(
     } = request;
     let settings_changed = unsettled.changes(home);
     for change in &settings_changed {
-        let since = match change.since_run {
-            0 => "an earlier run".to_string(),
-            n => format!("run {n:04}"),
-        };
-        let verb = if options.dry_run {
-            "would be converted again"
-        } else {
-            "converted again"
-        };
-        progress.note(&format!(
-            "{} changed since {since}: {} {verb}",
-            change.what,
-            crate::audit::summary::files_phrase(change.files),
-        ));
+        progress.note(&Note::SettingsChanged {
+            what: change.what.clone(),
+            since_run: change.since_run,
+            files: change.files,
+            dry_run: options.dry_run,
+        });
     }
     if unsettled.pending > 0 {
-        progress.note(&format!(
-            "{} with sessions kept pending (changed in Codex since, in conflict with another file's version, or open in another process): read again; --force replaces those changed or in conflict",
-            crate::audit::summary::files_phrase(unsettled.pending),
-        ));
+        progress.note(&Note::Pending {
+            files: unsettled.pending,
+        });
     }
     settings_changed
 }
@@ -214,41 +206,21 @@ impl Unsettled {
     }
 }
 
-/// What the run will read, said before it reads: `plan: read 5 files (2 new, 1 changed, 2
-/// again: their rules, options or pending sessions); 40 unchanged`.
-pub(super) fn plan_line(files: &[PlannedFile], manifest: &Manifest, full: bool) -> String {
-    let (mut new, mut changed, mut again, mut unchanged) = (0u64, 0u64, 0u64, 0u64);
+/// What the run will read, by why each file is read or left.
+pub(super) fn plan_counts(files: &[PlannedFile], manifest: &Manifest, full: bool) -> PlanCounts {
+    let mut counts = PlanCounts {
+        full,
+        ..PlanCounts::default()
+    };
     for file in files.iter().filter(|f| f.portion.counted) {
         match manifest.files.get(&file.source.origin) {
-            None => new += 1,
-            Some(_) if file.skip => unchanged += 1,
-            Some(entry) if entry.digest != file.digest => changed += 1,
-            Some(_) => again += 1,
+            None => counts.new += 1,
+            Some(_) if file.skip => counts.unchanged += 1,
+            Some(entry) if entry.digest != file.digest => counts.changed += 1,
+            Some(_) => counts.again += 1,
         }
     }
-    let mut parts = Vec::new();
-    for (n, what) in [(new, "new"), (changed, "changed")] {
-        if n > 0 {
-            parts.push(format!("{n} {what}"));
-        }
-    }
-    if again > 0 {
-        let why = if full {
-            "again: --full, or a dry run, reads every file"
-        } else {
-            "again: their rules, options or pending sessions"
-        };
-        parts.push(format!("{again} {why}"));
-    }
-    let read = new + changed + again;
-    let mut line = format!("plan: read {}", crate::audit::summary::files_phrase(read));
-    if !parts.is_empty() {
-        line.push_str(&format!(" ({})", parts.join(", ")));
-    }
-    if unchanged > 0 {
-        line.push_str(&format!("; {unchanged} unchanged"));
-    }
-    line
+    counts
 }
 
 /// The finished runs of a home (those with a `summary.json`), oldest first, with their

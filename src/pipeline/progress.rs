@@ -10,7 +10,7 @@ pub trait Progress: Sync {
     fn advance(&self, records: u64, bytes: u64, disk: u64);
     fn damage(&self, damage: &Damage);
     /// Something the user should know that is not a problem with a record.
-    fn note(&self, message: &str);
+    fn note(&self, note: &Note);
     /// Every record of one input file is done (`--verbose` shows it).
     fn file_done(&self, _file: &FileCounts) {}
 }
@@ -23,4 +23,53 @@ pub struct FileCounts {
     pub records: u64,
     pub converted: u64,
     pub quarantined: u64,
+}
+
+/// Something a run tells the user that is not a problem with a record; the command words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// What the walk left out (other extensions, hidden files, symlinks, ...), as the walk
+    /// words it.
+    Walk(String),
+    /// A symlink loop the walk did not follow.
+    SymlinkLoop { path: String },
+    /// An input that cannot be read: skipped.
+    Unreadable { path: String, message: String },
+    /// A linked folder of the output home, as the home words it.
+    LinkedFolder(String),
+    /// Another run holds the home's lock: this one waits (`--wait`), as the lock words it.
+    Waiting(String),
+    /// The lock of a process no longer running was taken over.
+    TookOverLock { pid: u32 },
+    /// An entry of the runs folder named as a run folder that is not a folder.
+    StrayRunFolder { name: String },
+    /// What the run will read, said before it reads.
+    Plan(PlanCounts),
+    /// Files read again though unchanged: their rules or options changed since a run
+    /// (`since_run`; 0: an earlier run whose report is gone).
+    SettingsChanged {
+        what: String,
+        since_run: u32,
+        files: u64,
+        dry_run: bool,
+    },
+    /// Files read again for their sessions kept pending.
+    Pending { files: u64 },
+    /// `--keep-runs` removed this many run folders.
+    RunsRemoved { removed: usize, keep: usize },
+    /// A shard's Batch API results without a request in its own files: looked for in the
+    /// other shards' files.
+    ClaimingElsewhere { unclaimed: usize },
+}
+
+/// The plan's counts of files, by why each is read or left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanCounts {
+    pub new: u64,
+    pub changed: u64,
+    /// Read again though unchanged.
+    pub again: u64,
+    pub unchanged: u64,
+    /// Every file is read (`--full`, or a dry run).
+    pub full: bool,
 }

@@ -13,13 +13,16 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::placement::count_placed;
 use super::reader::Work;
 use super::record::{Converted, Outcome, Refusal};
+use super::run_files::Marks;
+pub use super::run_files::{Segment, ShardFile, ShardIndex, Timing, SHARD_INDEX};
 use super::{FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
-use crate::audit::summary::{bump, CopyReport, DamageReport, VersionReport, WithheldReport};
+use crate::audit::summary::{bump, DamageReport, VersionReport};
 use crate::audit::tally::Tally;
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
@@ -78,87 +81,6 @@ pub struct Collector<'h> {
     /// what `--prune` would remove with the rest.
     dry_orphans: Vec<RolloutEntry>,
 }
-
-/// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
-/// and the report lines.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ShardIndex {
-    pub files: Vec<ShardFile>,
-    /// In the order the shard wrote them.
-    pub segments: Vec<Segment>,
-    /// `--report-text`: the excerpts of quarantined records, in order.
-    pub excerpts: Vec<Excerpt>,
-}
-
-/// One input file a shard read.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ShardFile {
-    /// Its place in the walk, the same in every shard.
-    pub index: usize,
-    pub key: String,
-    /// This shard counted it in the file-level numbers.
-    pub counted: bool,
-    /// This shard's records of it (a split file's are spread over shards).
-    pub stats: FileStats,
-}
-
-/// A run of report lines from one file and byte range, with how many entries of each ordered
-/// list it added.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Segment {
-    /// The file's place in the walk.
-    pub file: usize,
-    pub range: u64,
-    pub conversations: u64,
-    pub quarantine: u64,
-    pub damaged_files: u64,
-    pub sessions_kept: u64,
-    pub sessions_replaced: u64,
-    pub excerpts: u64,
-}
-
-/// How long each ordered list was when a segment started.
-#[derive(Debug, Clone, Copy, Default)]
-struct Marks {
-    conversations: u64,
-    quarantine: u64,
-    damaged_files: u64,
-    sessions_kept: u64,
-    sessions_replaced: u64,
-    excerpts: u64,
-}
-
-/// How long a run took, and how fast it went: `runs/NNNN/timing.json`, apart from
-/// `summary.json` so that the summary stays the same for the same input.
-#[derive(Debug, Clone, Serialize)]
-pub struct Timing {
-    pub seconds: f64,
-    pub records: u64,
-    pub records_per_second: f64,
-    /// Input files read, on disk.
-    pub bytes_on_disk: u64,
-    /// Records read, decompressed.
-    pub bytes_read: u64,
-    /// Decompressed MiB per second (1 MiB = 1,048,576 bytes).
-    pub mib_per_second: f64,
-}
-
-impl Timing {
-    pub fn of(summary: &Summary, seconds: f64) -> Timing {
-        let per_second = |n: u64| n as f64 / seconds.max(1e-9);
-        Timing {
-            seconds,
-            records: summary.totals.records,
-            records_per_second: per_second(summary.totals.records),
-            bytes_on_disk: summary.totals.bytes_on_disk,
-            bytes_read: summary.totals.bytes_read,
-            mib_per_second: per_second(summary.totals.bytes_read) / (1024.0 * 1024.0),
-        }
-    }
-}
-
-/// A shard's run file for `report merge`.
-pub const SHARD_INDEX: &str = "shard.json";
 
 /// Excerpts of quarantined records the report shows with `--report-text`.
 pub const EXCERPTS: usize = 10;
@@ -433,68 +355,7 @@ impl<'h> Collector<'h> {
     /// kept pending (changed in Codex, in conflict, busy) is recorded with its file. `source`
     /// is the record it was read from.
     fn count_placed(&mut self, file: usize, path: &str, placed: &Placed, source: &str) {
-        let home = &mut self.summary.home;
-        let pending = match placed {
-            Placed::Written => {
-                home.sessions_new += 1;
-                false
-            }
-            Placed::Updated => {
-                home.sessions_updated += 1;
-                false
-            }
-            Placed::Unchanged => {
-                home.rollouts_unchanged += 1;
-                false
-            }
-            Placed::Kept => {
-                home.sessions_kept.push(path.to_string());
-                true
-            }
-            Placed::Replaced { copy } => {
-                home.sessions_replaced.push(path.to_string());
-                home.copies_kept.push(CopyReport {
-                    path: path.to_string(),
-                    copy: copy.display().to_string(),
-                });
-                false
-            }
-            Placed::Withheld(why) => {
-                home.sessions_withheld.push(WithheldReport {
-                    path: path.to_string(),
-                    reason: why.name().to_string(),
-                });
-                false
-            }
-            Placed::Duplicate => {
-                home.sessions_duplicate += 1;
-                false
-            }
-            Placed::Older { newer } => {
-                home.sessions_older.push(VersionReport {
-                    path: path.to_string(),
-                    source: source.to_string(),
-                    other: newer.clone(),
-                });
-                false
-            }
-            Placed::Conflict { other } => {
-                home.sessions_conflict.push(VersionReport {
-                    path: path.to_string(),
-                    source: source.to_string(),
-                    other: other.clone(),
-                });
-                true
-            }
-            Placed::Busy { reason } => {
-                home.sessions_busy.push(WithheldReport {
-                    path: path.to_string(),
-                    reason: reason.clone(),
-                });
-                true
-            }
-        };
-        if pending {
+        if count_placed(&mut self.summary.home, path, placed, source) {
             self.file_entry(file).pending.push(path.to_string());
         }
     }

@@ -60,6 +60,7 @@ pub mod reader;
 pub mod record;
 mod refusal;
 mod returns;
+mod run_files;
 mod shard;
 mod signal;
 mod summary;

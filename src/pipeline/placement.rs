@@ -7,6 +7,8 @@ use crate::output::{Guard, Home, OutputError};
 
 use super::failpoint;
 use super::record::{self, Outcome};
+use crate::audit::summary::{CopyReport, HomeChanges, VersionReport, WithheldReport};
+use crate::output::Placed;
 
 /// The converted conversations of a batch's outcomes.
 pub(super) fn converted_mut(
@@ -71,4 +73,75 @@ pub(super) fn place_batch_here(
         }
     }
     Ok(())
+}
+
+/// Counts into `home` what placing a session at `path` did (or, in a dry run, would do);
+/// `source` is the record it was read from. True when the session is kept pending (changed
+/// in Codex, in conflict, busy): its file records it.
+pub(super) fn count_placed(
+    home: &mut HomeChanges,
+    path: &str,
+    placed: &Placed,
+    source: &str,
+) -> bool {
+    match placed {
+        Placed::Written => {
+            home.sessions_new += 1;
+            false
+        }
+        Placed::Updated => {
+            home.sessions_updated += 1;
+            false
+        }
+        Placed::Unchanged => {
+            home.rollouts_unchanged += 1;
+            false
+        }
+        Placed::Kept => {
+            home.sessions_kept.push(path.to_string());
+            true
+        }
+        Placed::Replaced { copy } => {
+            home.sessions_replaced.push(path.to_string());
+            home.copies_kept.push(CopyReport {
+                path: path.to_string(),
+                copy: copy.display().to_string(),
+            });
+            false
+        }
+        Placed::Withheld(why) => {
+            home.sessions_withheld.push(WithheldReport {
+                path: path.to_string(),
+                reason: why.name().to_string(),
+            });
+            false
+        }
+        Placed::Duplicate => {
+            home.sessions_duplicate += 1;
+            false
+        }
+        Placed::Older { newer } => {
+            home.sessions_older.push(VersionReport {
+                path: path.to_string(),
+                source: source.to_string(),
+                other: newer.clone(),
+            });
+            false
+        }
+        Placed::Conflict { other } => {
+            home.sessions_conflict.push(VersionReport {
+                path: path.to_string(),
+                source: source.to_string(),
+                other: other.clone(),
+            });
+            true
+        }
+        Placed::Busy { reason } => {
+            home.sessions_busy.push(WithheldReport {
+                path: path.to_string(),
+                reason: reason.clone(),
+            });
+            true
+        }
+    }
 }

@@ -1,30 +1,23 @@
-//! The convert pipeline, in three parts: the [`reader`] (one thread: discover order, decompress,
-//! split into bounded batches; each file's source format detected at its first record) →
-//! [`record`] (the workers, in parallel: [`process_work`] reads a work's records with its
-//! format's reader, then converts, renders, validates and accounts each conversation) → the writers (a pool of `--jobs` threads driven from the collector's thread:
-//! each batch's Codex rollouts written while the workers convert the next batch; a dry run's
-//! placement that reads nothing from the disk, into a folder the home lacks, is made on the
-//! collector's thread itself) → the
-//! [`collect`]or (in input order: quarantine lines, conversation lines, counters,
-//! `summary.json`).
+//! The convert pipeline, in three parts: the [`reader`] (one thread: discover order,
+//! decompress, split into bounded batches; each file's source format detected at its first
+//! record) → [`record`] (the workers, in parallel: [`process_work`] reads a work's records with
+//! its format's reader, then converts, renders, validates and accounts each conversation) → the
+//! writers (a pool driven from the collector's thread, placing each batch's Codex rollouts while
+//! the workers convert the next) → the [`collect`]or (in input order: quarantine lines,
+//! conversation lines, counters, `summary.json`).
 //!
 //! The pipeline knows no format by name: every format, Chat Completions included, is a
 //! [`crate::input::FormatReader`], and every unit of work is one [`reader::Records`] (one
 //! record of a format read record by record, or a whole file's records when a format's
 //! conversations span them) that ends in one [`Outcome`] per record.
 //!
-//! Records travel in bounded batches (256 records, 512 KiB of short records or 256 KiB with a long
-//! one; twice each in a dry run or a run writing Responses bodies), so memory stays flat in the
-//! archive's size; each batch converts on one worker, up to
-//! `--jobs` + 1 of them at once, so that no worker waits for another's batch, and they are handed
-//! on and collected in input order, so every output (rollouts, quarantine, summary) is
-//! deterministic whatever the thread count. Whichever threads set the pace keep the run's priority
-//! and the others yield to them ([`Priorities`]): with as many workers as cores, the reader and the
-//! collector (one thread each) do, and a worker waits for them, never they for a worker; with fewer
-//! workers than cores, the workers do. Before the first batch, each file's first record is looked
-//! at on `--jobs` threads (Batch API results are read whole ahead of the requests they join).
-//! Per-record problems are outcomes, not errors; only discovery, output failures and a panicking
-//! stage stop the run.
+//! Records travel in bounded batches ([`reader::Batches`]), so memory stays flat in the
+//! archive's size; each converts on one worker, up to `--jobs` + 1 at once, and they are handed
+//! on and collected in input order, so every output is deterministic whatever the thread
+//! count. Whichever threads set the pace keep the run's priority, the others yield
+//! ([`Priorities`]). Each file's first record is looked at before the first batch (Batch API
+//! results are read whole ahead of the requests they join). Per-record problems are outcomes,
+//! not errors; only discovery, output failures and a panicking stage stop the run.
 //!
 //! A sharded run (`--shard K/N`) walks every input like any run, then keeps the files (and
 //! ranges of split files) its shard owns ([`crate::source::shard`]); it writes its rollouts
@@ -34,12 +27,9 @@
 //! their results wherever those sit; it counts the results of its own results files, and
 //! looks in the other shards' files for the requests that claim them ([`claims`]).
 //!
-//! This file only orchestrates ([`run`]: prepare → execute → finish); each concern has its
-//! file: `plan` (incremental planning), `batch_api` (scan, join, settle), `shard` (sharding
-//! selection), `threads` (pools and `nice` priorities), `handoff` (the ordered hand-off),
-//! `placement` (rollouts placed), `gate` (placement dedupe), `home` (the home's lock and the
-//! run's record), `summary` (the planned summary); what a run writes is an
-//! [`crate::output::Output`], chosen once.
+//! This file only orchestrates ([`run`]: prepare → execute → finish); each concern has a file
+//! (`plan`, `batch_api`, `shard`, `threads`, `handoff`, `placement`, `gate`, `home`, ...); what a
+//! run writes is an [`crate::output::Output`], chosen once.
 
 mod batch_api;
 pub mod budget;
@@ -338,7 +328,7 @@ fn execute<'p>(
         options,
         returns: &returns,
         aliases: &plan.aliases,
-        output: &*output,
+        output,
     };
     let stages = handoff::Stages {
         plan,

@@ -30,22 +30,10 @@ use super::PlannedFile;
 
 /// A batch ends at this many records or bytes of records, whichever comes first. Every stage
 /// between the reader and the collector holds a few batches and their outputs, so these set
-/// the run's memory in flight: at 512 records and 1 MiB, a run writing small records held
-/// ~4,000 records and ~1,900 rollouts at its peak, and one writing 2 GB of agent transcripts
-/// peaked at 62-65 MB; at half of each, 58 and 49-51 MB, at the same CPU (a batch's cost is
-/// a channel send and a spawn, ~10 µs against 256 × 30 µs of small records' work). Halved
-/// again when each batch came to convert on one worker with one more batch in flight: at 256
-/// records and 512 KiB, small records' writing run peaked at 63-68 MB instead of 53-63; at
-/// 128 and 256 KiB, at 54-62 MB, as fast. Back to 256 records and 512 KiB once the manifest
-/// held a session in 48 bytes, not ~180 ([`crate::output::rollouts`]): that run peaks at
-/// 45-52 MB, and a dry run of small records takes 0.51-0.53 s against 0.53-0.57 s (half the
-/// batches: half the hand-offs, each a channel send, a spawn and a wake-up). The bytes back
-/// to 256 KiB: agent transcripts are bounded by bytes (~3 a batch, not ~6), and a Codex home
-/// of 2 GB of them, written right after another run (the disk still busy), peaked at 56-68 MB
-/// (up to 78 MB in a build without LTO) with 512 KiB, and 48-60 MB with 256 KiB. So a batch that
-/// holds a long record ends at 256 KiB, and one of short records (small records are ~2.8 KB)
-/// at 512 KiB: 256 of them, half the hand-offs of 128. The batches of a dry run or of a run
-/// writing Responses bodies are twice that ([`Batches::LARGE`]).
+/// the run's memory in flight; fewer, larger batches save hand-offs (each a channel send, a
+/// spawn and a wake-up). A batch holding a long record ends at [`LONG_BATCH_BYTES`]; a dry run
+/// or a run writing Responses bodies takes twice each ([`Batches::LARGE`]). How these sizes
+/// were chosen, with the measurements: samples/BENCHMARKS.md, "Batch sizes".
 const BATCH_RECORDS: usize = 256;
 const BATCH_BYTES: usize = 512 << 10;
 /// A record of this many bytes or more is long: its batch ends at [`LONG_BATCH_BYTES`] (a
@@ -75,13 +63,8 @@ impl Batches {
     };
     /// A dry run frees each rollout once it is checked, and a run writing Responses bodies
     /// holds each body only until the collector writes it, so their batches can be twice a
-    /// home's: 512 records and 1 MiB, half the hand-offs. Small records on 2 cores, interleaved
-    /// with [`Batches::HOME`]: the dry run's median 0.63 -> 0.60 s, user 1.11 -> 1.07 s (12
-    /// runs), peak RSS 32 -> 40 MB; bodies, median 0.62 -> 0.60 s and 0.695 -> 0.67 s (12 and
-    /// 10 runs), peak RSS 36 -> 47 MB. Four times a home's batch gained nothing more. A batch
-    /// holding a long record ends at 512 KiB (~6 agent transcripts, not ~3): agent transcripts
-    /// to bodies, median 0.65 -> 0.605 s (10 runs), their dry run 0.58 -> 0.535 s (6); over
-    /// 1.87 GB of them peak RSS 39.7 -> 49.5 MB for bodies and 24.5 -> 27.8 MB for a dry run.
+    /// home's: half the hand-offs, for a few MB more at the peak (samples/BENCHMARKS.md,
+    /// "Batch sizes").
     pub const LARGE: Batches = Batches {
         records: 2 * BATCH_RECORDS,
         bytes: 2 * BATCH_BYTES,

@@ -15,7 +15,7 @@
 //! ```text
 //! model ← source, rules ← input ← convert ← pipeline ← commands
 //!           audit (uses model, rules) ← convert       validate (uses model, rules only)
-//!           output (uses model, validate) ← pipeline
+//!           output (uses model, rules, validate) ← pipeline
 //! ```
 //!
 //! ```text
@@ -63,7 +63,8 @@
 //!            other shards' Batch API results files (results_seen.rs),
 //!            the guard that never clobbers a changed session, the Responses body files
 //!            (bodies.rs), quarantine entries (location, class and reason read from one Located
-//!            cause)
+//!            cause); sink.rs: the `Output` trait the pipeline writes through (Codex home or
+//!            Responses files, chosen once per run)
 //! pipeline/  reader.rs (one thread, bounded batches; several files decompressed at once ahead
 //!            of it, each into a bounded channel; one kind of work: a file's records in one
 //!            format) -> record.rs (`process_work`, the one function from records to one
@@ -73,7 +74,10 @@
 //!            input order); refusal.rs: why a record is quarantined, as a value (each stage's error,
 //!            every violation); claims.rs: the requests a shard's Batch API results have in other
 //!            shards' files; returns.rs: the collector gives each work's outcomes back to the
-//!            worker that made them, which frees them (no cross-thread frees)
+//!            worker that made them, which frees them (no cross-thread frees); mod.rs only
+//!            orchestrates (prepare → execute → finish), each concern in its file (plan.rs,
+//!            batch_api.rs, shard.rs, threads.rs, handoff.rs, placement.rs, home.rs); file.rs:
+//!            the one split → identify → route → finish loop of a file read in memory
 //! commands/  one file per subcommand (convert and audit, validate, rules, explain, report,
 //!            merge: `report merge`), none importing another: what two share is in the
 //!            terminal output (ui.rs, ui/conversion.rs) or in mod.rs (the rule flags, `Exit`

@@ -23,7 +23,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("audit", &["model", "rules"]),
     ("convert", &["model", "rules", "audit"]),
     ("validate", &["model", "rules"]),
-    ("output", &["model", "validate"]),
+    // An output checks its bytes against the rules' markers ([`Output::check`]).
+    ("output", &["model", "rules", "validate"]),
     (
         "pipeline",
         &[

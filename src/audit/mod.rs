@@ -8,6 +8,7 @@ pub mod report;
 pub mod review;
 pub mod sample;
 pub mod summary;
+pub mod tally;
 
 pub use decision::{Action, Decision};
 pub use summary::Summary;

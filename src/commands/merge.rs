@@ -30,6 +30,7 @@ use crate::commands::{json_with_exit, outln, Exit, RunError};
 use crate::output::home::{RUNS_DIR, SHARDS_DIR, STATE_DIR};
 use crate::output::{Home, RunLock};
 use crate::pipeline::collect::{ShardIndex, Timing, EXCERPTS, SHARD_INDEX};
+use crate::pipeline::Signal;
 use crate::source::Shard;
 
 /// One shard's last run, as read back.
@@ -78,7 +79,8 @@ pub fn run(args: &ReportMergeArgs, ui: &Ui) -> Result<Exit, RunError> {
     let summary = write(home, merged, &runs)?;
     drop(lock);
     let max_rate = runs[0].report.max_quarantine_rate;
-    let exit = Exit::for_run(&summary, Some(max_rate));
+    let stopped_by = summary.interrupted.as_deref().and_then(Signal::named);
+    let exit = Exit::for_run(&summary, stopped_by, Some(max_rate));
     if args.json {
         let out = json_with_exit(&summary, exit).context("writing the JSON summary")?;
         outln!("{out}")?;

@@ -34,7 +34,7 @@ use crate::source::shard::DEFAULT_SPLIT_BYTES;
 use crate::source::split::{DEFAULT_MAX_CONVERSATION_BYTES, DEFAULT_MAX_RECORD_BYTES};
 
 use crate::output::OutputError;
-use crate::pipeline::PipelineError;
+use crate::pipeline::{PipelineError, Signal};
 use crate::rules::{PathExpr, RuleSet};
 
 /// The rule set of `--rules` and `--messages-at` (`convert`, `audit`, `explain`): the
@@ -243,7 +243,7 @@ impl Exit {
     /// refused to prune (2), findings (1: [`Summary::has_findings`], beyond `max_rate` when
     /// given), or clean. Counts that do not add up ([`Summary::adds_up`]) are a bug: said on
     /// stderr whatever `--quiet`, exit 70; the output and reports are written all the same.
-    pub fn for_run(summary: &Summary, max_rate: Option<f64>) -> Exit {
+    pub fn for_run(summary: &Summary, stopped_by: Option<Signal>, max_rate: Option<f64>) -> Exit {
         if !summary.adds_up() {
             let t = &summary.totals;
             eprintln!(
@@ -258,12 +258,8 @@ impl Exit {
             );
             return Exit::Internal;
         }
-        if let Some(signal) = &summary.interrupted {
-            let number = match signal.as_str() {
-                "SIGTERM" => signal_hook::consts::SIGTERM,
-                _ => signal_hook::consts::SIGINT,
-            };
-            return Exit::Interrupted(number);
+        if let Some(signal) = stopped_by {
+            return Exit::Interrupted(signal.number());
         }
         // Refused to prune: nothing was removed, and someone must look (an input missing?).
         if summary.home.prune_refused.is_some() {
@@ -389,11 +385,16 @@ mod tests {
         summary.totals.records = 2;
         summary.totals.converted = 1;
         summary.totals.quarantined = 1;
-        assert_eq!(Exit::for_run(&summary, None), Exit::Findings);
-        summary.interrupted = Some("SIGTERM".to_string());
-        assert_eq!(Exit::for_run(&summary, None), Exit::Interrupted(15));
+        assert_eq!(Exit::for_run(&summary, None, None), Exit::Findings);
+        assert_eq!(
+            Exit::for_run(&summary, Some(Signal::Term), None),
+            Exit::Interrupted(15)
+        );
         summary.totals.converted = 0;
-        assert_eq!(Exit::for_run(&summary, None), Exit::Internal);
+        assert_eq!(
+            Exit::for_run(&summary, Some(Signal::Term), None),
+            Exit::Internal
+        );
         assert_eq!(
             (Exit::Internal.code(), Exit::Internal.reason()),
             (70, "internal")

@@ -21,8 +21,8 @@ use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
 use super::chain::{self, request_body, response_body};
-use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::fields::{object_or_default, Loose};
+use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::messages::{alias_role, read_message_list};
 use super::meta::read_meta;
 use super::sse::{self, Line as SseLine};

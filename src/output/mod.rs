@@ -2,6 +2,8 @@
 //! (`rollover/quarantine.jsonl`, `rollover/conversations.jsonl`, `rollover/summary.json`).
 //!
 //! In: rollout bytes with their relative path; quarantined records with their location.
+//! The pipeline writes through an [`Output`] chosen once per run ([`sink`]): the Codex home
+//! or the Responses bodies' files, each with the collector's side, a [`Sink`].
 //! Fails with an [`OutputError`] naming the path; those are fatal to the run (an unwritable
 //! output is not a per-record problem).
 
@@ -24,12 +26,14 @@ pub mod quarantine;
 pub mod results_seen;
 pub mod rollouts;
 pub mod session_index;
+pub mod sink;
 
 pub use guard::{Guard, Placed, Placement, Removal};
 pub use home::Home;
 pub use lock::RunLock;
 pub use manifest::Manifest;
 pub use quarantine::QuarantineEntry;
+pub use sink::{for_format, Output, OutputKind, Sink};
 
 use thiserror::Error;
 

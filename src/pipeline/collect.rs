@@ -9,31 +9,33 @@
 //! walk and their counts, and the segments (file and byte range) its report lines came in, so
 //! that `report merge` can put every shard's lines back in the order of an unsharded run.
 
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::placement::count_placed;
 use super::reader::Work;
 use super::record::{Converted, Outcome, Refusal};
-use super::{format_name, FileCounts, Fingerprint, PlannedFile, Progress};
+use super::run_files::Marks;
+pub use super::run_files::{Segment, ShardFile, ShardIndex, Timing, SHARD_INDEX};
+use super::{FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
-use crate::audit::summary::{bump, CopyReport, DamageReport, VersionReport, WithheldReport};
+use crate::audit::summary::{bump, DamageReport, VersionReport};
+use crate::audit::tally::Tally;
 use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
-use crate::model::responses::Format;
-use crate::model::rule::RuleRef;
-use crate::output::bodies::BodyFile;
-use crate::output::guard::key;
 use crate::output::manifest::{
     FileEntry, Finding, Findings, PrunePlan, RolloutEntry, Rollouts, SessionRecord, Version,
     FINDINGS_LISTED,
 };
-use crate::output::{Guard, Home, Manifest, OutputError, Placed, QuarantineEntry, LINE_BUFFER};
+use crate::output::sink::Written;
+use crate::output::{
+    Guard, Home, Manifest, Output, OutputError, OutputKind, Placed, QuarantineEntry, Sink,
+    LINE_BUFFER,
+};
 
 pub struct Collector<'h> {
     home: &'h Home,
@@ -49,15 +51,13 @@ pub struct Collector<'h> {
     stats: Vec<FileStats>,
     /// What the report needs beyond the summary.
     pub report: ReportOptions,
-    format: Format,
-    /// `--format responses`: the output file of each input file being read.
-    bodies: HashMap<usize, BodyFile>,
+    /// Where the conversations go, in input order, and the format the manifest records.
+    sink: Box<dyn Sink + 'h>,
+    kind: OutputKind,
     /// Files being read: their records converted and quarantined so far (`--verbose`).
     counts: HashMap<usize, FileCounts>,
     /// Files read by a format other than chat, with it.
     formats: HashMap<usize, SourceFormat>,
-    /// The titles sources gave the conversations written, for Codex's thread names.
-    thread_names: Vec<crate::output::session_index::IndexEntry>,
     /// Where each segment started: (file's place in the walk, range, marks).
     segments: Vec<(usize, u64, Marks)>,
     /// Lines written so far to `conversations.jsonl` and `quarantine.jsonl`.
@@ -67,9 +67,6 @@ pub struct Collector<'h> {
     /// The origins of every file of the walk (every shard's): a session only a file gone from
     /// the walk still lists is one whose record is gone.
     pub walked: std::collections::HashSet<String>,
-    /// `--format responses`: the output file of each input file whose usual one another file
-    /// holds ([`super::body_paths`]).
-    pub body_paths: HashMap<usize, String>,
     /// An ignored field's name joined to its scope (`record.created`), to count it: one
     /// buffer for the run, so that counting copies two short strings and allocates nothing.
     field_key: String,
@@ -85,159 +82,6 @@ pub struct Collector<'h> {
     dry_orphans: Vec<RolloutEntry>,
 }
 
-/// The summary's counts of what each converted record holds (its items and their phases,
-/// its events, its decisions by rule and action), kept in hash maps as the run goes and
-/// added into the summary's sorted maps once, when it is written: counted straight into
-/// them, each of a record's ~14 counts was a B-tree's string compares (~130 instructions),
-/// on the collector's thread that every record waits on.
-#[derive(Default)]
-struct Tally {
-    items: FxHashMap<&'static str, u64>,
-    /// Of `message:assistant` items, by phase (`none` without one).
-    phases: FxHashMap<&'static str, u64>,
-    /// User and agent message events, once a record was converted.
-    events: Option<(u64, u64)>,
-    /// By action name, then by rule.
-    decisions: FxHashMap<&'static str, FxHashMap<RuleRef, u64>>,
-}
-
-impl Tally {
-    fn count(&mut self, done: &Converted) {
-        self.count_parts(&done.items, done.events, &done.decisions);
-    }
-
-    fn count_parts(
-        &mut self,
-        items: &[(&'static str, Option<&'static str>, u64)],
-        events: (u64, u64),
-        decisions: &[crate::audit::Decision],
-    ) {
-        for &(kind, phase, count) in items {
-            *self.items.entry(kind).or_insert(0) += count;
-            if kind == "message:assistant" {
-                *self.phases.entry(phase.unwrap_or("none")).or_insert(0) += count;
-            }
-        }
-        let tallied = self.events.get_or_insert((0, 0));
-        tallied.0 += events.0;
-        tallied.1 += events.1;
-        for decision in decisions {
-            let by_rule = self.decisions.entry(decision.action.name()).or_default();
-            match by_rule.get_mut(&decision.rule) {
-                Some(count) => *count += 1,
-                None => {
-                    by_rule.insert(decision.rule.clone(), 1);
-                }
-            }
-        }
-    }
-
-    /// Adds the counts into `summary` (the same maps as counting each record into it makes),
-    /// and leaves none to add again.
-    fn add_to(&mut self, summary: &mut Summary) {
-        let breakdown = &mut summary.breakdown;
-        for (kind, count) in self.items.drain() {
-            bump(&mut breakdown.items, kind, count);
-        }
-        for (phase, count) in self.phases.drain() {
-            bump(&mut breakdown.phases, phase, count);
-        }
-        if let Some((users, agents)) = self.events.take() {
-            bump(&mut breakdown.events, "user_message", users);
-            bump(&mut breakdown.events, "agent_message", agents);
-        }
-        for (action, by_rule) in self.decisions.drain() {
-            let decisions = summary.decisions.entry(action.to_string()).or_default();
-            for (rule, count) in by_rule {
-                bump(&mut breakdown.rules_fired, &rule, count);
-                bump(&mut breakdown.actions, action, count);
-                bump(decisions, &rule, count);
-            }
-        }
-    }
-}
-
-/// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
-/// and the report lines.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ShardIndex {
-    pub files: Vec<ShardFile>,
-    /// In the order the shard wrote them.
-    pub segments: Vec<Segment>,
-    /// `--report-text`: the excerpts of quarantined records, in order.
-    pub excerpts: Vec<Excerpt>,
-}
-
-/// One input file a shard read.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ShardFile {
-    /// Its place in the walk, the same in every shard.
-    pub index: usize,
-    pub key: String,
-    /// This shard counted it in the file-level numbers.
-    pub counted: bool,
-    /// This shard's records of it (a split file's are spread over shards).
-    pub stats: FileStats,
-}
-
-/// A run of report lines from one file and byte range, with how many entries of each ordered
-/// list it added.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Segment {
-    /// The file's place in the walk.
-    pub file: usize,
-    pub range: u64,
-    pub conversations: u64,
-    pub quarantine: u64,
-    pub damaged_files: u64,
-    pub sessions_kept: u64,
-    pub sessions_replaced: u64,
-    pub excerpts: u64,
-}
-
-/// How long each ordered list was when a segment started.
-#[derive(Debug, Clone, Copy, Default)]
-struct Marks {
-    conversations: u64,
-    quarantine: u64,
-    damaged_files: u64,
-    sessions_kept: u64,
-    sessions_replaced: u64,
-    excerpts: u64,
-}
-
-/// How long a run took, and how fast it went: `runs/NNNN/timing.json`, apart from
-/// `summary.json` so that the summary stays the same for the same input.
-#[derive(Debug, Clone, Serialize)]
-pub struct Timing {
-    pub seconds: f64,
-    pub records: u64,
-    pub records_per_second: f64,
-    /// Input files read, on disk.
-    pub bytes_on_disk: u64,
-    /// Records read, decompressed.
-    pub bytes_read: u64,
-    /// Decompressed MiB per second (1 MiB = 1,048,576 bytes).
-    pub mib_per_second: f64,
-}
-
-impl Timing {
-    pub fn of(summary: &Summary, seconds: f64) -> Timing {
-        let per_second = |n: u64| n as f64 / seconds.max(1e-9);
-        Timing {
-            seconds,
-            records: summary.totals.records,
-            records_per_second: per_second(summary.totals.records),
-            bytes_on_disk: summary.totals.bytes_on_disk,
-            bytes_read: summary.totals.bytes_read,
-            mib_per_second: per_second(summary.totals.bytes_read) / (1024.0 * 1024.0),
-        }
-    }
-}
-
-/// A shard's run file for `report merge`.
-pub const SHARD_INDEX: &str = "shard.json";
-
 /// Excerpts of quarantined records the report shows with `--report-text`.
 pub const EXCERPTS: usize = 10;
 const EXCERPT_CHARS: usize = 120;
@@ -248,8 +92,15 @@ impl<'h> Collector<'h> {
         summary: Summary,
         files: &'h [PlannedFile],
         guard: &'h Guard,
-        format: Format,
+        output: &dyn Output,
+        manifest: &Manifest,
     ) -> Result<Collector<'h>, OutputError> {
+        let dry_run = summary.setup.dry_run;
+        let inputs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|f| (f.source.key.as_str(), f.source.origin.as_str()))
+            .collect();
+        let renamed = output.renamed(&inputs, manifest);
         Ok(Collector {
             home,
             summary,
@@ -272,16 +123,14 @@ impl<'h> Collector<'h> {
                 })
                 .collect(),
             report: ReportOptions::default(),
-            format,
-            bodies: HashMap::new(),
+            sink: output.sink(home, guard, dry_run, renamed),
+            kind: output.kind(),
             counts: HashMap::new(),
             formats: HashMap::new(),
-            thread_names: Vec::new(),
             segments: Vec::new(),
             lines: (0, 0),
             fingerprint: Fingerprint::default(),
             walked: std::collections::HashSet::new(),
-            body_paths: HashMap::new(),
             field_key: String::new(),
             tally: Tally::default(),
             findings: HashMap::new(),
@@ -496,78 +345,17 @@ impl<'h> Collector<'h> {
 
     /// The entry of `file` being filled while its records come.
     fn file_entry(&mut self, file: usize) -> &mut FileEntry {
-        let (files, fingerprint, format) = (&self.files, &self.fingerprint, self.format);
+        let (files, fingerprint, kind) = (&self.files, &self.fingerprint, self.kind);
         self.open
             .entry(file)
-            .or_insert_with(|| fresh_entry(&files[file], fingerprint, format))
+            .or_insert_with(|| fresh_entry(&files[file], fingerprint, kind))
     }
 
     /// Counts what placing a session at `path` did (or, in a dry run, would do); a session
     /// kept pending (changed in Codex, in conflict, busy) is recorded with its file. `source`
     /// is the record it was read from.
     fn count_placed(&mut self, file: usize, path: &str, placed: &Placed, source: &str) {
-        let home = &mut self.summary.home;
-        let pending = match placed {
-            Placed::Written => {
-                home.sessions_new += 1;
-                false
-            }
-            Placed::Updated => {
-                home.sessions_updated += 1;
-                false
-            }
-            Placed::Unchanged => {
-                home.rollouts_unchanged += 1;
-                false
-            }
-            Placed::Kept => {
-                home.sessions_kept.push(path.to_string());
-                true
-            }
-            Placed::Replaced { copy } => {
-                home.sessions_replaced.push(path.to_string());
-                home.copies_kept.push(CopyReport {
-                    path: path.to_string(),
-                    copy: copy.display().to_string(),
-                });
-                false
-            }
-            Placed::Withheld(why) => {
-                home.sessions_withheld.push(WithheldReport {
-                    path: path.to_string(),
-                    reason: why.name().to_string(),
-                });
-                false
-            }
-            Placed::Duplicate => {
-                home.sessions_duplicate += 1;
-                false
-            }
-            Placed::Older { newer } => {
-                home.sessions_older.push(VersionReport {
-                    path: path.to_string(),
-                    source: source.to_string(),
-                    other: newer.clone(),
-                });
-                false
-            }
-            Placed::Conflict { other } => {
-                home.sessions_conflict.push(VersionReport {
-                    path: path.to_string(),
-                    source: source.to_string(),
-                    other: other.clone(),
-                });
-                true
-            }
-            Placed::Busy { reason } => {
-                home.sessions_busy.push(WithheldReport {
-                    path: path.to_string(),
-                    reason: reason.clone(),
-                });
-                true
-            }
-        };
-        if pending {
+        if count_placed(&mut self.summary.home, path, placed, source) {
             self.file_entry(file).pending.push(path.to_string());
         }
     }
@@ -622,31 +410,21 @@ impl<'h> Collector<'h> {
         listed: bool,
         manifest: &mut Manifest,
     ) -> Result<(), OutputError> {
-        if let Some(path) = self.body_paths.get(&file) {
+        if let Some(path) = self.sink.renamed(file) {
             done.reword(Some(path), None);
             done.relative = std::path::PathBuf::from(path);
         }
-        if let (Format::Responses(options), false) = (self.format, self.summary.setup.dry_run) {
-            let body = match self.bodies.entry(file) {
-                Entry::Occupied(open) => open.into_mut(),
-                Entry::Vacant(slot) => slot.insert(BodyFile::create(
-                    self.home,
-                    &done.relative,
-                    options.compress,
-                )?),
-            };
-            body.append(&done.bytes)?;
-        }
-        if let (Some(_), Some(title), Format::Codex) =
-            (&done.placed, &done.links.title, self.format)
-        {
-            self.thread_names
-                .push(crate::output::session_index::IndexEntry {
-                    id: done.id.clone(),
-                    thread_name: title.clone(),
-                    updated_at: done.started_at.clone().unwrap_or_default(),
-                });
-        }
+        self.sink.conversation(
+            file,
+            Written {
+                relative: &done.relative,
+                bytes: &done.bytes,
+                id: &done.id,
+                placed: done.placed.is_some(),
+                title: done.links.title.as_deref(),
+                started_at: done.started_at.as_deref(),
+            },
+        )?;
         if let Some(placed) = &done.placed {
             let source = format!("{}:{}", done.source, done.line);
             let written = matches!(
@@ -691,7 +469,7 @@ impl<'h> Collector<'h> {
             };
             self.file_entry(file).rollouts.push(&done.path, digest);
         }
-        self.tally.count(done);
+        self.tally.count(&done.items, done.events, &done.decisions);
         let summary = &mut self.summary;
         summary.totals.converted += 1;
         for decision in &done.decisions {
@@ -773,16 +551,14 @@ impl<'h> Collector<'h> {
     /// since the manifest last recorded it kept as orphans (removed with `--prune`). A dry run
     /// records nothing and counts what a run would do.
     fn file_done(&mut self, file: usize, manifest: &mut Manifest) -> Result<(), OutputError> {
-        if let Some(body) = self.bodies.remove(&file) {
-            let path = key(body.relative());
-            let (placed, digest) = body.finish(self.home, self.guard)?;
+        if let Some((path, placed, digest)) = self.sink.file_done(file)? {
             self.count_placed(file, &path, &placed, "");
             self.file_entry(file).rollouts.push(&path, &digest);
         }
         // Taken, not cloned: a file of 64,000 sessions has 64,000 rollouts in its entry.
         let mut entry = match self.open.remove(&file) {
             Some(entry) => entry,
-            None => fresh_entry(&self.files[file], &self.fingerprint, self.format),
+            None => fresh_entry(&self.files[file], &self.fingerprint, self.kind),
         };
         if let Some(slot) = self.files.get(file).and_then(|f| f.read_digest.as_ref()) {
             entry.digest = read_digest(slot, &self.files[file].source.path);
@@ -917,9 +693,7 @@ impl<'h> Collector<'h> {
         self.conversations
             .flush()
             .map_err(|e| write_error(home, "conversations.jsonl", e))?;
-        if !self.summary.setup.dry_run {
-            crate::output::session_index::append(home, &self.thread_names)?;
-        }
+        self.sink.finish()?;
         // Timing varies run to run: it has its own file, so summary.json stays byte-identical
         // for the same input.
         self.summary.seconds = seconds;
@@ -961,7 +735,7 @@ fn read_digest(slot: &crate::source::DigestSlot, path: &std::path::Path) -> Stri
 }
 
 /// The manifest entry of a planned file as it stands before any of its records.
-fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format) -> FileEntry {
+fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, kind: OutputKind) -> FileEntry {
     let PlannedFile { source, digest, .. } = planned;
     FileEntry {
         key: source.origin.clone(),
@@ -976,10 +750,7 @@ fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, format: Format)
         options: fingerprint.options.clone(),
         rollouts: Rollouts::default(),
         pending: Vec::new(),
-        format: match format {
-            Format::Codex => None,
-            Format::Responses(_) => Some(format_name(format).to_string()),
-        },
+        format: kind.to_record(),
         findings: None,
         legacy_ids: false,
     }
@@ -1000,108 +771,5 @@ fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {
     OutputError::Write {
         path: home.run_file(name).display().to_string(),
         source,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::audit::Decision;
-    use crate::model::rule::{Builtin, PolicyId};
-
-    /// The summary the tally adds up is the one counting each record straight into the
-    /// summary's maps made (the collector's counting before the tally, kept here as the
-    /// reference): every count, key and nesting, zero counts included.
-    #[test]
-    fn the_tally_adds_up_to_counting_each_record() {
-        let rules = [
-            RuleRef::Policy(PolicyId::ALL[0]),
-            RuleRef::Policy(PolicyId::ALL[1]),
-            RuleRef::Builtin(Builtin::ALL[0]),
-            RuleRef::RoleAliases,
-            RuleRef::File("leading-context".to_string()),
-            RuleRef::File("policy.x".to_string()),
-        ];
-        let actions = [
-            Action::RefusalAsText,
-            Action::ReasoningItem,
-            Action::EmptyMessageDropped,
-        ];
-        let kinds = [
-            "message:user",
-            "message:assistant",
-            "function_call",
-            "reasoning",
-        ];
-        let phases = [None, Some("commentary"), Some("final_answer")];
-        let (mut tally, mut tallied) = (Tally::default(), Summary::default());
-        let mut reference = Summary::default();
-        let mut seed = 7u64;
-        let mut next = |n: usize| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            (seed >> 33) as usize % n
-        };
-        for _ in 0..500 {
-            let items: Vec<_> = (0..next(4))
-                .map(|_| (kinds[next(4)], phases[next(3)], next(3) as u64))
-                .collect();
-            let events = (next(3) as u64, next(2) as u64);
-            let decisions: Vec<Decision> = (0..next(5))
-                .map(|_| Decision {
-                    message: None,
-                    rule: rules[next(rules.len())].clone(),
-                    action: actions[next(actions.len())].clone(),
-                    bytes_dropped: 0,
-                    bytes_added: 0,
-                })
-                .collect();
-            tally.count_parts(&items, events, &decisions);
-            let summary = &mut reference;
-            for &(kind, phase, count) in &items {
-                bump(&mut summary.breakdown.items, kind, count);
-                if kind == "message:assistant" {
-                    bump(
-                        &mut summary.breakdown.phases,
-                        phase.unwrap_or("none"),
-                        count,
-                    );
-                }
-            }
-            bump(&mut summary.breakdown.events, "user_message", events.0);
-            bump(&mut summary.breakdown.events, "agent_message", events.1);
-            for decision in &decisions {
-                bump(&mut summary.breakdown.rules_fired, &decision.rule, 1);
-                bump(&mut summary.breakdown.actions, decision.action.name(), 1);
-                let by_rule = summary
-                    .decisions
-                    .entry(decision.action.name().to_string())
-                    .or_default();
-                bump(by_rule, &decision.rule, 1);
-            }
-        }
-        tally.add_to(&mut tallied);
-        let json = |s: &Summary| serde_json::to_string(s).expect("a summary");
-        assert_eq!(json(&tallied), json(&reference));
-        // A key counted zero times is in the summary, as its count of 0.
-        let mut zero = Tally::default();
-        let mut counted = Summary::default();
-        zero.count_parts(&[("message:assistant", None, 0)], (0, 0), &[]);
-        zero.add_to(&mut counted);
-        let zeros = |m: &BTreeMap<String, u64>| {
-            m.iter()
-                .map(|(k, n)| format!("{k}={n}"))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(zeros(&counted.breakdown.items), ["message:assistant=0"]);
-        assert_eq!(zeros(&counted.breakdown.phases), ["none=0"]);
-        assert_eq!(
-            zeros(&counted.breakdown.events),
-            ["agent_message=0", "user_message=0"]
-        );
-        // Added once: a second call adds nothing.
-        tally.add_to(&mut tallied);
-        assert_eq!(json(&tallied), json(&reference));
     }
 }

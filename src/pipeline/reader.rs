@@ -27,26 +27,13 @@ use crate::source::{
 
 use super::budget::{Budget, OverBudget, Permit, LARGE_RECORD};
 use super::PlannedFile;
-use crate::model::responses::Format;
 
 /// A batch ends at this many records or bytes of records, whichever comes first. Every stage
 /// between the reader and the collector holds a few batches and their outputs, so these set
-/// the run's memory in flight: at 512 records and 1 MiB, a run writing small records held
-/// ~4,000 records and ~1,900 rollouts at its peak, and one writing 2 GB of agent transcripts
-/// peaked at 62-65 MB; at half of each, 58 and 49-51 MB, at the same CPU (a batch's cost is
-/// a channel send and a spawn, ~10 µs against 256 × 30 µs of small records' work). Halved
-/// again when each batch came to convert on one worker with one more batch in flight: at 256
-/// records and 512 KiB, small records' writing run peaked at 63-68 MB instead of 53-63; at
-/// 128 and 256 KiB, at 54-62 MB, as fast. Back to 256 records and 512 KiB once the manifest
-/// held a session in 48 bytes, not ~180 ([`crate::output::rollouts`]): that run peaks at
-/// 45-52 MB, and a dry run of small records takes 0.51-0.53 s against 0.53-0.57 s (half the
-/// batches: half the hand-offs, each a channel send, a spawn and a wake-up). The bytes back
-/// to 256 KiB: agent transcripts are bounded by bytes (~3 a batch, not ~6), and a Codex home
-/// of 2 GB of them, written right after another run (the disk still busy), peaked at 56-68 MB
-/// (up to 78 MB in a build without LTO) with 512 KiB, and 48-60 MB with 256 KiB. So a batch that
-/// holds a long record ends at 256 KiB, and one of short records (small records are ~2.8 KB)
-/// at 512 KiB: 256 of them, half the hand-offs of 128. The batches of a dry run or of a run
-/// writing Responses bodies are twice that ([`Batches::LARGE`]).
+/// the run's memory in flight; fewer, larger batches save hand-offs (each a channel send, a
+/// spawn and a wake-up). A batch holding a long record ends at [`LONG_BATCH_BYTES`]; a dry run
+/// or a run writing Responses bodies takes twice each ([`Batches::LARGE`]). How these sizes
+/// were chosen, with the measurements: samples/BENCHMARKS.md, "Batch sizes".
 const BATCH_RECORDS: usize = 256;
 const BATCH_BYTES: usize = 512 << 10;
 /// A record of this many bytes or more is long: its batch ends at [`LONG_BATCH_BYTES`] (a
@@ -76,24 +63,20 @@ impl Batches {
     };
     /// A dry run frees each rollout once it is checked, and a run writing Responses bodies
     /// holds each body only until the collector writes it, so their batches can be twice a
-    /// home's: 512 records and 1 MiB, half the hand-offs. Small records on 2 cores, interleaved
-    /// with [`Batches::HOME`]: the dry run's median 0.63 -> 0.60 s, user 1.11 -> 1.07 s (12
-    /// runs), peak RSS 32 -> 40 MB; bodies, median 0.62 -> 0.60 s and 0.695 -> 0.67 s (12 and
-    /// 10 runs), peak RSS 36 -> 47 MB. Four times a home's batch gained nothing more. A batch
-    /// holding a long record ends at 512 KiB (~6 agent transcripts, not ~3): agent transcripts
-    /// to bodies, median 0.65 -> 0.605 s (10 runs), their dry run 0.58 -> 0.535 s (6); over
-    /// 1.87 GB of them peak RSS 39.7 -> 49.5 MB for bodies and 24.5 -> 27.8 MB for a dry run.
+    /// home's: half the hand-offs, for a few MB more at the peak (samples/BENCHMARKS.md,
+    /// "Batch sizes").
     pub const LARGE: Batches = Batches {
         records: 2 * BATCH_RECORDS,
         bytes: 2 * BATCH_BYTES,
         long_bytes: 2 * LONG_BATCH_BYTES,
     };
 
-    /// The batches of a run (a dry run when `dry_run`) that writes `format`.
-    pub fn for_run(dry_run: bool, format: Format) -> Batches {
-        match (dry_run, format) {
-            (false, Format::Codex) => Batches::HOME,
-            (true, _) | (false, Format::Responses(_)) => Batches::LARGE,
+    /// The batches of a run (a dry run when `dry_run`) into an output that writes a file per
+    /// conversation (`file_per_conversation`: a Codex home) or per input file.
+    pub fn for_run(dry_run: bool, file_per_conversation: bool) -> Batches {
+        match !dry_run && file_per_conversation {
+            true => Batches::HOME,
+            false => Batches::LARGE,
         }
     }
 }
@@ -1271,11 +1254,10 @@ mod tests {
     /// run or Responses bodies take large ones.
     #[test]
     fn only_a_run_that_writes_a_codex_home_keeps_its_batches_short() {
-        let bodies = Format::Responses(crate::model::responses::ResponsesOptions::default());
-        assert_eq!(Batches::for_run(false, Format::Codex), Batches::HOME);
-        assert_eq!(Batches::for_run(true, Format::Codex), Batches::LARGE);
-        assert_eq!(Batches::for_run(false, bodies), Batches::LARGE);
-        assert_eq!(Batches::for_run(true, bodies), Batches::LARGE);
+        assert_eq!(Batches::for_run(false, true), Batches::HOME);
+        assert_eq!(Batches::for_run(true, true), Batches::LARGE);
+        assert_eq!(Batches::for_run(false, false), Batches::LARGE);
+        assert_eq!(Batches::for_run(true, false), Batches::LARGE);
         assert_eq!(Batches::LARGE.records, 2 * Batches::HOME.records);
         assert_eq!(Batches::LARGE.bytes, 2 * Batches::HOME.bytes);
         assert_eq!(Batches::LARGE.long_bytes, 2 * Batches::HOME.long_bytes);
@@ -1357,8 +1339,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let files = planned(&archive(dir.path(), 40), &[false; 40]);
         let index = BatchIndex::default();
-        let run = super::super::tests::nice();
-        let lowered = (run + super::super::YIELD_NICE).min(19);
+        let run = super::super::threads::tests::nice();
+        let lowered = (run + super::super::threads::YIELD_NICE).min(19);
         let mut plan = plan(&files, &index, 2);
         plan.priority = super::super::Priority::Lowered;
         std::thread::scope(|scope| {
@@ -1377,7 +1359,7 @@ mod tests {
             reader.handle.join().expect("the reader ends");
         });
         // The thread that spawned the reader keeps its priority.
-        assert_eq!(super::super::tests::nice(), run);
+        assert_eq!(super::super::threads::tests::nice(), run);
     }
 
     /// The files handed out and not yet taken.

@@ -3,36 +3,33 @@
 //! It does no I/O: the caller writes what it returns.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Serialize;
-
-use super::reader::{FileRecords, Records, Work};
+use super::converted::rollout_start;
+pub use super::converted::{Converted, IgnoredField, Links};
+pub use super::file::{process_bytes, read_file, WorkRead};
+use super::reader::Records;
 pub use super::refusal::Refusal;
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
-use crate::audit::Decision;
-use crate::convert::render::{render_as, usable_cwd};
+use crate::convert::render::render_as;
 use crate::convert::{convert, ItemKind, Naming, OutPayload, RecordKey};
 use crate::input::batch::BatchIndex;
 use crate::input::format::{
     FastRead, FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation,
 };
-use crate::input::SourceFormat;
 use crate::input::{parse_record, InputError};
 use crate::model::identity::RecordId;
-use crate::model::json::{decimal_into, escape_into};
-use crate::model::responses::{output_path, Format};
 use crate::model::rollout::ResponseItem;
 use crate::model::transcript::{Role, Transcript};
 use crate::model::Located;
 use crate::output::manifest::digest;
-use crate::output::{Placed, QuarantineEntry};
+use crate::output::Output;
+use crate::output::QuarantineEntry;
 use crate::rules::RuleRef;
 use crate::rules::{InvalidUnicode, RuleSet};
-use crate::source::{records_in, RawRecord, RecordEvent};
-use crate::validate;
+use crate::source::RawRecord;
 
 /// What became of one record: every record of a [`Records`] work ends in exactly one.
 #[derive(Debug)]
@@ -68,291 +65,6 @@ pub fn sampled(source_key: &str, ordinal: u64, rate: f64) -> bool {
     (hash as f64) < rate * (u64::MAX as f64)
 }
 
-/// A key of the record or of one of its messages that nothing converts: the audit counts it
-/// as `scope` then `name` (`record.created`, `message.name`). The name is the one the reader
-/// kept, moved here; the collector joins the two only to count a name it has not seen.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IgnoredField {
-    pub scope: &'static str,
-    pub name: Cow<'static, str>,
-}
-
-impl IgnoredField {
-    pub const RECORD: &'static str = "record.";
-    pub const MESSAGE: &'static str = "message.";
-}
-
-/// A converted record; the serialised fields are its line in `conversations.jsonl`.
-#[derive(Debug, Serialize)]
-pub struct Converted {
-    pub schema_version: u32,
-    pub source: String,
-    pub line: u64,
-    pub id: String,
-    pub path: String,
-    pub account: Account,
-    pub decisions: Vec<Decision>,
-    /// xxh3-128 of the rollout's bytes (the manifest's digest): what `report diff` compares.
-    pub digest: String,
-    /// Items written by kind (`message:user`, `function_call`, ...) and assistant phase, each
-    /// pair with its count, in the order first written ([`count_kinds`]): the collector adds a
-    /// few counts a conversation instead of one per item.
-    #[serde(skip)]
-    pub items: Vec<(&'static str, Option<&'static str>, u64)>,
-    /// `user_message` and `agent_message` events written.
-    #[serde(skip)]
-    pub events: (u64, u64),
-    #[serde(skip)]
-    pub ignored: Vec<IgnoredField>,
-    /// The rollout's bytes and its path relative to the home (for a Responses body, its line
-    /// and the path of its input file's output file). A Codex rollout's are released by the
-    /// worker once placed ([`Converted::release_bytes`]): the collector needs only their
-    /// length and first timestamp, kept below.
-    #[serde(skip)]
-    pub bytes: Vec<u8>,
-    /// The length of `bytes`, as written.
-    #[serde(skip)]
-    pub output_len: u64,
-    /// The session meta's timestamp, for a conversation with a title (the session index's
-    /// `updated_at`).
-    #[serde(skip)]
-    pub started_at: Option<String>,
-    #[serde(skip)]
-    pub relative: PathBuf,
-    /// What writing it did (`None` in a dry run).
-    #[serde(skip)]
-    pub placed: Option<Placed>,
-    /// Input records it was read from (more than one for formats whose conversations span
-    /// records, like a Claude Code session's lines).
-    #[serde(skip_serializing_if = "is_one")]
-    pub records: u64,
-    #[serde(flatten)]
-    pub links: Links,
-    /// The version of a conversation that can come again with other content (a source's id,
-    /// a chain of records), for the collector's gate; `None` for a record that is its own
-    /// identity.
-    #[serde(skip)]
-    pub version: Option<Box<crate::model::version::InHand>>,
-    /// The digest of its identity when its session keeps an id of scheme 2 (the manifest's
-    /// alias to record).
-    #[serde(skip)]
-    pub alias: Option<u128>,
-    /// How the writers place it ([`crate::output::Placement`]), as the collector's gate decided.
-    #[serde(skip)]
-    pub placement: crate::output::Placement,
-    /// It is placed over a version this run placed earlier, whose record this names.
-    #[serde(skip)]
-    pub supersedes: Option<String>,
-    /// It was given a session of its own ([`Converted::split`]): the record of the unrelated
-    /// conversation that holds its source id.
-    #[serde(skip)]
-    pub split_from: Option<String>,
-    /// Its line in `conversations.jsonl` (these fields as JSON), rendered by the worker once
-    /// the conversation is settled, so that the collector, a serial stage, only writes it:
-    /// rendered there, it was half of the collector's work on small records. `None` when the
-    /// collector renders it: a title (replaced by its length unless `--report-text`), or a
-    /// path or digest the collector changed since ([`Converted::reword`]).
-    #[serde(skip)]
-    pub audit_line: Option<Vec<u8>>,
-}
-
-/// What the audit line says of the conversation's source, beyond its place: its format
-/// (when not Chat Completions), title, and the source's ids.
-#[derive(Debug, Default, Serialize)]
-pub struct Links {
-    #[serde(skip_serializing_if = "is_chat")]
-    pub format: Option<SourceFormat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_id: Option<String>,
-    /// The conversation that spawned this one (a subagent's parent session).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_source_id: Option<String>,
-    /// The version of the tool that wrote the source (Claude Code `version`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_version: Option<String>,
-    /// The folder the source says the session ran in, when another one is in the session
-    /// meta: `--cwd`'s, or the rules' when the source's is not a usable folder.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_cwd: Option<String>,
-}
-
-impl Links {
-    fn of(meta: &crate::model::transcript::RecordMeta, rules: &RuleSet) -> Links {
-        let overridden = rules.session.cwd_overrides_source;
-        Links {
-            source_cwd: meta.cwd.clone().filter(|cwd| {
-                !cwd.is_empty() && *cwd != rules.session.cwd && (overridden || !usable_cwd(cwd))
-            }),
-            format: meta.format,
-            title: meta.title.clone(),
-            source_id: meta.source_id.clone(),
-            parent_source_id: meta.parent_source_id.clone(),
-            source_version: meta.source_version.clone(),
-        }
-    }
-}
-
-impl Converted {
-    /// Renders the audit line ([`Converted::audit_line`]), unless the collector must.
-    fn render_audit_line(&mut self) {
-        self.audit_line = None;
-        if self.links.title.is_none() {
-            self.audit_line = self.audit_bytes();
-        }
-    }
-
-    /// The audit line, written by hand: the bytes `serde_json::to_vec` writes of these fields
-    /// (a test holds the two equal), its decisions' actions still through serde
-    /// ([`Decision::write_json`]). serde_json's writer
-    /// escapes a string a byte at a time and goes through a map for the flattened links: ~7,000
-    /// instructions a small record's line, 3.5 % of a dry run (issue 29).
-    pub(super) fn audit_bytes(&self) -> Option<Vec<u8>> {
-        let mut out = Vec::with_capacity(512);
-        let number = |out: &mut Vec<u8>, key: &str, n: u64| {
-            key_into(out, key);
-            decimal_into(out, n);
-        };
-        let text = |out: &mut Vec<u8>, key: &str, text: &str| {
-            key_into(out, key);
-            escape_into(out, text);
-        };
-        out.push(b'{');
-        out.extend_from_slice(b"\"schema_version\":");
-        decimal_into(&mut out, u64::from(self.schema_version));
-        text(&mut out, "source", &self.source);
-        number(&mut out, "line", self.line);
-        text(&mut out, "id", &self.id);
-        text(&mut out, "path", &self.path);
-        let account = &self.account;
-        key_into(&mut out, "account");
-        out.extend_from_slice(b"{\"bytes_in\":");
-        decimal_into(&mut out, account.bytes_in as u64);
-        number(&mut out, "bytes_out", account.bytes_out as u64);
-        number(&mut out, "bytes_dropped", account.bytes_dropped as u64);
-        number(&mut out, "bytes_added", account.bytes_added as u64);
-        out.push(b'}');
-        key_into(&mut out, "decisions");
-        out.push(b'[');
-        for (i, decision) in self.decisions.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            decision.write_json(&mut out).ok()?;
-        }
-        out.push(b']');
-        text(&mut out, "digest", &self.digest);
-        if !is_one(&self.records) {
-            number(&mut out, "records", self.records);
-        }
-        let links = &self.links;
-        if let Some(format) = links.format.filter(|_| !is_chat(&links.format)) {
-            text(&mut out, "format", format.name());
-        }
-        let optional = [
-            ("title", &links.title),
-            ("source_id", &links.source_id),
-            ("parent_source_id", &links.parent_source_id),
-            ("source_version", &links.source_version),
-            ("source_cwd", &links.source_cwd),
-        ];
-        for (key, value) in optional {
-            if let Some(value) = value {
-                text(&mut out, key, value);
-            }
-        }
-        out.push(b'}');
-        Some(out)
-    }
-
-    /// The collector changes what the audit line says (a Responses body's output file, a
-    /// duplicate's digest): the line rendered by the worker is dropped, and rendered again.
-    pub fn reword(&mut self, path: Option<&str>, digest: Option<String>) {
-        if let Some(path) = path {
-            path.clone_into(&mut self.path);
-        }
-        if let Some(digest) = digest {
-            self.digest = digest;
-        }
-        self.audit_line = None;
-    }
-
-    /// Gives a conversation that shares its source id with another, unrelated one of its
-    /// input a session of its own ([`crate::convert::ids::split_session_id`], from its
-    /// messages' digest): its id in the session meta, its path and its digest. A rollout
-    /// names its session id once, in its first line; nothing else of it changes.
-    pub fn split(&mut self) {
-        let Some(version) = &self.version else {
-            return;
-        };
-        let old = std::mem::take(&mut self.id);
-        let new = crate::convert::ids::split_session_id(&old, version.version.content);
-        let first_line = self
-            .bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap_or(self.bytes.len());
-        if let Some(at) = memchr::memmem::find(&self.bytes[..first_line], old.as_bytes()) {
-            self.bytes[at..at + old.len()].copy_from_slice(new.as_bytes());
-        }
-        self.path = self.path.replace(&old, &new);
-        self.relative = PathBuf::from(&self.path);
-        if !self.bytes.is_empty() {
-            self.digest = digest(&self.bytes);
-        }
-        self.id = new;
-        self.audit_line = None;
-    }
-
-    /// Frees the rollout's bytes where they were made: they become the worker's render
-    /// buffer again ([`crate::convert::recycle`]). Allocated by the worker and freed by the
-    /// collector, each rollout went back to the worker's allocator through its cross-thread
-    /// free list, and the worker's next rollout landed in cold memory.
-    pub fn release_bytes(&mut self) {
-        crate::convert::recycle(std::mem::take(&mut self.bytes));
-    }
-
-    /// Keeps a copy of the rollout's bytes at their exact size and gives the render buffer
-    /// back to this thread, for rollouts that outlive the next render: a source's
-    /// conversations, placed together, and every rollout of a batch, placed by the writers
-    /// while this worker converts the next batch. A buffer too large to be kept is handed
-    /// over as it is (no second copy of a huge rollout).
-    pub fn keep_exact(&mut self) {
-        if crate::convert::recyclable(&self.bytes) {
-            let exact = self.bytes.to_vec();
-            crate::convert::recycle(std::mem::replace(&mut self.bytes, exact));
-        }
-    }
-}
-
-/// The timestamp of a rollout's first line (its session meta), empty if it has none.
-fn rollout_start(bytes: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct First {
-        timestamp: String,
-    }
-    let line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
-    serde_json::from_slice::<First>(line)
-        .map(|f| f.timestamp)
-        .unwrap_or_default()
-}
-
-/// `,"key":` (no key here needs escaping).
-fn key_into(out: &mut Vec<u8>, key: &str) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
-}
-
-fn is_one(n: &u64) -> bool {
-    *n == 1
-}
-
-fn is_chat(format: &Option<SourceFormat>) -> bool {
-    format.is_none_or(|format| format == SourceFormat::CHAT)
-}
-
 /// A transcript, from any source format, through convert → render → validate → account:
 /// the converted conversation, or why it is refused. `location` is where its (first) record
 /// is, `record` that record's identity.
@@ -362,18 +74,13 @@ pub fn finish(
     source_key: &str,
     record: RecordId,
     rules: &RuleSet,
-    format: Format,
+    output: &dyn Output,
     naming: Option<&Naming<'_>>,
 ) -> Result<Box<Converted>, Refusal> {
     let version =
         versioned(&transcript).then(|| Box::new(crate::convert::version::in_hand(&transcript)));
     let mut ignored = ignored_fields(&mut transcript);
-    if let Format::Responses(_) = format {
-        // The Responses output writes the record's tools.
-        ignored.retain(|f| {
-            !(f.scope == IgnoredField::RECORD && (f.name == "tools" || f.name == "functions"))
-        });
-    }
+    ignored.retain(|f| !(f.scope == IgnoredField::RECORD && output.writes_record_field(&f.name)));
     let bytes_in = transcript_bytes(&transcript);
     let links = Links::of(&transcript.meta, rules);
     let key = RecordKey {
@@ -382,7 +89,7 @@ pub fn finish(
         naming,
     };
     let mut conversation = convert(transcript, rules, &key).map_err(Refusal::Rule)?;
-    let bytes = render_as(format, &mut conversation, rules).map_err(Refusal::Rule)?;
+    let bytes = render_as(output.format(), &mut conversation, rules).map_err(Refusal::Rule)?;
     // What is counted of the items, then the items let go: the checks of the written bytes
     // are the peak of a long conversation, and the items are as large again.
     let account = conversation.account(bytes_in);
@@ -393,13 +100,13 @@ pub fn finish(
         count(ItemKind::Assistant) as u64,
     );
     conversation.items = Vec::new();
-    let account = check(&bytes, &conversation.meta.id, account, rules, format)?;
+    let account = check(&bytes, &conversation.meta.id, account, rules, output)?;
     // The path as text, then as a path (`Path::display` read it back through a lossy UTF-8
     // pass, ~1,800 instructions a record).
-    let (path, events) = match format {
-        Format::Codex => (conversation.relative_path(), events),
+    let (path, events) = match output.file_of_input(source_key) {
+        None => (conversation.relative_path(), events),
         // One file per input file, written by the collector; no UI events in a body.
-        Format::Responses(options) => (body_path(source_key, options.compress), (0, 0)),
+        Some(path) => (path, (0, 0)),
     };
     let relative = PathBuf::from(&path);
     Ok(Box::new(Converted {
@@ -446,29 +153,14 @@ fn versioned(transcript: &Transcript) -> bool {
     named || crate::input::format::reader(format).granularity() == Granularity::File
 }
 
-/// [`output_path`] as text: the same for every record of a file, so each thread keeps the
-/// last one it made (it was ~4 allocations and a walk of the path's components per record).
-fn body_path(key: &str, compress: bool) -> String {
-    thread_local! {
-        static LAST: std::cell::RefCell<(String, bool, String)> = Default::default();
-    }
-    LAST.with_borrow_mut(|(last_key, last_compress, path)| {
-        if last_key.as_str() != key || *last_compress != compress || path.is_empty() {
-            *path = output_path(key, compress).display().to_string();
-            key.clone_into(last_key);
-            *last_compress = compress;
-        }
-        path.clone()
-    })
-}
-
 /// What a worker needs besides the work itself.
 pub struct WorkContext<'a> {
     /// The file the records are from, the rules, and what the reader keeps for the file.
     pub read: ReadContext<'a>,
     /// Batch API results read ahead, joined into their requests.
     pub batch: &'a BatchIndex,
-    pub format: Format,
+    /// What the conversations are written into.
+    pub output: &'a dyn Output,
     /// `--sample`: the share of conversations converted.
     pub sample: Option<f64>,
     /// A dry run: a rollout's bytes are freed once checked, none is written.
@@ -554,7 +246,7 @@ fn process_with(
 /// back to the worker for the next render), else kept at its exact size for the writers.
 fn settle(done: &mut Converted, context: &WorkContext<'_>) {
     done.render_audit_line();
-    if context.format == Format::Codex {
+    if context.output.file_per_conversation() {
         // A conversation with versions may be given a session of its own by the collector
         // ([`Converted::split`]), which rewrites its bytes: kept in a dry run too.
         if context.dry_run && done.version.is_none() {
@@ -629,7 +321,7 @@ fn read_and_convert(
             context.read.key,
             id,
             context.read.rules,
-            context.format,
+            context.output,
             context.naming.as_ref(),
         );
         outcomes[first] = Some(match finished {
@@ -924,134 +616,6 @@ fn claim(
     conversations
 }
 
-/// One file's decompressed `bytes` through every stage `convert` runs on a file, in memory:
-/// split into records ([`records_in`], as [`crate::source::records`] splits a file), each
-/// identified and grouped for its format as the reader thread does ([`FileRecords`]: `from`
-/// forces the format as `--from` does, else the first record decides it), then converted as
-/// the workers do ([`process_work`]). One outcome per record, in input order; blank lines
-/// yield none. Nothing is written, nothing sampled; `path` names the file (a ChatGPT
-/// export's or a dataset's images are looked up beside it) and `source_key` keys its session
-/// ids. What the fuzz targets drive: these bytes as one file in format X.
-pub fn process_bytes(
-    bytes: Vec<u8>,
-    path: &Path,
-    source_key: &str,
-    from: Option<SourceFormat>,
-    rules: &RuleSet,
-    batch: &BatchIndex,
-    format: Format,
-) -> Vec<Outcome> {
-    let display: std::sync::Arc<str> = path.display().to_string().into();
-    // The file's folder is its tree, as for a file named on the command line.
-    let cache = crate::input::format::FileCache::default();
-    let context = WorkContext {
-        read: ReadContext {
-            rules,
-            path,
-            key: source_key,
-            root: path.parent(),
-            follow: false,
-            cache: &cache,
-        },
-        batch,
-        format,
-        sample: None,
-        dry_run: false,
-        baseline: false,
-        naming: None,
-    };
-    let mut grouped = FileRecords::new(0, from);
-    let mut works = Vec::new();
-    let mut ordinal = 0;
-    for event in records_in(display, bytes) {
-        match event {
-            RecordEvent::Record(mut record) => {
-                grouped.identify(&mut record);
-                works.extend(grouped.route(record, ordinal));
-                ordinal += 1;
-            }
-            // An in-memory stream cannot be damaged; were it, the records before it stand.
-            RecordEvent::Blank(_) | RecordEvent::Damage(_) => {}
-        }
-    }
-    works.extend(grouped.finish());
-    let mut outcomes = Vec::new();
-    for work in works {
-        match work {
-            Work::Records(mut records) => outcomes.extend(process_work(&mut records, &context)),
-            Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => {}
-        }
-    }
-    outcomes
-}
-
-/// One work of a file as [`read_file`] reads it: its records, what became of those the reader
-/// refused or dropped, and the conversations it read (not converted).
-pub struct WorkRead {
-    pub work: Records,
-    pub outcomes: Vec<Option<Outcome>>,
-    pub conversations: Vec<ReadConversation>,
-}
-
-/// A file read as `convert` reads it, up to its conversations: split into records, grouped
-/// for its format (`from` as `--from` does, else the first record decides) as the reader
-/// thread groups them, each work through [`read_work`]. Nothing is converted or written.
-/// Damage ends the file: the works before it stand, and the damage comes back with them.
-/// Memory: the file's records and transcripts (what `explain` shows of one conversation).
-pub fn read_file(
-    file: &crate::source::SourceFile,
-    from: Option<SourceFormat>,
-    rules: &RuleSet,
-    batch: &BatchIndex,
-) -> (Vec<WorkRead>, Option<crate::source::Damage>) {
-    let cache = crate::input::format::FileCache::default();
-    let read_context = ReadContext {
-        rules,
-        path: &file.path,
-        key: &file.key,
-        root: file.path.parent(),
-        follow: false,
-        cache: &cache,
-    };
-    let mut grouped = FileRecords::new(0, from);
-    let mut works = Vec::new();
-    let mut damage = None;
-    let mut ordinal = 0;
-    for event in crate::source::records(file) {
-        match event {
-            RecordEvent::Record(mut record) => {
-                grouped.identify(&mut record);
-                works.extend(grouped.route(record, ordinal));
-                ordinal += 1;
-            }
-            RecordEvent::Blank(_) => {}
-            RecordEvent::Damage(found) => {
-                damage = Some(found);
-                break;
-            }
-        }
-    }
-    works.extend(grouped.finish());
-    let reads = works
-        .into_iter()
-        .filter_map(|work| match work {
-            Work::Records(work) => Some(work),
-            Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => None,
-        })
-        .map(|work| {
-            let reader = crate::input::format::reader(work.format);
-            let mut outcomes: Vec<Option<Outcome>> = work.records.iter().map(|_| None).collect();
-            let conversations = read_work(reader, &work, &read_context, batch, &mut outcomes);
-            WorkRead {
-                work,
-                outcomes,
-                conversations,
-            }
-        })
-        .collect();
-    (reads, damage)
-}
-
 /// The refusal of a record longer than `--max-record-bytes`, whose first bytes only were read.
 fn too_large(record: &RawRecord) -> Option<Refusal> {
     let size = record.oversized?;
@@ -1067,12 +631,9 @@ fn check(
     id: &str,
     account: Account,
     rules: &RuleSet,
-    format: Format,
+    output: &dyn Output,
 ) -> Result<Account, Refusal> {
-    let (violations, what) = match format {
-        Format::Codex => (validate::check(bytes, Some(id), &rules.markers), "rollout"),
-        Format::Responses(_) => (validate::responses::check_body(bytes), "body"),
-    };
+    let (violations, what) = output.check(bytes, id, &rules.markers);
     let mut violations = violations.into_iter();
     if let Some(first) = violations.next() {
         return Err(Refusal::Invariants {
@@ -1207,7 +768,11 @@ const ITEM_MESSAGE: &str = crate::model::rollout::wire::item::MESSAGE;
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::audit::Decision;
+    use crate::input::SourceFormat;
+    use crate::model::responses::Format;
     use crate::model::Location;
+    use std::path::Path;
 
     /// A record of `t.jsonl`, line 1 (also the reader's tests' record).
     pub(in crate::pipeline) fn record(bytes: &[u8]) -> RawRecord {
@@ -1242,7 +807,7 @@ pub(super) mod tests {
                 cache,
             },
             batch,
-            format: Format::Codex,
+            output: &crate::output::sink::CodexHome,
             sample: None,
             dry_run: false,
             baseline: false,

@@ -1,0 +1,75 @@
+//! What a run tells its caller as it goes ([`Progress`]); the command decides how to show it.
+
+use crate::source::Damage;
+
+/// Progress callbacks; the command decides how to show them.
+pub trait Progress: Sync {
+    fn start(&self, files: u64, bytes: u64);
+    /// `records` and `bytes` (decompressed) done in this batch; `disk` bytes of the input files
+    /// read so far in all (compressed bytes for compressed files).
+    fn advance(&self, records: u64, bytes: u64, disk: u64);
+    fn damage(&self, damage: &Damage);
+    /// Something the user should know that is not a problem with a record.
+    fn note(&self, note: &Note);
+    /// Every record of one input file is done (`--verbose` shows it).
+    fn file_done(&self, _file: &FileCounts) {}
+}
+
+/// One input file's records, once all are done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileCounts {
+    /// The file as the reports name it.
+    pub file: String,
+    pub records: u64,
+    pub converted: u64,
+    pub quarantined: u64,
+}
+
+/// Something a run tells the user that is not a problem with a record; the command words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// What the walk left out (other extensions, hidden files, symlinks, ...), as the walk
+    /// words it.
+    Walk(String),
+    /// A symlink loop the walk did not follow.
+    SymlinkLoop { path: String },
+    /// An input that cannot be read: skipped.
+    Unreadable { path: String, message: String },
+    /// A linked folder of the output home, as the home words it.
+    LinkedFolder(String),
+    /// Another run holds the home's lock: this one waits (`--wait`), as the lock words it.
+    Waiting(String),
+    /// The lock of a process no longer running was taken over.
+    TookOverLock { pid: u32 },
+    /// An entry of the runs folder named as a run folder that is not a folder.
+    StrayRunFolder { name: String },
+    /// What the run will read, said before it reads.
+    Plan(PlanCounts),
+    /// Files read again though unchanged: their rules or options changed since a run
+    /// (`since_run`; 0: an earlier run whose report is gone).
+    SettingsChanged {
+        what: String,
+        since_run: u32,
+        files: u64,
+        dry_run: bool,
+    },
+    /// Files read again for their sessions kept pending.
+    Pending { files: u64 },
+    /// `--keep-runs` removed this many run folders.
+    RunsRemoved { removed: usize, keep: usize },
+    /// A shard's Batch API results without a request in its own files: looked for in the
+    /// other shards' files.
+    ClaimingElsewhere { unclaimed: usize },
+}
+
+/// The plan's counts of files, by why each is read or left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanCounts {
+    pub new: u64,
+    pub changed: u64,
+    /// Read again though unchanged.
+    pub again: u64,
+    pub unchanged: u64,
+    /// Every file is read (`--full`, or a dry run).
+    pub full: bool,
+}

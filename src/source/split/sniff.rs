@@ -147,15 +147,17 @@ pub(super) fn looks_like_message(json: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// `value` (one complete JSON value) is a non-empty array whose first element is not a chat
-/// message: an array of records, one per element. An array of messages is one record.
+/// `value` (one complete JSON value) is an array whose first element is not a chat message: an
+/// array of records, one per element. An array of messages is one record; an empty array holds
+/// no record (an export of nothing, not a conversation without messages).
 pub(super) fn is_record_array(value: &[u8]) -> bool {
     if value.trim_ascii_start().first() != Some(&b'[') {
         return false;
     }
     match Elements::new(value, Framing::Array, u64::MAX).next() {
         Some(Element::Value { bytes, .. }) => !looks_like_message(&bytes),
-        Some(Element::Oversized { .. } | Element::Broken { .. }) | None => false,
+        Some(Element::Oversized { .. } | Element::Broken { .. }) => false,
+        None => true,
     }
 }
 

@@ -76,6 +76,13 @@ fn message_array_is_one_record() {
 }
 
 #[test]
+fn an_empty_array_holds_no_record() {
+    assert!(events(b"[]", 1 << 20).is_empty());
+    assert!(events(b"[\n]\n", 1 << 20).is_empty());
+    assert!(events(b"\xEF\xBB\xBF[ ]", 1 << 20).is_empty());
+}
+
+#[test]
 fn a_one_line_array_of_records_is_read_element_by_element() {
     let doc = b"\xEF\xBB\xBF[{\"id\":\"a\"},{\"id\":\"b\"}]\n";
     assert_eq!(

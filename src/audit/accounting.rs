@@ -9,13 +9,15 @@ use crate::model::conversation::{OutItem, OutPayload};
 use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput};
 use crate::model::transcript::{Content, Message, Part, Transcript};
 
-/// The four totals of one conversation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Account {
-    pub bytes_in: usize,
-    pub bytes_out: usize,
-    pub bytes_dropped: usize,
-    pub bytes_added: usize,
+crate::model::rollout::table::wire_struct! {
+    /// The four totals of one conversation.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct Account {
+        pub bytes_in: usize = "bytes_in",
+        pub bytes_out: usize = "bytes_out",
+        pub bytes_dropped: usize = "bytes_dropped",
+        pub bytes_added: usize = "bytes_added",
+    }
 }
 
 impl Account {

@@ -492,7 +492,7 @@ impl<'h> Collector<'h> {
         // A title is transcript text: the audit line says its length unless --report-text
         // (the title itself is the Codex thread name, in session_index.jsonl).
         if let (Some(title), false) = (&done.links.title, self.report.report_text) {
-            let mut line = serde_json::to_value(&*done)
+            let mut line = serde_json::to_value(done.audit_fields())
                 .map_err(|e| write_error(self.home, "conversations.jsonl", e.into()))?;
             if let Some(object) = line.as_object_mut() {
                 object.remove("title");
@@ -516,7 +516,7 @@ impl<'h> Collector<'h> {
             self.home,
             &mut self.conversations,
             "conversations.jsonl",
-            done,
+            &done.audit_fields(),
         )
     }
 

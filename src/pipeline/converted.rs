@@ -4,13 +4,11 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use crate::audit::accounting::Account;
 use crate::audit::Decision;
 use crate::convert::render::usable_cwd;
 use crate::input::SourceFormat;
-use crate::model::json::{decimal_into, escape_into};
+use crate::model::rollout::table::{wire_struct, JsonOut, WriteJson};
 use crate::output::manifest::digest;
 use crate::output::Placed;
 use crate::rules::RuleSet;
@@ -29,8 +27,9 @@ impl IgnoredField {
     pub const MESSAGE: &'static str = "message.";
 }
 
-/// A converted record; the serialised fields are its line in `conversations.jsonl`.
-#[derive(Debug, Serialize)]
+/// A converted record: its rollout, where it goes, and what its line in `conversations.jsonl`
+/// says ([`AuditLine`]).
+#[derive(Debug)]
 pub struct Converted {
     pub schema_version: u32,
     pub source: String,
@@ -44,85 +43,102 @@ pub struct Converted {
     /// Items written by kind (`message:user`, `function_call`, ...) and assistant phase, each
     /// pair with its count, in the order first written ([`count_kinds`]): the collector adds a
     /// few counts a conversation instead of one per item.
-    #[serde(skip)]
     pub items: Vec<(&'static str, Option<&'static str>, u64)>,
     /// `user_message` and `agent_message` events written.
-    #[serde(skip)]
     pub events: (u64, u64),
-    #[serde(skip)]
     pub ignored: Vec<IgnoredField>,
     /// The rollout's bytes and its path relative to the home (for a Responses body, its line
     /// and the path of its input file's output file). A Codex rollout's are released by the
     /// worker once placed ([`Converted::release_bytes`]): the collector needs only their
     /// length and first timestamp, kept below.
-    #[serde(skip)]
     pub bytes: Vec<u8>,
     /// The length of `bytes`, as written.
-    #[serde(skip)]
     pub output_len: u64,
     /// The session meta's timestamp, for a conversation with a title (the session index's
     /// `updated_at`).
-    #[serde(skip)]
     pub started_at: Option<String>,
-    #[serde(skip)]
     pub relative: PathBuf,
     /// What writing it did (`None` in a dry run).
-    #[serde(skip)]
     pub placed: Option<Placed>,
     /// Input records it was read from (more than one for formats whose conversations span
     /// records, like a Claude Code session's lines).
-    #[serde(skip_serializing_if = "is_one")]
     pub records: u64,
-    #[serde(flatten)]
     pub links: Links,
     /// The version of a conversation that can come again with other content (a source's id,
     /// a chain of records), for the collector's gate; `None` for a record that is its own
     /// identity.
-    #[serde(skip)]
     pub version: Option<Box<crate::model::version::InHand>>,
     /// The digest of its identity when its session keeps an id of scheme 2 (the manifest's
     /// alias to record).
-    #[serde(skip)]
     pub alias: Option<u128>,
     /// How the writers place it ([`crate::output::Placement`]), as the collector's gate decided.
-    #[serde(skip)]
     pub placement: crate::output::Placement,
     /// It is placed over a version this run placed earlier, whose record this names.
-    #[serde(skip)]
     pub supersedes: Option<String>,
     /// It was given a session of its own ([`Converted::split`]): the record of the unrelated
     /// conversation that holds its source id.
-    #[serde(skip)]
     pub split_from: Option<String>,
     /// Its line in `conversations.jsonl` (these fields as JSON), rendered by the worker once
     /// the conversation is settled, so that the collector, a serial stage, only writes it:
     /// rendered there, it was half of the collector's work on small records. `None` when the
     /// collector renders it: a title (replaced by its length unless `--report-text`), or a
     /// path or digest the collector changed since ([`Converted::reword`]).
-    #[serde(skip)]
     pub audit_line: Option<Vec<u8>>,
 }
 
 /// What the audit line says of the conversation's source, beyond its place: its format
 /// (when not Chat Completions), title, and the source's ids.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default)]
 pub struct Links {
-    #[serde(skip_serializing_if = "is_chat")]
     pub format: Option<SourceFormat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_id: Option<String>,
     /// The conversation that spawned this one (a subagent's parent session).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_source_id: Option<String>,
     /// The version of the tool that wrote the source (Claude Code `version`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_version: Option<String>,
     /// The folder the source says the session ran in, when another one is in the session
     /// meta: `--cwd`'s, or the rules' when the source's is not a usable folder.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_cwd: Option<String>,
+}
+
+wire_struct! {
+    /// A converted conversation's line in `conversations.jsonl`, declared once: the writer
+    /// and serde's derive come from these lines. Serde's own writer escaped each key byte by
+    /// byte and went through a map for flattened fields, a few percent of a dry run over small
+    /// records (`samples/BENCHMARKS.md`).
+    pub(super) struct AuditLine<'a> {
+        schema_version: u32 = "schema_version",
+        source: &'a str = "source",
+        line: u64 = "line",
+        id: &'a str = "id",
+        path: &'a str = "path",
+        account: Account = "account",
+        decisions: &'a [Decision] = "decisions" with write_decisions,
+        digest: &'a str = "digest",
+        /// Left out when the conversation is one record, as most are.
+        records: Option<u64> = "records" if "Option::is_none",
+        /// Left out for Chat Completions, the format most archives hold.
+        format: Option<&'a str> = "format" if "Option::is_none",
+        title: Option<&'a str> = "title" if "Option::is_none",
+        source_id: Option<&'a str> = "source_id" if "Option::is_none",
+        parent_source_id: Option<&'a str> = "parent_source_id" if "Option::is_none",
+        source_version: Option<&'a str> = "source_version" if "Option::is_none",
+        source_cwd: Option<&'a str> = "source_cwd" if "Option::is_none",
+    }
+}
+
+/// A conversation's decisions, each through its own writer ([`Decision::write_json`]).
+fn write_decisions(decisions: &&[Decision], out: &mut JsonOut<'_>) -> serde_json::Result<()> {
+    out.bytes.push(b'[');
+    for (i, decision) in decisions.iter().enumerate() {
+        if i > 0 {
+            out.bytes.push(b',');
+        }
+        decision.write_json(out.bytes)?;
+    }
+    out.bytes.push(b']');
+    Ok(())
 }
 
 impl Links {
@@ -150,67 +166,38 @@ impl Converted {
         }
     }
 
-    /// The audit line, written by hand: the bytes `serde_json::to_vec` writes of these fields
-    /// (a test holds the two equal), its decisions' actions still through serde
-    /// ([`Decision::write_json`]). serde_json's writer
-    /// escapes a string a byte at a time and goes through a map for the flattened links: ~7,000
-    /// instructions a small record's line, 3.5 % of a dry run (issue 29).
-    pub(super) fn audit_bytes(&self) -> Option<Vec<u8>> {
-        let mut out = Vec::with_capacity(512);
-        let number = |out: &mut Vec<u8>, key: &str, n: u64| {
-            key_into(out, key);
-            decimal_into(out, n);
-        };
-        let text = |out: &mut Vec<u8>, key: &str, text: &str| {
-            key_into(out, key);
-            escape_into(out, text);
-        };
-        out.push(b'{');
-        out.extend_from_slice(b"\"schema_version\":");
-        decimal_into(&mut out, u64::from(self.schema_version));
-        text(&mut out, "source", &self.source);
-        number(&mut out, "line", self.line);
-        text(&mut out, "id", &self.id);
-        text(&mut out, "path", &self.path);
-        let account = &self.account;
-        key_into(&mut out, "account");
-        out.extend_from_slice(b"{\"bytes_in\":");
-        decimal_into(&mut out, account.bytes_in as u64);
-        number(&mut out, "bytes_out", account.bytes_out as u64);
-        number(&mut out, "bytes_dropped", account.bytes_dropped as u64);
-        number(&mut out, "bytes_added", account.bytes_added as u64);
-        out.push(b'}');
-        key_into(&mut out, "decisions");
-        out.push(b'[');
-        for (i, decision) in self.decisions.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            decision.write_json(&mut out).ok()?;
-        }
-        out.push(b']');
-        text(&mut out, "digest", &self.digest);
-        if !is_one(&self.records) {
-            number(&mut out, "records", self.records);
-        }
+    /// What its line in `conversations.jsonl` says.
+    pub(super) fn audit_fields(&self) -> AuditLine<'_> {
         let links = &self.links;
-        if let Some(format) = links.format.filter(|_| !is_chat(&links.format)) {
-            text(&mut out, "format", format.name());
+        AuditLine {
+            schema_version: self.schema_version,
+            source: &self.source,
+            line: self.line,
+            id: &self.id,
+            path: &self.path,
+            account: self.account,
+            decisions: &self.decisions,
+            digest: &self.digest,
+            records: (self.records != 1).then_some(self.records),
+            format: links
+                .format
+                .filter(|_| !is_chat(&links.format))
+                .map(|f| f.name()),
+            title: links.title.as_deref(),
+            source_id: links.source_id.as_deref(),
+            parent_source_id: links.parent_source_id.as_deref(),
+            source_version: links.source_version.as_deref(),
+            source_cwd: links.source_cwd.as_deref(),
         }
-        let optional = [
-            ("title", &links.title),
-            ("source_id", &links.source_id),
-            ("parent_source_id", &links.parent_source_id),
-            ("source_version", &links.source_version),
-            ("source_cwd", &links.source_cwd),
-        ];
-        for (key, value) in optional {
-            if let Some(value) = value {
-                text(&mut out, key, value);
-            }
-        }
-        out.push(b'}');
-        Some(out)
+    }
+
+    /// Its line in `conversations.jsonl`, without the line break.
+    pub(super) fn audit_bytes(&self) -> Option<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(512);
+        self.audit_fields()
+            .write_json(&mut JsonOut::new(&mut bytes))
+            .ok()?;
+        Some(bytes)
     }
 
     /// The collector changes what the audit line says (a Responses body's output file, a
@@ -283,17 +270,6 @@ pub(super) fn rollout_start(bytes: &[u8]) -> String {
     serde_json::from_slice::<First>(line)
         .map(|f| f.timestamp)
         .unwrap_or_default()
-}
-
-/// `,"key":` (no key here needs escaping).
-fn key_into(out: &mut Vec<u8>, key: &str) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
-}
-
-fn is_one(n: &u64) -> bool {
-    *n == 1
 }
 
 pub(super) fn is_chat(format: &Option<SourceFormat>) -> bool {

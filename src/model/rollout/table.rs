@@ -136,6 +136,20 @@ impl WriteJson for String {
     }
 }
 
+/// Counts, as serde_json writes them: decimal digits.
+macro_rules! write_unsigned {
+    ($($ty:ty),*) => {$(
+        impl WriteJson for $ty {
+            #[inline]
+            fn write_json(&self, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error> {
+                crate::model::json::decimal_into(out.bytes, *self as u64);
+                Ok(())
+            }
+        }
+    )*};
+}
+write_unsigned!(u32, u64, usize);
+
 impl WriteJson for bool {
     fn write_json(&self, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error> {
         out.bytes

@@ -34,7 +34,9 @@
 #
 # BENCH_DIR (default ~/.cache/rollover-bench) holds the corpora and the LiteLLM venv; RUNS
 # (default 5) the runs per measure; WORK (default a fresh folder under /tmp) the outputs;
-# ANCHOR_TARGET and GPROXY_TARGET where the two baselines are built (once).
+# ANCHOR_TARGET and GPROXY_TARGET where the two baselines are built (once); ROLLOVER_BIN a
+# rollover binary to time instead of building this checkout's (an older build, to compare a
+# change before and after in the same session).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -88,9 +90,14 @@ corpus() { # name kind records
   readlink -f "$file"  # rollover and zstd leave symlinks out
 }
 
-say "building rollover (release)"
-cargo build --release --quiet || exit 2
-bin=$root/target/release/rollover
+if [ -n "${ROLLOVER_BIN:-}" ]; then
+  bin=$(readlink -f "$ROLLOVER_BIN")
+  say "timing $bin (ROLLOVER_BIN)"
+else
+  say "building rollover (release)"
+  cargo build --release --quiet || exit 2
+  bin=$root/target/release/rollover
+fi
 if [ ! -x "$anchor" ]; then
   say "building the anchor baseline into $anchor_target"
   (cd "$anchor_dir" && CARGO_TARGET_DIR=$anchor_target cargo build --release --quiet) || exit 2

@@ -28,6 +28,7 @@ mod convert;
 mod digest;
 mod explain;
 mod inputs;
+mod measures;
 mod parquet;
 mod promises;
 mod properties;

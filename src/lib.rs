@@ -65,12 +65,13 @@
 //!            (bodies.rs), quarantine entries (location, class and reason read from one Located
 //!            cause); sink.rs: the `Output` trait the pipeline writes through (Codex home or
 //!            Responses files, chosen once per run)
-//! pipeline/  reader.rs (one thread, bounded batches; several files decompressed at once ahead
-//!            of it, each into a bounded channel; one kind of work: a file's records in one
-//!            format) -> record.rs (`process_work`, the one function from records to one
-//!            outcome per record: workers, fuzz targets and tests call it) -> the writers (a
-//!            pool of --jobs threads: a batch's rollouts written while the workers convert the
-//!            next) -> collect.rs (its own thread, fed in order: counters and report lines in
+//! pipeline/  reader/ (one thread, bounded batches: mod.rs; a file's records identified and
+//!            routed to works: grouping.rs; several files decompressed at once ahead of it, each
+//!            into a bounded channel: ahead.rs; a shard's ranges: ranges.rs; one kind of work: a
+//!            file's records in one format) -> record.rs (`process_work`, the one function from
+//!            records to one outcome per record: workers, fuzz targets and tests call it) -> the
+//!            writers (a pool of --jobs threads: a batch's rollouts written while the workers
+//!            convert the next) -> collect.rs (its own thread, fed in order: counters and report lines in
 //!            input order); refusal.rs: why a record is quarantined, as a value (each stage's error,
 //!            every violation); claims.rs: the requests a shard's Batch API results have in other
 //!            shards' files; returns.rs: the collector gives each work's outcomes back to the

@@ -10,23 +10,29 @@
 //! only, and on agent transcripts that thread needs 65 % of a worker's time, so a single
 //! reader would feed no more than ~1.5 workers on a machine with more cores. What the reader
 //! sends is the same either way.
+//!
+//! By concern: this file holds the thread, its plan and its batches; [`grouping`] a file's
+//! records identified and routed to works ([`FileRecords`]); [`ahead`] the read-ahead threads;
+//! [`ranges`] which events of a split file a shard keeps.
 
-use std::collections::VecDeque;
+mod ahead;
+mod grouping;
+mod ranges;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::input::batch::BatchIndex;
-use crate::input::format::{self, Granularity, Group, SourceFormat};
-use crate::model::identity::Occurrences;
-use crate::model::Location;
-use crate::source::{
-    records_hashing, Compression, Damage, RawRecord, RecordEvent, ShardPlan, SourceFile,
-};
+use crate::input::format::SourceFormat;
+use crate::source::{records_hashing, Compression, Damage, RawRecord, RecordEvent, ShardPlan};
 
-use super::budget::{Budget, OverBudget, Permit, LARGE_RECORD};
+use super::budget::{Budget, OverBudget, Permit};
 use super::PlannedFile;
+use ahead::{read_ahead_events, ReadAhead};
+pub(super) use grouping::{detect, FileRecords};
+use ranges::{Ranges, Take};
 
 /// A batch ends at this many records or bytes of records, whichever comes first. Every stage
 /// between the reader and the collector holds a few batches and their outputs, so these set
@@ -81,12 +87,6 @@ impl Batches {
     }
 }
 
-/// A file read ahead is handed over in chunks of this many bytes of records (or events)...
-const CHUNK_BYTES: usize = 1 << 20;
-const CHUNK_EVENTS: usize = 256;
-/// ...of which this many wait in its channel: what a read-ahead thread holds besides its
-/// decoder.
-const CHUNKS_AHEAD: usize = 2;
 /// A smaller file is read by the reader itself: handing a file over costs ~15-25 µs (a
 /// channel, a wake-up), more than reading a file of a record or two (2,000 one-record files
 /// took 25 % longer handed over), and ~3 % of decompressing a zstd file of this size.
@@ -425,237 +425,6 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
     }
 }
 
-/// One file's records on their way to the workers, as the reader sends them: each record's
-/// identity (its digest and occurrence among the file's records), the file's format (`--from`,
-/// else detected at its first record), and each record as the work its format's reader takes:
-/// a record of a format read record by record as its own [`Records`], and the records of a
-/// format whose conversations span the file held for one [`Records`] at the file's end. [`read`] and
-/// [`super::process_bytes`] both group a file's records through it.
-pub(super) struct FileRecords {
-    file: usize,
-    /// Forced by `--from`, or decided at the file's first record.
-    format: Option<SourceFormat>,
-    occurrences: Occurrences,
-    /// The records held for a format read whole, with their ordinals.
-    whole: Vec<(RawRecord, u64)>,
-    /// The records of the conversations of a file that interleaves them
-    /// ([`format::FormatReader::group`]), keyed by the ordinal of each one's first record,
-    /// with whether it is complete; and the first ordinal of each one still open. A complete
-    /// conversation is handed over once every conversation that began before it is: the
-    /// reports keep the file's order.
-    open: std::collections::BTreeMap<u64, (bool, Vec<(RawRecord, u64)>)>,
-    open_keys: std::collections::HashMap<String, u64>,
-    /// The bytes of those records; past `max_whole` the file is refused (`refused`: where
-    /// its first record was) and its records dropped as they come.
-    whole_bytes: u64,
-    max_whole: u64,
-    refused: Option<Location>,
-    /// The file was refused because it needs more than `--memory`.
-    over: Option<OverBudget>,
-}
-
-impl FileRecords {
-    /// The records of the file at `file` (its index among the run's files), in `from` if
-    /// given.
-    pub(super) fn new(file: usize, from: Option<SourceFormat>) -> FileRecords {
-        FileRecords {
-            file,
-            format: from,
-            occurrences: Occurrences::default(),
-            whole: Vec::new(),
-            open: std::collections::BTreeMap::new(),
-            open_keys: std::collections::HashMap::new(),
-            whole_bytes: 0,
-            max_whole: u64::MAX,
-            refused: None,
-            over: None,
-        }
-    }
-
-    /// A format read whole holds at most `limit` bytes of records (`--max-conversation-bytes`).
-    pub(super) fn max_conversation_bytes(mut self, limit: u64) -> FileRecords {
-        self.max_whole = limit;
-        self
-    }
-
-    /// Gives the next record of the file its identity; the first one decides the file's
-    /// format unless it was given. Every record of the file comes here, in file order.
-    pub(super) fn identify(&mut self, record: &mut RawRecord) {
-        record.id = self.occurrences.next(&record.bytes);
-        if self.format.is_none() {
-            self.format = Some(detect(record));
-        }
-    }
-
-    /// Whether the file's format reads its records together (known once a record came).
-    pub(super) fn spans_file(&self) -> bool {
-        self.format
-            .is_some_and(|f| format::reader(f).granularity() == Granularity::File)
-    }
-
-    /// Whether the file's records are being held for its work (a format read whole, the file
-    /// not refused).
-    pub(super) fn holds(&self) -> bool {
-        self.spans_file() && self.refused.is_none()
-    }
-
-    /// What `record` costs the run's memory budget, as its format's
-    /// [`memory_cost`](crate::input::FormatReader::memory_cost) says, when it is held with its
-    /// file or is large on its own ([`LARGE_RECORD`]); nothing otherwise.
-    pub(super) fn cost(&self, record: &RawRecord) -> u64 {
-        let reader = format::reader(self.format.unwrap_or(SourceFormat::CHAT));
-        let len = record.bytes.len() as u64;
-        let counted = match reader.granularity() {
-            Granularity::File => self.refused.is_none(),
-            Granularity::Record => len >= LARGE_RECORD,
-        };
-        if counted {
-            reader.memory_cost().of(len, 1)
-        } else {
-            0
-        }
-    }
-
-    /// The file needs more than the whole budget (`over`, found at `record`): refused, its
-    /// records dropped as they come, a damage naming `--memory` at its end.
-    pub(super) fn refuse_over(&mut self, over: OverBudget, record: &RawRecord) {
-        if self.refused.is_none() {
-            let first = self.whole.first().map(|(r, _)| r.location.clone());
-            self.refused = Some(first.unwrap_or_else(|| record.location.clone()));
-            self.whole = Vec::new();
-        }
-        self.over = Some(over);
-    }
-
-    /// The work of an identified record, `ordinal` its place among the file's records; `None`
-    /// when the record is held for its file's work ([`FileRecords::finish`]).
-    pub(super) fn route(&mut self, record: RawRecord, ordinal: u64) -> Option<Work> {
-        let format = self.format.unwrap_or(SourceFormat::CHAT);
-        match format::reader(format).granularity() {
-            Granularity::Record => Some(Work::Records(Records::new(
-                vec![(record, ordinal)],
-                self.file,
-                format,
-            ))),
-            Granularity::File => {
-                let group = format::reader(format).group(&record.bytes);
-                self.whole_bytes += record.bytes.len() as u64;
-                if self.refused.is_none() && self.whole_bytes > self.max_whole {
-                    let first = self.whole.first().map(|(r, _)| r.location.clone());
-                    let first = first.or_else(|| {
-                        let held = self.open.values().next()?.1.first()?;
-                        Some(held.0.location.clone())
-                    });
-                    self.refused = Some(first.unwrap_or_else(|| record.location.clone()));
-                    self.whole = Vec::new();
-                    self.open.clear();
-                    self.open_keys.clear();
-                }
-                if self.refused.is_some() {
-                    return None;
-                }
-                let last = matches!(group, Group::Last(_));
-                match group {
-                    Group::File => {
-                        self.whole.push((record, ordinal));
-                        return None;
-                    }
-                    Group::Alone => {
-                        self.open.insert(ordinal, (true, vec![(record, ordinal)]));
-                    }
-                    Group::Member(key) | Group::Last(key) => {
-                        let first = *self.open_keys.entry(key.clone()).or_insert(ordinal);
-                        let held = self
-                            .open
-                            .entry(first)
-                            .or_insert_with(|| (false, Vec::new()));
-                        held.1.push((record, ordinal));
-                        if last {
-                            held.0 = true;
-                            self.open_keys.remove(&key);
-                        }
-                    }
-                }
-                self.complete(format)
-            }
-        }
-    }
-
-    /// The complete conversations that no open one is interleaved with, as one work in file
-    /// order (their reader tells them apart): the longest run of complete ones, in the order
-    /// they began, whose records all come before the next one's first record. So a
-    /// conversation is reported in the file's order whatever record of it names it.
-    fn complete(&mut self, format: SourceFormat) -> Option<Work> {
-        let mut cut = None;
-        let mut last = 0u64;
-        for (at, (&first, (complete, held))) in self.open.iter().enumerate() {
-            if at > 0 && last < first {
-                cut = Some(first);
-            }
-            if !complete {
-                break;
-            }
-            let end = held.last().map_or(first, |(_, ordinal)| *ordinal);
-            last = last.max(end);
-            if at + 1 == self.open.len() {
-                cut = Some(u64::MAX);
-            }
-        }
-        let cut = cut?;
-        let mut records = Vec::new();
-        while let Some(entry) = self.open.first_entry() {
-            if *entry.key() >= cut {
-                break;
-            }
-            records.extend(entry.remove().1);
-        }
-        records.sort_unstable_by_key(|(_, ordinal)| *ordinal);
-        let held: u64 = records.iter().map(|(r, _)| r.bytes.len() as u64).sum();
-        self.whole_bytes = self.whole_bytes.saturating_sub(held);
-        Some(Work::Records(Records::new(records, self.file, format)))
-    }
-
-    /// The records held for a format read whole, once the file's last record was routed; a
-    /// file refused for its size is a damage naming the limit.
-    pub(super) fn finish(self) -> Option<Work> {
-        let format = self.format?;
-        if let (Some(location), Some(over)) = (&self.refused, self.over) {
-            return Some(Work::Damage(Damage {
-                location: location.clone(),
-                compressed_offset: None,
-                message: format!(
-                    "its {} conversation holds {} bytes of records: {over} (a file of this format is held whole while it is read)",
-                    format.name(),
-                    self.whole_bytes,
-                ),
-            }));
-        }
-        if let Some(location) = self.refused {
-            return Some(Work::Damage(Damage {
-                location,
-                compressed_offset: None,
-                message: format!(
-                    "its {} conversation holds {} bytes of records, more than --max-conversation-bytes ({}): not converted (a file of this format is held whole while it is read); raise the limit to read it",
-                    format.name(),
-                    self.whole_bytes,
-                    self.max_whole,
-                ),
-            }));
-        }
-        // The conversations never closed are read together with the file's other records,
-        // in file order: their reader tells them apart as it does in any file.
-        let mut whole = self.whole;
-        if !self.open.is_empty() {
-            whole.extend(self.open.into_values().flat_map(|(_, records)| records));
-            whole.sort_unstable_by_key(|(_, ordinal)| *ordinal);
-        }
-        if whole.is_empty() {
-            return None;
-        }
-        Some(Work::Records(Records::new(whole, self.file, format)))
-    }
-}
-
 /// A record too large for the whole budget: not converted, a damage at its place naming
 /// `--memory`.
 fn over_budget(record: &RawRecord, over: OverBudget) -> Damage {
@@ -666,243 +435,7 @@ fn over_budget(record: &RawRecord, over: OverBudget) -> Damage {
     }
 }
 
-/// A piece of one file read ahead, as its thread hands it to the reader.
-struct Chunk {
-    events: Vec<RecordEvent>,
-    /// Bytes of the file on disk read when the chunk was cut.
-    disk_read: u64,
-    /// The file's last chunk: a channel that ends without one lost its thread mid-file.
-    last: bool,
-}
-
-/// A file for a read-ahead thread: its index among the run's files, and where its chunks go.
-type Job = (usize, SyncSender<Chunk>);
-
-/// Files decompressed and split ahead of the reader by a few threads. The reader hands the
-/// files out in its own order, the k-th to thread k mod n, each with a bounded channel for
-/// its chunks, and takes the channels back in the same order. Each thread reads the files
-/// handed to it one after the other, each to its end (or until the reader drops its
-/// channel). The reader hands out one file per thread beyond the file it is on, no more.
-///
-/// So the file the reader waits for is always being read: the thread it was handed to
-/// finished its earlier files, which came before it in the reader's order, so the reader
-/// drained them to their last chunk (or dropped them) before it came to this one. What is
-/// held ahead is bounded by the thread count: at most one file per thread, each with at most
-/// [`CHUNKS_AHEAD`] chunks in its channel. A thread that panics drops its channels, and the
-/// jobs queued for it with theirs: the reader sees a file end without its last chunk and
-/// stops. When the reader is done, or unwinds, dropping this closes the threads' queues and
-/// the channels it did not take, and every thread ends.
-struct ReadAhead<'scope> {
-    /// The files to read ahead, in the reader's order, and the first of them not handed out.
-    files: Vec<usize>,
-    next: usize,
-    /// Each thread's queue of files. Unbounded, though it never holds more than two: handing
-    /// a file out must not wait for a thread, which may itself be waiting for the reader.
-    queues: Vec<Sender<Job>>,
-    /// The files handed out that the reader has not taken yet, in order, with their channels.
-    handed: VecDeque<(usize, Receiver<Chunk>)>,
-    threads: Vec<ScopedJoinHandle<'scope, ()>>,
-}
-
-impl<'scope> ReadAhead<'scope> {
-    /// Starts `threads` threads over `files` (in the reader's order) and hands each its first
-    /// file. A thread the system will not start leaves its files to the others (and to the
-    /// reader itself, when none starts).
-    fn start<'env>(
-        scope: &'scope Scope<'scope, 'env>,
-        plan: &'env Plan<'_>,
-        files: Vec<usize>,
-        threads: usize,
-    ) -> ReadAhead<'scope> {
-        let mut ahead = ReadAhead {
-            files,
-            next: 0,
-            queues: Vec::new(),
-            handed: VecDeque::new(),
-            threads: Vec::new(),
-        };
-        for i in 0..threads {
-            let (queue, jobs) = channel::<Job>();
-            let spawned = std::thread::Builder::new()
-                .name(format!("rollover-read-{i}"))
-                .spawn_scoped(scope, move || read_ahead(jobs, plan));
-            let Ok(thread) = spawned else {
-                break;
-            };
-            ahead.queues.push(queue);
-            ahead.threads.push(thread);
-        }
-        ahead.hand_out();
-        ahead
-    }
-
-    /// Hands out the next files, in order, until every thread has one beyond the reader's.
-    fn hand_out(&mut self) {
-        while self.handed.len() < self.queues.len() {
-            let Some(&file) = self.files.get(self.next) else {
-                return;
-            };
-            let (to_reader, chunks) = sync_channel::<Chunk>(CHUNKS_AHEAD);
-            // A thread that is gone (it panicked) drops the job, and with it the sender: the
-            // reader finds the file's channel closed.
-            let _ = self.queues[self.next % self.queues.len()].send((file, to_reader));
-            self.handed.push_back((file, chunks));
-            self.next += 1;
-        }
-    }
-
-    /// The chunks of `file` when it is read ahead; `None` when the reader reads it itself.
-    /// The reader takes its files in order: the one read ahead next is the first handed out.
-    fn take(&mut self, file: usize) -> Option<Receiver<Chunk>> {
-        if self.handed.front().is_none_or(|(first, _)| *first != file) {
-            return None;
-        }
-        let (_, chunks) = self.handed.pop_front()?;
-        self.hand_out();
-        Some(chunks)
-    }
-
-    /// The reader is done: closes the threads' queues and the channels it did not take, so
-    /// that every thread ends; returns them to be joined.
-    fn finish(self) -> Vec<ScopedJoinHandle<'scope, ()>> {
-        let ReadAhead {
-            queues,
-            handed,
-            threads,
-            ..
-        } = self;
-        drop(queues);
-        drop(handed);
-        threads
-    }
-}
-
-/// One read-ahead thread: the files handed to it, in turn, until the reader closes its queue
-/// or the run stops. A file is read to its end unless the reader drops its channel: a stop is
-/// the reader's to see, between two events, as when it reads a file itself.
-fn read_ahead(jobs: Receiver<Job>, plan: &Plan<'_>) {
-    for (file, to_reader) in jobs {
-        if plan.stop.load(Ordering::Relaxed) != 0 {
-            return;
-        }
-        let planned = &plan.files[file];
-        let reader = records_hashing(&planned.source, planned.read_digest.clone())
-            .max_record_bytes(plan.max_record_bytes)
-            .stop(&plan.stop);
-        let counter = reader.disk_counter();
-        let mut events = Vec::new();
-        let mut bytes = 0;
-        let mut dropped = false;
-        for event in reader {
-            if let RecordEvent::Record(record) = &event {
-                bytes += record.bytes.len();
-            }
-            events.push(event);
-            if bytes >= CHUNK_BYTES || events.len() >= CHUNK_EVENTS {
-                super::failpoint("prefetch");
-                let chunk = Chunk {
-                    events: std::mem::take(&mut events),
-                    disk_read: counter.load(Ordering::Relaxed),
-                    last: false,
-                };
-                if to_reader.send(chunk).is_err() {
-                    dropped = true;
-                    break;
-                }
-                bytes = 0;
-            }
-        }
-        if !dropped {
-            super::failpoint("prefetch");
-            let _ = to_reader.send(Chunk {
-                events,
-                disk_read: counter.load(Ordering::Relaxed),
-                last: true,
-            });
-        }
-    }
-}
-
-/// A file's events read ahead, as [`events`] gives a file read here; `complete` is set when
-/// its last chunk arrives. A channel that ends without it lost its thread mid-file.
-fn read_ahead_events<'a>(
-    chunks: Receiver<Chunk>,
-    in_file: &Arc<AtomicU64>,
-    complete: &Arc<AtomicBool>,
-) -> Events<'a> {
-    let in_file = Arc::clone(in_file);
-    let complete = Arc::clone(complete);
-    Box::new(chunks.into_iter().flat_map(move |chunk| {
-        in_file.store(chunk.disk_read, Ordering::Relaxed);
-        if chunk.last {
-            complete.store(true, Ordering::Relaxed);
-        }
-        chunk.events.into_iter().map(|e| (e, None))
-    }))
-}
-
-/// Which events of a split file the shard keeps.
-struct Ranges {
-    plan: ShardPlan,
-    key: String,
-    /// The range of the last record read: a blank line after it goes with it.
-    last: u64,
-    /// The range whose segment is open.
-    open: Option<u64>,
-    /// An uncompressed file is read up to the end of the shard's last range only.
-    end: Option<u64>,
-}
-
-enum Take {
-    /// Another shard's.
-    Skip,
-    /// Beyond this shard's last range: stop reading the file.
-    Past,
-    /// This shard's, in a range whose segment is open.
-    Keep,
-    /// This shard's, the first event of this range.
-    Enter(u64),
-}
-
-impl Ranges {
-    fn new(plan: ShardPlan, file: &SourceFile, compression: Compression) -> Ranges {
-        let end = match compression {
-            Compression::None => plan.last_owned_range(file),
-            Compression::Zstd | Compression::Gzip | Compression::Zip => None,
-        };
-        Ranges {
-            plan,
-            key: file.key.clone(),
-            last: 0,
-            open: None,
-            end,
-        }
-    }
-
-    fn take(&mut self, event: &RecordEvent) -> Take {
-        let range = match event {
-            RecordEvent::Record(record) => {
-                self.last = self.plan.range_of(record.location.byte_offset);
-                self.last
-            }
-            RecordEvent::Blank(_) => self.last,
-            RecordEvent::Damage(damage) => self.plan.range_of(damage.location.byte_offset),
-        };
-        if self.end.is_some_and(|end| range > end) {
-            return Take::Past;
-        }
-        if !self.plan.owns_range(&self.key, range) {
-            return Take::Skip;
-        }
-        if self.open == Some(range) {
-            return Take::Keep;
-        }
-        self.open = Some(range);
-        Take::Enter(range)
-    }
-}
-
-type Events<'a> = Box<dyn Iterator<Item = (RecordEvent, Option<u64>)> + 'a>;
+pub(super) type Events<'a> = Box<dyn Iterator<Item = (RecordEvent, Option<u64>)> + 'a>;
 
 /// The events of one file, each with its ordinal when it was read ahead, and the file's
 /// compression. `in_file` follows the bytes on disk read so far in this file.
@@ -937,16 +470,6 @@ fn events<'a>(
     }
 }
 
-/// The format of the file whose first record this is: a row of a binary file (Parquet) by
-/// its file's magic, anything else by its own bytes.
-pub(super) fn detect(record: &RawRecord) -> SourceFormat {
-    if let Some(magic) = record.magic {
-        return format::detect(None, magic);
-    }
-    let value = serde_json::from_slice::<serde_json::Value>(&record.bytes).ok();
-    format::detect(value.as_ref(), &record.bytes)
-}
-
 fn clone_event(event: &RecordEvent) -> RecordEvent {
     match event {
         RecordEvent::Record(r) => RecordEvent::Record(r.clone()),
@@ -956,57 +479,17 @@ fn clone_event(event: &RecordEvent) -> RecordEvent {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use crate::source::SourceFile;
     use std::io::Write;
     use std::time::Duration;
 
-    fn raw(bytes: &[u8], oversized: Option<u64>) -> RawRecord {
+    pub(super) fn raw(bytes: &[u8], oversized: Option<u64>) -> RawRecord {
         RawRecord {
             oversized,
             ..super::super::record::tests::record(bytes)
         }
-    }
-
-    /// What `FileRecords` hands over for OTLP spans routed in order: each work's ordinals.
-    fn grouped(spans: &[&str]) -> Vec<Vec<u64>> {
-        let mut grouped = FileRecords::new(0, Some(SourceFormat::OTEL));
-        let mut works = Vec::new();
-        for (ordinal, span) in spans.iter().enumerate() {
-            works.extend(grouped.route(raw(span.as_bytes(), None), ordinal as u64));
-        }
-        works.extend(grouped.finish());
-        works
-            .into_iter()
-            .map(|work| match work {
-                Work::Records(records) => records.records.iter().map(|(_, o)| *o).collect(),
-                Work::Blank(_) | Work::Damage(_) | Work::FileEnd(_) | Work::Segment(..) => {
-                    Vec::new()
-                }
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_trace_is_handed_over_at_its_root_once_no_earlier_trace_is_open() {
-        let child = |t: &str| format!(r#"{{"traceId":"{t}","spanId":"c","parentSpanId":"r"}}"#);
-        let root = |t: &str| format!(r#"{{"traceId":"{t}","spanId":"r","parentSpanId":""}}"#);
-        let (a, a_root, b, b_root) = (child("a"), root("a"), child("b"), root("b"));
-        // One trace after the other: each at its root.
-        assert_eq!(
-            grouped(&[&a, &a, &a_root, &b, &b_root]),
-            [vec![0, 1, 2], vec![3, 4]]
-        );
-        // Interleaved: b, complete first, waits for a (its records come between a's).
-        assert_eq!(
-            grouped(&[&a, &b, &b_root, &a, &a_root]),
-            [vec![0, 1, 2, 3, 4]]
-        );
-        // A line that is no span is handed over in its place; a trace never closed at the end.
-        assert_eq!(
-            grouped(&[&a, &a_root, "[1]", &b]),
-            [vec![0, 1], vec![2], vec![3]]
-        );
     }
 
     #[test]
@@ -1026,19 +509,19 @@ mod tests {
     }
 
     /// The records of file `i`: some files empty, some crossing several chunks.
-    fn lines(i: usize) -> usize {
+    pub(super) fn lines(i: usize) -> usize {
         (i * 37) % 700
     }
 
     /// A Chat Completions record naming its file and line, ~300 bytes: a file of more than
     /// ~220 is read ahead, a shorter one by the reader itself.
-    fn record(i: usize, line: usize) -> String {
+    pub(super) fn record(i: usize, line: usize) -> String {
         let text = format!("{i} {line} {}", "x".repeat(250));
         format!(r#"{{"messages":[{{"role":"user","content":"{text}"}}]}}"#)
     }
 
     /// `count` files of Chat Completions records, file `i` holding `lines(i)` records.
-    fn archive(dir: &std::path::Path, count: usize) -> Vec<SourceFile> {
+    pub(super) fn archive(dir: &std::path::Path, count: usize) -> Vec<SourceFile> {
         (0..count)
             .map(|i| {
                 let path = dir.join(format!("f{i:03}.jsonl"));
@@ -1063,7 +546,7 @@ mod tests {
     }
 
     /// The files as a run plans them: each whole, those of `skip` left out.
-    fn planned(files: &[SourceFile], skip: &[bool]) -> Vec<PlannedFile> {
+    pub(super) fn planned(files: &[SourceFile], skip: &[bool]) -> Vec<PlannedFile> {
         files
             .iter()
             .enumerate()
@@ -1082,7 +565,11 @@ mod tests {
             .collect()
     }
 
-    fn plan<'a>(files: &'a [PlannedFile], index: &'a BatchIndex, readers: usize) -> Plan<'a> {
+    pub(super) fn plan<'a>(
+        files: &'a [PlannedFile],
+        index: &'a BatchIndex,
+        readers: usize,
+    ) -> Plan<'a> {
         Plan {
             files,
             index,
@@ -1360,46 +847,5 @@ mod tests {
         });
         // The thread that spawned the reader keeps its priority.
         assert_eq!(super::super::threads::tests::nice(), run);
-    }
-
-    /// The files handed out and not yet taken.
-    fn handed(ahead: &ReadAhead<'_>) -> Vec<usize> {
-        ahead.handed.iter().map(|(file, _)| *file).collect()
-    }
-
-    #[test]
-    fn threads_read_no_further_ahead_than_one_file_each() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let files = planned(&archive(dir.path(), 12), &[false; 12]);
-        let index = BatchIndex::default();
-        let plan = plan(&files, &index, 2);
-        // Every third file is the reader's own: the others are read ahead, in order.
-        let order: Vec<usize> = (0..files.len()).filter(|i| i % 3 != 1).collect();
-        std::thread::scope(|scope| {
-            let mut ahead = ReadAhead::start(scope, &plan, order.clone(), 2);
-            // Nothing taken yet: the two threads have the first two files, no more.
-            assert_eq!(handed(&ahead), order[..2]);
-            // A file the reader reads itself is not handed out.
-            assert!(ahead.take(1).is_none());
-            for (n, &file) in order.iter().enumerate() {
-                let chunks = ahead.take(file).expect("read ahead");
-                // While the reader is on a file, one more per thread is handed out.
-                let beyond = &order[n + 1..(n + 3).min(order.len())];
-                assert_eq!(handed(&ahead), beyond, "reader on file {file}");
-                // Taken in order, every file comes whole (its last chunk says so).
-                let mut records = 0;
-                let mut last = false;
-                for chunk in chunks {
-                    assert!(!last, "file {file}: a chunk after its last");
-                    records += chunk.events.len();
-                    last = chunk.last;
-                }
-                assert_eq!(records, lines(file), "file {file}");
-                assert!(last, "file {file} came without its last chunk");
-            }
-            for thread in ahead.finish() {
-                thread.join().expect("a read-ahead thread");
-            }
-        });
     }
 }

@@ -15,8 +15,8 @@ use super::{Records, Work};
 /// else detected at its first record), and each record as the work its format's reader takes:
 /// a record of a format read record by record as its own [`Records`], and the records of a
 /// format whose conversations span the file held for one [`Records`] at the file's end.
-/// [`super::read`] and [`crate::pipeline::process_bytes`] both group a file's records
-/// through it.
+/// [`super::walk_file`] walks every file through it, for the reader and for a file read in
+/// memory alike.
 pub(in crate::pipeline) struct FileRecords {
     file: usize,
     /// Forced by `--from`, or decided at the file's first record.

@@ -11,14 +11,18 @@
 //! reader would feed no more than ~1.5 workers on a machine with more cores. What the reader
 //! sends is the same either way.
 //!
-//! By concern: this file holds the thread, its plan and its batches; [`grouping`] a file's
-//! records identified and routed to works ([`FileRecords`]); [`ahead`] the read-ahead threads;
-//! [`ranges`] which events of a split file a shard keeps.
+//! By concern: this file holds the thread, its plan and its batches; [`walk`] the one loop of
+//! a file's events ([`walk_file`]: identify, route, finish), which the reader and a file read
+//! in memory ([`super::file`]) share; [`grouping`] a file's records identified and routed to
+//! works ([`FileRecords`]); [`ahead`] the read-ahead threads; [`ranges`] which events of a
+//! split file a shard keeps.
 
 mod ahead;
 mod grouping;
 mod ranges;
+mod walk;
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
@@ -33,6 +37,8 @@ use super::PlannedFile;
 use ahead::{read_ahead_events, ReadAhead};
 pub(super) use grouping::{detect, FileRecords};
 use ranges::{Ranges, Take};
+use walk::Step;
+pub(super) use walk::{walk_file, FileWalk, Halt};
 
 /// A batch ends at this many records or bytes of records, whichever comes first. Every stage
 /// between the reader and the collector holds a few batches and their outputs, so these set
@@ -248,35 +254,25 @@ pub fn spawn<'scope, 'env: 'scope>(
     }
 }
 
-/// The reader's loop: every file in order, its events into batches.
+/// The reader's loop: every file in order, each walked ([`walk_file`]) into batches.
 fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, disk: &AtomicU64) {
-    let Plan {
-        files,
-        index,
-        shard,
-        stop,
-        from,
-        max_record_bytes,
-        max_conversation_bytes,
-        readers: _,
-        budget,
-        priority: _,
-        batches,
-    } = plan;
-    let (shard, from, max_record_bytes) = (*shard, *from, *max_record_bytes);
-    let mut batch = Vec::with_capacity(batches.records);
-    let mut batch_bytes = 0;
-    let mut batch_limit = batches.bytes;
-    let mut disk_before = 0u64;
-    for (file_index, planned) in files.iter().enumerate() {
+    let mut out = Batcher {
+        sender,
+        batches: plan.batches,
+        batch: Vec::with_capacity(plan.batches.records),
+        bytes: 0,
+        limit: plan.batches.bytes,
+        gone: false,
+        disk,
+        disk_before: 0,
+    };
+    for (file_index, planned) in plan.files.iter().enumerate() {
         let file = &planned.source;
         if planned.skip {
-            disk_before += file.size;
+            out.disk_before += file.size;
             continue;
         }
-        let mut ordinal = 0u64;
         let in_file = Arc::new(AtomicU64::new(0));
-        let mut stopped = false;
         // A file read ahead is whole only once its last chunk came; until then it counts as
         // stopped (as a file the reader reads itself is until its last event).
         let complete = Arc::new(AtomicBool::new(true));
@@ -289,125 +285,191 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
                     Compression::None,
                 )
             }
-            None => events(index, file_index, planned, &in_file, max_record_bytes, stop),
+            None => events(
+                plan.index,
+                file_index,
+                planned,
+                &in_file,
+                plan.max_record_bytes,
+                &plan.stop,
+            ),
         };
-        let mut ranges = shard
+        let ranges = plan
+            .shard
             .filter(|_| planned.portion.ranges)
-            .map(|plan| Ranges::new(plan, file, compression));
+            .map(|shard| Ranges::new(shard, file, compression));
         if ranges.is_none() {
-            batch.push(Work::Segment(file_index, 0));
+            out.batch.push(Work::Segment(file_index, 0));
         }
-        let mut grouped =
-            FileRecords::new(file_index, from).max_conversation_bytes(*max_conversation_bytes);
-        // The file's share of the budget while its records are held whole.
-        let mut permit = budget.permit();
-        for (mut event, given) in events {
-            super::failpoint("reader");
-            if stop.load(Ordering::Relaxed) != 0 {
-                stopped = true;
-                break;
+        let records = FileRecords::new(file_index, plan.from)
+            .max_conversation_bytes(plan.max_conversation_bytes);
+        let mut walker = FileRead {
+            plan,
+            out: &mut out,
+            file: file_index,
+            size: file.size,
+            ranges,
+            permit: plan.budget.permit(),
+            own: None,
+            in_file,
+            complete,
+        };
+        if walk_file(events, records, &mut walker).is_break() {
+            // Nobody takes batches any more: nothing left to count or send.
+            if out.gone {
+                return;
             }
-            // Every record of the file is identified, those of ranges another shard owns
-            // too, so that each record's identity is the one an unsharded run gives it.
-            if let RecordEvent::Record(record) = &mut event {
-                grouped.identify(record);
-            }
-            // A format whose conversations span the file is never cut into ranges: the
-            // shard of its range 0 reads it whole, the others leave it.
-            if let (Some(cut), true) = (&ranges, grouped.spans_file()) {
-                if !cut.plan.owns_range(&cut.key, 0) {
-                    break;
-                }
-                if cut.open != Some(0) {
-                    batch.push(Work::Segment(file_index, 0));
-                }
-                ranges = None;
-            }
-            if let Some(ranges) = ranges.as_mut() {
-                match ranges.take(&event) {
-                    Take::Skip => {
-                        if let RecordEvent::Record(_) = event {
-                            ordinal += 1;
-                        }
-                        continue;
-                    }
-                    Take::Past => break,
-                    Take::Enter(range) => batch.push(Work::Segment(file_index, range)),
-                    Take::Keep => {}
-                }
-            }
-            match event {
-                RecordEvent::Record(record) => {
-                    // Its share of `--memory` first: held whole (with its file) or large.
-                    let cost = grouped.cost(&record);
-                    let mut own = None;
-                    if cost > 0 {
-                        let holder = match grouped.holds() {
-                            true => &mut permit,
-                            false => own.insert(budget.permit()),
-                        };
-                        if !budget.try_grow(holder, cost) {
-                            // Waits for work already sent to be written: what is batched
-                            // goes first, so that nothing it waits for is held here.
-                            if !batch.is_empty() {
-                                if sender.send(std::mem::take(&mut batch)).is_err() {
-                                    return;
-                                }
-                                batch_bytes = 0;
-                                batch_limit = batches.bytes;
-                            }
-                            if let Err(over) = budget.grow(holder, cost, stop) {
-                                match grouped.holds() {
-                                    true => {
-                                        grouped.refuse_over(over, &record);
-                                        permit = budget.permit();
-                                    }
-                                    false => {
-                                        batch.push(Work::Damage(over_budget(&record, over)));
-                                        ordinal += 1;
-                                        continue;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    batch_bytes += record.bytes.len();
-                    if record.bytes.len() >= LONG_RECORD {
-                        batch_limit = batches.long_bytes;
-                    }
-                    let routed = grouped.route(record, given.unwrap_or(ordinal));
-                    if !grouped.holds() && permit.bytes() > 0 {
-                        // Refused on the way (--max-conversation-bytes): nothing is held.
-                        permit = budget.permit();
-                    }
-                    if let Some(work) = routed {
-                        batch.push(match (work, own) {
-                            (Work::Records(records), Some(own)) => {
-                                Work::Records(records.holding(own))
-                            }
-                            (work, _) => work,
-                        });
-                    }
-                    ordinal += 1;
-                }
-                RecordEvent::Blank(n) => batch.push(Work::Blank(n)),
-                RecordEvent::Damage(damage) => batch.push(Work::Damage(damage)),
-            }
-            if batch.len() >= batches.records || batch_bytes >= batch_limit {
-                let read = in_file.load(Ordering::Relaxed).min(file.size);
-                disk.store(disk_before + read, Ordering::Relaxed);
-                if sender.send(std::mem::take(&mut batch)).is_err() {
-                    return;
-                }
-                batch_bytes = 0;
-                batch_limit = batches.bytes;
-            }
-        }
-        if stopped || !complete.load(Ordering::Relaxed) {
             break;
         }
-        if let Some(work) = grouped.finish() {
-            batch.push(match work {
+        out.disk_before += file.size;
+    }
+    disk.store(out.disk_before, Ordering::Relaxed);
+    if !out.batch.is_empty() {
+        // The receiver is gone only when the run stopped early; nothing left to do then.
+        let _ = sender.send(out.batch);
+    }
+}
+
+/// The batch the reader fills, file after file, and where it goes.
+struct Batcher<'a> {
+    sender: &'a SyncSender<Vec<Work>>,
+    batches: Batches,
+    batch: Vec<Work>,
+    /// The bytes of the records read since the batch began, and where it ends.
+    bytes: usize,
+    limit: usize,
+    /// The receiver is gone: the run stopped early, nothing more to send.
+    gone: bool,
+    /// Bytes on disk read so far (what the progress bar measures), set at each full batch;
+    /// `disk_before` of the files before the one being read.
+    disk: &'a AtomicU64,
+    disk_before: u64,
+}
+
+impl Batcher<'_> {
+    /// Sends the batch and begins the next.
+    fn send(&mut self) -> ControlFlow<Halt> {
+        if self.sender.send(std::mem::take(&mut self.batch)).is_err() {
+            self.gone = true;
+            return ControlFlow::Break(Halt::Stop);
+        }
+        self.bytes = 0;
+        self.limit = self.batches.bytes;
+        ControlFlow::Continue(())
+    }
+}
+
+/// One file walked by the reader: the shard's ranges of it, the stop flag, its share of
+/// `--memory`, and its works into the batch.
+struct FileRead<'a, 'b> {
+    plan: &'a Plan<'a>,
+    out: &'b mut Batcher<'a>,
+    file: usize,
+    size: u64,
+    ranges: Option<Ranges>,
+    /// The file's share of the budget while its records are held whole, and a large record's
+    /// own, given with its work.
+    permit: Permit,
+    own: Option<Permit>,
+    /// Bytes of the file on disk read so far; whether its last event came.
+    in_file: Arc<AtomicU64>,
+    complete: Arc<AtomicBool>,
+}
+
+impl FileWalk for FileRead<'_, '_> {
+    fn take(&mut self, event: &RecordEvent, records: &FileRecords) -> ControlFlow<Halt, Step> {
+        super::failpoint("reader");
+        if self.plan.stop.load(Ordering::Relaxed) != 0 {
+            return ControlFlow::Break(Halt::Stop);
+        }
+        // A format whose conversations span the file is never cut into ranges: the shard of
+        // its range 0 reads it whole, the others leave it.
+        if let (Some(cut), true) = (&self.ranges, records.spans_file()) {
+            if !cut.plan.owns_range(&cut.key, 0) {
+                return ControlFlow::Break(Halt::End);
+            }
+            if cut.open != Some(0) {
+                self.out.batch.push(Work::Segment(self.file, 0));
+            }
+            self.ranges = None;
+        }
+        if let Some(ranges) = self.ranges.as_mut() {
+            match ranges.take(event) {
+                Take::Skip => return ControlFlow::Continue(Step::Skip),
+                Take::Past => return ControlFlow::Break(Halt::End),
+                Take::Enter(range) => self.out.batch.push(Work::Segment(self.file, range)),
+                Take::Keep => {}
+            }
+        }
+        ControlFlow::Continue(Step::Take)
+    }
+
+    fn admit(&mut self, record: &RawRecord, records: &mut FileRecords) -> ControlFlow<Halt, Step> {
+        let budget = &self.plan.budget;
+        // Its share of `--memory` first: held whole (with its file) or large.
+        let cost = records.cost(record);
+        let mut own = None;
+        if cost > 0 {
+            let holder = match records.holds() {
+                true => &mut self.permit,
+                false => own.insert(budget.permit()),
+            };
+            if !budget.try_grow(holder, cost) {
+                // Waits for work already sent to be written: what is batched goes first, so
+                // that nothing it waits for is held here.
+                if !self.out.batch.is_empty() {
+                    self.out.send()?;
+                }
+                if let Err(over) = budget.grow(holder, cost, &self.plan.stop) {
+                    match records.holds() {
+                        true => {
+                            records.refuse_over(over, record);
+                            self.permit = budget.permit();
+                        }
+                        false => {
+                            self.out.batch.push(Work::Damage(over_budget(record, over)));
+                            return ControlFlow::Continue(Step::Skip);
+                        }
+                    }
+                }
+            }
+        }
+        self.own = own;
+        self.out.bytes += record.bytes.len();
+        if record.bytes.len() >= LONG_RECORD {
+            self.out.limit = self.out.batches.long_bytes;
+        }
+        ControlFlow::Continue(Step::Take)
+    }
+
+    fn work(&mut self, work: Option<Work>, records: &FileRecords) -> ControlFlow<Halt> {
+        if self.permit.bytes() > 0 && !records.holds() {
+            // Refused on the way (--max-conversation-bytes): nothing is held.
+            self.permit = self.plan.budget.permit();
+        }
+        let own = self.own.take();
+        if let Some(work) = work {
+            self.out.batch.push(match (work, own) {
+                (Work::Records(records), Some(own)) => Work::Records(records.holding(own)),
+                (work, _) => work,
+            });
+        }
+        let out = &mut *self.out;
+        if out.batch.len() >= out.batches.records || out.bytes >= out.limit {
+            let read = self.in_file.load(Ordering::Relaxed).min(self.size);
+            out.disk.store(out.disk_before + read, Ordering::Relaxed);
+            out.send()?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn finish(&mut self, last: Option<Work>) -> ControlFlow<()> {
+        if !self.complete.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        if let Some(work) = last {
+            let permit = std::mem::replace(&mut self.permit, self.plan.budget.permit());
+            self.out.batch.push(match work {
                 Work::Records(records) => Work::Records(records.holding(permit)),
                 other @ (Work::Blank(_)
                 | Work::Damage(_)
@@ -415,13 +477,8 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
                 | Work::Segment(..)) => other,
             });
         }
-        batch.push(Work::FileEnd(file_index));
-        disk_before += file.size;
-    }
-    disk.store(disk_before, Ordering::Relaxed);
-    if !batch.is_empty() {
-        // The receiver is gone only when the run stopped early; nothing left to do then.
-        let _ = sender.send(batch);
+        self.out.batch.push(Work::FileEnd(self.file));
+        ControlFlow::Continue(())
     }
 }
 

@@ -65,19 +65,22 @@
 //!            (bodies.rs), quarantine entries (location, class and reason read from one Located
 //!            cause); sink.rs: the `Output` trait the pipeline writes through (Codex home or
 //!            Responses files, chosen once per run)
-//! pipeline/  reader.rs (one thread, bounded batches; several files decompressed at once ahead
-//!            of it, each into a bounded channel; one kind of work: a file's records in one
-//!            format) -> record.rs (`process_work`, the one function from records to one
-//!            outcome per record: workers, fuzz targets and tests call it) -> the writers (a
-//!            pool of --jobs threads: a batch's rollouts written while the workers convert the
-//!            next) -> collect.rs (its own thread, fed in order: counters and report lines in
+//! pipeline/  reader/ (one thread, bounded batches: mod.rs; the one loop of a file's events,
+//!            its caller's hooks deciding what is taken, admitted and sent: walk.rs; a file's
+//!            records identified and routed to works: grouping.rs; several files decompressed at once ahead of it, each
+//!            into a bounded channel: ahead.rs; a shard's ranges: ranges.rs; one kind of work: a
+//!            file's records in one format) -> record.rs (`process_work`, the one function from
+//!            records to one outcome per record: workers, fuzz targets and tests call it) -> the
+//!            writers (a pool of --jobs threads: a batch's rollouts written while the workers
+//!            convert the next) -> collect.rs (its own thread, fed in order: counters and report lines in
 //!            input order); refusal.rs: why a record is quarantined, as a value (each stage's error,
 //!            every violation); claims.rs: the requests a shard's Batch API results have in other
 //!            shards' files; returns.rs: the collector gives each work's outcomes back to the
 //!            worker that made them, which frees them (no cross-thread frees); mod.rs only
 //!            orchestrates (prepare → execute → finish), each concern in its file (plan.rs,
 //!            batch_api.rs, shard.rs, threads.rs, handoff.rs, placement.rs, home.rs); file.rs:
-//!            the one split → identify → route → finish loop of a file read in memory
+//!            a file read in memory (fuzz targets, `explain`, `review`) through the reader's
+//!            one split → identify → route → finish loop (reader/walk.rs)
 //! commands/  one file per subcommand (convert and audit, validate, rules, explain, report,
 //!            merge: `report merge`), none importing another: what two share is in the
 //!            terminal output (ui.rs, ui/conversion.rs) or in mod.rs (the rule flags, `Exit`
@@ -90,7 +93,8 @@
 //!
 //! ```text
 //! source::records (split, locate)      one RawRecord per line or JSON element, or a Damage
-//!   → pipeline::reader::FileRecords    identity, the file's format (detected at its first record
+//!   → pipeline::reader::walk_file      one loop per file, the reader's and a file's read in memory
+//!     through FileRecords              identity, the file's format (detected at its first record
 //!                                      or --from), and the work: Records { file, format, records }
 //!                                      (one record, or the whole file for claude-code and logs)
 //!   → pipeline::record::process_work   too large / truncated / parse (or the reader's read_fast)

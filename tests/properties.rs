@@ -755,7 +755,7 @@ fn at_least(lines: Vec<Vec<u8>>, bytes: usize) -> Vec<Vec<u8>> {
 }
 
 /// 64 KiB: from this size, a file is read ahead by its own thread (`AHEAD_MIN_BYTES` in
-/// src/pipeline/reader.rs). A batch holds 512 records at most (`BATCH_RECORDS`).
+/// src/pipeline/reader/mod.rs). A batch holds 512 records at most (`BATCH_RECORDS`).
 const READ_AHEAD: usize = 64 << 10;
 const BATCH_RECORDS: usize = 512;
 

@@ -1,10 +1,12 @@
-//! One file through the one loop that turns its records into works: split → identify → route
-//! (each record to its format's grouping, [`FileRecords`]) → finish. [`process_bytes`] (the
-//! fuzz targets) and [`read_file`] (`explain`, `review`) read a file through it, in memory.
+//! One file read in memory through the reader thread's own loop ([`walk_file`]): split →
+//! identify → route (each record to its format's grouping, [`FileRecords`]) → finish, with
+//! hooks that take every event and list the works. [`process_bytes`] (the fuzz targets) and
+//! [`read_file`] (`explain`, `review`) read a file through it.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 
-use super::reader::{FileRecords, Records, Work};
+use super::reader::{walk_file, FileRecords, FileWalk, Halt, Records, Work};
 use super::record::{process_work, read_work, Outcome, ReadConversation, WorkContext};
 use crate::input::batch::BatchIndex;
 use crate::input::format::ReadContext;
@@ -13,32 +15,50 @@ use crate::model::responses::Format;
 use crate::rules::RuleSet;
 use crate::source::{records_in, Damage, RecordEvent};
 
-/// A file's record events through its grouping, in order: the works its records make. Damage
-/// ends the file (the works before it stand) and comes back with them; blank lines make none.
+/// A file's record events walked as the reader walks a file ([`walk_file`]), in order: the
+/// works its records make. Damage ends the file (the works before it stand) and comes back
+/// with them; blank lines make none.
 pub(super) fn group_file(
     events: impl IntoIterator<Item = RecordEvent>,
     from: Option<SourceFormat>,
 ) -> (Vec<Work>, Option<Damage>) {
-    let mut grouped = FileRecords::new(0, from);
-    let mut works = Vec::new();
-    let mut damage = None;
-    let mut ordinal = 0;
-    for event in events {
-        match event {
-            RecordEvent::Record(mut record) => {
-                grouped.identify(&mut record);
-                works.extend(grouped.route(record, ordinal));
-                ordinal += 1;
+    let mut grouped = Grouped::default();
+    // A file read in memory is never stopped: its walk always ends in its finish.
+    let _ = walk_file(
+        events.into_iter().map(|event| (event, None)),
+        FileRecords::new(0, from),
+        &mut grouped,
+    );
+    (grouped.works, grouped.damage)
+}
+
+/// A file walked in memory: every record taken, nothing held back for memory, the works
+/// listed up to the first damage.
+#[derive(Default)]
+struct Grouped {
+    works: Vec<Work>,
+    damage: Option<Damage>,
+}
+
+impl FileWalk for Grouped {
+    fn work(&mut self, work: Option<Work>, _records: &FileRecords) -> ControlFlow<Halt> {
+        match work {
+            Some(Work::Damage(damage)) => {
+                self.damage = Some(damage);
+                ControlFlow::Break(Halt::End)
             }
-            RecordEvent::Blank(_) => {}
-            RecordEvent::Damage(found) => {
-                damage = Some(found);
-                break;
+            Some(work @ (Work::Records(_) | Work::FileEnd(_) | Work::Segment(..))) => {
+                self.works.push(work);
+                ControlFlow::Continue(())
             }
+            Some(Work::Blank(_)) | None => ControlFlow::Continue(()),
         }
     }
-    works.extend(grouped.finish());
-    (works, damage)
+
+    fn finish(&mut self, last: Option<Work>) -> ControlFlow<()> {
+        self.works.extend(last);
+        ControlFlow::Continue(())
+    }
 }
 
 /// One file's decompressed `bytes` through every stage `convert` runs on a file, in memory:

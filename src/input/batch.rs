@@ -17,8 +17,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::fields::{lenient_struct, object_or_default, Loose};
 use super::parse::parse_record;
 use super::InputError;
 use crate::model::location::Location;
@@ -109,35 +111,58 @@ pub fn is_anthropic_result(value: &Value) -> bool {
             .is_some_and(Value::is_string)
 }
 
+/// A Message Batches result: succeeded with a message, or why not.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Outcome {
+    #[serde(rename = "type")]
+    kind: Loose<String>,
+    message: Option<Value>,
+    #[serde(deserialize_with = "lenient_struct")]
+    error: Option<Failure>,
+}
+
+/// An `errored` result's error: the API's error object, or its body (`{type, error}`) with
+/// the object inside. A reason is the first one present, read when it is text.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Failure {
+    #[serde(deserialize_with = "lenient_struct")]
+    error: Option<Reason>,
+    #[serde(flatten)]
+    own: Reason,
+}
+
+/// An error object's message and type (present, `null` too).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Reason {
+    message: Loose<Value>,
+    #[serde(rename = "type")]
+    kind: Loose<Value>,
+}
+
 /// A Message Batches result: its message, or why there is none.
-pub fn batch_result(mut result: Value, custom_id: &str) -> Result<Value, InputError> {
-    let kind = result
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("(no type)")
-        .to_string();
+pub fn batch_result(result: Value, custom_id: &str) -> Result<Value, InputError> {
+    let outcome: Outcome = object_or_default(result);
+    let kind = outcome.kind.0.unwrap_or_else(|| "(no type)".to_string());
     if kind == "succeeded" {
-        return Ok(result
-            .get_mut("message")
-            .map(std::mem::take)
-            .unwrap_or(Value::Null));
+        return Ok(outcome.message.unwrap_or(Value::Null));
     }
-    let error = result.get("error");
-    let reason = error
-        .and_then(|e| e.pointer("/error/message").or_else(|| e.get("message")))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or_else(|| {
-            error
-                .and_then(|e| e.pointer("/error/type").or_else(|| e.get("type")))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| match kind.as_str() {
-            "expired" => "the batch expired before the request was processed".to_string(),
-            "canceled" => "the batch was canceled before the request was processed".to_string(),
-            _ => "no message".to_string(),
-        });
+    let text = |value: Option<Value>| match value {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    let reason = outcome.error.and_then(|error| {
+        let inner = error.error.unwrap_or_default();
+        text(inner.message.0.or(error.own.message.0))
+            .or_else(|| text(inner.kind.0.or(error.own.kind.0)))
+    });
+    let reason = reason.unwrap_or_else(|| match kind.as_str() {
+        "expired" => "the batch expired before the request was processed".to_string(),
+        "canceled" => "the batch was canceled before the request was processed".to_string(),
+        _ => "no message".to_string(),
+    });
     Err(InputError::BatchFailed {
         custom_id: custom_id.to_string(),
         kind,

@@ -45,6 +45,13 @@ pub(crate) fn present<'de, D: Deserializer<'de>, T: DeserializeOwned>(
     lenient(d).map(Some)
 }
 
+/// [`present`] for a struct: a field that is there (`null` too), read when it is an object.
+pub(crate) fn present_struct<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    lenient_struct(d).map(Some)
+}
+
 /// [`lenient`] as a type, for envelopes that mark their fields instead of naming a function:
 /// read when its value has the type `T`, otherwise absent. `Loose<Value>` is any value
 /// that is present, `null` included (`Some(Value::Null)`), where `Option<Value>` reads `null`

@@ -23,9 +23,11 @@
 //! column is an ignored field. Fails (the row quarantined) on a row with no message list, or
 //! two found by shape, or a message that is not an object with a string role.
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
+use super::fields::{object_or_default, present_struct, Loose};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::turns::{bad, classic_turns, dataset_tools, split_observations};
 use super::InputError;
@@ -75,6 +77,57 @@ fn not_format(problem: impl Into<String>) -> InputError {
     }
 }
 
+/// A row once its message list and the columns its facts were read from are taken: the columns
+/// converted, and the rest by name, which the audit names as ignored.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Row {
+    system: Loose<String>,
+    tools: Option<Value>,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// A message struct: what a message says, and its other fields by name. A field of another
+/// type than the one read is a dropped field of the message, so these stay JSON.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RowMessage {
+    role: Loose<String>,
+    /// Present, `null` too: a `null` content is not a missing one.
+    content: Loose<Value>,
+    name: Option<Value>,
+    reasoning_content: Option<Value>,
+    reasoning: Option<Value>,
+    tool_call_id: Option<Value>,
+    tool_calls: Option<Value>,
+    timestamp: Option<Value>,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// A Chat Completions call: its function's name and arguments, or (no `function`) its own.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Call {
+    id: Loose<String>,
+    #[serde(rename = "type")]
+    kind: Loose<String>,
+    /// Present, `null` too: then the call's own `name` is not read.
+    #[serde(deserialize_with = "present_struct")]
+    function: Option<Option<Function>>,
+    name: Loose<String>,
+    arguments: Loose<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Function {
+    name: Loose<String>,
+    /// Present, `null` too.
+    arguments: Loose<Value>,
+}
+
 /// The JSON type of `value`, as the audit names it.
 fn kind(value: &Value) -> &'static str {
     match value {
@@ -112,15 +165,14 @@ pub fn read_row(mut row: Value, context: &ReadContext<'_>) -> Result<Transcript,
     for key in used {
         map.remove(&key);
     }
+    let row: Row = object_or_default(Value::Object(map));
     let mut messages = Vec::new();
-    if let Some(Value::String(system)) = map.remove("system").filter(|s| s.is_string()) {
-        if !system.is_empty() {
-            messages.push(Message {
-                role: Role::System,
-                content: Content::Text(system),
-                ..Message::default()
-            });
-        }
+    if let Some(system) = row.system.0.filter(|system| !system.is_empty()) {
+        messages.push(Message {
+            role: Role::System,
+            content: Content::Text(system),
+            ..Message::default()
+        });
     }
     let tags = &rules.sharegpt;
     let turns = list
@@ -133,11 +185,11 @@ pub fn read_row(mut row: Value, context: &ReadContext<'_>) -> Result<Transcript,
             messages.push(read_message(item, index, &at, rules)?);
         }
     }
-    if let Some(tools) = map.remove("tools").filter(|t| !t.is_null()) {
+    if let Some(tools) = row.tools {
         dataset_tools(tools, &mut built);
         built.ignore("tools");
     }
-    for (key, value) in map {
+    for (key, value) in row.rest {
         if !value.is_null() {
             built.ignore(key);
         }
@@ -272,12 +324,12 @@ fn read_message(
     at: &str,
     rules: &InputRules,
 ) -> Result<Message, InputError> {
-    let Value::Object(mut fields) = item else {
+    if !item.is_object() {
         return Err(bad(at, index, "is not an object"));
-    };
-    let role = match fields.remove("role") {
-        Some(Value::String(role)) => role,
-        _ => return Err(bad(at, index, "has no string `role`")),
+    }
+    let mut fields: RowMessage = object_or_default(item);
+    let Some(role) = fields.role.0 else {
+        return Err(bad(at, index, "has no string `role`"));
     };
     let mut message = Message::default();
     (message.role, message.aliased_from) = match rules.role_aliases.get(&role) {
@@ -290,7 +342,7 @@ fn read_message(
             found: kind(value),
         })
     };
-    let content = match fields.remove("content") {
+    let content = match fields.content.0 {
         None => Content::Missing,
         Some(Value::Null) => Content::Null,
         Some(Value::String(text)) => Content::Text(text),
@@ -300,7 +352,7 @@ fn read_message(
             Content::Missing
         }
     };
-    let name = match fields.remove("name") {
+    let name = match fields.name {
         None | Some(Value::Null) => None,
         Some(Value::String(name)) => Some(name),
         Some(other) => {
@@ -308,18 +360,29 @@ fn read_message(
             None
         }
     };
-    let reasoning =
-        ["reasoning_content", "reasoning"]
-            .iter()
-            .find_map(|key| match fields.remove(*key) {
-                Some(Value::String(text)) if !text.is_empty() => Some(text),
-                Some(Value::String(_) | Value::Null) | None => None,
-                Some(other) => {
-                    dropped(key, &other);
-                    None
-                }
-            });
-    let tool_call_ids = match fields.remove("tool_call_id") {
+    // `reasoning` is read only when `reasoning_content` gives no text; else it is ignored.
+    let mut reasoning = None;
+    let candidates = [
+        ("reasoning_content", fields.reasoning_content.take()),
+        ("reasoning", fields.reasoning.take()),
+    ];
+    for (key, value) in candidates {
+        if reasoning.is_some() {
+            if let Some(value) = value {
+                fields.rest.insert(key.to_string(), value);
+            }
+            continue;
+        }
+        reasoning = match value {
+            Some(Value::String(text)) if !text.is_empty() => Some(text),
+            Some(Value::String(_) | Value::Null) | None => None,
+            Some(other) => {
+                dropped(key, &other);
+                None
+            }
+        };
+    }
+    let tool_call_ids = match fields.tool_call_id {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(id)) => vec![id],
         Some(other) => {
@@ -327,7 +390,7 @@ fn read_message(
             Vec::new()
         }
     };
-    let tool_calls = match fields.remove("tool_calls") {
+    let tool_calls = match fields.tool_calls {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(calls)) => calls
             .into_iter()
@@ -338,7 +401,7 @@ fn read_message(
             Vec::new()
         }
     };
-    let timestamp_ms = fields.remove("timestamp").as_ref().and_then(time_ms);
+    let timestamp_ms = fields.timestamp.as_ref().and_then(time_ms);
     message.content = content;
     message.name = name;
     message.reasoning = reasoning;
@@ -346,6 +409,7 @@ fn read_message(
     message.tool_calls = tool_calls;
     message.timestamp_ms = timestamp_ms;
     message.ignored_fields = fields
+        .rest
         .into_iter()
         .filter(|(_, v)| !v.is_null())
         .map(|(k, _)| k)
@@ -376,23 +440,36 @@ fn part(value: Value) -> Part {
 /// A Chat Completions call (`{id, type, function: {name, arguments}}`); one with no name is
 /// dropped, and said so.
 fn call(value: Value, dropped: &mut impl FnMut(&str, &Value)) -> Option<ToolCall> {
-    let function = value.get("function").unwrap_or(&value);
-    let Some(name) = function.get("name").and_then(Value::as_str) else {
+    // Read in place: a call with no name is said as found.
+    let call = match &value {
+        Value::Object(_) => Call::deserialize(&value).unwrap_or_default(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+            Call::default()
+        }
+    };
+    let function = match call.function {
+        Some(function) => function.unwrap_or_default(),
+        None => Function {
+            name: call.name,
+            arguments: call.arguments,
+        },
+    };
+    let Some(name) = function.name.0 else {
         dropped("tool_calls", &value);
         return None;
     };
-    let (arguments, from_object, missing) = match function.get("arguments") {
+    let (arguments, from_object, missing) = match function.arguments.0 {
         None | Some(Value::Null) => (String::new(), false, true),
-        Some(Value::String(text)) => (text.clone(), false, false),
+        Some(Value::String(text)) => (text, false, false),
         Some(other) => (other.to_string(), other.is_object(), false),
     };
     Some(ToolCall {
-        id: value.get("id").and_then(Value::as_str).map(str::to_string),
-        name: name.to_string(),
+        id: call.id.0,
+        name,
         arguments,
         arguments_from_object: from_object,
         arguments_missing: missing,
-        custom: value.get("type").and_then(Value::as_str) == Some("custom"),
+        custom: call.kind.0.as_deref() == Some("custom"),
     })
 }
 

@@ -24,9 +24,11 @@
 use std::path::Path;
 
 use base64::Engine;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
+use super::fields::{object_or_default, Loose};
 use super::format::{FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceFormat};
 use super::inside::{Refusal, IMAGE_CAP};
 use super::messages::{alias_role, read_message_list};
@@ -65,18 +67,20 @@ fn is_typed(value: &Value) -> bool {
     value
         .get("messages")
         .and_then(Value::as_array)
-        .is_some_and(|messages| {
-            messages.iter().any(|m| {
-                m.get("content")
-                    .and_then(Value::as_array)
-                    .is_some_and(|parts| {
-                        parts.iter().any(|p| {
-                            p.get("value").is_some()
-                                && p.get("type").and_then(Value::as_str).is_some()
-                        })
-                    })
+        .is_some_and(|messages| has_typed_parts(messages))
+}
+
+/// Whether a message has LLaMA-Factory's typed parts (`{type, value}`).
+fn has_typed_parts(messages: &[Value]) -> bool {
+    messages.iter().any(|m| {
+        m.get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|parts| {
+                parts.iter().any(|p| {
+                    p.get("value").is_some() && p.get("type").and_then(Value::as_str).is_some()
+                })
             })
-        })
+    })
 }
 
 fn has_media(value: &Value) -> bool {
@@ -120,22 +124,60 @@ fn not_format(problem: impl Into<String>) -> InputError {
     }
 }
 
+/// A row: the fields converted, typed (a field of another type is as if absent), and the rest
+/// by name, which the audit names as ignored. Which of `conversations` and `messages` is the
+/// conversation depends on the row's shape: the other one is ignored too.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Row {
+    /// Present, `null` too: named as ignored once read for their tool names.
+    tools: Loose<Value>,
+    system: Loose<String>,
+    /// A list of paths, or one path.
+    images: Option<Value>,
+    conversations: Option<Value>,
+    messages: Option<Value>,
+    /// A preference row's answers.
+    chosen: Option<Value>,
+    rejected: Option<Value>,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// A message of LLaMA-Factory's typed parts, its fields other than `role` and `content` by
+/// name.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct TypedMessage {
+    role: Loose<String>,
+    content: Option<Value>,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// One `{type, value}` part (`text` in place of `value` too; present, even `null`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct TypedPart {
+    #[serde(rename = "type")]
+    kind: Loose<String>,
+    value: Loose<Value>,
+    text: Loose<Value>,
+}
+
 /// One row as a transcript.
-pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
+pub fn read_row(value: Value, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
     let rules = &context.rules.input;
     let tags = &rules.sharegpt;
     let classic = is_classic(&value, tags);
-    let Value::Object(map) = &mut value else {
+    if !value.is_object() {
         return Err(not_format("a row is not a JSON object"));
-    };
+    }
+    let mut row: Row = object_or_default(value);
     let messages_at = if classic { "conversations" } else { "messages" };
     let mut built = TranscriptBuilder::new(SourceFormat::SHAREGPT, messages_at);
-    let tools = map.remove("tools");
-    let system = match map.remove("system") {
-        Some(Value::String(text)) if !text.is_empty() => Some(text),
-        _ => None,
-    };
-    let images: Vec<String> = match map.remove("images") {
+    let system = row.system.0.filter(|text| !text.is_empty());
+    let images: Vec<String> = match row.images {
         Some(Value::Array(list)) => list
             .into_iter()
             .map(|v| match v {
@@ -158,14 +200,22 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
             ..Message::default()
         });
     }
+    // The fields of the shape not read: ignored, as every other field of the row.
+    let mut unread: Vec<(&str, Option<Value>)> = Vec::new();
+    let list = match row.messages.take() {
+        Some(Value::Array(list)) if !classic => Some(list),
+        other => {
+            unread.push(("messages", other));
+            None
+        }
+    };
     if classic {
-        let mut turns = match map.remove("conversations") {
+        let mut turns = match row.conversations {
             Some(Value::Array(turns)) => turns,
             _ => Vec::new(),
         };
         // A preference row: the chosen answer ends the conversation, the rejected one is
         // dropped and counted.
-        let tags = &rules.sharegpt;
         let as_turn = |v: Value| match v {
             Value::String(text) => {
                 let mut turn = Map::new();
@@ -182,10 +232,10 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
             | other @ Value::Number(_)
             | other @ Value::Object(_) => vec![other],
         };
-        if let Some(chosen) = map.remove("chosen").filter(|v| !v.is_null()) {
+        if let Some(chosen) = row.chosen {
             turns.extend(as_turn(chosen));
         }
-        if let Some(rejected) = map.remove("rejected").filter(|v| !v.is_null()) {
+        if let Some(rejected) = row.rejected {
             let bytes: usize = as_turn(rejected)
                 .iter()
                 .filter_map(|t| t.get(&tags.content_tag).and_then(Value::as_str))
@@ -199,23 +249,24 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
             );
         }
         classic_turns(turns, "conversations", context, &mut messages)?;
-    } else if is_typed(&Value::Object(map.clone())) {
-        let list = match map.remove("messages") {
-            Some(Value::Array(list)) => list,
-            _ => Vec::new(),
-        };
-        typed_messages(list, context, &mut messages)?;
-    } else if map.get("messages").is_some_and(Value::is_array) {
-        // OpenAI style: the Chat Completions message reader, then the media.
-        let list = match map.remove("messages") {
-            Some(Value::Array(list)) => list,
-            _ => Vec::new(),
-        };
-        messages.extend(read_message_list(list, false, "messages", rules)?);
     } else {
-        return Err(not_format(
-            "no `conversations` of {from, value} turns and no `messages` list",
-        ));
+        unread.extend([
+            ("conversations", row.conversations),
+            ("chosen", row.chosen),
+            ("rejected", row.rejected),
+        ]);
+        match list {
+            Some(list) if has_typed_parts(&list) => {
+                typed_messages(list, context, &mut messages)?;
+            }
+            // OpenAI style: the Chat Completions message reader, then the media.
+            Some(list) => messages.extend(read_message_list(list, false, "messages", rules)?),
+            None => {
+                return Err(not_format(
+                    "no `conversations` of {from, value} turns and no `messages` list",
+                ))
+            }
+        }
     }
     if !images.is_empty()
         || messages
@@ -224,14 +275,19 @@ pub fn read_row(mut value: Value, context: &ReadContext<'_>) -> Result<Transcrip
     {
         place_images(&mut messages, images, context, &mut built)?;
     }
-    if let Some(tools) = tools {
+    if let Some(tools) = row.tools.0 {
         dataset_tools(tools, &mut built);
         built.ignore("tools");
     }
+    for (key, value) in unread {
+        if let Some(value) = value {
+            row.rest.insert(key.to_string(), value);
+        }
+    }
     // What is left of the row is not converted.
-    for (key, v) in map.iter() {
+    for (key, v) in row.rest {
         if !v.is_null() {
-            built.ignore(key.clone());
+            built.ignore(key);
         }
     }
     split_observations(&mut messages, &mut built);
@@ -247,20 +303,24 @@ fn typed_messages(
     context: &ReadContext<'_>,
     messages: &mut Vec<Message>,
 ) -> Result<(), InputError> {
+    // A message that is not an object is refused in its turn, after the ones before it.
+    let list: Vec<Option<TypedMessage>> = list
+        .into_iter()
+        .map(|m| m.is_object().then(|| object_or_default(m)))
+        .collect();
     let runs = observation_runs(
         list.iter()
-            .map(|m| m.get("role").and_then(Value::as_str) == Some("tool")),
+            .map(|m| m.as_ref().and_then(|m| m.role.0.as_deref()) == Some("tool")),
     );
     let mut pairing = Pairing::default();
     for (i, raw) in list.into_iter().enumerate() {
-        let Value::Object(mut raw) = raw else {
+        let Some(raw) = raw else {
             return Err(bad("conversations", i, "is not an object"));
         };
-        let role = match raw.remove("role") {
-            Some(Value::String(role)) => role,
-            _ => return Err(bad("conversations", i, "has no string `role`")),
+        let Some(role) = raw.role.0 else {
+            return Err(bad("conversations", i, "has no string `role`"));
         };
-        let parts = match raw.remove("content") {
+        let parts = match raw.content {
             Some(Value::Array(parts)) => parts,
             Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "value": text})],
             _ => Vec::new(),
@@ -269,15 +329,12 @@ fn typed_messages(
         let mut reasoning: Vec<String> = Vec::new();
         let mut calls = Vec::new();
         for part in parts {
-            let Value::Object(mut part) = part else {
+            if !part.is_object() {
                 continue;
-            };
-            let kind = part
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("text")
-                .to_string();
-            let value = match part.remove("value").or_else(|| part.remove("text")) {
+            }
+            let part: TypedPart = object_or_default(part);
+            let kind = part.kind.0.unwrap_or_else(|| "text".into());
+            let value = match part.value.0.or(part.text.0) {
                 Some(Value::String(s)) => s,
                 Some(other) => other.to_string(),
                 None => String::new(),
@@ -309,7 +366,7 @@ fn typed_messages(
             pairing.pending = calls.iter().filter_map(|c| c.id.clone()).collect();
         }
         let (role, aliased_from) = alias_role(role, &context.rules.input.role_aliases);
-        let mut ignored: Vec<String> = raw.keys().cloned().collect();
+        let mut ignored: Vec<String> = raw.rest.into_iter().map(|(key, _)| key).collect();
         ignored.sort();
         messages.push(Message {
             role,

@@ -8,11 +8,13 @@
 //! `architecture::every_test_file_is_a_module_of_the_one_binary` fails when a file in `tests/`
 //! is not declared here, since with `autotests = false` Cargo would silently not build it.
 
-// A test says where it failed by panicking, and reads JSON of any shape.
+// A test says where it failed by panicking, and reads JSON of any shape; its helpers are
+// `pub` for the other test modules, not an API (`unreachable_pub` is about the library's).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
-    clippy::wildcard_enum_match_arm
+    clippy::wildcard_enum_match_arm,
+    unreachable_pub
 )]
 
 mod common;

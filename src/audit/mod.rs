@@ -3,12 +3,12 @@
 //! Reports carry no transcript text: counts, lengths, hashes, rule ids and locations only.
 
 pub mod accounting;
-pub mod decision;
+pub(crate) mod decision;
 pub mod report;
-pub mod review;
-pub mod sample;
-pub mod summary;
-pub mod tally;
+pub(crate) mod review;
+pub(crate) mod sample;
+pub(crate) mod summary;
+pub(crate) mod tally;
 
 pub use decision::{Action, Decision};
 pub use summary::Summary;

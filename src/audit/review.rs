@@ -14,7 +14,7 @@ const INDEX: &str = include_str!("templates/review-index.html.j2");
 
 /// One conversation's page.
 #[derive(Debug, Clone, Serialize)]
-pub struct ReviewPage {
+pub(crate) struct ReviewPage {
     /// The page's file name in `review/` (`0001.html`).
     pub file: String,
     /// The run it belongs to.
@@ -43,7 +43,7 @@ pub struct ReviewPage {
 
 /// A source message and what it became.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ReviewRow {
+pub(crate) struct ReviewRow {
     pub index: Option<usize>,
     pub role: String,
     /// The message's text, parts, calls and reasoning, as lines.
@@ -54,7 +54,7 @@ pub struct ReviewRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ReviewDecision {
+pub(crate) struct ReviewDecision {
     pub rule: String,
     pub action: String,
     pub details: String,
@@ -63,21 +63,21 @@ pub struct ReviewDecision {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ReviewItem {
+pub(crate) struct ReviewItem {
     pub what: String,
     pub text: String,
 }
 
 /// The index: each reason with the pages chosen for it.
 #[derive(Debug, Clone, Serialize)]
-pub struct ReviewIndex {
+pub(crate) struct ReviewIndex {
     pub run: u32,
     pub per_reason: usize,
     pub groups: Vec<ReviewGroup>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ReviewGroup {
+pub(crate) struct ReviewGroup {
     /// `rule`, `repair` or `quarantine`.
     pub kind: String,
     pub name: String,
@@ -87,7 +87,7 @@ pub struct ReviewGroup {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ReviewLink {
+pub(crate) struct ReviewLink {
     pub file: String,
     pub record: String,
 }
@@ -100,12 +100,12 @@ fn environment() -> Result<minijinja::Environment<'static>, ReportError> {
 }
 
 /// A conversation's page.
-pub fn render_page(page: &ReviewPage) -> Result<String, ReportError> {
+pub(crate) fn render_page(page: &ReviewPage) -> Result<String, ReportError> {
     Ok(environment()?.get_template("review.html")?.render(page)?)
 }
 
 /// The index page.
-pub fn render_index(index: &ReviewIndex) -> Result<String, ReportError> {
+pub(crate) fn render_index(index: &ReviewIndex) -> Result<String, ReportError> {
     Ok(environment()?
         .get_template("review-index.html")?
         .render(index)?)

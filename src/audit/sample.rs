@@ -23,7 +23,7 @@ const Z95: f64 = 1.959_964;
 
 /// The estimates of a sampled run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SampleEstimate {
+pub(crate) struct SampleEstimate {
     /// The share asked for (`--sample`).
     pub rate: f64,
     /// Records audited, and all records read (audited and left out).
@@ -40,7 +40,7 @@ pub struct SampleEstimate {
 
 impl SampleEstimate {
     /// The estimates of `summary`, or `None` for a run that audited every record.
-    pub fn of(summary: &Summary) -> Option<SampleEstimate> {
+    pub(crate) fn of(summary: &Summary) -> Option<SampleEstimate> {
         let rate = summary.sample_rate;
         if !(rate > 0.0 && rate < 1.0) {
             return None;
@@ -64,7 +64,7 @@ impl SampleEstimate {
     }
 
     /// Half the quarantine interval's width, for `± x %`.
-    pub fn quarantine_margin(&self) -> f64 {
+    pub(crate) fn quarantine_margin(&self) -> f64 {
         (self.quarantine_high - self.quarantine_low) / 2.0
     }
 }

@@ -410,7 +410,7 @@ pub struct Reading {
 }
 
 /// Every input file was Chat Completions (or there was none).
-pub fn only_chat(formats: &BTreeMap<String, u64>) -> bool {
+pub(crate) fn only_chat(formats: &BTreeMap<String, u64>) -> bool {
     formats.keys().all(|f| f == "chat")
 }
 
@@ -419,7 +419,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The schema version of `summary.json` and of each `conversations.jsonl` line.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 impl Summary {
     /// Something needs a person: records quarantined (beyond `max_rate`, when given; carried
@@ -470,7 +470,7 @@ impl Summary {
 /// (no `..`): a field added to a part fails to compile until its merge is written here, and
 /// one named but not merged is an unused variable, denied in this module. Fields that are
 /// not sums say so with `_` and why.
-pub trait Merge {
+pub(crate) trait Merge {
     /// Fails, leaving `self` in part merged, when a sum would not fit: counters read back
     /// from files (a tampered shard's) are added with checked arithmetic, never wrapped.
     fn merge_from(&mut self, other: &Self) -> Result<(), Overflow>;
@@ -481,7 +481,7 @@ pub trait Merge {
 #[error(
     "a counter does not fit in 64 bits once added up: a shard's report holds a count no run makes"
 )]
-pub struct Overflow;
+pub(crate) struct Overflow;
 
 impl Merge for u64 {
     fn merge_from(&mut self, other: &u64) -> Result<(), Overflow> {
@@ -728,7 +728,7 @@ impl Merge for Reading {
 }
 
 /// `1 file`, `2 files` (digits grouped by the terminal's own formatter elsewhere).
-pub fn files_phrase(n: u64) -> String {
+pub(crate) fn files_phrase(n: u64) -> String {
     if n == 1 {
         "1 file".to_string()
     } else {
@@ -737,7 +737,7 @@ pub fn files_phrase(n: u64) -> String {
 }
 
 /// Adds `by` to `key`'s count (`key`: any string-like id, e.g. a [`RuleRef`](crate::rules::RuleRef)).
-pub fn bump<K: AsRef<str> + ?Sized>(map: &mut BTreeMap<String, u64>, key: &K, by: u64) {
+pub(crate) fn bump<K: AsRef<str> + ?Sized>(map: &mut BTreeMap<String, u64>, key: &K, by: u64) {
     let key = key.as_ref();
     match map.get_mut(key) {
         Some(count) => *count += by,

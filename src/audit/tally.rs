@@ -13,7 +13,7 @@ use crate::model::rule::RuleRef;
 /// them, each of a record's ~14 counts was a B-tree's string compares (~130 instructions),
 /// on the collector's thread that every record waits on.
 #[derive(Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     items: FxHashMap<&'static str, u64>,
     /// Of `message:assistant` items, by phase (`none` without one).
     phases: FxHashMap<&'static str, u64>,
@@ -26,7 +26,7 @@ pub struct Tally {
 impl Tally {
     /// Counts one converted record: its items (kind, phase, count), its user and agent
     /// events, its decisions.
-    pub fn count(
+    pub(crate) fn count(
         &mut self,
         items: &[(&'static str, Option<&'static str>, u64)],
         events: (u64, u64),
@@ -54,7 +54,7 @@ impl Tally {
 
     /// Adds the counts into `summary` (the same maps as counting each record into it makes),
     /// and leaves none to add again.
-    pub fn add_to(&mut self, summary: &mut Summary) {
+    pub(crate) fn add_to(&mut self, summary: &mut Summary) {
         let breakdown = &mut summary.breakdown;
         for (kind, count) in self.items.drain() {
             bump(&mut breakdown.items, kind, count);

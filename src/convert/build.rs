@@ -18,7 +18,7 @@ use crate::rules::{
 
 /// What the walk produced.
 #[derive(Debug)]
-pub struct Built {
+pub(crate) struct Built {
     pub items: Vec<OutItem>,
     pub decisions: Vec<Decision>,
     pub base_instructions: Option<String>,
@@ -39,7 +39,7 @@ pub(super) struct Builder<'r> {
 }
 
 /// Walks the transcript's messages in order.
-pub fn build(
+pub(crate) fn build(
     transcript: &mut Transcript,
     rules: &RuleSet,
     source: &str,
@@ -266,7 +266,7 @@ impl<'r> Builder<'r> {
 }
 
 /// All text of an input message, as the accounting counts it.
-pub fn message_text_bytes(m: &Message) -> usize {
+pub(crate) fn message_text_bytes(m: &Message) -> usize {
     crate::audit::accounting::input_message_bytes(m)
 }
 

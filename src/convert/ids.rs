@@ -8,7 +8,7 @@ use uuid::Uuid;
 /// random bits are the SHA-256 of the conversation's identity
 /// ([`crate::model::identity::conversation_identity`]): the same conversation and time give
 /// the same id, from any file, at any position.
-pub fn session_id(identity: &str, started_ms: i64) -> String {
+pub(crate) fn session_id(identity: &str, started_ms: i64) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"rollover session\n");
     hasher.update(identity.as_bytes());
@@ -25,7 +25,7 @@ pub fn session_id(identity: &str, started_ms: i64) -> String {
 /// The session id of a conversation that shares its source id with another, unrelated one of
 /// the same input: made of the first one's session id and its own messages' digest
 /// ([`crate::model::identity::variant_identity`]), with the same time.
-pub fn split_session_id(id: &str, content: u128) -> String {
+pub(crate) fn split_session_id(id: &str, content: u128) -> String {
     let identity = crate::model::identity::variant_identity(id, content);
     session_id(&identity, uuid_ms(id))
 }
@@ -43,17 +43,17 @@ fn uuid_ms(id: &str) -> i64 {
 }
 
 /// True when `text` is a UUID in the hyphenated form Codex writes.
-pub fn is_uuid(text: &str) -> bool {
+pub(crate) fn is_uuid(text: &str) -> bool {
     text.len() == 36 && Uuid::parse_str(text).is_ok()
 }
 
 /// A call id for a call the input gave none (legacy `function_call`, or a call without `id`).
-pub fn synthesized_call_id(message: usize, position: usize) -> String {
+pub(crate) fn synthesized_call_id(message: usize, position: usize) -> String {
     format!("call_rollover_m{message}_{position}")
 }
 
 /// The id of the `n`-th use (n >= 2) of a call id.
-pub fn renamed_call_id(original: &str, n: usize) -> String {
+pub(crate) fn renamed_call_id(original: &str, n: usize) -> String {
     format!("{original}#{n}")
 }
 

@@ -23,7 +23,7 @@ thread_local! {
 }
 
 /// True when `url` is a `data:` URL whose payload decodes as a PNG, JPEG, GIF or WebP image.
-pub fn data_url_decodes(url: &str) -> bool {
+pub(crate) fn data_url_decodes(url: &str) -> bool {
     if url.len() > REMEMBERED_MAX_LEN {
         return decodes(url);
     }

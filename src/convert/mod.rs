@@ -13,20 +13,20 @@
 //! deterministic.
 
 mod assistant;
-pub mod build;
+pub(crate) mod build;
 mod context;
-pub mod ids;
-pub mod image;
+pub(crate) mod ids;
+pub(crate) mod image;
 mod native;
-pub mod parts;
-pub mod phase;
-pub mod render;
-pub mod responses;
+pub(crate) mod parts;
+pub(crate) mod phase;
+pub(crate) mod render;
+pub(crate) mod responses;
 #[cfg(test)]
 mod test_support;
 mod tools;
 mod user;
-pub mod version;
+pub(crate) mod version;
 
 use thiserror::Error;
 

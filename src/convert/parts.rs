@@ -10,7 +10,7 @@ use super::ConvertError;
 
 /// Which side of the conversation a part is on: user/tool input or assistant output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     Input,
     Output,
 }
@@ -28,7 +28,7 @@ struct Verdict<'p> {
 
 /// Converts the non-text part `part` of message `message`; text parts are the caller's.
 /// Pushes the decision taken, returns the item to write (if any).
-pub fn convert_part(
+pub(crate) fn convert_part(
     part: &Part,
     side: Side,
     policies: &Policies,

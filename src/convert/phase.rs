@@ -8,7 +8,7 @@
 use super::{ItemKind, OutItem, OutPayload};
 use crate::model::rollout::{Phase, ResponseItem};
 
-pub fn assign(items: &mut [OutItem], infer: bool, finished: bool) {
+pub(crate) fn assign(items: &mut [OutItem], infer: bool, finished: bool) {
     if !infer {
         return;
     }

@@ -21,7 +21,7 @@ use crate::rules::RuleSet;
 /// stage builds the same [`Conversation`] whichever renderer runs; the caller picks one with
 /// [`renderer`]. A renderer may take decisions of its own (appended to the conversation's) and
 /// may fail when a rule says quarantine.
-pub trait Render: Sync {
+pub(crate) trait Render: Sync {
     fn render(
         &self,
         conversation: &mut Conversation,
@@ -30,10 +30,10 @@ pub trait Render: Sync {
 }
 
 /// Codex rollout lines (`--format codex`).
-pub struct CodexRollout;
+pub(crate) struct CodexRollout;
 
 /// Responses API request bodies (`--format responses`).
-pub struct ResponsesBody(pub ResponsesOptions);
+pub(crate) struct ResponsesBody(pub ResponsesOptions);
 
 impl Render for CodexRollout {
     fn render(
@@ -57,7 +57,7 @@ impl Render for ResponsesBody {
 
 /// Renders `conversation` as `format` says: [`renderer`]'s, with no box (an allocation a
 /// record on the pipeline's path).
-pub fn render_as(
+pub(crate) fn render_as(
     format: Format,
     conversation: &mut Conversation,
     rules: &RuleSet,
@@ -69,7 +69,7 @@ pub fn render_as(
 }
 
 /// The renderer of a format.
-pub fn renderer(format: Format) -> Box<dyn Render> {
+pub(crate) fn renderer(format: Format) -> Box<dyn Render> {
     match format {
         Format::Codex => Box::new(CodexRollout),
         Format::Responses(options) => Box::new(ResponsesBody(options)),
@@ -78,13 +78,13 @@ pub fn renderer(format: Format) -> Box<dyn Render> {
 
 /// The longest working folder of a source written into a session meta, in bytes (Linux's
 /// `PATH_MAX`).
-pub const MAX_CWD_BYTES: usize = 4096;
+pub(crate) const MAX_CWD_BYTES: usize = 4096;
 
 /// Whether a source's working folder can be a session's: an absolute path (`/...` or a
 /// drive's `C:\...`, as `rules check` asks of `[session] cwd`), clean (no `.`, `..` or empty
 /// component, no control character such as NUL or a newline) and at most [`MAX_CWD_BYTES`].
 /// Another one is replaced by the rules' cwd (decision `builtin.source-cwd`).
-pub fn usable_cwd(cwd: &str) -> bool {
+pub(crate) fn usable_cwd(cwd: &str) -> bool {
     if cwd.len() > MAX_CWD_BYTES
         || !crate::rules::is_absolute_folder(cwd)
         || cwd.chars().any(char::is_control)
@@ -104,7 +104,7 @@ pub fn usable_cwd(cwd: &str) -> bool {
 /// source records (Claude Code `cwd`, `gitBranch`; an empty branch means none). `--cwd`
 /// names the folder of every session, a source's included (its own is kept in the audit line);
 /// so does the rules' cwd a session whose own is not [`usable_cwd`].
-pub fn session_meta<'r>(
+pub(crate) fn session_meta<'r>(
     rules: &'r RuleSet,
     id: &str,
     started_ms: i64,
@@ -148,7 +148,7 @@ fn git_info(source: &RecordMeta) -> Option<GitInfo> {
 /// message `i` was written, if the source says (empty for chat records): an item from it is
 /// stamped then, unless that would go back in time. Payloads are written by their tables'
 /// fast writers ([`WriteJson`]); a message's event copies the bytes of its one text part.
-pub fn write(
+pub(crate) fn write(
     meta: &SessionMeta,
     items: &[OutItem],
     started_ms: i64,
@@ -196,7 +196,7 @@ pub fn write(
 
 /// The one message a replacing `compacted` line leaves in the history: the summary, as a user
 /// message (what Claude Code sends after compaction).
-pub fn replacement_message(summary: &str) -> ResponseItem {
+pub(crate) fn replacement_message(summary: &str) -> ResponseItem {
     ResponseItem::Message {
         role: ROLE_USER,
         content: vec![ContentItem::InputText {

@@ -21,7 +21,7 @@ use crate::model::rollout::{ContentItem, ResponseItem, ROLE_DEVELOPER, ROLE_USER
 use crate::rules::{Builtin, DropOrQuarantine, PolicyId, RuleSet};
 
 /// The body line of `conversation` (with `\n`), its decisions appended to the conversation's.
-pub fn render(
+pub(crate) fn render(
     conversation: &mut Conversation,
     rules: &RuleSet,
     options: ResponsesOptions,
@@ -250,7 +250,7 @@ fn lite_native<'a>(
 /// `{"type":"function","function":{name,description,parameters,strict}}` flattened, a
 /// Responses-shaped `{"type":"function","name",..}` kept. Anything else (built-in or custom
 /// tools, a name the API refuses, parameters that are not an object) is untranslatable.
-pub fn translate_tools(
+pub(crate) fn translate_tools(
     given: &[Value],
     rules: &RuleSet,
     decisions: &mut Vec<Decision>,
@@ -326,7 +326,7 @@ fn translate_tool(tool: &Value) -> Result<ToolDefinition, String> {
 }
 
 /// The API's constraint on function names.
-pub fn valid_tool_name(name: &str) -> bool {
+pub(crate) fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()

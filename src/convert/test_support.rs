@@ -6,7 +6,7 @@ use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput};
 use crate::model::transcript::{Content, Message, Role, ToolCall, Transcript};
 use crate::rules::RuleSet;
 
-pub fn message(role: &str, text: &str) -> Message {
+pub(super) fn message(role: &str, text: &str) -> Message {
     Message {
         role: Role::named(role.to_string()),
         content: Content::Text(text.to_string()),
@@ -14,7 +14,7 @@ pub fn message(role: &str, text: &str) -> Message {
     }
 }
 
-pub fn call(id: Option<&str>, name: &str, arguments: &str) -> ToolCall {
+pub(super) fn call(id: Option<&str>, name: &str, arguments: &str) -> ToolCall {
     ToolCall {
         id: id.map(str::to_string),
         name: name.to_string(),
@@ -24,11 +24,11 @@ pub fn call(id: Option<&str>, name: &str, arguments: &str) -> ToolCall {
 }
 
 /// Walks `messages` (indexed in order) with the built-in rules.
-pub fn walk(messages: Vec<Message>) -> Built {
+pub(super) fn walk(messages: Vec<Message>) -> Built {
     walk_with(messages, &RuleSet::builtin().expect("built-in rules load"))
 }
 
-pub fn walk_with(messages: Vec<Message>, rules: &RuleSet) -> Built {
+pub(super) fn walk_with(messages: Vec<Message>, rules: &RuleSet) -> Built {
     let messages = messages
         .into_iter()
         .enumerate()
@@ -42,7 +42,7 @@ pub fn walk_with(messages: Vec<Message>, rules: &RuleSet) -> Built {
 }
 
 /// The response items of a walk (compacted lines left out).
-pub fn items(built: &Built) -> Vec<ResponseItem> {
+pub(super) fn items(built: &Built) -> Vec<ResponseItem> {
     built
         .items
         .iter()
@@ -56,11 +56,11 @@ pub fn items(built: &Built) -> Vec<ResponseItem> {
 }
 
 /// The rule ids of a walk's decisions, in order.
-pub fn rules_fired(built: &Built) -> Vec<String> {
+pub(super) fn rules_fired(built: &Built) -> Vec<String> {
     built.decisions.iter().map(|d| d.rule.to_string()).collect()
 }
 
-pub fn text_message(role: &'static str, texts: &[&str]) -> ResponseItem {
+pub(super) fn text_message(role: &'static str, texts: &[&str]) -> ResponseItem {
     let content = texts
         .iter()
         .map(|t| match role {
@@ -79,7 +79,7 @@ pub fn text_message(role: &'static str, texts: &[&str]) -> ResponseItem {
     }
 }
 
-pub fn function_call(call_id: &str, name: &str, arguments: &str) -> ResponseItem {
+pub(super) fn function_call(call_id: &str, name: &str, arguments: &str) -> ResponseItem {
     ResponseItem::FunctionCall {
         name: name.to_string(),
         arguments: arguments.to_string(),
@@ -87,7 +87,7 @@ pub fn function_call(call_id: &str, name: &str, arguments: &str) -> ResponseItem
     }
 }
 
-pub fn output(call_id: &str, text: &str) -> ResponseItem {
+pub(super) fn output(call_id: &str, text: &str) -> ResponseItem {
     ResponseItem::FunctionCallOutput {
         call_id: call_id.to_string(),
         output: ToolOutput::Text(text.to_string()),

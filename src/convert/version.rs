@@ -8,7 +8,7 @@ use crate::model::version::{InHand, Version};
 
 /// The version of `transcript`: the source's time of it (its `updated_ms`, else its latest
 /// message's time), and each message's digest chained to the ones before.
-pub fn in_hand(transcript: &Transcript) -> InHand {
+pub(crate) fn in_hand(transcript: &Transcript) -> InHand {
     let mut chain = Vec::with_capacity(transcript.messages.len());
     let mut previous = 0u128;
     for message in &transcript.messages {

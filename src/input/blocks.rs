@@ -36,13 +36,13 @@ use crate::rules::{Builtin, PolicyId};
 
 /// What a content became.
 #[derive(Debug, Clone, Default)]
-pub struct Mapped {
+pub(crate) struct Mapped {
     pub messages: Vec<Message>,
     pub notes: Notes,
 }
 
 /// Maps one Anthropic `content` of `role` to messages.
-pub fn map_content(role: Role, content: Value, policy: &Policies) -> Mapped {
+pub(crate) fn map_content(role: Role, content: Value, policy: &Policies) -> Mapped {
     let mut builder = Builder {
         role,
         policy,
@@ -74,7 +74,7 @@ pub fn map_content(role: Role, content: Value, policy: &Policies) -> Mapped {
 /// Adds `count` to the note with the same rule and what, or appends one. A search: for a list
 /// of the few notes the code names; one whose `what` the input names (a block or item type)
 /// is gathered in [`Notes`].
-pub fn add_note(
+pub(crate) fn add_note(
     notes: &mut Vec<SourceNote>,
     rule: impl Into<RuleRef>,
     what: &str,
@@ -99,7 +99,7 @@ pub fn add_note(
 /// [`add_note`] gathers them: each rule and what once, with its counts, in the order first
 /// seen. An index finds a note again, so N blocks of N types are not an O(N²) search.
 #[derive(Debug, Clone, Default)]
-pub struct Notes {
+pub(crate) struct Notes {
     list: Vec<SourceNote>,
     /// Each rule's whats, with their note's place in `list`.
     index: FxHashMap<RuleRef, FxHashMap<String, usize>>,
@@ -107,7 +107,7 @@ pub struct Notes {
 
 impl Notes {
     /// Adds `count` and `bytes` to the note of `rule` and `what`, or appends one.
-    pub fn add(&mut self, rule: impl Into<RuleRef>, what: &str, count: u64, bytes: usize) {
+    pub(crate) fn add(&mut self, rule: impl Into<RuleRef>, what: &str, count: u64, bytes: usize) {
         let rule = rule.into();
         let at = self.index.get(&rule).and_then(|whats| whats.get(what));
         if let Some(note) = at.and_then(|&at| self.list.get_mut(at)) {
@@ -126,13 +126,13 @@ impl Notes {
     }
 
     /// Adds each of `notes`, in order.
-    pub fn merge(&mut self, notes: impl IntoIterator<Item = SourceNote>) {
+    pub(crate) fn merge(&mut self, notes: impl IntoIterator<Item = SourceNote>) {
         for note in notes {
             self.add(&note.rule, &note.what, note.count, note.bytes_dropped);
         }
     }
 
-    pub fn into_vec(self) -> Vec<SourceNote> {
+    pub(crate) fn into_vec(self) -> Vec<SourceNote> {
         self.list
     }
 }

@@ -25,7 +25,7 @@ use crate::rules::RuleRef;
 /// A conversation being read: messages in order, the reasoning waiting for the next one, the
 /// notes, the record's facts.
 #[derive(Debug, Default)]
-pub struct TranscriptBuilder {
+pub(crate) struct TranscriptBuilder {
     messages: Vec<Message>,
     /// Reasoning read before the message it belongs to: attached to the next message pushed.
     pending_thinking: Vec<Thinking>,
@@ -42,7 +42,7 @@ pub struct TranscriptBuilder {
 impl TranscriptBuilder {
     /// A conversation of `format` whose messages the source keeps at `messages_at` (the path
     /// the audit names, and the one an empty conversation is refused at).
-    pub fn new(format: SourceFormat, messages_at: impl Into<String>) -> TranscriptBuilder {
+    pub(crate) fn new(format: SourceFormat, messages_at: impl Into<String>) -> TranscriptBuilder {
         TranscriptBuilder {
             meta: RecordMeta {
                 format: Some(format),
@@ -55,7 +55,7 @@ impl TranscriptBuilder {
 
     /// A conversation whose record facts the reader has read already (`meta` names the format
     /// and where the messages are).
-    pub fn with_meta(meta: RecordMeta) -> TranscriptBuilder {
+    pub(crate) fn with_meta(meta: RecordMeta) -> TranscriptBuilder {
         TranscriptBuilder {
             meta,
             ..TranscriptBuilder::default()
@@ -63,7 +63,7 @@ impl TranscriptBuilder {
     }
 
     /// Appends `message`, with the reasoning read before it; returns its position.
-    pub fn message(&mut self, mut message: Message) -> usize {
+    pub(crate) fn message(&mut self, mut message: Message) -> usize {
         let at = self.messages.len();
         message.thinking.append(&mut self.pending_thinking);
         self.messages.push(message);
@@ -74,7 +74,7 @@ impl TranscriptBuilder {
     /// Appends each of `messages` in order. The first messages, with no reasoning waiting, are
     /// taken whole: a `Vec`'s buffer is kept, not copied message by message into a growing
     /// one (two allocations and ~6.5 KB moved per small chat record).
-    pub fn messages(&mut self, messages: impl IntoIterator<Item = Message>) {
+    pub(crate) fn messages(&mut self, messages: impl IntoIterator<Item = Message>) {
         if self.messages.is_empty() && self.pending_thinking.is_empty() {
             self.messages = messages.into_iter().collect();
             if !self.messages.is_empty() {
@@ -88,7 +88,7 @@ impl TranscriptBuilder {
     }
 
     /// Appends a message of `role` whose content is `text`.
-    pub fn text(&mut self, role: Role, text: String) -> usize {
+    pub(crate) fn text(&mut self, role: Role, text: String) -> usize {
         self.message(Message {
             role,
             content: Content::Text(text),
@@ -98,7 +98,7 @@ impl TranscriptBuilder {
 
     /// Appends a tool call: to the assistant message of the calls just before it, or to a new
     /// one (`content: null`) when something else came between.
-    pub fn call(&mut self, call: ToolCall) {
+    pub(crate) fn call(&mut self, call: ToolCall) {
         if self.pending_thinking.is_empty() {
             if let Some(open) = self.open_calls.and_then(|at| self.messages.get_mut(at)) {
                 open.tool_calls.push(call);
@@ -116,12 +116,17 @@ impl TranscriptBuilder {
 
     /// Appends the output of the call `call_id` (a tool message); `failed` when the source
     /// marks the call as failed.
-    pub fn output(&mut self, call_id: Option<String>, content: Content, failed: bool) -> usize {
+    pub(crate) fn output(
+        &mut self,
+        call_id: Option<String>,
+        content: Content,
+        failed: bool,
+    ) -> usize {
         self.output_message(call_id, content, Vec::new(), failed)
     }
 
     /// [`TranscriptBuilder::output`] whose content parts dropped fields of the wrong type.
-    pub fn output_message(
+    pub(crate) fn output_message(
         &mut self,
         call_id: Option<String>,
         content: Content,
@@ -139,50 +144,45 @@ impl TranscriptBuilder {
     }
 
     /// Reasoning read before the message it explains.
-    pub fn thinking(&mut self, thinking: Thinking) {
+    pub(crate) fn thinking(&mut self, thinking: Thinking) {
         self.pending_thinking.push(thinking);
     }
 
     /// What the reader dropped or transformed by `rule`: `count` of `what`, holding `bytes`
     /// of text (0 for structure).
-    pub fn note(&mut self, rule: impl Into<RuleRef>, what: &str, count: u64, bytes: usize) {
+    pub(crate) fn note(&mut self, rule: impl Into<RuleRef>, what: &str, count: u64, bytes: usize) {
         self.notes.add(rule, what, count, bytes);
     }
 
     /// Adds each of `notes`, in order.
-    pub fn notes(&mut self, notes: impl IntoIterator<Item = SourceNote>) {
+    pub(crate) fn notes(&mut self, notes: impl IntoIterator<Item = SourceNote>) {
         self.notes.merge(notes);
     }
 
     /// The record's own tool definitions (Chat Completions shape).
-    pub fn tools(&mut self, tools: Vec<Value>) {
+    pub(crate) fn tools(&mut self, tools: Vec<Value>) {
         self.tools = tools;
     }
 
     /// One more of the record's tool definitions.
-    pub fn tool(&mut self, tool: Value) {
+    pub(crate) fn tool(&mut self, tool: Value) {
         self.tools.push(tool);
     }
 
     /// A field of the record that carries nothing we convert (named in the audit).
-    pub fn ignore(&mut self, field: impl Into<String>) {
+    pub(crate) fn ignore(&mut self, field: impl Into<String>) {
         self.ignored.push(field.into());
     }
 
     /// The number of messages so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.messages.len()
-    }
-
-    /// True before the first message.
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
     }
 
     /// The conversation, its messages numbered in order; refused when it has no message.
     /// Reasoning with nothing after it is carried by an empty assistant message, for the
     /// converter's `policy.unpaired_reasoning` to decide.
-    pub fn finish(mut self) -> Result<Transcript, InputError> {
+    pub(crate) fn finish(mut self) -> Result<Transcript, InputError> {
         if !self.pending_thinking.is_empty() {
             self.message(Message {
                 role: Role::Assistant,

@@ -80,7 +80,7 @@ impl SourceFormat {
 /// The Chat Completions reader: each record on its own, through [`extract`], with the tape
 /// fast path ([`extract_fast`]) for the common record. It detects any parsed record: it is
 /// last in detection order, the format of a file no other reader recognises.
-pub struct ChatReader;
+pub(crate) struct ChatReader;
 
 impl FormatReader for ChatReader {
     fn format(&self) -> SourceFormat {
@@ -126,7 +126,7 @@ impl FormatReader for ChatReader {
 /// refusal reads as before; `None` when the parser's careful path must read it (invalid UTF-8
 /// or JSON, lone surrogates, deep nesting): then [`super::parse_record`]. Not for a record
 /// the batch index would join (the reply is joined into the `Value`).
-pub fn extract_fast(bytes: &[u8], rules: &InputRules) -> Option<FastRead> {
+pub(crate) fn extract_fast(bytes: &[u8], rules: &InputRules) -> Option<FastRead> {
     super::parse::with_tape(bytes, |nodes| match read_tape(nodes, rules) {
         Some(mut transcript) => {
             transcript.meta.record_digest = Some(crate::model::identity::tape_digest(nodes));

@@ -31,7 +31,7 @@ use crate::model::transcript::{Content, Message, SourceNote, ToolCall, Transcrip
 use crate::rules::policy::ResentHistory;
 use crate::rules::{Builtin, RoleAliases};
 
-pub struct ChatStreamReader;
+pub(crate) struct ChatStreamReader;
 
 impl SourceFormat {
     /// Streamed Chat Completions logs (chat.completion.chunk SSE events).

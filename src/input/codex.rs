@@ -51,7 +51,7 @@ use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{Content, Message, RecordMeta, Role};
 use crate::rules::{Builtin, DropOrQuarantine, PolicyId, RuleSet};
 
-pub struct CodexReader;
+pub(crate) struct CodexReader;
 
 impl SourceFormat {
     /// Codex CLI rollouts (~/.codex/sessions), every generation.
@@ -63,7 +63,7 @@ impl SourceFormat {
 const FORMAT: SourceFormat = SourceFormat::CODEX;
 
 /// The name a legacy header's `instructions` carry, for the rule files.
-pub const INSTRUCTIONS_NAME: &str = "codex:instructions";
+pub(crate) const INSTRUCTIONS_NAME: &str = "codex:instructions";
 
 impl FormatReader for CodexReader {
     fn format(&self) -> SourceFormat {
@@ -209,7 +209,7 @@ fn dropped(what: impl Into<String>) -> Line {
 }
 
 /// Reads one rollout file.
-pub fn read_rollout(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
+pub(crate) fn read_rollout(records: Vec<InputRecord>, rules: &RuleSet) -> FileRead {
     let mut read = FileRead::default();
     let mut reading = Reading::default();
     let mut lines: Vec<(usize, Option<i64>, Line)> = Vec::with_capacity(records.len());

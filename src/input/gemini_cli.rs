@@ -49,7 +49,7 @@ use crate::model::transcript::{
 };
 use crate::rules::{DropOrQuarantine, PolicyId};
 
-pub struct GeminiCliReader;
+pub(crate) struct GeminiCliReader;
 
 impl SourceFormat {
     /// Gemini CLI sessions (~/.gemini/tmp/*/chats/session-*.json, .jsonl).
@@ -85,7 +85,7 @@ impl FormatReader for GeminiCliReader {
 
 /// A session's header line, or a whole legacy session: a string `sessionId` and a string
 /// `projectHash` (what Gemini CLI itself requires of a session's metadata).
-pub fn is_session_header(value: &Value) -> bool {
+pub(crate) fn is_session_header(value: &Value) -> bool {
     value.get("sessionId").is_some_and(Value::is_string)
         && value.get("projectHash").is_some_and(Value::is_string)
 }
@@ -249,7 +249,7 @@ fn message_record(value: Value) -> Result<Option<MessageRecord>, String> {
 }
 
 /// Reads one session file.
-pub fn read_session(records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
+pub(crate) fn read_session(records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
     let mut read = FileRead::default();
     let mut loaded = Loaded::default();
     let mut taken = Vec::new();

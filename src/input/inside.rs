@@ -26,7 +26,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 /// The largest image read: the OpenAI API's limit for one image input (20 MiB).
-pub const IMAGE_CAP: u64 = 20 << 20;
+pub(crate) const IMAGE_CAP: u64 = 20 << 20;
 
 /// How many symlinks one reference may go through (with `--follow`): Linux's own limit, so a
 /// link swapped again and again cannot keep the walk going.
@@ -70,7 +70,7 @@ impl Refusal {
 }
 
 /// Reads at most `cap` bytes from `reader`: more is [`Refusal::TooLarge`].
-pub fn read_capped(reader: impl Read, cap: u64) -> Result<Vec<u8>, Refusal> {
+pub(crate) fn read_capped(reader: impl Read, cap: u64) -> Result<Vec<u8>, Refusal> {
     let mut bytes = Vec::new();
     reader
         .take(cap.saturating_add(1))

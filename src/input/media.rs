@@ -19,7 +19,7 @@ fn class(mime: Option<&str>, modality: Option<&str>) -> &'static str {
 
 /// Media given inline, base64 `data` of `mime`: an image as a `data:` URL, audio as audio
 /// data, anything else a file part (its size counted, its bytes not kept).
-pub fn inline_part(mime: Option<&str>, modality: Option<&str>, data: String) -> Part {
+pub(crate) fn inline_part(mime: Option<&str>, modality: Option<&str>, data: String) -> Part {
     match class(mime, modality) {
         "image" => Part::Image {
             url: Some(format!(
@@ -45,7 +45,7 @@ pub fn inline_part(mime: Option<&str>, modality: Option<&str>, data: String) -> 
 
 /// Media given by reference: an image by its URL, audio by its URL, anything else a file
 /// part named by it.
-pub fn linked_part(mime: Option<&str>, modality: Option<&str>, uri: String) -> Part {
+pub(crate) fn linked_part(mime: Option<&str>, modality: Option<&str>, uri: String) -> Part {
     match class(mime, modality) {
         "image" => Part::Image {
             url: Some(uri),
@@ -67,7 +67,7 @@ pub fn linked_part(mime: Option<&str>, modality: Option<&str>, uri: String) -> P
 }
 
 /// Media given by a provider's file id.
-pub fn file_part(mime: Option<&str>, modality: Option<&str>, file_id: String) -> Part {
+pub(crate) fn file_part(mime: Option<&str>, modality: Option<&str>, file_id: String) -> Part {
     match class(mime, modality) {
         "image" => Part::Image {
             url: None,
@@ -90,7 +90,7 @@ pub fn file_part(mime: Option<&str>, modality: Option<&str>, file_id: String) ->
 
 /// A message's content of `parts`: a single text as text, nothing as an empty text, anything
 /// else as parts.
-pub fn content(mut parts: Vec<Part>) -> Content {
+pub(crate) fn content(mut parts: Vec<Part>) -> Content {
     match parts.as_slice() {
         [] => Content::Text(String::new()),
         [Part::Text(_)] => match parts.pop() {
@@ -103,7 +103,7 @@ pub fn content(mut parts: Vec<Part>) -> Content {
 
 /// A tool output's content of `parts` without their empty texts: Codex drops an empty text
 /// item from an output array, so writing one would not resume as written.
-pub fn tool_output_content(parts: Vec<Part>) -> Content {
+pub(crate) fn tool_output_content(parts: Vec<Part>) -> Content {
     content(
         parts
             .into_iter()
@@ -114,7 +114,7 @@ pub fn tool_output_content(parts: Vec<Part>) -> Content {
 
 /// A tool message's content without its empty text parts (see [`tool_output_content`]),
 /// still parts; nothing left is an empty text.
-pub fn without_empty_texts(content: Content) -> Content {
+pub(crate) fn without_empty_texts(content: Content) -> Content {
     match content {
         Content::Parts(parts) => {
             let parts: Vec<Part> = parts
@@ -132,7 +132,7 @@ pub fn without_empty_texts(content: Content) -> Content {
 }
 
 /// The JSON type of `value`, as errors and the audit name it.
-pub fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -144,7 +144,7 @@ pub fn json_kind(value: &Value) -> &'static str {
 }
 
 /// A value as text: a string as itself, anything else as its JSON.
-pub fn text_of(value: Value) -> String {
+pub(crate) fn text_of(value: Value) -> String {
     match value {
         Value::String(text) => text,
         other @ (Value::Null

@@ -33,29 +33,29 @@
 //! message read alike from simd-json's tape or a `Value`: the chat fast path), `turns`
 //! (ShareGPT-style turn lists, read alike in ShareGPT and Parquet datasets).
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 pub mod batch;
-pub mod blocks;
-pub mod builder;
+pub(crate) mod blocks;
+pub(crate) mod builder;
 pub mod chain;
-pub mod chat;
-pub mod chat_stream;
+pub(crate) mod chat;
+pub(crate) mod chat_stream;
 pub mod chatgpt;
 pub mod claude_code;
-pub mod codex;
+pub(crate) mod codex;
 pub(crate) mod fields;
 pub mod format;
-pub mod gemini_cli;
-pub mod inside;
-pub mod media;
+pub(crate) mod gemini_cli;
+pub(crate) mod inside;
+pub(crate) mod media;
 pub(crate) mod messages;
 pub(crate) mod meta;
-pub mod otel;
-pub mod parquet;
-pub mod parse;
-pub mod responses;
-pub mod sharegpt;
-pub mod sse;
+pub(crate) mod otel;
+pub(crate) mod parquet;
+pub(crate) mod parse;
+pub(crate) mod responses;
+pub(crate) mod sharegpt;
+pub(crate) mod sse;
 pub(crate) mod tree;
 pub(crate) mod turns;
 

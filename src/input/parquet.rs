@@ -36,7 +36,7 @@ use crate::model::transcript::{Content, DroppedField, Message, Part, Role, ToolC
 use crate::rules::{InputRules, PathExpr};
 use crate::source::parquet::MAGIC;
 
-pub struct ParquetReader;
+pub(crate) struct ParquetReader;
 
 impl SourceFormat {
     /// Parquet chat datasets: a row's `conversation_id`/`conversation_hash` names it anywhere.
@@ -141,7 +141,10 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// One row as a conversation.
-pub fn read_row(mut row: Value, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
+pub(crate) fn read_row(
+    mut row: Value,
+    context: &ReadContext<'_>,
+) -> Result<Transcript, InputError> {
     if !row.is_object() {
         return Err(not_format(format!(
             "a row is a JSON {}, not an object",

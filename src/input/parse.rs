@@ -12,7 +12,7 @@ use crate::model::json::is_raw_value_key;
 pub(crate) use crate::model::tape::span;
 /// serde_json's nesting limit (arrays and objects), which Codex shares: a deeper record is
 /// refused by serde_json with a clear error instead of being parsed.
-pub use crate::model::tape::MAX_DEPTH;
+pub(crate) use crate::model::tape::MAX_DEPTH;
 
 /// Parses one record. `repair` allows U+FFFD repairs; without it, invalid Unicode is an error.
 /// Returns the value and the number of repairs made. `bytes` is left unchanged.
@@ -158,7 +158,7 @@ fn parse_carefully(bytes: &[u8], repair: bool) -> Result<(Value, usize), InputEr
 
 /// True when arrays and objects in `bytes` (JSON text) nest deeper than `limit`, brackets
 /// inside strings not counted. Malformed text may get either answer; the parser then fails.
-pub fn nests_deeper_than(bytes: &[u8], limit: usize) -> bool {
+pub(crate) fn nests_deeper_than(bytes: &[u8], limit: usize) -> bool {
     // Most records have too few brackets to reach the limit: a count decides. memchr2 finds
     // them with SIMD and the count stops at the (limit+1)-th: this runs on every record and
     // every validated line (samples/BENCHMARKS.md).
@@ -220,7 +220,7 @@ fn prepare(bytes: &[u8], repair: bool) -> Result<(Vec<u8>, usize), InputError> {
 /// It searches for `\u` (rare) rather than stepping from backslash to backslash (one per
 /// escaped newline or quote in a transcript's text, many in agent transcripts). A `\u` is an escape when the run of backslashes it ends is odd, which is
 /// where stepping escape by escape lands: the same repairs as [`repair_stepping`].
-pub fn repair_lone_surrogates(bytes: &mut [u8]) -> usize {
+pub(crate) fn repair_lone_surrogates(bytes: &mut [u8]) -> usize {
     static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
         std::sync::OnceLock::new();
     let finder = FINDER.get_or_init(|| memchr::memmem::Finder::new(b"\\u"));

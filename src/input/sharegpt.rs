@@ -42,7 +42,7 @@ use crate::rules::policy::MissingImage;
 use crate::rules::template::fill;
 use crate::rules::{Builtin, PolicyId, ShareGptTags};
 
-pub struct ShareGptReader;
+pub(crate) struct ShareGptReader;
 
 impl SourceFormat {
     /// ShareGPT-style datasets (conversations/from/value, LLaMA-Factory variants).
@@ -166,7 +166,7 @@ struct TypedPart {
 }
 
 /// One row as a transcript.
-pub fn read_row(value: Value, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
+pub(crate) fn read_row(value: Value, context: &ReadContext<'_>) -> Result<Transcript, InputError> {
     let rules = &context.rules.input;
     let tags = &rules.sharegpt;
     let classic = is_classic(&value, tags);

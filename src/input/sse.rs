@@ -15,7 +15,7 @@ use crate::rules::Builtin;
 
 /// What one raw SSE line is.
 #[derive(Debug, PartialEq)]
-pub enum Line {
+pub(crate) enum Line {
     /// A `data:` line's JSON.
     Data(Value),
     /// `data: [DONE]`: the end of a stream.
@@ -30,7 +30,7 @@ pub enum Line {
 }
 
 /// Reads one raw line.
-pub fn line(text: &str) -> Line {
+pub(crate) fn line(text: &str) -> Line {
     let text = text.trim();
     if text.is_empty() || text.starts_with(':') {
         return Line::Filler;
@@ -53,37 +53,29 @@ pub fn line(text: &str) -> Line {
     }
 }
 
-/// The JSON data of a raw `data:` line; `None` for any other line and for unreadable data.
-pub fn line_data(text: &str) -> Option<Value> {
-    match line(text) {
-        Line::Data(value) => Some(value),
-        Line::Done | Line::Filler | Line::Unreadable(_) | Line::Other => None,
-    }
-}
-
 /// Data lines dropped because their JSON could not be read.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Unreadable {
+pub(crate) struct Unreadable {
     pub count: u64,
     pub bytes: usize,
 }
 
 impl Unreadable {
     /// Counts a line's reading: unreadable data is one more.
-    pub fn count(&mut self, line: &Line) {
+    pub(crate) fn count(&mut self, line: &Line) {
         if let Line::Unreadable(bytes) = line {
             self.count += 1;
             self.bytes += bytes;
         }
     }
 
-    pub fn add(&mut self, other: Unreadable) {
+    pub(crate) fn add(&mut self, other: Unreadable) {
         self.count += other.count;
         self.bytes += other.bytes;
     }
 
     /// The note saying what was dropped, when anything was.
-    pub fn note(self) -> Option<SourceNote> {
+    pub(crate) fn note(self) -> Option<SourceNote> {
         (self.count > 0).then(|| SourceNote {
             rule: Builtin::UnreadableEvent.into(),
             what: "SSE data that is not JSON dropped".into(),
@@ -95,13 +87,13 @@ impl Unreadable {
 
 /// A logged event list (`response.sse_events`, or `response.events`): each event's data, in
 /// order, `[DONE]` and fillers left out, unreadable data counted.
-pub struct Events {
+pub(crate) struct Events {
     pub data: Vec<Value>,
     pub unreadable: Unreadable,
 }
 
 /// The events logged with `record`'s response, or `None` when it has no event list.
-pub fn events(record: &Value) -> Option<Events> {
+pub(crate) fn events(record: &Value) -> Option<Events> {
     let response = record.get("response")?;
     let list = response
         .get("sse_events")
@@ -122,7 +114,7 @@ pub fn events(record: &Value) -> Option<Events> {
 }
 
 /// The data of one logged event, `None` when it has none to give.
-pub fn data(event: &Value) -> Option<Value> {
+pub(crate) fn data(event: &Value) -> Option<Value> {
     match event_line(event) {
         Line::Data(value) => Some(value),
         Line::Done | Line::Filler | Line::Unreadable(_) | Line::Other => None,

@@ -23,7 +23,7 @@ const CHUNK: usize = 4096;
 
 /// Digests and their values, in the order they came.
 #[derive(Debug)]
-pub struct DigestTable<V> {
+pub(crate) struct DigestTable<V> {
     /// Each entry's place in `chunks`.
     places: HashTable<u32>,
     chunks: Vec<Vec<(u128, V)>>,
@@ -59,7 +59,7 @@ impl<V> DigestTable<V> {
     }
 
     /// The value of `key`, if it was inserted.
-    pub fn get(&self, key: u128) -> Option<&V> {
+    pub(crate) fn get(&self, key: u128) -> Option<&V> {
         match self
             .places
             .find(hash(key), |&place| self.at(place).0 == key)
@@ -71,7 +71,7 @@ impl<V> DigestTable<V> {
 
     /// The value of `key`, if it was inserted; otherwise inserts `value` for it and returns
     /// `None`.
-    pub fn get_or_insert(&mut self, key: u128, value: V) -> Option<&V> {
+    pub(crate) fn get_or_insert(&mut self, key: u128, value: V) -> Option<&V> {
         if self.get(key).is_some() {
             return self.get(key);
         }
@@ -97,13 +97,10 @@ impl<V> DigestTable<V> {
         None
     }
 
+    #[cfg(test)]
     /// How many keys it holds.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len + self.overflow.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

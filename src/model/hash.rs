@@ -6,31 +6,31 @@
 
 /// xxh3-128 of `bytes`.
 #[inline]
-pub fn xxh3_128(bytes: &[u8]) -> u128 {
+pub(crate) fn xxh3_128(bytes: &[u8]) -> u128 {
     twox_hash::XxHash3_128::oneshot(bytes)
 }
 
 /// xxh3-64 of `bytes`.
 #[inline]
-pub fn xxh3_64(bytes: &[u8]) -> u64 {
+pub(crate) fn xxh3_64(bytes: &[u8]) -> u64 {
     twox_hash::XxHash3_64::oneshot(bytes)
 }
 
 /// xxh3-128 of bytes given in pieces (a file read in blocks).
 #[derive(Clone, Default)]
-pub struct Xxh3(twox_hash::XxHash3_128);
+pub(crate) struct Xxh3(twox_hash::XxHash3_128);
 
 impl Xxh3 {
-    pub fn new() -> Xxh3 {
+    pub(crate) fn new() -> Xxh3 {
         Xxh3(twox_hash::XxHash3_128::new())
     }
 
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         self.0.write(bytes);
     }
 
     /// The digest of every piece so far.
-    pub fn digest128(&self) -> u128 {
+    pub(crate) fn digest128(&self) -> u128 {
         self.0.finish_128()
     }
 }

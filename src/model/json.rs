@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Appends `text` as a JSON string literal, quotes included, exactly as serde_json writes it.
-pub fn escape_into(out: &mut Vec<u8>, text: &str) {
+pub(crate) fn escape_into(out: &mut Vec<u8>, text: &str) {
     out.reserve(text.len() + 2);
     out.push(b'"');
     escape_walk(text, out);
@@ -29,7 +29,7 @@ pub fn escape_into(out: &mut Vec<u8>, text: &str) {
 }
 
 /// `n` in decimal, as serde_json writes an unsigned integer.
-pub fn decimal_into(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn decimal_into(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -178,7 +178,7 @@ pub(crate) fn escape_mask(word: u64) -> u64 {
 
 /// True when serde_json's `Value` reader reads an object whose first key is `key` as a raw
 /// value (see the module docs).
-pub fn is_raw_value_key(key: &str) -> bool {
+pub(crate) fn is_raw_value_key(key: &str) -> bool {
     raw_value_key() == Some(key)
 }
 
@@ -186,7 +186,7 @@ pub fn is_raw_value_key(key: &str) -> bool {
 /// deserialises through, asked of its public `Deserialize` once, and kept only if
 /// `serde_json::from_str::<Value>` does read an object with that key as something else than
 /// an object. `None` when no such key is found (then no key is special).
-pub fn raw_value_key() -> Option<&'static str> {
+pub(crate) fn raw_value_key() -> Option<&'static str> {
     static KEY: OnceLock<Option<&'static str>> = OnceLock::new();
     *KEY.get_or_init(|| {
         let mut name = None;

@@ -38,22 +38,22 @@
 //! - [`version`]: versions of one conversation (its source's time, message count, digest of
 //!   its messages), and how one stands to another.
 
-pub mod conversation;
-pub mod digests;
-pub mod hash;
+pub(crate) mod conversation;
+pub(crate) mod digests;
+pub(crate) mod hash;
 pub mod identity;
-pub mod invariant;
-pub mod json;
-pub mod location;
-pub mod quarantine;
+pub(crate) mod invariant;
+pub(crate) mod json;
+pub(crate) mod location;
+pub(crate) mod quarantine;
 pub mod responses;
-pub mod rollout;
-pub mod rule;
-pub mod scan;
-pub mod source_format;
-pub mod tape;
+pub(crate) mod rollout;
+pub(crate) mod rule;
+pub(crate) mod scan;
+pub(crate) mod source_format;
+pub(crate) mod tape;
 pub mod time;
 pub mod transcript;
-pub mod version;
+pub(crate) mod version;
 
 pub use location::{Located, Location};

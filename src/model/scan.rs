@@ -24,7 +24,7 @@ use super::json;
 use super::tape::MAX_DEPTH;
 
 /// Arrays and objects serde_json reads nested (`serde_json::from_slice` refuses one more).
-pub const SERDE_JSON_LEVELS: usize = MAX_DEPTH - 1;
+pub(crate) const SERDE_JSON_LEVELS: usize = MAX_DEPTH - 1;
 
 /// A cursor in a JSON text. Each reading method reads one thing at the cursor and moves past
 /// it; `None` when the text is not what it reads (then the cursor is anywhere).
@@ -357,7 +357,7 @@ impl<'a> Scanner<'a> {
 /// One value of an outline, in the order the text holds them (an object's keys are parts too,
 /// each before its value), as simd-json's tape orders its nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     /// `len` members; `count` parts inside it (keys and values, nested ones included).
     Object { len: usize, count: usize },
     /// `len` elements; `count` parts inside it.
@@ -378,7 +378,7 @@ pub enum Part {
 /// and objects nest deeper than `levels`, an object has a key with escapes (its text is not
 /// its bytes) or a first key serde_json's `Value` reader takes for a raw value
 /// ([`json::is_raw_value_key`]). Linear in the text; memory is one part per value and key.
-pub fn outline(text: &str, levels: usize, parts: &mut Vec<Part>) -> Option<()> {
+pub(crate) fn outline(text: &str, levels: usize, parts: &mut Vec<Part>) -> Option<()> {
     parts.clear();
     let mut s = Scanner::new(text);
     s.part(0, levels.min(MAX_DEPTH), parts)?;
@@ -455,7 +455,7 @@ impl Scanner<'_> {
 
 /// A value in an [`outline`]: the text, its parts and the value's index.
 #[derive(Clone, Copy)]
-pub struct OutlineNode<'a> {
+pub(crate) struct OutlineNode<'a> {
     text: &'a str,
     parts: &'a [Part],
     at: usize,
@@ -463,11 +463,11 @@ pub struct OutlineNode<'a> {
 
 impl<'a> OutlineNode<'a> {
     /// The outline's root value (`parts` as [`outline`] filled them from `text`).
-    pub fn root(text: &'a str, parts: &'a [Part]) -> OutlineNode<'a> {
+    pub(crate) fn root(text: &'a str, parts: &'a [Part]) -> OutlineNode<'a> {
         OutlineNode { text, parts, at: 0 }
     }
 
-    pub fn part(self) -> Option<Part> {
+    pub(crate) fn part(self) -> Option<Part> {
         self.parts.get(self.at).copied()
     }
 
@@ -480,7 +480,7 @@ impl<'a> OutlineNode<'a> {
     }
 
     /// A string's bytes between its quotes (its text when it holds no escapes).
-    pub fn raw_str(self) -> Option<&'a str> {
+    pub(crate) fn raw_str(self) -> Option<&'a str> {
         match self.part()? {
             Part::String { start, end, .. } => self.text.get(start..end),
             Part::Object { .. } | Part::Array { .. } | Part::Scalar => None,
@@ -488,7 +488,7 @@ impl<'a> OutlineNode<'a> {
     }
 
     /// The value at `key` of this object: the last one, as a `Value` keeps it.
-    pub fn get(self, key: &str) -> Option<OutlineNode<'a>> {
+    pub(crate) fn get(self, key: &str) -> Option<OutlineNode<'a>> {
         let Part::Object { len, .. } = self.part()? else {
             return None;
         };
@@ -510,7 +510,7 @@ impl<'a> OutlineNode<'a> {
     }
 
     /// The elements of this array; `None` when it is not one.
-    pub fn items(self) -> Option<OutlineItems<'a>> {
+    pub(crate) fn items(self) -> Option<OutlineItems<'a>> {
         let Part::Array { len, .. } = self.part()? else {
             return None;
         };
@@ -527,7 +527,7 @@ impl<'a> OutlineNode<'a> {
 /// The elements of an array of an outline, in order ([`OutlineNode::items`]): a type of its
 /// own, so that a reader generic over documents can name it (and need not collect a list).
 #[derive(Clone, Copy)]
-pub struct OutlineItems<'a> {
+pub(crate) struct OutlineItems<'a> {
     next: OutlineNode<'a>,
     left: usize,
 }

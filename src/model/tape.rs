@@ -15,7 +15,7 @@ use simd_json::Node;
 use super::json::is_raw_value_key;
 
 /// serde_json's nesting limit (arrays and objects), which Codex shares.
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Per-thread parse buffers, reused from record to record: memory is bound by the largest
 /// record a thread has parsed (and given back past [`Scratch::KEEP`]).
@@ -58,7 +58,7 @@ thread_local! {
 /// the repairs and the tape (`None` when the copy is not JSON). `read` must not call this
 /// again: the scratch is in use until it returns (a nested call would find it borrowed, and
 /// gets `None` for the tape).
-pub fn with_scratch<R>(
+pub(crate) fn with_scratch<R>(
     bytes: &[u8],
     prepare: impl FnOnce(&mut [u8]) -> usize,
     read: impl FnOnce(usize, Option<&[Node<'_>]>) -> R,
@@ -89,7 +89,7 @@ pub fn with_scratch<R>(
 
 /// How many tape nodes the value at `nodes[at]` spans, itself included (an object's keys are
 /// nodes of the tape too).
-pub fn span(nodes: &[Node<'_>], at: usize) -> usize {
+pub(crate) fn span(nodes: &[Node<'_>], at: usize) -> usize {
     match nodes.get(at) {
         Some(Node::Array { count, .. } | Node::Object { count, .. }) => count + 1,
         _ => 1,
@@ -99,7 +99,7 @@ pub fn span(nodes: &[Node<'_>], at: usize) -> usize {
 /// True when the tape holds nothing the input's `Value` reader treats apart: arrays and
 /// objects nested at most [`MAX_DEPTH`] deep, no object whose first key is serde_json's
 /// raw-value name.
-pub fn is_plain(nodes: &[Node<'_>]) -> bool {
+pub(crate) fn is_plain(nodes: &[Node<'_>]) -> bool {
     nests_within(nodes, MAX_DEPTH)
 }
 
@@ -132,7 +132,7 @@ fn nests_within(nodes: &[Node<'_>], levels: usize) -> bool {
 }
 
 /// A list index as a path names it: from the start, or from the end when negative.
-pub fn resolve(index: i64, len: usize) -> Option<usize> {
+pub(crate) fn resolve(index: i64, len: usize) -> Option<usize> {
     if index >= 0 {
         usize::try_from(index).ok()
     } else {
@@ -142,62 +142,63 @@ pub fn resolve(index: i64, len: usize) -> Option<usize> {
 
 /// A value in a simd-json tape: the tape and the value's node.
 #[derive(Clone, Copy)]
-pub struct TapeNode<'t> {
+pub(crate) struct TapeNode<'t> {
     nodes: &'t [Node<'t>],
     at: usize,
 }
 
 impl<'t> TapeNode<'t> {
-    pub fn new(nodes: &'t [Node<'t>], at: usize) -> TapeNode<'t> {
+    pub(crate) fn new(nodes: &'t [Node<'t>], at: usize) -> TapeNode<'t> {
         TapeNode { nodes, at }
     }
 
+    #[cfg(test)]
     /// The root value of a tape.
-    pub fn root(nodes: &'t [Node<'t>]) -> TapeNode<'t> {
+    pub(crate) fn root(nodes: &'t [Node<'t>]) -> TapeNode<'t> {
         TapeNode { nodes, at: 0 }
     }
 
-    pub fn at(&self) -> usize {
+    pub(crate) fn at(&self) -> usize {
         self.at
     }
 
     /// The whole tape this node is in.
-    pub fn nodes(&self) -> &'t [Node<'t>] {
+    pub(crate) fn nodes(&self) -> &'t [Node<'t>] {
         self.nodes
     }
 
-    pub fn node(&self) -> Option<Node<'t>> {
+    pub(crate) fn node(&self) -> Option<Node<'t>> {
         self.nodes.get(self.at).copied()
     }
 
-    pub fn is_string(&self) -> bool {
+    pub(crate) fn is_string(&self) -> bool {
         matches!(self.node(), Some(Node::String(_)))
     }
 
     /// The string, when this is one.
-    pub fn as_str(&self) -> Option<&'t str> {
+    pub(crate) fn as_str(&self) -> Option<&'t str> {
         match self.node()? {
             Node::String(s) => Some(s),
             Node::Object { .. } | Node::Array { .. } | Node::Static(_) => None,
         }
     }
 
-    pub fn is_object(&self) -> bool {
+    pub(crate) fn is_object(&self) -> bool {
         matches!(self.node(), Some(Node::Object { .. }))
     }
 
-    pub fn is_list(&self) -> bool {
+    pub(crate) fn is_list(&self) -> bool {
         matches!(self.node(), Some(Node::Array { .. }))
     }
 
     /// The value at `key` of this object (the last one, as a `Value` keeps it).
-    pub fn get(self, key: &str) -> Option<TapeNode<'t>> {
+    pub(crate) fn get(self, key: &str) -> Option<TapeNode<'t>> {
         self.object()?.find(key)
     }
 
     /// The value at `key` of this object, found by one walk of its keys (no key bits made:
     /// for a reader that asks an object once or twice).
-    pub fn lookup(self, key: &str) -> Option<TapeNode<'t>> {
+    pub(crate) fn lookup(self, key: &str) -> Option<TapeNode<'t>> {
         let Some(Node::Object { len, .. }) = self.node() else {
             return None;
         };
@@ -217,7 +218,7 @@ impl<'t> TapeNode<'t> {
     }
 
     /// Element `index` of this array (a negative index counts from the end).
-    pub fn index(self, index: i64) -> Option<TapeNode<'t>> {
+    pub(crate) fn index(self, index: i64) -> Option<TapeNode<'t>> {
         let Some(Node::Array { len, .. }) = self.node() else {
             return None;
         };
@@ -228,7 +229,7 @@ impl<'t> TapeNode<'t> {
     /// Each key of this object with its value, in the record's order (a key given twice comes
     /// twice), walked once and without the key bits a [`TapeObject`] makes; `None` when this
     /// is not an object.
-    pub fn entries(self) -> Option<impl Iterator<Item = (&'t str, TapeNode<'t>)>> {
+    pub(crate) fn entries(self) -> Option<impl Iterator<Item = (&'t str, TapeNode<'t>)>> {
         match self.node()? {
             Node::Object { len, .. } => Some(entries(self.nodes, self.at, len)),
             Node::String(_) | Node::Array { .. } | Node::Static(_) => None,
@@ -236,7 +237,7 @@ impl<'t> TapeNode<'t> {
     }
 
     /// This value as an object, when it is one.
-    pub fn object(self) -> Option<TapeObject<'t>> {
+    pub(crate) fn object(self) -> Option<TapeObject<'t>> {
         match self.node()? {
             Node::Object { len, .. } => Some(TapeObject::new(self.nodes, self.at, len)),
             Node::String(_) | Node::Array { .. } | Node::Static(_) => None,
@@ -244,7 +245,7 @@ impl<'t> TapeNode<'t> {
     }
 
     /// The elements of this array (none if it is not one).
-    pub fn items(self) -> TapeItems<'t> {
+    pub(crate) fn items(self) -> TapeItems<'t> {
         let left = match self.node() {
             Some(Node::Array { len, .. }) => len,
             _ => 0,
@@ -260,7 +261,7 @@ impl<'t> TapeNode<'t> {
 /// The elements of an array of a tape, in order ([`TapeNode::items`]): walked, never
 /// collected, and cheap to walk again (a copy is a position in the tape).
 #[derive(Clone, Copy)]
-pub struct TapeItems<'t> {
+pub(crate) struct TapeItems<'t> {
     nodes: &'t [Node<'t>],
     /// The next element's node.
     at: usize,
@@ -289,7 +290,7 @@ impl ExactSizeIterator for TapeItems<'_> {}
 
 /// An object in a simd-json tape. Reading a value leaves the tape as it is: a key read twice
 /// reads the same value.
-pub struct TapeObject<'t> {
+pub(crate) struct TapeObject<'t> {
     nodes: &'t [Node<'t>],
     at: usize,
     len: usize,
@@ -329,7 +330,7 @@ fn key_bit(key: &str) -> u64 {
 }
 
 impl<'t> TapeObject<'t> {
-    pub fn new(nodes: &'t [Node<'t>], at: usize, len: usize) -> TapeObject<'t> {
+    pub(crate) fn new(nodes: &'t [Node<'t>], at: usize, len: usize) -> TapeObject<'t> {
         let mut object = TapeObject {
             nodes,
             at,
@@ -341,14 +342,14 @@ impl<'t> TapeObject<'t> {
     }
 
     /// Each key with its value, in the record's order.
-    pub fn entries(&self) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&'t str, TapeNode<'t>)> {
         entries(self.nodes, self.at, self.len)
     }
 
     /// The value of `key` (the last one, as a `Value` keeps it). Inlined: for a key the caller
     /// names, the bit test folds to a constant mask.
     #[inline(always)]
-    pub fn find(&self, key: &str) -> Option<TapeNode<'t>> {
+    pub(crate) fn find(&self, key: &str) -> Option<TapeNode<'t>> {
         if self.keys & key_bit(key) == 0 {
             return None;
         }
@@ -362,7 +363,7 @@ impl<'t> TapeObject<'t> {
             .map(|(_, v)| v)
     }
 
-    pub fn contains(&self, key: &str) -> bool {
+    pub(crate) fn contains(&self, key: &str) -> bool {
         self.keys & key_bit(key) != 0 && self.entries().any(|(k, _)| k == key)
     }
 }

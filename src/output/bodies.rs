@@ -105,7 +105,7 @@ enum Sink {
 }
 
 /// One output file being written.
-pub struct BodyFile {
+pub(crate) struct BodyFile {
     relative: PathBuf,
     target: PathBuf,
     temp: PathBuf,
@@ -114,7 +114,11 @@ pub struct BodyFile {
 
 impl BodyFile {
     /// Starts `relative` (under the home) as a temporary file beside it.
-    pub fn create(home: &Home, relative: &Path, compress: bool) -> Result<BodyFile, OutputError> {
+    pub(crate) fn create(
+        home: &Home,
+        relative: &Path,
+        compress: bool,
+    ) -> Result<BodyFile, OutputError> {
         let target = home.root.join(relative);
         let dir = target.parent().unwrap_or(&home.root).to_path_buf();
         private_dir_all(&dir)?;
@@ -143,12 +147,12 @@ impl BodyFile {
         })
     }
 
-    pub fn relative(&self) -> &Path {
+    pub(crate) fn relative(&self) -> &Path {
         &self.relative
     }
 
     /// Appends one body line.
-    pub fn append(&mut self, line: &[u8]) -> Result<(), OutputError> {
+    pub(crate) fn append(&mut self, line: &[u8]) -> Result<(), OutputError> {
         let written = match &mut self.sink {
             Some(Sink::Plain(out)) => out.write_all(line),
             Some(Sink::Zstd(out)) => out.write_all(line),
@@ -159,7 +163,11 @@ impl BodyFile {
 
     /// Finishes the file and puts it in place (unless the guard keeps a changed one); returns
     /// what happened and the digest of the bytes on disk.
-    pub fn finish(mut self, home: &Home, guard: &Guard) -> Result<(Placed, String), OutputError> {
+    pub(crate) fn finish(
+        mut self,
+        home: &Home,
+        guard: &Guard,
+    ) -> Result<(Placed, String), OutputError> {
         let target = self.target.clone();
         let hashing = match self.sink.take() {
             Some(Sink::Plain(out)) => out,

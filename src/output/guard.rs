@@ -35,7 +35,7 @@ use super::manifest::digest;
 use super::OutputError;
 
 /// Where Codex moves the sessions a user archives, beside `sessions/`.
-pub const ARCHIVED_DIR: &str = "archived_sessions";
+pub(crate) const ARCHIVED_DIR: &str = "archived_sessions";
 
 /// What happened (or, in a dry run, would happen) to one rollout path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -358,7 +358,7 @@ fn withheld(home: &Home, relative: &Path) -> Withheld {
 }
 
 /// The manifest's key for a relative path (`/` separators).
-pub fn key(relative: &Path) -> String {
+pub(crate) fn key(relative: &Path) -> String {
     relative
         .components()
         .map(|c| c.as_os_str().to_string_lossy())

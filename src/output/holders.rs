@@ -21,13 +21,13 @@ type Table = HashMap<(u64, u64), u32>;
 
 /// The files other processes hold open, and when the table was made.
 #[derive(Debug, Default)]
-pub struct Holders {
+pub(crate) struct Holders {
     table: Mutex<Option<(Instant, Table)>>,
 }
 
 /// A process that holds a file open.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     pub pid: u32,
     /// Its command name (`/proc/PID/comm`), when it can be read.
     pub command: String,
@@ -45,7 +45,7 @@ impl std::fmt::Display for Holder {
 
 impl Holders {
     /// A process other than this one that holds the file `(dev, ino)` open.
-    pub fn of(&self, dev: u64, ino: u64) -> Option<Holder> {
+    pub(crate) fn of(&self, dev: u64, ino: u64) -> Option<Holder> {
         let mut guard = self.table.lock().ok()?;
         let stale = guard
             .as_ref()

@@ -25,24 +25,24 @@ use super::OutputError;
 use crate::model::responses::RESPONSES_DIR;
 
 /// Folder of rollover's own files inside the home.
-pub const STATE_DIR: &str = "rollover";
+pub(crate) const STATE_DIR: &str = "rollover";
 /// One folder per run inside it, numbered `0001`, `0002`...
-pub const RUNS_DIR: &str = "runs";
+pub(crate) const RUNS_DIR: &str = "runs";
 /// A symlink to the last run's folder.
-pub const LATEST: &str = "latest";
+pub(crate) const LATEST: &str = "latest";
 /// A symlink to the last dry run's folder, in a home that holds a real run (whose `latest`
 /// a dry run leaves alone).
-pub const LATEST_PLAN: &str = "latest-plan";
+pub(crate) const LATEST_PLAN: &str = "latest-plan";
 /// Where `--force` keeps a copy of each session it replaced, in a folder per run.
-pub const REPLACED_DIR: &str = "replaced";
+pub(crate) const REPLACED_DIR: &str = "replaced";
 /// Where `--prune` moves each session it removes, in a folder per run.
-pub const PRUNED_DIR: &str = "pruned";
+pub(crate) const PRUNED_DIR: &str = "pruned";
 /// What a killed run quarantined, kept in the folder of the run that takes its number.
-pub const KILLED_QUARANTINE: &str = "quarantine.killed-run.jsonl";
+pub(crate) const KILLED_QUARANTINE: &str = "quarantine.killed-run.jsonl";
 /// Marks a temporary file: `.rollout-….jsonl.tmp<pid>` (`.tmp0002-of-0004.<pid>` for a shard).
 pub(crate) const TEMP_MARK: &str = ".tmp";
 /// The shards' state folders, inside `rollover/`.
-pub const SHARDS_DIR: &str = "shards";
+pub(crate) const SHARDS_DIR: &str = "shards";
 
 #[derive(Debug, Clone)]
 pub struct Home {
@@ -61,12 +61,6 @@ pub struct Home {
     pid: u32,
     /// The state folder, opened once from the root one name at a time ([`Dir`]).
     state: Arc<OnceLock<Dir>>,
-}
-
-/// A state folder found in `runs/` that is not a run's: named as one but a file or a link.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StrayRun {
-    pub name: String,
 }
 
 /// What [`Home::start_run`] found and did.

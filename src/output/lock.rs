@@ -21,11 +21,11 @@ use super::dir::Dir;
 use super::home::{write_error, Home};
 use super::OutputError;
 
-pub const LOCK: &str = "lock";
+pub(crate) const LOCK: &str = "lock";
 /// How often a waiting run tries the lock again. std has no timed `flock`, and a blocking one
 /// cut short by an alarm signal would race the run's own signal handlers: polling costs a
 /// system call every 50 ms, and the wait ends within that of the holder's end.
-pub const POLL: Duration = Duration::from_millis(50);
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 /// The held lock; released when dropped (or when the process ends).
 #[derive(Debug)]
@@ -107,17 +107,6 @@ impl RunLock {
             wait.as_secs_f64()
         )
     }
-}
-
-/// Whether a run holds the lock of `home` now, asked without taking it (`status`); with the
-/// pid its lock file names.
-pub fn holder_of(home: &Home) -> Option<u32> {
-    let folder = home.existing_state().ok().flatten()?;
-    if !folder.locked_by_other() {
-        return None;
-    }
-    let mut file = folder.open_read(LOCK).ok().flatten()?;
-    Some(holder(&mut file).unwrap_or(0))
 }
 
 /// The pid the lock file holds (its holder's, or the last holder's when it died), if any.

@@ -36,30 +36,30 @@ use serde::Serialize;
 
 use super::dir::Dir;
 use super::home::{write_error, Home};
-pub use super::rollouts::Rollouts;
+pub(crate) use super::rollouts::Rollouts;
 use super::OutputError;
 
 mod digest;
 mod entries;
 mod listers;
 
-pub use digest::{digest, file_digest, file_digest_unless};
-pub use entries::{
+pub(crate) use digest::{digest, file_digest, file_digest_unless};
+pub(crate) use entries::{
     FileEntry, Finding, Findings, Orphan, PrunePlan, RolloutEntry, SessionRecord, Version,
 };
 use entries::{Forgotten, Header, Line, PruneDone, Pruned, Pruning};
 use listers::Listers;
 
-pub const MANIFEST: &str = "manifest";
-pub const JOURNAL: &str = "manifest.journal";
+pub(crate) const MANIFEST: &str = "manifest";
+pub(crate) const JOURNAL: &str = "manifest.journal";
 /// The manifest before the last one saved: what to go back to when the manifest is corrupt.
-pub const PREV: &str = "manifest.prev";
+pub(crate) const PREV: &str = "manifest.prev";
 /// The scheme of the manifest and of session ids: 3 identifies a record without an id of its
 /// own by its JSON value; 2 did by its bytes (still read: [`FileEntry::legacy_ids`]).
-pub const SCHEME: u32 = 3;
+pub(crate) const SCHEME: u32 = 3;
 const LEGACY_SCHEME: u32 = 2;
 /// At most this many findings of one file are listed in its entry (all are counted).
-pub const FINDINGS_LISTED: usize = 200;
+pub(crate) const FINDINGS_LISTED: usize = 200;
 
 /// The manifest of a home, as loaded.
 #[derive(Debug, Default)]
@@ -548,7 +548,7 @@ fn is_first_scheme_entry(line: &[u8]) -> bool {
 }
 
 /// The session id of a path rollover names (`…/rollout-TIME-UUID.jsonl`).
-pub fn session_id_of(path: &str) -> Option<&str> {
+pub(crate) fn session_id_of(path: &str) -> Option<&str> {
     let name = path.rsplit('/').next()?;
     let stem = name.strip_suffix(".jsonl")?;
     let id = stem.get(stem.len().checked_sub(36)?..)?;

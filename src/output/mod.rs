@@ -14,19 +14,19 @@
 /// stage.
 pub const LINE_BUFFER: usize = 256 << 10;
 
-pub mod bodies;
-pub mod dir;
-pub mod failpoint;
-pub mod guard;
-pub mod holders;
-pub mod home;
-pub mod lock;
-pub mod manifest;
-pub mod quarantine;
-pub mod results_seen;
-pub mod rollouts;
-pub mod session_index;
-pub mod sink;
+pub(crate) mod bodies;
+pub(crate) mod dir;
+pub(crate) mod failpoint;
+pub(crate) mod guard;
+pub(crate) mod holders;
+pub(crate) mod home;
+pub(crate) mod lock;
+pub(crate) mod manifest;
+pub(crate) mod quarantine;
+pub(crate) mod results_seen;
+pub(crate) mod rollouts;
+pub(crate) mod session_index;
+pub(crate) mod sink;
 
 pub use guard::{Guard, Placed, Placement, Removal};
 pub use home::Home;

@@ -6,8 +6,8 @@
 use base64::Engine;
 use serde::Serialize;
 
+pub(crate) use crate::model::quarantine::QuarantineClass;
 use crate::model::quarantine::QuarantineReason;
-pub use crate::model::quarantine::{QuarantineClass, Stage};
 use crate::model::Located;
 
 #[derive(Debug, Clone, Serialize)]

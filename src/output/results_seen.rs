@@ -19,11 +19,11 @@ use super::home::{write_error, Home};
 use super::manifest::file_digest;
 use super::OutputError;
 
-pub const RESULTS_SEEN: &str = "batch-results";
+pub(crate) const RESULTS_SEEN: &str = "batch-results";
 
 /// A results file as a shard saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeenFile {
+pub(crate) struct SeenFile {
     pub key: String,
     pub size: u64,
     /// Modification time, nanoseconds since the Unix epoch.
@@ -34,13 +34,13 @@ pub struct SeenFile {
 
 /// The results files seen by the last run, and those this run sees.
 #[derive(Debug, Default)]
-pub struct ResultsSeen {
+pub(crate) struct ResultsSeen {
     before: BTreeMap<String, SeenFile>,
     now: BTreeMap<String, SeenFile>,
 }
 
 impl ResultsSeen {
-    pub fn load(home: &Home) -> Result<ResultsSeen, OutputError> {
+    pub(crate) fn load(home: &Home) -> Result<ResultsSeen, OutputError> {
         let mut seen = ResultsSeen::default();
         let path = home.state_file(RESULTS_SEEN);
         let file = match File::open(&path) {
@@ -61,7 +61,7 @@ impl ResultsSeen {
     /// Whether the results file keyed `key` changed since the last run: not when its size and
     /// mtime are those seen, or its content is (a file touched, not edited). What it is now is
     /// kept for [`ResultsSeen::save`]; a file that cannot be read counts as changed.
-    pub fn changed(&mut self, key: &str, size: u64, mtime_ns: u64, path: &Path) -> bool {
+    pub(crate) fn changed(&mut self, key: &str, size: u64, mtime_ns: u64, path: &Path) -> bool {
         let before = self.before.get(key);
         if let Some(before) = before.filter(|b| b.size == size && b.mtime_ns == mtime_ns) {
             self.now.insert(key.to_string(), before.clone());
@@ -82,7 +82,7 @@ impl ResultsSeen {
     }
 
     /// Writes what this run saw, sorted, atomically (nothing, when no run saw a results file).
-    pub fn save(&self, home: &Home) -> Result<(), OutputError> {
+    pub(crate) fn save(&self, home: &Home) -> Result<(), OutputError> {
         if self.now.is_empty() && self.before.is_empty() {
             return Ok(());
         }

@@ -202,7 +202,7 @@ impl<const N: usize> Text<'_, N> {
 /// A path's key for look-ups (the manifest's index of the files that list each session):
 /// equal paths, equal keys. xxh3-128 of the path as held: a path rollover names by its time
 /// and UUID after a byte no text starts with, any other by its text.
-pub fn path_key(path: &str) -> u128 {
+pub(crate) fn path_key(path: &str) -> u128 {
     key(path).hash()
 }
 

@@ -17,11 +17,11 @@ use super::home::{private_file, write_error};
 use super::{Home, OutputError};
 
 /// The file's name in the Codex home.
-pub const SESSION_INDEX: &str = "session_index.jsonl";
+pub(crate) const SESSION_INDEX: &str = "session_index.jsonl";
 
 /// One line of the index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IndexEntry {
+pub(crate) struct IndexEntry {
     pub id: String,
     pub thread_name: String,
     /// RFC 3339, as Codex writes it: here the session's start, so output stays deterministic.
@@ -29,7 +29,7 @@ pub struct IndexEntry {
 }
 
 /// Appends the entries whose name is not already the last one for their id; returns how many.
-pub fn append(home: &Home, entries: &[IndexEntry]) -> Result<usize, OutputError> {
+pub(crate) fn append(home: &Home, entries: &[IndexEntry]) -> Result<usize, OutputError> {
     if entries.is_empty() {
         return Ok(0);
     }

@@ -116,7 +116,7 @@ pub fn for_format(format: Format) -> Box<dyn Output> {
 }
 
 /// The Codex home: a rollout per conversation, thread names in `session_index.jsonl`.
-pub struct CodexHome;
+pub(crate) struct CodexHome;
 
 impl Output for CodexHome {
     fn format(&self) -> Format {
@@ -198,7 +198,7 @@ impl Sink for ThreadNames<'_> {
 }
 
 /// The Responses bodies: one JSON Lines file per input file ([`super::bodies`]).
-pub struct ResponsesFiles {
+pub(crate) struct ResponsesFiles {
     pub options: ResponsesOptions,
 }
 

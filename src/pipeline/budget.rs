@@ -20,14 +20,14 @@ use std::time::Duration;
 
 /// A single record this long or longer is charged to the budget; shorter ones are bounded by
 /// the batches.
-pub const LARGE_RECORD: u64 = 1 << 20;
+pub(crate) const LARGE_RECORD: u64 = 1 << 20;
 
 /// The budget's default when the machine's memory cannot be read.
 const FALLBACK: u64 = 4 << 30;
 
 /// The run's budget: `total` bytes, `used` by the permits given out.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     total: u64,
     used: Mutex<u64>,
     freed: Condvar,
@@ -35,14 +35,14 @@ pub struct Budget {
 
 /// Bytes of the budget held by one work; given back when dropped.
 #[derive(Debug)]
-pub struct Permit {
+pub(crate) struct Permit {
     budget: Arc<Budget>,
     bytes: u64,
 }
 
 /// A work that needs more than the whole budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OverBudget {
+pub(crate) struct OverBudget {
     /// What the work would hold.
     pub needed: u64,
     pub total: u64,
@@ -59,7 +59,7 @@ impl std::fmt::Display for OverBudget {
 }
 
 impl Budget {
-    pub fn new(total: u64) -> Arc<Budget> {
+    pub(crate) fn new(total: u64) -> Arc<Budget> {
         Arc::new(Budget {
             total,
             used: Mutex::new(0),
@@ -67,12 +67,8 @@ impl Budget {
         })
     }
 
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
     /// A permit of no bytes yet, grown as its work's records come ([`Budget::grow`]).
-    pub fn permit(self: &Arc<Self>) -> Permit {
+    pub(crate) fn permit(self: &Arc<Self>) -> Permit {
         Permit {
             budget: Arc::clone(self),
             bytes: 0,
@@ -81,7 +77,7 @@ impl Budget {
 
     /// Adds `bytes` to `permit` when the budget has them free now; false (nothing taken)
     /// when it does not.
-    pub fn try_grow(&self, permit: &mut Permit, bytes: u64) -> bool {
+    pub(crate) fn try_grow(&self, permit: &mut Permit, bytes: u64) -> bool {
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(after) = used.checked_add(bytes).filter(|&after| after <= self.total) else {
             return false;
@@ -94,7 +90,7 @@ impl Budget {
     /// Adds `bytes` to `permit`, waiting while other work holds the budget; refused when the
     /// permit would need more than the whole budget (nothing taken then), or when `stop`
     /// holds a signal (`Ok`, nothing taken: the run is ending).
-    pub fn grow(
+    pub(crate) fn grow(
         &self,
         permit: &mut Permit,
         bytes: u64,
@@ -138,7 +134,7 @@ impl Budget {
 
 impl Permit {
     /// The bytes it holds.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 }
@@ -152,7 +148,7 @@ impl Drop for Permit {
 /// The default of `--memory`: half of the memory the run may use, the machine's (`MemTotal`)
 /// or its cgroup's limit when lower (a container, a Slurm job), else 4 GiB when neither can
 /// be read.
-pub fn default_memory() -> u64 {
+pub(crate) fn default_memory() -> u64 {
     let machine = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| mem_total(&text));

@@ -28,7 +28,7 @@ use crate::rules::{InvalidUnicode, RuleSet};
 use crate::source::{records, RecordEvent, SourceFile};
 
 /// What a claim needs beside the index.
-pub struct Walk<'a> {
+pub(crate) struct Walk<'a> {
     /// Every file of the walk, in order.
     pub files: &'a [SourceFile],
     /// The files of the walk this run converted whole: their requests joined already.
@@ -37,7 +37,12 @@ pub struct Walk<'a> {
 
 /// Claims the results of `index` that this run counts for the requests in the rest of the
 /// walk, reading its files in parallel on the current pool.
-pub fn claim_elsewhere(index: &BatchIndex, walk: &Walk<'_>, rules: &RuleSet, options: &Options) {
+pub(crate) fn claim_elsewhere(
+    index: &BatchIndex,
+    walk: &Walk<'_>,
+    rules: &RuleSet,
+    options: &Options,
+) {
     let remaining = AtomicUsize::new(index.unclaimed());
     if remaining.load(Ordering::Relaxed) == 0 {
         return;

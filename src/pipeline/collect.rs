@@ -19,7 +19,7 @@ use super::placement::count_placed;
 use super::reader::Work;
 use super::record::{Converted, Outcome, Refusal};
 use super::run_files::Marks;
-pub use super::run_files::{Segment, ShardFile, ShardIndex, Timing, SHARD_INDEX};
+pub(crate) use super::run_files::{Segment, ShardFile, ShardIndex, Timing, SHARD_INDEX};
 use super::{FileCounts, Fingerprint, PlannedFile, Progress};
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
 use crate::audit::summary::{bump, DamageReport, VersionReport};
@@ -37,7 +37,7 @@ use crate::output::{
     LINE_BUFFER,
 };
 
-pub struct Collector<'h> {
+pub(crate) struct Collector<'h> {
     home: &'h Home,
     pub summary: Summary,
     quarantine: BufWriter<File>,
@@ -83,11 +83,11 @@ pub struct Collector<'h> {
 }
 
 /// Excerpts of quarantined records the report shows with `--report-text`.
-pub const EXCERPTS: usize = 10;
+pub(crate) const EXCERPTS: usize = 10;
 const EXCERPT_CHARS: usize = 120;
 
 impl<'h> Collector<'h> {
-    pub fn new(
+    pub(crate) fn new(
         home: &'h Home,
         summary: Summary,
         files: &'h [PlannedFile],
@@ -200,7 +200,7 @@ impl<'h> Collector<'h> {
     }
 
     /// One batch, in order. `outcomes[i]` is the outcome of `batch[i]` when it is a record.
-    pub fn batch(
+    pub(crate) fn batch(
         &mut self,
         batch: &[Work],
         outcomes: &mut [Vec<Outcome>],
@@ -616,7 +616,7 @@ impl<'h> Collector<'h> {
     /// `--prune`, once every file is done: moves out the sessions of files gone from the walk
     /// and the orphans (unless Codex changed them, or a process holds them), and forgets those
     /// files ([`super::prune`]); refused, nothing removed, when more would go than `limit`.
-    pub fn prune_gone(
+    pub(crate) fn prune_gone(
         &mut self,
         manifest: &mut Manifest,
         limit: super::prune::MaxPrune,
@@ -650,7 +650,7 @@ impl<'h> Collector<'h> {
 
     /// Batch results: joined to a request, or quarantined (no request claimed them). Results
     /// of files left out (unchanged) are not counted again.
-    pub fn batch_results(&mut self, index: &BatchIndex) -> Result<(), OutputError> {
+    pub(crate) fn batch_results(&mut self, index: &BatchIndex) -> Result<(), OutputError> {
         for result in index.results() {
             if self.files.get(result.file).is_some_and(|f| f.skip) {
                 continue;
@@ -684,7 +684,7 @@ impl<'h> Collector<'h> {
 
     /// Flushes the report lines, writes `timing.json`, then `summary.json` (last, atomically:
     /// its presence marks the run folder as finished); returns the summary.
-    pub fn finish(mut self, seconds: f64) -> Result<Summary, OutputError> {
+    pub(crate) fn finish(mut self, seconds: f64) -> Result<Summary, OutputError> {
         let home = self.home;
         self.tally.add_to(&mut self.summary);
         self.quarantine

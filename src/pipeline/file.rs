@@ -112,7 +112,7 @@ pub fn process_bytes(
 
 /// One work of a file as [`read_file`] reads it: its records, what became of those the reader
 /// refused or dropped, and the conversations it read (not converted).
-pub struct WorkRead {
+pub(crate) struct WorkRead {
     pub work: Records,
     pub outcomes: Vec<Option<Outcome>>,
     pub conversations: Vec<ReadConversation>,
@@ -123,7 +123,7 @@ pub struct WorkRead {
 /// thread groups them, each work through [`read_work`]. Nothing is converted or written.
 /// Damage ends the file: the works before it stand, and the damage comes back with them.
 /// Memory: the file's records and transcripts (what `explain` shows of one conversation).
-pub fn read_file(
+pub(crate) fn read_file(
     file: &crate::source::SourceFile,
     from: Option<SourceFormat>,
     rules: &RuleSet,

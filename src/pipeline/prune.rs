@@ -75,7 +75,7 @@ impl MaxPrune {
 
 /// Why `--prune` refuses to run at all: an input root that is missing or holds no file. Said
 /// before anything is read or written.
-pub fn missing_root(inputs: &[PathBuf], walk: &[SourceFile]) -> Option<String> {
+pub(crate) fn missing_root(inputs: &[PathBuf], walk: &[SourceFile]) -> Option<String> {
     for input in inputs {
         if input.as_os_str() == "-" || input.starts_with("/dev") || input.starts_with("/proc") {
             continue;
@@ -99,7 +99,7 @@ pub fn missing_root(inputs: &[PathBuf], walk: &[SourceFile]) -> Option<String> {
 /// The sessions a prune would remove and the files it would forget: the manifest's files
 /// gone from the walk (but those under a path the walk skipped, `protected`), with the sessions
 /// no walked file lists, and every orphan.
-pub fn candidates(
+pub(crate) fn candidates(
     manifest: &Manifest,
     walked: &HashSet<String>,
     protected: &[String],
@@ -135,7 +135,7 @@ pub fn candidates(
 }
 
 /// What a prune needs of the run.
-pub struct Pruner<'a> {
+pub(crate) struct Pruner<'a> {
     pub home: &'a Home,
     pub guard: &'a Guard,
     pub dry_run: bool,
@@ -145,7 +145,7 @@ impl Pruner<'_> {
     /// Carries `plan` out: journalled first, then each session moved out (or kept, when Codex
     /// changed it or another process holds it: then remembered as an orphan), then each file
     /// forgotten, then the prune marked done. A dry run only counts.
-    pub fn execute(
+    pub(crate) fn execute(
         &self,
         plan: PrunePlan,
         manifest: &mut Manifest,
@@ -206,7 +206,7 @@ impl Pruner<'_> {
 
 /// A prune a killed run journalled and did not finish: finished now, before this run reads
 /// anything (a dry run leaves it for a run that writes).
-pub fn finish_unfinished(
+pub(crate) fn finish_unfinished(
     pruner: &Pruner<'_>,
     manifest: &mut Manifest,
     changes: &mut HomeChanges,

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::converted::rollout_start;
-pub use super::converted::{Converted, IgnoredField, Links};
-pub use super::file::{process_bytes, read_file, WorkRead};
+pub(crate) use super::converted::{Converted, IgnoredField, Links};
+pub(crate) use super::file::read_file;
 use super::reader::Records;
-pub use super::refusal::Refusal;
+pub(crate) use super::refusal::Refusal;
 use crate::audit::accounting::{transcript_bytes, Account};
 use crate::audit::summary::SCHEMA_VERSION;
 use crate::convert::render::render_as;
@@ -56,7 +56,7 @@ pub enum Outcome {
 
 /// Whether the record `ordinal` of the file keyed `source_key` is in a sample of `rate`:
 /// chosen by a hash of its key, so the same records are picked every time.
-pub fn sampled(source_key: &str, ordinal: u64, rate: f64) -> bool {
+pub(crate) fn sampled(source_key: &str, ordinal: u64, rate: f64) -> bool {
     if rate >= 1.0 {
         return true;
     }
@@ -68,7 +68,7 @@ pub fn sampled(source_key: &str, ordinal: u64, rate: f64) -> bool {
 /// A transcript, from any source format, through convert → render → validate → account:
 /// the converted conversation, or why it is refused. `location` is where its (first) record
 /// is, `record` that record's identity.
-pub fn finish(
+pub(crate) fn finish(
     mut transcript: Transcript,
     location: &crate::model::Location,
     source_key: &str,
@@ -259,7 +259,7 @@ fn settle(done: &mut Converted, context: &WorkContext<'_>) {
 
 /// A conversation a reader made of records of one work, before it is converted.
 #[derive(Debug)]
-pub struct ReadConversation {
+pub(crate) struct ReadConversation {
     /// The records it claimed (indexes into the work's records), in order: the first carries
     /// it, the others are [`Outcome::Merged`] into it.
     pub indexes: Vec<usize>,
@@ -409,7 +409,7 @@ impl Packed {
 /// having claimed its records ([`Outcome::Merged`] until the caller decides) and counted its
 /// Unicode repairs. `explain` reads a file through this too, so that it reads what `convert`
 /// reads.
-pub fn read_work(
+pub(crate) fn read_work(
     reader: &dyn FormatReader,
     work: &Records,
     read_context: &ReadContext<'_>,
@@ -650,7 +650,7 @@ fn check(
 
 /// The benchmark baseline for one record: parse and serialise, no conversion. What `convert`
 /// must stay close to in throughput (`samples/bench.sh`).
-pub fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
+pub(crate) fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
     let location = &record.location;
     if let Some(why) = too_large(record) {
         return refuse(record, why);
@@ -772,6 +772,7 @@ pub(super) mod tests {
     use crate::input::SourceFormat;
     use crate::model::responses::Format;
     use crate::model::Location;
+    use crate::pipeline::process_bytes;
     use std::path::Path;
 
     /// A record of `t.jsonl`, line 1 (also the reader's tests' record).
@@ -1140,7 +1141,7 @@ not json
         assert_eq!(entry.class, crate::model::quarantine::QuarantineClass::Rule);
         assert_eq!(
             entry.class.stage(),
-            crate::output::quarantine::Stage::Convert
+            crate::model::quarantine::Stage::Convert
         );
         assert!(
             entry.reason.contains("rule `policy.unknown_role`"),

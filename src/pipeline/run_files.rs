@@ -9,7 +9,7 @@ use crate::audit::Summary;
 /// The run file `shard.json` of a shard's run: what `report merge` needs beyond the summary
 /// and the report lines.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ShardIndex {
+pub(crate) struct ShardIndex {
     pub files: Vec<ShardFile>,
     /// In the order the shard wrote them.
     pub segments: Vec<Segment>,
@@ -19,7 +19,7 @@ pub struct ShardIndex {
 
 /// One input file a shard read.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ShardFile {
+pub(crate) struct ShardFile {
     /// Its place in the walk, the same in every shard.
     pub index: usize,
     pub key: String,
@@ -32,7 +32,7 @@ pub struct ShardFile {
 /// A run of report lines from one file and byte range, with how many entries of each ordered
 /// list it added.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Segment {
+pub(crate) struct Segment {
     /// The file's place in the walk.
     pub file: usize,
     pub range: u64,
@@ -58,7 +58,7 @@ pub(super) struct Marks {
 /// How long a run took, and how fast it went: `runs/NNNN/timing.json`, apart from
 /// `summary.json` so that the summary stays the same for the same input.
 #[derive(Debug, Clone, Serialize)]
-pub struct Timing {
+pub(crate) struct Timing {
     pub seconds: f64,
     pub records: u64,
     pub records_per_second: f64,
@@ -71,7 +71,7 @@ pub struct Timing {
 }
 
 impl Timing {
-    pub fn of(summary: &Summary, seconds: f64) -> Timing {
+    pub(crate) fn of(summary: &Summary, seconds: f64) -> Timing {
         let per_second = |n: u64| n as f64 / seconds.max(1e-9);
         Timing {
             seconds,
@@ -85,4 +85,4 @@ impl Timing {
 }
 
 /// A shard's run file for `report merge`.
-pub const SHARD_INDEX: &str = "shard.json";
+pub(crate) const SHARD_INDEX: &str = "shard.json";

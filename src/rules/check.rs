@@ -10,14 +10,14 @@ use super::{line_col, value_span, LoadedFile, Position, Rule, RuleSet};
 
 /// A finding of the checker, with the file and line it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub file: String,
     pub line: usize,
     pub message: String,
 }
 
 /// Checks the resolved rule set (rules already in their merged order).
-pub fn check(rules: &RuleSet, files: &[LoadedFile]) -> Vec<Finding> {
+pub(crate) fn check(rules: &RuleSet, files: &[LoadedFile]) -> Vec<Finding> {
     let mut findings = Vec::new();
     let line_at = |file: &LoadedFile, span: Range<usize>| {
         line_col(&file.text, value_span(&file.text, span).start).0

@@ -4,7 +4,7 @@ use super::{Position, Rule, RuleSet};
 
 /// What a rule can look at for one message.
 #[derive(Debug, Clone)]
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     pub role: &'a str,
     pub text: &'a str,
     pub name: Option<&'a str>,
@@ -19,7 +19,7 @@ pub struct Subject<'a> {
 }
 
 /// The first rule that matches, if any (first match wins).
-pub fn classify<'r>(rules: &'r RuleSet, subject: &Subject<'_>) -> Option<&'r Rule> {
+pub(crate) fn classify<'r>(rules: &'r RuleSet, subject: &Subject<'_>) -> Option<&'r Rule> {
     rules
         .rules
         .iter()
@@ -27,7 +27,7 @@ pub fn classify<'r>(rules: &'r RuleSet, subject: &Subject<'_>) -> Option<&'r Rul
 }
 
 /// Whether `rule` matches `subject`.
-pub fn matches(rules: &RuleSet, rule: &Rule, s: &Subject<'_>) -> bool {
+pub(crate) fn matches(rules: &RuleSet, rule: &Rule, s: &Subject<'_>) -> bool {
     if !rule.roles.iter().any(|r| r == s.role) {
         return false;
     }

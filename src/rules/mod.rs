@@ -6,14 +6,14 @@
 //! earlier files' rules (an override file's rule wins over the defaults). `enabled = false`
 //! removes a rule or marker. Fails with a [`RulesError`] naming the file and line.
 
-pub mod check;
-pub mod file;
+pub(crate) mod check;
+pub(crate) mod file;
 mod marker;
-pub mod matcher;
-pub mod path;
-pub mod policy;
+pub(crate) mod matcher;
+pub(crate) mod path;
+pub(crate) mod policy;
 mod resolve;
-pub mod template;
+pub(crate) mod template;
 
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -7,7 +7,7 @@
 //! values). Anything else in braces, known names misspelled included, is kept as written.
 
 /// `template` with each `{name}` of `values` replaced by its value, in one pass.
-pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let added: usize = values.iter().map(|(_, value)| value.len()).sum();
     let mut out = String::with_capacity(template.len() + added);
     let mut rest = template;

@@ -8,13 +8,13 @@ use std::sync::Arc;
 /// A zip archive whose directory is read once; each member read has its own position, so one
 /// archive serves reads from any thread.
 #[derive(Debug)]
-pub struct ZipFile {
+pub(crate) struct ZipFile {
     archive: zip::ZipArchive<SharedFile>,
 }
 
 /// Why a member was not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemberError {
+pub(crate) enum MemberError {
     /// The member could not be found, decompressed or read.
     Unreadable,
     /// Larger than the cap: by its declared size (refused unread) or by the bytes read.
@@ -23,7 +23,7 @@ pub enum MemberError {
 
 impl ZipFile {
     /// The archive at `path`, its directory read.
-    pub fn open(path: &Path) -> std::io::Result<ZipFile> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<ZipFile> {
         let file = SharedFile::new(std::fs::File::open(path)?)?;
         let archive = zip::ZipArchive::new(file).map_err(std::io::Error::other)?;
         Ok(ZipFile { archive })
@@ -31,7 +31,7 @@ impl ZipFile {
 
     /// The members that are files (a name ending in `/` is a folder), with their indexes, in
     /// the archive's order.
-    pub fn files(&self) -> impl Iterator<Item = (&str, usize)> {
+    pub(crate) fn files(&self) -> impl Iterator<Item = (&str, usize)> {
         (0..self.archive.len())
             .filter_map(|i| Some((self.archive.name_for_index(i)?, i)))
             .filter(|(name, _)| !name.ends_with('/'))
@@ -39,7 +39,7 @@ impl ZipFile {
 
     /// The bytes of member `index`, at most `cap`: the declared size first (a 1.5 GiB fake
     /// image is refused unread), then the bytes themselves, which can be more than declared.
-    pub fn read(&self, index: usize, cap: u64) -> Result<Vec<u8>, MemberError> {
+    pub(crate) fn read(&self, index: usize, cap: u64) -> Result<Vec<u8>, MemberError> {
         // A clone shares the directory read once; each read has its own position.
         let mut archive = self.archive.clone();
         let entry = archive

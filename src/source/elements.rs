@@ -19,7 +19,7 @@ const HEAD_BYTES: usize = 16 << 20;
 
 /// How the values are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// `[v, v, ...]`: the array's elements (a document that is not an array is one value).
     Array,
     /// `v v ...`: values one after another, separated by white space (`jq .` output).
@@ -28,7 +28,7 @@ pub enum Framing {
 
 /// One value, or where the stream stops being readable.
 #[derive(Debug)]
-pub enum Element {
+pub(crate) enum Element {
     Value {
         bytes: Vec<u8>,
         offset: u64,
@@ -45,13 +45,12 @@ pub enum Element {
         line: u64,
         index: Option<usize>,
     },
-    /// The stream is not JSON here, ends inside a value or cannot be read (`io`): nothing
-    /// after it is read.
+    /// The stream is not JSON here, ends inside a value or cannot be read: nothing after it
+    /// is read.
     Broken {
         offset: u64,
         line: u64,
         message: String,
-        io: bool,
     },
 }
 
@@ -68,7 +67,7 @@ enum State {
 }
 
 /// Iterator over the values of a stream (see the module docs).
-pub struct Elements<R> {
+pub(crate) struct Elements<R> {
     reader: R,
     framing: Framing,
     /// A longer value is [`Element::Oversized`].
@@ -82,7 +81,7 @@ pub struct Elements<R> {
 }
 
 impl<R: BufRead> Elements<R> {
-    pub fn new(reader: R, framing: Framing, limit: u64) -> Elements<R> {
+    pub(crate) fn new(reader: R, framing: Framing, limit: u64) -> Elements<R> {
         Elements {
             reader,
             framing,
@@ -96,7 +95,7 @@ impl<R: BufRead> Elements<R> {
     }
 
     /// Bytes consumed so far.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.offset
     }
 
@@ -118,7 +117,7 @@ impl<R: BufRead> Elements<R> {
 
     /// Reads the rest of the stream without keeping it: its size in bytes, and the read error
     /// that ended it early, if one did.
-    pub fn skip_rest(&mut self) -> (u64, Option<io::Error>) {
+    pub(crate) fn skip_rest(&mut self) -> (u64, Option<io::Error>) {
         self.state = State::Done;
         let mut size = 0u64;
         loop {
@@ -136,24 +135,17 @@ impl<R: BufRead> Elements<R> {
         }
     }
 
-    fn broken(&mut self, message: impl Into<String>, io: bool) -> Option<Element> {
+    fn broken(&mut self, message: impl Into<String>) -> Option<Element> {
         let (offset, line) = (self.offset, self.line);
-        self.broken_at(offset, line, message, io)
+        self.broken_at(offset, line, message)
     }
 
-    fn broken_at(
-        &mut self,
-        offset: u64,
-        line: u64,
-        message: impl Into<String>,
-        io: bool,
-    ) -> Option<Element> {
+    fn broken_at(&mut self, offset: u64, line: u64, message: impl Into<String>) -> Option<Element> {
         self.state = State::Done;
         Some(Element::Broken {
             offset,
             line,
             message: message.into(),
-            io,
         })
     }
 
@@ -219,11 +211,11 @@ impl<R: BufRead> Elements<R> {
             let buf = match self.reader.fill_buf() {
                 Ok(buf) => buf,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(err) => return self.broken(err.to_string(), true),
+                Err(err) => return self.broken(err.to_string()),
             };
             if buf.is_empty() {
                 if in_string || depth > 0 {
-                    return self.broken_at(offset, line, "the JSON ends inside a value", false);
+                    return self.broken_at(offset, line, "the JSON ends inside a value");
                 }
                 break;
             }
@@ -327,7 +319,7 @@ impl<R: BufRead> Iterator for Elements<R> {
         loop {
             let next = match self.skip_space() {
                 Ok(next) => next,
-                Err(err) => return self.broken(err.to_string(), true),
+                Err(err) => return self.broken(err.to_string()),
             };
             match (self.state, next) {
                 (State::Done, _) => return None,
@@ -353,7 +345,7 @@ impl<R: BufRead> Iterator for Elements<R> {
                     return self.checked_value();
                 }
                 (State::Value, None) | (State::After, None) if self.framing == Framing::Array => {
-                    return self.broken("the JSON array is not closed", false)
+                    return self.broken("the JSON array is not closed")
                 }
                 (State::Value, None) | (State::After, None) | (State::Closed, None) => {
                     self.state = State::Done;
@@ -372,11 +364,11 @@ impl<R: BufRead> Iterator for Elements<R> {
                     self.state = State::Closed;
                 }
                 (State::After, Some(_)) if self.framing == Framing::Array => {
-                    return self.broken("expected `,` or `]` after an element", false)
+                    return self.broken("expected `,` or `]` after an element")
                 }
                 (State::After, Some(_)) => return self.checked_value(),
                 (State::Closed, Some(_)) => {
-                    return self.broken("more JSON after the document's end", false)
+                    return self.broken("more JSON after the document's end")
                 }
             }
         }
@@ -392,7 +384,7 @@ impl<R: BufRead> Elements<R> {
             .ok()
             .and_then(|buf| buf.first().copied());
         match starts {
-            Some(b']' | b'}' | b',' | b':') => self.broken("expected a JSON value", false),
+            Some(b']' | b'}' | b',' | b':') => self.broken("expected a JSON value"),
             Some(_) | None => self.value(),
         }
     }

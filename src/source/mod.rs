@@ -9,15 +9,15 @@
 //! [`shard`] says which files, or ranges of a large file, one shard of a sharded run reads.
 //! Fails: on a missing input path (fatal); everything else is per file and reported, not fatal.
 
-pub mod archive;
+pub(crate) mod archive;
 pub mod discover;
-pub mod elements;
-pub mod filter;
-pub mod nested;
-pub mod open;
+pub(crate) mod elements;
+pub(crate) mod filter;
+pub(crate) mod nested;
+pub(crate) mod open;
 pub mod parquet;
-pub mod shard;
-pub mod split;
+pub(crate) mod shard;
+pub(crate) mod split;
 
 pub use discover::{discover, Discovery, Skipped, SourceFile, Unreadable, WalkOptions};
 pub use filter::{InvalidGlob, PathFilter};

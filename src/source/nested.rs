@@ -18,7 +18,7 @@ use super::elements::{Element, Elements, Framing};
 
 /// The path of an OTLP trace export's spans: each key names an array of objects, the last
 /// one the array whose elements are yielded.
-pub const OTLP_SPANS: [&[u8]; 3] = [b"resourceSpans", b"scopeSpans", b"spans"];
+pub(crate) const OTLP_SPANS: [&[u8]; 3] = [b"resourceSpans", b"scopeSpans", b"spans"];
 
 /// Where the walk is: in an object of the path (its level), or in an array of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,7 @@ enum Expect {
 }
 
 /// Iterator over the elements at `path` (see the module docs).
-pub struct Nested<R> {
+pub(crate) struct Nested<R> {
     scan: Elements<R>,
     path: &'static [&'static [u8]],
     frames: Vec<Frame>,
@@ -50,7 +50,7 @@ pub struct Nested<R> {
 }
 
 impl<R: BufRead> Nested<R> {
-    pub fn new(reader: R, path: &'static [&'static [u8]], limit: u64) -> Nested<R> {
+    pub(crate) fn new(reader: R, path: &'static [&'static [u8]], limit: u64) -> Nested<R> {
         Nested {
             scan: Elements::new(reader, Framing::Sequence, limit),
             path,
@@ -67,7 +67,6 @@ impl<R: BufRead> Nested<R> {
             offset: self.scan.offset(),
             line: self.scan.line(),
             message: message.to_string(),
-            io: false,
         })
     }
 
@@ -93,7 +92,6 @@ impl<R: BufRead> Nested<R> {
                     offset: self.scan.offset(),
                     line: self.scan.line(),
                     message: err.to_string(),
-                    io: true,
                 }));
             }
         };
@@ -223,7 +221,7 @@ impl<R: BufRead> Iterator for Nested<R> {
 
 /// Whether `head` (a stream's first bytes, after any BOM) opens a document whose first key is
 /// `path[0]`: `{`, white space, `"resourceSpans"`. `false` when the head is too short to tell.
-pub fn opens_path(head: &[u8], path: &[&[u8]]) -> bool {
+pub(crate) fn opens_path(head: &[u8], path: &[&[u8]]) -> bool {
     let Some(first) = path.first() else {
         return false;
     };

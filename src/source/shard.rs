@@ -21,7 +21,7 @@ use std::fmt;
 use super::discover::SourceFile;
 
 /// Files larger than this are split into ranges of this size (`--split-bytes`): 256 MiB.
-pub const DEFAULT_SPLIT_BYTES: u64 = 256 << 20;
+pub(crate) const DEFAULT_SPLIT_BYTES: u64 = 256 << 20;
 
 /// Shard `index` of `count` (`--shard 2/4`: index 2, count 4; indexes start at 0, as Slurm's
 /// `--array=0-3` and Kubernetes' completion indexes do).
@@ -154,9 +154,9 @@ pub struct ShardSource {
     pub count_from: &'static str,
 }
 
-pub const SLURM_INDEX: &str = "SLURM_ARRAY_TASK_ID";
-pub const SLURM_COUNT: &str = "SLURM_ARRAY_TASK_COUNT";
-pub const KUBERNETES_INDEX: &str = "JOB_COMPLETION_INDEX";
+pub(crate) const SLURM_INDEX: &str = "SLURM_ARRAY_TASK_ID";
+pub(crate) const SLURM_COUNT: &str = "SLURM_ARRAY_TASK_COUNT";
+pub(crate) const KUBERNETES_INDEX: &str = "JOB_COMPLETION_INDEX";
 
 fn check(index: u32, count: u32, from: &str) -> Result<Shard, String> {
     if count == 0 {
@@ -174,7 +174,7 @@ fn check(index: u32, count: u32, from: &str) -> Result<Shard, String> {
 /// The shard of this run: `--shard K/N`, or the engine's index from the environment
 /// (`env(NAME)`): Slurm's `SLURM_ARRAY_TASK_ID` with `SLURM_ARRAY_TASK_COUNT` or `--shards N`,
 /// Kubernetes' `JOB_COMPLETION_INDEX` with `--shards N`. `None`: an unsharded run.
-pub fn resolve(
+pub(crate) fn resolve(
     flag: Option<Shard>,
     shards: Option<u32>,
     env: impl Fn(&str) -> Option<String>,
@@ -247,7 +247,7 @@ pub fn resolve(
 /// The fingerprint of a walk's inputs: every file's key, size and modification time, in the
 /// walk's order (hex). Each shard of a run walks every input, so the shards of one run agree
 /// on it; shards run over other inputs do not, and `report merge` refuses to join them.
-pub fn walk_fingerprint(walk: &[SourceFile]) -> String {
+pub(crate) fn walk_fingerprint(walk: &[SourceFile]) -> String {
     let mut hash = crate::model::hash::Xxh3::new();
     for file in walk {
         hash.update(&(file.key.len() as u64).to_le_bytes());

@@ -26,7 +26,7 @@ const PAGINATED_MODE: &[u8] = b"\"history_mode\":\"paginated\"";
 
 /// The generation of the rollout in `bytes`, by its first line; `None` when that line is no
 /// rollout's (or the file is empty).
-pub fn generation(bytes: &[u8]) -> Option<Generation> {
+pub(crate) fn generation(bytes: &[u8]) -> Option<Generation> {
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let first = body
         .split(|b| *b == b'\n')

@@ -41,7 +41,7 @@ pub(super) struct Walk<'l> {
 }
 
 impl<'l> Walk<'l> {
-    pub fn new(markers: &'l [Marker], base: Option<&'l str>) -> Walk<'l> {
+    pub(super) fn new(markers: &'l [Marker], base: Option<&'l str>) -> Walk<'l> {
         Walk {
             markers,
             base,
@@ -58,7 +58,7 @@ impl<'l> Walk<'l> {
     }
 
     /// Checks every line, then what can only be known at the end.
-    pub fn run(mut self, lines: &'l [(usize, LineView<'l>)], out: &mut Findings) {
+    pub(super) fn run(mut self, lines: &'l [(usize, LineView<'l>)], out: &mut Findings) {
         for (n, line) in lines {
             let contextual_before = self.last_contextual.take();
             match &line.item {

@@ -16,7 +16,7 @@
 //!   ordinals, one mode per file. A pre-envelope file is named, not checked line by line.
 //! - [`responses`]: the same invariants adapted to Responses request bodies.
 
-pub mod generation;
+pub(crate) mod generation;
 mod items;
 mod lines;
 mod message;

@@ -38,7 +38,7 @@ use crate::source::{discover, WalkOptions};
 const TEXT_CAP: usize = 20_000;
 
 /// What the review wrote: the pages and where the index is.
-pub struct Written {
+pub(super) struct Written {
     pub pages: usize,
     pub index: PathBuf,
 }
@@ -54,7 +54,7 @@ struct Chosen {
 
 /// Writes the review pages of run `run` of the home `out`, `per_reason` conversations for
 /// each reason, reading the sources with `rules` (and `from`, as the run did).
-pub fn write(
+pub(super) fn write(
     out: &Path,
     run: u32,
     per_reason: usize,

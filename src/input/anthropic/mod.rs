@@ -39,7 +39,7 @@ use envelope::{
     BatchLine, Delta, Event, Logged, Request, Response, SystemBlock, ToolDefinition, Turn,
 };
 
-pub struct AnthropicReader;
+pub(crate) struct AnthropicReader;
 
 impl SourceFormat {
     /// Anthropic Messages API logs: requests, responses, pairs, SSE streams, Batch API files.

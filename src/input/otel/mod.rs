@@ -55,7 +55,7 @@ use crate::model::transcript::{
 use crate::rules::policy::ResentHistory;
 use crate::rules::{Builtin, DropOrQuarantine, PolicyId};
 
-pub struct OtelReader;
+pub(crate) struct OtelReader;
 
 impl SourceFormat {
     /// OpenTelemetry GenAI traces (OTLP JSON, JSON Lines of spans).
@@ -128,7 +128,7 @@ impl FormatReader for OtelReader {
 }
 
 /// An OTLP span (`traceId`, `spanId`) or an SDK span (`context.trace_id`, `context.span_id`).
-pub fn is_span(value: &Value) -> bool {
+pub(crate) fn is_span(value: &Value) -> bool {
     let otlp = value.get("traceId").is_some() && value.get("spanId").is_some();
     let sdk = value
         .get("context")
@@ -340,7 +340,7 @@ impl Link for Inference {
 }
 
 /// Reads a file's spans (or whole exports given as records).
-pub fn read_spans(records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
+pub(crate) fn read_spans(records: Vec<InputRecord>, context: &ReadContext<'_>) -> FileRead {
     let mut read = FileRead::default();
     // Traces in the order their first span came, each with its spans.
     let mut traces: Vec<(String, Vec<Span>)> = Vec::new();

@@ -11,7 +11,7 @@ use crate::input::sse;
 
 /// One logged exchange: what was sent and what came back.
 #[derive(Debug, Default, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub record: usize,
     pub input: Vec<Value>,
     pub output: Vec<Value>,

@@ -9,7 +9,7 @@ use super::Entry;
 /// The entries' `previous_response_id` links followed: each entry's parent (the entry whose
 /// response its request continues), or the id in its ancestry that no entry answers.
 #[derive(Debug)]
-pub struct Links {
+pub(crate) struct Links {
     /// Per entry: `Ok(parent)` (`None`: a history of its own), or `Err(id)`, the missing link.
     pub parents: Vec<Result<Option<usize>, String>>,
     /// The entries that resolve, each after its parent.
@@ -27,7 +27,7 @@ impl Links {
 
     /// Entry `entry`'s full request history: its ancestors' inputs and outputs, then its own
     /// input (copied, walked up the links, not recursively).
-    pub fn history(&self, entry: usize, entries: &[Entry]) -> Vec<Value> {
+    pub(crate) fn history(&self, entry: usize, entries: &[Entry]) -> Vec<Value> {
         let mut line = vec![entry];
         let mut at = entry;
         while let Some(parent) = self.parent(at) {
@@ -49,7 +49,7 @@ impl Links {
 /// last one, when ids repeat), without recursion: a chain of any length, written in any
 /// order, is walked up with a stack of its own. An entry whose ancestry names an id no entry
 /// answers, loops back on itself or reaches a loop, is `Err` with the id where it broke.
-pub fn resolve(entries: &[Entry]) -> Links {
+pub(crate) fn resolve(entries: &[Entry]) -> Links {
     let by_response: HashMap<&str, usize> = entries
         .iter()
         .enumerate()

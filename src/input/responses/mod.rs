@@ -39,11 +39,11 @@ use super::InputError;
 use crate::rules::policy::ResentHistory;
 
 use entry::entry_of;
-pub use entry::Entry;
+pub(crate) use entry::Entry;
 use items::transcript;
-pub use links::{resolve, Links};
+pub(crate) use links::resolve;
 
-pub struct ResponsesReader;
+pub(crate) struct ResponsesReader;
 
 impl SourceFormat {
     /// OpenAI Responses API logs: inputs, responses, pairs, previous_response_id chains.

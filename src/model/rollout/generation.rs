@@ -17,12 +17,12 @@ use serde_json::{Map, Value};
 use super::wire::{key, line, tag};
 
 /// The key of a paginated line's position.
-pub const ORDINAL: &str = "ordinal";
+pub(crate) const ORDINAL: &str = "ordinal";
 /// The session meta's key naming its generation, and the value of a paginated one.
-pub const HISTORY_MODE: &str = "history_mode";
-pub const PAGINATED: &str = "paginated";
+pub(crate) const HISTORY_MODE: &str = "history_mode";
+pub(crate) const PAGINATED: &str = "paginated";
 /// A pre-envelope file's state lines: `{"record_type":"state"}`.
-pub const RECORD_TYPE: &str = "record_type";
+pub(crate) const RECORD_TYPE: &str = "record_type";
 
 /// The keys a pre-envelope header may have.
 const HEADER_KEYS: [&str; 4] = [key::GIT, key::ID, "instructions", key::TIMESTAMP];
@@ -82,14 +82,14 @@ impl Generation {
 }
 
 /// A rollout line's envelope: a string `type` and an object `payload`.
-pub fn is_envelope(object: &Map<String, Value>) -> bool {
+pub(crate) fn is_envelope(object: &Map<String, Value>) -> bool {
     object.get(line::TYPE).is_some_and(Value::is_string)
         && object.get(line::PAYLOAD).is_some_and(Value::is_object)
 }
 
 /// A pre-envelope file's first line, as Codex's doctor recognises it (the file name's UUID
 /// aside, which the caller compares when it has a name).
-pub fn is_pre_envelope_header(object: &Map<String, Value>) -> bool {
+pub(crate) fn is_pre_envelope_header(object: &Map<String, Value>) -> bool {
     if object.keys().any(|k| !HEADER_KEYS.contains(&k.as_str())) {
         return false;
     }
@@ -113,7 +113,7 @@ pub fn is_pre_envelope_header(object: &Map<String, Value>) -> bool {
 }
 
 /// A UUID in its hyphenated form, any case (`8-4-4-4-12` hex digits).
-pub fn is_uuid(text: &str) -> bool {
+pub(crate) fn is_uuid(text: &str) -> bool {
     let b = text.as_bytes();
     b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {

@@ -12,25 +12,25 @@ use std::borrow::Cow;
 
 use serde::ser::{Serialize, Serializer};
 
-pub mod generation;
-pub mod native;
-pub mod table;
-pub mod view;
-pub mod wire;
+pub(crate) mod generation;
+pub(crate) mod native;
+pub(crate) mod table;
+pub(crate) mod view;
+pub(crate) mod wire;
 
-pub use native::{NativeItem, NativeRole};
+pub(crate) use native::{NativeItem, NativeRole};
 
 use table::{wire_enum, wire_names, wire_struct, JsonOut, WriteJson};
 use wire::key;
 
 /// The folder of a Codex home that holds the live sessions.
-pub const SESSIONS_DIR: &str = "sessions";
+pub(crate) const SESSIONS_DIR: &str = "sessions";
 
 /// Message roles written in response items.
-pub const ROLE_USER: &str = wire::role::USER;
-pub const ROLE_ASSISTANT: &str = wire::role::ASSISTANT;
-pub const ROLE_DEVELOPER: &str = wire::role::DEVELOPER;
-pub const ROLE_SYSTEM: &str = wire::role::SYSTEM;
+pub(crate) const ROLE_USER: &str = wire::role::USER;
+pub(crate) const ROLE_ASSISTANT: &str = wire::role::ASSISTANT;
+pub(crate) const ROLE_DEVELOPER: &str = wire::role::DEVELOPER;
+pub(crate) const ROLE_SYSTEM: &str = wire::role::SYSTEM;
 
 wire_struct! {
     /// The first line of every rollout. The fields every session shares (the rule file's
@@ -174,7 +174,7 @@ wire_enum! {
     /// text of the item they follow, and copy the bytes it was written as
     /// ([`JsonOut::copied_text`]).
     #[derive(Debug, Clone, PartialEq)]
-    pub enum EventMsg<'a> tag "type" {
+    pub(crate) enum EventMsg<'a> tag "type" {
         UserMessage = "user_message" {
             message: Cow<'a, str> = "message" with JsonOut::copied_text,
             images: Vec<&'a str> = "images" if "Vec::is_empty",
@@ -189,7 +189,7 @@ wire_enum! {
 wire_struct! {
     /// A `compacted` line's payload: a summary standing in for earlier history.
     #[derive(Debug, Clone, PartialEq)]
-    pub struct Compacted<'a> {
+    pub(crate) struct Compacted<'a> {
         pub message: &'a str = "message",
         /// The history Codex resumes from instead of rebuilding one (`None`: Codex rebuilds it
         /// from the user messages before and the summary).
@@ -197,10 +197,11 @@ wire_struct! {
     }
 }
 
+#[cfg(test)]
 /// One rollout line: `{"timestamp":..,"type":..,"payload":..}`. Written by
 /// `convert::render`'s clock, which keeps the head of the next line; this is its reference.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Line<'a, P: serde::Serialize> {
+pub(crate) struct Line<'a, P: serde::Serialize> {
     pub timestamp: &'a str,
     /// One of [`wire::tag`].
     #[serde(rename = "type")]

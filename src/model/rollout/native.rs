@@ -69,7 +69,7 @@ const KINDS: [&str; 13] = [
 ];
 
 /// The model's name for the response item type `name`, when Codex reads that type.
-pub fn known_kind(name: &str) -> Option<&'static str> {
+pub(crate) fn known_kind(name: &str) -> Option<&'static str> {
     KINDS.iter().copied().find(|k| *k == name)
 }
 

@@ -22,7 +22,7 @@ use crate::model::json::escape_into;
 
 /// Where the fast writer writes, with the one text part it marked and the range to copy for
 /// the next copied text.
-pub struct JsonOut<'o> {
+pub(crate) struct JsonOut<'o> {
     pub bytes: &'o mut Vec<u8>,
     /// Text parts marked since [`JsonOut::take_marked`], and where the last one was written
     /// (escaped, quotes included).
@@ -34,7 +34,7 @@ pub struct JsonOut<'o> {
 }
 
 impl<'o> JsonOut<'o> {
-    pub fn new(bytes: &'o mut Vec<u8>) -> JsonOut<'o> {
+    pub(crate) fn new(bytes: &'o mut Vec<u8>) -> JsonOut<'o> {
         JsonOut {
             bytes,
             marked: 0,
@@ -46,7 +46,7 @@ impl<'o> JsonOut<'o> {
     /// `SEP"KEY":` where `SEP` is `{` for an object's first member and `,` for the others;
     /// `member` is a name's `,"name":`, copied in one piece.
     #[inline]
-    pub fn key(&mut self, sep: u8, member: &str) {
+    pub(crate) fn key(&mut self, sep: u8, member: &str) {
         if sep == b',' {
             self.bytes.extend_from_slice(member.as_bytes());
         } else {
@@ -58,7 +58,7 @@ impl<'o> JsonOut<'o> {
     /// `{"KEY":"NAME"`: a tagged object's start. `name` is a literal of a table, written
     /// between quotes as it is.
     #[inline]
-    pub fn tag(&mut self, member: &str, name: &str) {
+    pub(crate) fn tag(&mut self, member: &str, name: &str) {
         self.key(b'{', member);
         self.bytes.push(b'"');
         self.bytes.extend_from_slice(name.as_bytes());
@@ -67,7 +67,7 @@ impl<'o> JsonOut<'o> {
 
     /// The end of an object whose next separator is `sep` (`{` when no member was written).
     #[inline]
-    pub fn close(&mut self, sep: u8) {
+    pub(crate) fn close(&mut self, sep: u8) {
         if sep == b'{' {
             self.bytes.push(b'{');
         }
@@ -76,7 +76,7 @@ impl<'o> JsonOut<'o> {
 
     /// A text part's text, marked where it was written.
     #[inline]
-    pub fn mark_text(text: &str, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error> {
+    pub(crate) fn mark_text(text: &str, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error> {
         let start = out.bytes.len();
         escape_into(out.bytes, text);
         out.marked += 1;
@@ -85,21 +85,21 @@ impl<'o> JsonOut<'o> {
     }
 
     /// Where the one text part marked since the last call was written, if exactly one was.
-    pub fn take_marked(&mut self) -> Option<Range<usize>> {
+    pub(crate) fn take_marked(&mut self) -> Option<Range<usize>> {
         let one = self.marked == 1;
         self.marked = 0;
         one.then(|| self.mark.clone())
     }
 
     /// Makes the next [`JsonOut::copied_text`] copy `range` of the bytes written.
-    pub fn copy_next(&mut self, range: Option<Range<usize>>) {
+    pub(crate) fn copy_next(&mut self, range: Option<Range<usize>>) {
         self.copy = range;
     }
 
     /// A text that may already have been written escaped ([`JsonOut::copy_next`]): copied
     /// then, else escaped.
     #[inline]
-    pub fn copied_text(text: &str, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error> {
+    pub(crate) fn copied_text(text: &str, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error> {
         match out.copy.take() {
             Some(range) => out.bytes.extend_from_within(range),
             None => escape_into(out.bytes, text),
@@ -108,7 +108,7 @@ impl<'o> JsonOut<'o> {
     }
 
     /// A value through serde_json: for what no table declares (maps read from a source).
-    pub fn serde<T: serde::Serialize + ?Sized>(
+    pub(crate) fn serde<T: serde::Serialize + ?Sized>(
         &mut self,
         value: &T,
     ) -> Result<(), serde_json::Error> {
@@ -117,7 +117,7 @@ impl<'o> JsonOut<'o> {
 }
 
 /// Writes the JSON serde_json writes for the value's `Serialize`, faster.
-pub trait WriteJson {
+pub(crate) trait WriteJson {
     fn write_json(&self, out: &mut JsonOut<'_>) -> Result<(), serde_json::Error>;
 }
 
@@ -210,10 +210,10 @@ impl<T: WriteJson> WriteJson for Vec<T> {
 /// One member of a declared object, as the byte templates read it: its name, its `,"name":`,
 /// and whether the writer may leave it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Member {
-    pub name: &'static str,
-    pub key: &'static str,
-    pub optional: bool,
+pub(crate) struct Member {
+    pub(crate) name: &'static str,
+    pub(crate) key: &'static str,
+    pub(crate) optional: bool,
 }
 
 /// Whether a field's value is left out, by the `skip_serializing_if` it gives serde (one of
@@ -306,7 +306,7 @@ macro_rules! wire_struct {
         impl $(<$lt>)? $name $(<$lt>)? {
             /// The members the writer writes, in order.
             #[allow(dead_code)]
-            pub const MEMBERS: &'static [$crate::model::rollout::table::Member] = &[$(
+            pub(crate) const MEMBERS: &'static [$crate::model::rollout::table::Member] = &[$(
                 $crate::model::rollout::table::Member {
                     name: $lit,
                     key: concat!(",\"", $lit, "\":"),
@@ -382,7 +382,8 @@ macro_rules! wire_enum {
 
         impl $(<$lt>)? $name $(<$lt>)? {
             /// The variant's type as written (the untagged one's: its own `type_name`).
-            pub fn type_name(&self) -> &'static str {
+            #[allow(dead_code)]
+            pub(crate) fn type_name(&self) -> &'static str {
                 match self {
                     $($name::$variant { .. } => $vlit,)*
                     $($name::$uvariant(inner) => inner.type_name(),)?

@@ -36,7 +36,7 @@ use super::wire::{self, event, item, key, tag};
 
 /// One line: its timestamp, its payload read by its tag.
 #[derive(Debug, PartialEq)]
-pub struct LineView<'a> {
+pub(crate) struct LineView<'a> {
     pub timestamp: Option<Text<'a>>,
     pub item: RolloutItemView<'a>,
     /// False when `payload` is missing or not an object (the item then reads as if every
@@ -46,7 +46,7 @@ pub struct LineView<'a> {
 
 /// A line's payload by the line's `type` (`RolloutItem` in codex-rs).
 #[derive(Debug, PartialEq)]
-pub enum RolloutItemView<'a> {
+pub(crate) enum RolloutItemView<'a> {
     SessionMeta(SessionMetaView<'a>),
     ResponseItem(ResponseItemView<'a>),
     EventMsg(EventMsgView<'a>),
@@ -64,7 +64,7 @@ pub enum RolloutItemView<'a> {
 
 /// A `session_meta` payload. Of the required fields but `id`, only the JSON type matters.
 #[derive(Debug, PartialEq)]
-pub struct SessionMetaView<'a> {
+pub(crate) struct SessionMetaView<'a> {
     pub id: Option<Text<'a>>,
     pub timestamp: Kind,
     pub cwd: Kind,
@@ -74,7 +74,7 @@ pub struct SessionMetaView<'a> {
 }
 
 #[derive(Debug, PartialEq)]
-pub enum BaseInstructionsView<'a> {
+pub(crate) enum BaseInstructionsView<'a> {
     /// Missing or `null`.
     Absent,
     NotObject,
@@ -87,7 +87,7 @@ pub enum BaseInstructionsView<'a> {
 /// A `response_item` payload, by its `type` (`ResponseItem` in codex-rs). Fields missing or of
 /// the wrong type read as `None`.
 #[derive(Debug, PartialEq)]
-pub enum ResponseItemView<'a> {
+pub(crate) enum ResponseItemView<'a> {
     Message(MessageView<'a>),
     Reasoning {
         /// `None` when missing or not an array.
@@ -125,7 +125,7 @@ pub enum ResponseItemView<'a> {
 }
 
 #[derive(Debug, PartialEq)]
-pub struct MessageView<'a> {
+pub(crate) struct MessageView<'a> {
     pub role: Option<Text<'a>>,
     /// `None` when missing or not an array.
     pub content: Option<Vec<PartView<'a>>>,
@@ -135,7 +135,7 @@ pub struct MessageView<'a> {
 }
 
 #[derive(Debug, PartialEq)]
-pub enum PhaseView<'a> {
+pub(crate) enum PhaseView<'a> {
     /// Missing or `null`.
     Absent,
     Text(Text<'a>),
@@ -146,7 +146,7 @@ pub enum PhaseView<'a> {
 /// A content part (a part that is not an object reads as one with neither field).
 #[derive(Debug, Default, PartialEq)]
 #[cfg_attr(test, derive(serde::Deserialize))]
-pub struct PartView<'a> {
+pub(crate) struct PartView<'a> {
     #[cfg_attr(test, serde(default, borrow, rename = "type"))]
     pub kind: Option<Text<'a>>,
     #[cfg_attr(test, serde(default, borrow))]
@@ -155,7 +155,7 @@ pub struct PartView<'a> {
 
 /// An `event_msg` payload, by its `type`.
 #[derive(Debug, PartialEq)]
-pub enum EventMsgView<'a> {
+pub(crate) enum EventMsgView<'a> {
     UserMessage {
         message: Option<Text<'a>>,
     },
@@ -168,26 +168,11 @@ pub enum EventMsgView<'a> {
     Other(Option<Text<'a>>),
 }
 
-impl<'a> LineView<'a> {
-    /// The response item of a `response_item` line.
-    pub fn response_item(&self) -> Option<&ResponseItemView<'a>> {
-        match &self.item {
-            RolloutItemView::ResponseItem(item) => Some(item),
-            RolloutItemView::SessionMeta(_)
-            | RolloutItemView::EventMsg(_)
-            | RolloutItemView::Compacted
-            | RolloutItemView::TurnContext
-            | RolloutItemView::WorldState
-            | RolloutItemView::TokenUsageRecord
-            | RolloutItemView::Other(_)
-            | RolloutItemView::Untagged => None,
-        }
-    }
-}
+impl<'a> LineView<'a> {}
 
 impl ResponseItemView<'_> {
     /// The type name as written (`None` when there is none).
-    pub fn type_name(&self) -> Option<&str> {
+    pub(crate) fn type_name(&self) -> Option<&str> {
         Some(match self {
             ResponseItemView::Message(_) => item::MESSAGE,
             ResponseItemView::Reasoning { .. } => item::REASONING,
@@ -211,14 +196,14 @@ impl ResponseItemView<'_> {
 
 /// The fast way: `None` when the line is not valid JSON or has a shape only the slow way reads.
 /// Read by hand ([`scan`]), with the acceptance of the serde reader below.
-pub fn fast(raw: &str) -> Option<LineView<'_>> {
+pub(crate) fn fast(raw: &str) -> Option<LineView<'_>> {
     template::line(raw).or_else(|| scan::line(raw))
 }
 
 /// The first line of `text` (a file's lines from there on) the fast way, when a template reads
 /// it and it ends where the template does: the line and its length, without its newline.
 /// `None` says nothing of the line: find its end, and read it with [`fast`].
-pub fn fast_first_line(text: &str) -> Option<(LineView<'_>, usize)> {
+pub(crate) fn fast_first_line(text: &str) -> Option<(LineView<'_>, usize)> {
     template::first_line(text)
 }
 
@@ -232,7 +217,7 @@ fn fast_serde(raw: &str) -> Option<LineView<'_>> {
 }
 
 /// The slow way, for any value; `None` when it is not an object.
-pub fn from_value(line: &Value) -> Option<LineView<'static>> {
+pub(crate) fn from_value(line: &Value) -> Option<LineView<'static>> {
     let Value::Object(_) = line else {
         return None;
     };
@@ -484,7 +469,7 @@ fn string(v: &Value) -> Option<Text<'static>> {
 /// A string, borrowed from the line when it has no escapes. (`#[serde(borrow)]` borrows a bare
 /// `Cow<str>` field, but an `Option<Cow<str>>` always gets an owned copy.)
 #[derive(Debug, PartialEq)]
-pub struct Text<'a>(pub Cow<'a, str>);
+pub(crate) struct Text<'a>(pub Cow<'a, str>);
 
 impl std::ops::Deref for Text<'_> {
     type Target = str;
@@ -539,7 +524,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 /// The JSON type of a value the checks only type-check; the value itself is skipped. Missing
 /// reads as `Null`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     #[default]
     Null,
     Bool,
@@ -550,7 +535,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn of(value: &Value) -> Kind {
+    pub(crate) fn of(value: &Value) -> Kind {
         match value {
             Value::Null => Kind::Null,
             Value::Bool(_) => Kind::Bool,
@@ -562,7 +547,7 @@ impl Kind {
     }
 
     /// As a message names it.
-    pub fn article_name(self) -> &'static str {
+    pub(crate) fn article_name(self) -> &'static str {
         match self {
             Kind::Null => "null",
             Kind::Bool => "a boolean",

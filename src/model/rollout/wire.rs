@@ -16,13 +16,15 @@
 macro_rules! names {
     ($(#[$doc:meta])* $module:ident { $($(#[$meta:meta])* $name:ident = $text:literal,)+ }) => {
         $(#[$doc])*
-        pub mod $module {
-            $($(#[$meta])* pub const $name: &str = $text;)+
+        // A vocabulary: each name in both spellings, whichever a reader needs.
+        #[allow(dead_code)]
+        pub(crate) mod $module {
+            $($(#[$meta])* pub(crate) const $name: &str = $text;)+
 
             /// The same names as the start of a JSON object member after another: `,"name":`
             /// (the first member of an object takes `{` for the comma).
-            pub mod field {
-                $(pub const $name: &str = concat!(",\"", $text, "\":");)+
+            pub(crate) mod field {
+                $(pub(crate) const $name: &str = concat!(",\"", $text, "\":");)+
             }
         }
     };

@@ -5,17 +5,17 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// The digest of some bytes, as the manifest writes it.
-pub fn digest(bytes: &[u8]) -> String {
+pub(crate) fn digest(bytes: &[u8]) -> String {
     crate::model::identity::hex128(crate::model::hash::xxh3_128(bytes))
 }
 
 /// The digest of a file's bytes, read in blocks.
-pub fn file_digest(path: &Path) -> std::io::Result<String> {
+pub(crate) fn file_digest(path: &Path) -> std::io::Result<String> {
     file_digest_unless(path, &std::sync::atomic::AtomicUsize::new(0))
 }
 
 /// [`file_digest`], given up with an error once `stop` holds a signal (a run's pre-pass).
-pub fn file_digest_unless(
+pub(crate) fn file_digest_unless(
     path: &Path,
     stop: &std::sync::atomic::AtomicUsize,
 ) -> std::io::Result<String> {

@@ -58,7 +58,7 @@ const BATCHES_AHEAD: usize = 2;
 /// Where a batch ends: at this many records or bytes of records, whichever comes first, or
 /// at `long_bytes` once it holds a long record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Batches {
+pub(crate) struct Batches {
     pub records: usize,
     pub bytes: usize,
     /// Where a batch that holds a long record ends.
@@ -68,7 +68,7 @@ pub struct Batches {
 impl Batches {
     /// A run that writes a Codex home: what its rollouts in flight allow ([`BATCH_RECORDS`],
     /// [`BATCH_BYTES`]). With [`Batches::LARGE`] a Codex home of small records peaked at 68 MB.
-    pub const HOME: Batches = Batches {
+    pub(crate) const HOME: Batches = Batches {
         records: BATCH_RECORDS,
         bytes: BATCH_BYTES,
         long_bytes: LONG_BATCH_BYTES,
@@ -77,7 +77,7 @@ impl Batches {
     /// holds each body only until the collector writes it, so their batches can be twice a
     /// home's: half the hand-offs, for a few MB more at the peak (samples/BENCHMARKS.md,
     /// "Batch sizes").
-    pub const LARGE: Batches = Batches {
+    pub(crate) const LARGE: Batches = Batches {
         records: 2 * BATCH_RECORDS,
         bytes: 2 * BATCH_BYTES,
         long_bytes: 2 * LONG_BATCH_BYTES,
@@ -85,7 +85,7 @@ impl Batches {
 
     /// The batches of a run (a dry run when `dry_run`) into an output that writes a file per
     /// conversation (`file_per_conversation`: a Codex home) or per input file.
-    pub fn for_run(dry_run: bool, file_per_conversation: bool) -> Batches {
+    pub(crate) fn for_run(dry_run: bool, file_per_conversation: bool) -> Batches {
         match !dry_run && file_per_conversation {
             true => Batches::HOME,
             false => Batches::LARGE,
@@ -99,7 +99,7 @@ impl Batches {
 const AHEAD_MIN_BYTES: u64 = 64 << 10;
 
 /// One event of the input, in order.
-pub enum Work {
+pub(crate) enum Work {
     /// Records to convert together: one record of a format read record by record, or a whole
     /// file's when the format's conversations span records.
     Records(Records),
@@ -171,7 +171,7 @@ fn read_size(record: &RawRecord) -> u64 {
 }
 
 /// The running reader.
-pub struct Reader<'scope> {
+pub(crate) struct Reader<'scope> {
     pub handle: ScopedJoinHandle<'scope, ()>,
     pub batches: Receiver<Vec<Work>>,
     /// Bytes on disk read so far, across files: what the progress bar measures.
@@ -179,7 +179,7 @@ pub struct Reader<'scope> {
 }
 
 /// What the reader reads.
-pub struct Plan<'a> {
+pub(crate) struct Plan<'a> {
     /// The run's files, each with what part of it to read; those left out (unchanged since
     /// the manifest recorded them) are skipped.
     pub files: &'a [PlannedFile],
@@ -209,7 +209,7 @@ pub struct Plan<'a> {
 /// Starts the reader thread over the plan's files, in `scope`: it borrows the plan's files
 /// and index. Files whose batch results were read ahead are replayed from `index.leftovers`
 /// (what is not a result line).
-pub fn spawn<'scope, 'env: 'scope>(
+pub(crate) fn spawn<'scope, 'env: 'scope>(
     scope: &'scope Scope<'scope, 'env>,
     plan: Plan<'env>,
 ) -> Reader<'scope> {

@@ -8,7 +8,7 @@ use super::{read_buffered, READ_BUFFER};
 
 /// Whether a zip entry is an export's conversations file: `conversations.json` or
 /// `conversations-NNN.json`, in any folder of the archive.
-pub fn is_conversations_entry(name: &str) -> bool {
+pub(crate) fn is_conversations_entry(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);
     let Some(stem) = base.strip_suffix(".json") else {
         return false;

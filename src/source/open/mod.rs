@@ -12,8 +12,7 @@ mod export;
 mod zstd_blocks;
 
 use export::export_conversations;
-pub use export::is_conversations_entry;
-pub use zstd_blocks::ZstdBlocks;
+pub(crate) use zstd_blocks::ZstdBlocks;
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 const GZIP_MAGIC: [u8; 2] = [0x1F, 0x8B];
@@ -170,7 +169,7 @@ pub trait LineSource: BufRead + Send {
 }
 
 /// A `BufRead` whose buffer is its own (copied out line by line).
-pub struct Plain<R>(pub R);
+pub(crate) struct Plain<R>(pub R);
 
 impl<R: Read> Read for Plain<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -194,7 +193,7 @@ impl<R: BufRead + Send> LineSource for Plain<R> {}
 /// until one comes): every loop that reads input, however long one record or one skip over
 /// an oversized line is, sees it at its next buffer, within a read's time. The error is not
 /// [`io::ErrorKind::Interrupted`], which readers retry.
-pub struct Stoppable<R> {
+pub(crate) struct Stoppable<R> {
     pub inner: R,
     pub stop: Arc<AtomicUsize>,
 }

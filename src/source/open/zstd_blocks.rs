@@ -17,7 +17,7 @@ use crate::source::split::CARRY_MAX;
 /// that asks for more. Memory: the blocks its records still hold (each at least half full),
 /// and zstd's window; the run keeps up to [`BLOCKS_KEPT`] blocks no record holds any more for
 /// the next ones, whichever file's ([`FreeBlocks`]).
-pub struct ZstdBlocks<R> {
+pub(crate) struct ZstdBlocks<R> {
     input: R,
     decoder: zstd::stream::raw::Decoder<'static>,
     /// Where blocks are given back by their last record (the run's, [`FreeBlocks::shared`]).
@@ -40,7 +40,7 @@ enum Decoding {
 }
 
 impl<R: BufRead> ZstdBlocks<R> {
-    pub fn new(input: R) -> io::Result<ZstdBlocks<R>> {
+    pub(crate) fn new(input: R) -> io::Result<ZstdBlocks<R>> {
         ZstdBlocks::with_blocks(input, FreeBlocks::shared())
     }
 

@@ -28,7 +28,7 @@
 //! weighed, once read), linear in the file.
 
 mod checks;
-pub mod render;
+pub(crate) mod render;
 mod schema;
 mod source;
 #[cfg(test)]

@@ -21,7 +21,7 @@ enum Open<'r> {
 }
 
 /// Appends `row` to `out` as a JSON object.
-pub fn row(row: &Row, out: &mut Vec<u8>) {
+pub(crate) fn row(row: &Row, out: &mut Vec<u8>) {
     out.push(b'{');
     let mut stack = vec![Open::Object(row.get_column_iter(), false)];
     while let Some(top) = stack.last_mut() {

@@ -21,19 +21,19 @@ pub struct Malformed {
 
 /// The compact protocol's type codes (as a field header or a list header writes them).
 mod code {
-    pub const STOP: u8 = 0;
-    pub const TRUE: u8 = 1;
-    pub const FALSE: u8 = 2;
-    pub const BYTE: u8 = 3;
-    pub const I16: u8 = 4;
-    pub const I32: u8 = 5;
-    pub const I64: u8 = 6;
-    pub const DOUBLE: u8 = 7;
-    pub const BINARY: u8 = 8;
-    pub const LIST: u8 = 9;
-    pub const SET: u8 = 10;
-    pub const MAP: u8 = 11;
-    pub const STRUCT: u8 = 12;
+    pub(super) const STOP: u8 = 0;
+    pub(super) const TRUE: u8 = 1;
+    pub(super) const FALSE: u8 = 2;
+    pub(super) const BYTE: u8 = 3;
+    pub(super) const I16: u8 = 4;
+    pub(super) const I32: u8 = 5;
+    pub(super) const I64: u8 = 6;
+    pub(super) const DOUBLE: u8 = 7;
+    pub(super) const BINARY: u8 = 8;
+    pub(super) const LIST: u8 = 9;
+    pub(super) const SET: u8 = 10;
+    pub(super) const MAP: u8 = 11;
+    pub(super) const STRUCT: u8 = 12;
 }
 
 /// A reader of compact-protocol bytes.

@@ -286,7 +286,6 @@ impl RecordReader {
                 offset,
                 line,
                 message,
-                io: _,
             } => {
                 self.reader = None;
                 self.damage(Vec::new(), base.line + line, base.offset + offset, message);

@@ -75,14 +75,14 @@ impl RawRecord {
 }
 
 /// The default of `--max-record-bytes`.
-pub const DEFAULT_MAX_RECORD_BYTES: u64 = 256 << 20;
+pub(crate) const DEFAULT_MAX_RECORD_BYTES: u64 = 256 << 20;
 
 /// The default of `--max-conversation-bytes`: a file whose format spans it with one
 /// conversation is held whole while read, up to this.
-pub const DEFAULT_MAX_CONVERSATION_BYTES: u64 = 1 << 30;
+pub(crate) const DEFAULT_MAX_CONVERSATION_BYTES: u64 = 1 << 30;
 
 /// What is kept of an oversized record: its first bytes, for the quarantine line.
-pub const OVERSIZED_HEAD: usize = 1024;
+pub(crate) const OVERSIZED_HEAD: usize = 1024;
 
 /// The place where a file could not be read further (of a Parquet file, a row group that
 /// could not be read; the next one is).

@@ -104,7 +104,8 @@
 //! ```
 //!
 //! **Adding a source format** takes one new module and one registration line: write
-//! `src/input/<name>.rs` with a type implementing `FormatReader` (`format`, `granularity`,
+//! `src/input/<name>.rs` (declared with `mod <name>;` in `input/mod.rs`; a folder
+//! `input/<name>/` when its envelopes or tests deserve files of their own) with a type implementing `FormatReader` (`format`, `granularity`,
 //! `describe`, `detect`, `read`; `read_fast` optional) and its name
 //! (`impl SourceFormat { pub const NAME: SourceFormat = SourceFormat::named("name"); }`, with
 //! `.with_global_ids()` when its conversation ids are unique beyond a file), and add
@@ -118,7 +119,13 @@
 //! code (`forbid`), no `unwrap`/`expect` in the library (bad input is an outcome, never a panic;
 //! tests may, `clippy.toml`), and no wildcard arm in a `match` over an enum (a new variant is
 //! handled wherever it matters; only a foreign `#[non_exhaustive]` enum gets an allowed wildcard,
-//! said where).
+//! said where). `unreachable_pub` warns: an item only the crate uses is `pub(crate)`, so what is
+//! `pub` is what `main.rs`, the tests and the fuzz targets call.
+//!
+//! **The shape is measured** (`tests/measures.rs`): no production file over 800 lines (a test
+//! module excluded), `pipeline/mod.rs` under 400, the output format chosen at most three times
+//! in `pipeline/`, no reader importing another, no command importing another, the README under
+//! 600 lines. A failure names the file to split or the import to move.
 //!
 //! Data moves forward as `SourceFile → RawRecord → Transcript → Conversation → bytes`, with
 //! `Decision`, `Violation`, `QuarantineEntry` and `Summary` beside them. No stage prints.

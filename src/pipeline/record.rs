@@ -691,7 +691,6 @@ pub(crate) fn round_trip(record: &RawRecord, ordinal: u64) -> Outcome {
     }))
 }
 
-/// Keys of the record and its messages that nothing converts, for the audit.
 /// Keys of the record and its messages that nothing converts, for the audit: taken out of the
 /// transcript (nothing reads them after), not copied.
 fn ignored_fields(transcript: &mut Transcript) -> Vec<IgnoredField> {

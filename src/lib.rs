@@ -33,7 +33,8 @@
 //!            quarantine.rs: the quarantine classes; invariant.rs), Location and Located (a cause
 //!            with its place, formatted once), RFC 3339 timestamps, JSON string escaping (json.rs),
 //!            xxh3 (hash.rs: record identities, the manifest's digests, shard keys)
-//! source/    discover files, detect compression (open/: zstd blocks, the export zip's lines),
+//! source/    discover files, detect compression (open/: zstd blocks; a zip's lines through the
+//!            hook of the reader whose files come zipped, ArchiveLines),
 //!            split records (with locations, damage); archive.rs: a zip's members, read within a
 //!            cap; shard.rs: which files and byte ranges a shard owns, the engines' index
 //! rules/     load, merge and check rule files (the `[policy]` section generated from model's
@@ -41,7 +42,8 @@
 //! input/     one FormatReader per source format (format.rs: the trait, the registry, detection):
 //!            chat.rs (with its tape fast path, `read_fast`), claude_code.rs, codex.rs (Codex
 //!            rollouts, items kept as read: model's rollout/native.rs, convert's native.rs),
-//!            chatgpt/ (the walk, the export's files), anthropic.rs, responses.rs, chat_stream.rs,
+//!            chatgpt/ (the walk, the export's files, export.rs: the export zip's conversations
+//!            as lines, its archive_lines), anthropic.rs, responses.rs, chat_stream.rs,
 //!            sharegpt.rs, otel/; what they share (no reader imports another): parse.rs
 //!            (simd-json, Unicode repair), media.rs (content parts, tool outputs), blocks.rs
 //!            (content blocks), chain.rs (the one chain driver of the API logs), sse.rs (SSE

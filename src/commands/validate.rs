@@ -59,7 +59,8 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
     let files = rollout_files(&args.paths)?;
     let mut reports = Vec::new();
     for path in &files {
-        let opened = open(path).with_context(|| format!("opening {}", path.display()))?;
+        let opened = open(path, crate::input::format::archive_lines())
+            .with_context(|| format!("opening {}", path.display()))?;
         let mut reader = opened.reader;
         let findings = match read_capped(&mut reader, args.max_record_bytes) {
             Ok((bytes, long)) => {

@@ -25,6 +25,7 @@ use super::parse::parse_record;
 use super::InputError;
 use crate::model::location::Location;
 use crate::rules::InputRules;
+use crate::source::open::ArchiveLines;
 use crate::source::{records, Compression, RawRecord, RecordEvent, SourceFile};
 
 /// One result line held for its request.
@@ -171,15 +172,16 @@ pub fn batch_result(result: Value, custom_id: &str) -> Result<Value, InputError>
 }
 
 /// How [`BatchIndex::scan`] reads a file: up to the run's `--max-record-bytes` a record, as
-/// long as no signal came.
+/// long as no signal came, a zip as the run reads it.
 struct Limits<'a> {
     max_record_bytes: u64,
     stop: &'a Arc<AtomicUsize>,
+    archive: Option<ArchiveLines>,
 }
 
 impl Limits<'_> {
     fn records(&self, file: &SourceFile) -> crate::source::split::RecordReader {
-        records(file)
+        records(file, self.archive)
             .max_record_bytes(self.max_record_bytes)
             .stop(self.stop)
     }
@@ -245,6 +247,7 @@ impl BatchIndex {
         let limits = Limits {
             max_record_bytes,
             stop,
+            archive: super::format::archive_lines(),
         };
         let firsts: Vec<First> = pool.install(|| {
             files

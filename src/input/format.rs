@@ -24,6 +24,7 @@ use super::InputError;
 use crate::model::transcript::Transcript;
 use crate::rules::RuleRef;
 use crate::rules::RuleSet;
+use crate::source::open::ArchiveLines;
 
 /// A source format (the type is in `model`, since a transcript names its format). Each
 /// format's module declares its own constant (`impl SourceFormat { pub const SHAREGPT:
@@ -271,6 +272,12 @@ pub trait FormatReader: Sync {
     fn group(&self, _bytes: &[u8]) -> Group {
         Group::File
     }
+
+    /// The lines of a zip in this format, for a format whose files come zipped (a ChatGPT
+    /// export): the source layer reads a zip only through the hook of a reader that has one.
+    fn archive_lines(&self) -> Option<ArchiveLines> {
+        None
+    }
 }
 
 /// Where a record of a format read whole waits before its reader reads it
@@ -340,6 +347,11 @@ pub fn readers() -> &'static [&'static dyn FormatReader] {
         &super::parquet::ParquetReader,
         &super::chat::ChatReader,
     ]
+}
+
+/// How a zip is read ([`FormatReader::archive_lines`]): the first registered reader's hook.
+pub(crate) fn archive_lines() -> Option<ArchiveLines> {
+    readers().iter().find_map(|r| r.archive_lines())
 }
 
 /// The reader of `format`.

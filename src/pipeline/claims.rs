@@ -83,7 +83,8 @@ fn claim_file(
     let limit = options.max_record_bytes;
     let mut format = options.from;
     let mut ordinal = 0u64;
-    for event in records(file).max_record_bytes(limit) {
+    let archive = crate::input::format::archive_lines();
+    for event in records(file, archive).max_record_bytes(limit) {
         if remaining.load(Ordering::Relaxed) == 0 || options.stop.load(Ordering::Relaxed) != 0 {
             return;
         }

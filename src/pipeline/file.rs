@@ -138,7 +138,10 @@ pub(crate) fn read_file(
         follow: false,
         cache: &cache,
     };
-    let (works, damage) = group_file(crate::source::records(file), from);
+    let (works, damage) = group_file(
+        crate::source::records(file, crate::input::format::archive_lines()),
+        from,
+    );
     let reads = works
         .into_iter()
         .filter_map(|work| match work {

@@ -366,6 +366,7 @@ pub(super) fn run<'p>(
                 stop: Arc::clone(&options.stop),
                 from: options.from,
                 max_record_bytes: options.max_record_bytes,
+                archive: crate::input::format::archive_lines(),
                 max_conversation_bytes: options.max_conversation_bytes,
                 budget: budget::Budget::new(options.memory),
                 // Decompressing takes 25-40 % of a record's CPU (zstd; 181 M instructions to

@@ -19,9 +19,10 @@ pub(super) fn select(walk: &[SourceFile], shard: Option<&ShardPlan>) -> Vec<Port
     };
     let mut portions = Vec::new();
     for (index, file) in walk.iter().enumerate() {
-        // Only a split file is opened here, to see whether its size counts its ranges.
+        // Only a split file is opened here, to see whether its size counts its ranges: a zip,
+        // which fails to open without a reader's hook, is not plain text either way.
         let compressed = shard.is_split(file)
-            && open(&file.path).map_or(true, |o| o.compression != Compression::None);
+            && open(&file.path, None).map_or(true, |o| o.compression != Compression::None);
         let share = shard.share(file, compressed);
         if share != Share::None {
             portions.push(Portion {

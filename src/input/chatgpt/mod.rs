@@ -1,5 +1,6 @@
 //! ChatGPT data exports: `conversations.json` (an array: the splitter makes one record per
-//! conversation), `conversations-NNN.json`, or a single conversation object.
+//! conversation), `conversations-NNN.json`, or a single conversation object; in an export zip,
+//! its conversations files as lines ([`FormatReader::archive_lines`]: export.rs).
 //!
 //! In: one conversation object. Out: the [`Transcript`] of its **active path**, walked from
 //! `current_node` to the root through `parent` (a visited set guards against cycles), then
@@ -25,6 +26,7 @@
 //!
 //! Fails (refuses the record) when it is not an object with a `mapping` object.
 
+mod export;
 mod files;
 mod walk;
 
@@ -43,6 +45,7 @@ use super::format::{
 use super::InputError;
 use crate::model::transcript::{RecordMeta, Transcript};
 use crate::rules::{DropOrQuarantine, PolicyId, RuleSet};
+use crate::source::open::ArchiveLines;
 pub use files::ImageFiles;
 use walk::{node_text_bytes, Walk};
 
@@ -93,6 +96,10 @@ impl FormatReader for ChatGptReader {
             }
         }
         read
+    }
+
+    fn archive_lines(&self) -> Option<ArchiveLines> {
+        Some(export::export_conversations)
     }
 }
 

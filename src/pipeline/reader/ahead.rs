@@ -138,7 +138,7 @@ fn read_ahead(jobs: Receiver<Job>, plan: &Plan<'_>) {
             return;
         }
         let planned = &plan.files[file];
-        let reader = records_hashing(&planned.source, planned.read_digest.clone())
+        let reader = records_hashing(&planned.source, planned.read_digest.clone(), plan.archive)
             .max_record_bytes(plan.max_record_bytes)
             .stop(&plan.stop);
         let counter = reader.disk_counter();

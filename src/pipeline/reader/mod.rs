@@ -30,6 +30,7 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::input::batch::BatchIndex;
 use crate::input::format::SourceFormat;
+use crate::source::open::ArchiveLines;
 use crate::source::{records_hashing, Compression, Damage, RawRecord, RecordEvent, ShardPlan};
 
 use super::budget::{Budget, OverBudget, Permit};
@@ -193,6 +194,8 @@ pub(crate) struct Plan<'a> {
     pub from: Option<SourceFormat>,
     /// A longer record is sent as oversized, never loaded whole (`--max-record-bytes`).
     pub max_record_bytes: u64,
+    /// How a zip is read ([`crate::input::format::archive_lines`]).
+    pub archive: Option<ArchiveLines>,
     /// A whole-file format's records are collected up to this many bytes; past it the file is
     /// refused with a damage naming the limit, and its records dropped as they come.
     pub max_conversation_bytes: u64,
@@ -285,14 +288,7 @@ fn read(plan: &Plan, ahead: &mut ReadAhead<'_>, sender: &SyncSender<Vec<Work>>, 
                     Compression::None,
                 )
             }
-            None => events(
-                plan.index,
-                file_index,
-                planned,
-                &in_file,
-                plan.max_record_bytes,
-                &plan.stop,
-            ),
+            None => events(plan.index, file_index, planned, &in_file, plan),
         };
         let ranges = plan
             .shard
@@ -501,8 +497,7 @@ fn events<'a>(
     file_index: usize,
     planned: &PlannedFile,
     in_file: &Arc<AtomicU64>,
-    max_record_bytes: u64,
-    stop: &Arc<AtomicUsize>,
+    plan: &Plan<'_>,
 ) -> (Events<'a>, Compression) {
     match index.leftovers.get(&file_index) {
         // The file's own compression: a shard's ranges of a split results file are found by
@@ -512,9 +507,10 @@ fn events<'a>(
             index.compression(file_index),
         ),
         None => {
-            let reader = records_hashing(&planned.source, planned.read_digest.clone())
-                .max_record_bytes(max_record_bytes)
-                .stop(stop);
+            let reader =
+                records_hashing(&planned.source, planned.read_digest.clone(), plan.archive)
+                    .max_record_bytes(plan.max_record_bytes)
+                    .stop(&plan.stop);
             let compression = reader.compression();
             let counter = reader.disk_counter();
             let in_file = Arc::clone(in_file);
@@ -634,6 +630,7 @@ pub(super) mod tests {
             stop: Arc::new(AtomicUsize::new(0)),
             from: None,
             max_record_bytes: 1 << 30,
+            archive: crate::input::format::archive_lines(),
             max_conversation_bytes: 1 << 30,
             readers,
             budget: Budget::new(u64::MAX),

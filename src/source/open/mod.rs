@@ -8,26 +8,28 @@ use std::sync::Arc;
 
 use super::SourceError;
 
-mod export;
 mod zstd_blocks;
 
-use export::export_conversations;
 pub(crate) use zstd_blocks::ZstdBlocks;
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 const GZIP_MAGIC: [u8; 2] = [0x1F, 0x8B];
 const ZIP_MAGIC: [u8; 4] = [b'P', b'K', 0x03, 0x04];
-const READ_BUFFER: usize = 256 * 1024;
+pub(crate) const READ_BUFFER: usize = 256 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
     None,
     Zstd,
     Gzip,
-    /// A ChatGPT data export zip: the conversations of its `conversations.json` (or
-    /// `conversations-NNN.json`) files, read as JSON Lines, one conversation a line.
+    /// A zip: read as the lines its format's reader finds in it ([`ArchiveLines`]; a ChatGPT
+    /// data export's conversations, one a line).
     Zip,
 }
+
+/// The lines of a zip at a path, as a format's reader finds them in it: the source layer
+/// knows no archive's layout, only that a zip is read whole through this hook.
+pub(crate) type ArchiveLines = fn(&Path) -> io::Result<Box<dyn BufRead + Send>>;
 
 /// A decompressed stream and a counter of the compressed bytes consumed so far, so that
 /// damage can be reported at its offset in the file on disk.
@@ -42,16 +44,20 @@ pub struct Opened {
 /// a zip export read by its directory).
 pub type DigestSlot = Arc<std::sync::OnceLock<String>>;
 
-/// Opens `path`, sniffing zstd or gzip magic. Several zstd frames or gzip members in one file
-/// are read as one stream.
-pub fn open(path: &Path) -> Result<Opened, SourceError> {
-    open_hashing(path, None)
+/// Opens `path`, sniffing zstd, gzip or zip magic. Several zstd frames or gzip members in one
+/// file are read as one stream; a zip is read through `archive`, and without it fails to open.
+pub fn open(path: &Path, archive: Option<ArchiveLines>) -> Result<Opened, SourceError> {
+    open_hashing(path, None, archive)
 }
 
 /// [`open`], and the digest of the file's bytes on disk, taken as they are read, into `slot`
 /// once the last is: a file read for its digest before it was read for its records was read
 /// twice, from disk twice when the archive is larger than the page cache.
-pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, SourceError> {
+pub fn open_hashing(
+    path: &Path,
+    slot: Option<DigestSlot>,
+    archive: Option<ArchiveLines>,
+) -> Result<Opened, SourceError> {
     let file = File::open(path).map_err(|source| SourceError::Open {
         path: path.display().to_string(),
         source,
@@ -91,7 +97,14 @@ pub fn open_hashing(path: &Path, slot: Option<DigestSlot>) -> Result<Opened, Sou
             flate2::bufread::MultiGzDecoder::new(raw),
         ))),
         Compression::Zip => {
-            let lines = export_conversations(path).map_err(|source| SourceError::Open {
+            let lines = match archive {
+                Some(archive_lines) => archive_lines(path),
+                None => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a zip, and no reader of zips was given",
+                )),
+            }
+            .map_err(|source| SourceError::Open {
                 path: path.display().to_string(),
                 source,
             })?;
@@ -135,7 +148,7 @@ fn is_zstd(head: &[u8]) -> bool {
 }
 
 /// `Read` for a reader whose bytes are in its own buffer: copied out of it.
-fn read_buffered(reader: &mut impl BufRead, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_buffered(reader: &mut impl BufRead, buf: &mut [u8]) -> io::Result<usize> {
     let available = reader.fill_buf()?;
     let n = available.len().min(buf.len());
     buf[..n].copy_from_slice(&available[..n]);
@@ -290,7 +303,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.jsonl");
         std::fs::write(&path, &pzstd).unwrap();
-        let mut opened = open(&path).unwrap();
+        let mut opened = open(&path, None).unwrap();
         assert_eq!(opened.compression, Compression::Zstd);
         let mut out = Vec::new();
         opened.reader.read_to_end(&mut out).unwrap();
@@ -335,7 +348,7 @@ mod tests {
             let path = dir.path().join(name);
             std::fs::write(&path, &bytes).expect("write");
             let slot = DigestSlot::default();
-            let mut opened = open_hashing(&path, Some(Arc::clone(&slot))).expect("open");
+            let mut opened = open_hashing(&path, Some(Arc::clone(&slot)), None).expect("open");
             let mut read = Vec::new();
             opened.reader.read_to_end(&mut read).expect("read");
             assert_eq!(read, lines[..read.len()], "{name}");
@@ -344,7 +357,7 @@ mod tests {
         }
         let path = dir.path().join("plain.jsonl");
         let slot = DigestSlot::default();
-        let mut opened = open_hashing(&path, Some(Arc::clone(&slot))).expect("open");
+        let mut opened = open_hashing(&path, Some(Arc::clone(&slot)), None).expect("open");
         let mut head = [0u8; 100];
         opened.reader.read_exact(&mut head).expect("read");
         assert_eq!(slot.get(), None, "read in part");

@@ -31,7 +31,7 @@ use bytes::{Bytes, BytesMut};
 use super::discover::SourceFile;
 use super::elements::{Element, Elements, Framing};
 use super::nested::{opens_path, Nested, OTLP_SPANS};
-use super::open::{open_hashing, Compression, DigestSlot, LineSource, Opened, Plain};
+use super::open::{open_hashing, ArchiveLines, Compression, DigestSlot, LineSource, Opened, Plain};
 use super::parquet::Rows;
 use crate::model::Location;
 
@@ -115,16 +115,21 @@ pub enum RecordEvent {
     Damage(Damage),
 }
 
-/// Reads `file` and returns its events. Opening errors come back as a single damage event.
-pub fn records(file: &SourceFile) -> RecordReader {
-    records_hashing(file, None)
+/// Reads `file` and returns its events; a zip through `archive`
+/// ([`super::open::ArchiveLines`]). Opening errors come back as a single damage event.
+pub fn records(file: &SourceFile, archive: Option<ArchiveLines>) -> RecordReader {
+    records_hashing(file, None, archive)
 }
 
 /// [`records`], with the digest of the file's bytes on disk left in `slot` once they were read
 /// to the end ([`super::open::open_hashing`]).
-pub fn records_hashing(file: &SourceFile, slot: Option<DigestSlot>) -> RecordReader {
+pub fn records_hashing(
+    file: &SourceFile,
+    slot: Option<DigestSlot>,
+    archive: Option<ArchiveLines>,
+) -> RecordReader {
     let display = Arc::clone(&file.display);
-    match open_hashing(&file.path, slot) {
+    match open_hashing(&file.path, slot, archive) {
         Ok(mut opened) => {
             if !is_parquet(&mut opened) {
                 return RecordReader::over(display, opened);

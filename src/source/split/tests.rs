@@ -23,7 +23,7 @@ fn events(bytes: &[u8], max: u64) -> Vec<String> {
         ino: 0,
         root: None,
     };
-    let out = records(&file)
+    let out = records(&file, None)
         .max_record_bytes(max)
         .map(|event| match event {
             RecordEvent::Record(r) if r.oversized.is_some() => {

@@ -1,14 +1,16 @@
-//! A ChatGPT export zip's conversations as JSON Lines, decompressed and split as read.
+//! A ChatGPT export zip's conversations as JSON Lines, decompressed and split as read: the
+//! lines the source layer reads of a zip ([`crate::source::open::ArchiveLines`]), which only
+//! this reader knows how to find in one.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::{read_buffered, READ_BUFFER};
+use crate::source::open::{read_buffered, READ_BUFFER};
 
 /// Whether a zip entry is an export's conversations file: `conversations.json` or
 /// `conversations-NNN.json`, in any folder of the archive.
-pub(crate) fn is_conversations_entry(name: &str) -> bool {
+fn is_conversations_entry(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);
     let Some(stem) = base.strip_suffix(".json") else {
         return false;
@@ -25,10 +27,11 @@ pub(crate) fn is_conversations_entry(name: &str) -> bool {
 /// spaces. The entries are decompressed and split as they are read: memory is one read buffer
 /// whatever their size, and a conversation longer than `--max-record-bytes` is a line the
 /// splitter reports oversized. A break in an entry's JSON between conversations, a truncated
-/// or corrupt entry (its CRC-32 is checked) is a read error at that point.
+/// or corrupt entry (its CRC-32 is checked) is a read error at that point. The reader's
+/// [`crate::source::open::ArchiveLines`].
 // Matches a foreign non-exhaustive enum, which needs a wildcard arm.
 #[allow(clippy::wildcard_enum_match_arm)]
-pub(super) fn export_conversations(path: &Path) -> io::Result<ExportLines> {
+pub(super) fn export_conversations(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
     let mut archive = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;
     let mut entries = Vec::new();
     for index in 0..archive.len() {
@@ -66,13 +69,13 @@ pub(super) fn export_conversations(path: &Path) -> io::Result<ExportLines> {
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     entries.reverse();
-    Ok(ExportLines {
+    Ok(Box::new(ExportLines {
         path: path.to_path_buf(),
         entries,
         current: None,
         out: Vec::with_capacity(READ_BUFFER),
         at: 0,
-    })
+    }))
 }
 
 /// Where one conversations file is in the zip.
@@ -86,7 +89,7 @@ struct Entry {
 
 /// The export's conversations as lines, produced a buffer at a time (see
 /// [`export_conversations`]).
-pub(super) struct ExportLines {
+struct ExportLines {
     path: std::path::PathBuf,
     /// The entries still to read, the next last.
     entries: Vec<Entry>,

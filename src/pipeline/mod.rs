@@ -72,19 +72,16 @@ use crate::source::{discover, Discovery, ShardPlan, SourceFile};
 use collect::Collector;
 pub use error::PipelineError;
 use error::{interrupted, panicked};
-pub use file::process_bytes;
 use handoff::{collector, BatchContext};
 use home::{check_format, lock_home, record_run, start_run};
 pub use options::{Fingerprint, Options};
 use plan::{dedupe_keys, note_read_again, note_skipped, nothing_found, plan_files, protected};
-pub use plan::{PlannedFile, Portion};
+pub(crate) use plan::{PlannedFile, Portion};
 pub use progress::{FileCounts, Note, PlanCounts, Progress};
-pub use record::{process_work, Outcome, WorkContext};
-pub use refusal::Refusal;
-pub use signal::Signal;
 use std::collections::HashMap;
 use summary::{carried, planned_summary};
 use threads::{thread_pool, Priorities, Priority};
+pub use {file::process_bytes, record::Outcome, refusal::Refusal, signal::Signal};
 
 /// A run done: its summary, and the signal that stopped it early, if one did.
 pub struct Finished {

@@ -18,7 +18,7 @@ use super::{failpoint, Fingerprint, Note, Options, Progress, Request};
 
 /// What part of one input file a run reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Portion {
+pub(crate) struct Portion {
     /// The file's place among every file the walk found (the same in every shard).
     pub index: usize,
     /// Only the shard's ranges of a split file.
@@ -31,7 +31,7 @@ pub struct Portion {
 /// run's files by their place in one `[PlannedFile]`, so what the run knows of a file travels
 /// together instead of in vectors kept aligned by hand.
 #[derive(Debug, Clone)]
-pub struct PlannedFile {
+pub(crate) struct PlannedFile {
     pub source: SourceFile,
     /// What part of it this run reads.
     pub portion: Portion,

@@ -154,7 +154,7 @@ fn versioned(transcript: &Transcript) -> bool {
 }
 
 /// What a worker needs besides the work itself.
-pub struct WorkContext<'a> {
+pub(crate) struct WorkContext<'a> {
     /// The file the records are from, the rules, and what the reader keeps for the file.
     pub read: ReadContext<'a>,
     /// Batch API results read ahead, joined into their requests.
@@ -197,7 +197,7 @@ fn quarantine(record: &RawRecord, cause: &Located<Refusal>) -> Outcome {
 /// [`Outcome::Merged`], and a record the reader gave no account of is quarantined, never lost.
 /// A format read record by record is sampled before it is read; a format read whole, by
 /// conversation.
-pub fn process_work(work: &mut Records, context: &WorkContext<'_>) -> Vec<Outcome> {
+pub(crate) fn process_work(work: &mut Records, context: &WorkContext<'_>) -> Vec<Outcome> {
     process_with(crate::input::format::reader(work.format), work, context)
 }
 

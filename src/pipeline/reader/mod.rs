@@ -117,7 +117,7 @@ pub(crate) enum Work {
 }
 
 /// The one unit of work: records of one file, in one format, read together by its reader.
-pub struct Records {
+pub(crate) struct Records {
     /// Each record with its ordinal in its file.
     pub records: Vec<(RawRecord, u64)>,
     pub file: usize,
@@ -132,7 +132,11 @@ pub struct Records {
 }
 
 impl Records {
-    pub fn new(records: Vec<(RawRecord, u64)>, file: usize, format: SourceFormat) -> Records {
+    pub(crate) fn new(
+        records: Vec<(RawRecord, u64)>,
+        file: usize,
+        format: SourceFormat,
+    ) -> Records {
         let read = records.iter().map(|(record, _)| read_size(record)).sum();
         Records {
             records,
@@ -150,7 +154,7 @@ impl Records {
     }
 
     /// See [`Records::read`]: the same before and after [`Records::release`].
-    pub fn read_size(&self) -> u64 {
+    pub(crate) fn read_size(&self) -> u64 {
         self.read
     }
 
@@ -158,7 +162,7 @@ impl Records {
     /// collector writes of its record (a quarantine line keeps its own copy), so that a batch
     /// waiting for its turn holds its outputs only. With small records the batches between
     /// the workers and the collector held ~4,000 records (8 MB) of a run's peak.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         for (record, _) in &mut self.records {
             record.bytes = bytes::Bytes::new();
         }

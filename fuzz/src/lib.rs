@@ -153,7 +153,7 @@ fn trace_one(outcome: &Outcome, out: &mut Vec<u8>) {
     match outcome {
         Outcome::Converted(done) => {
             out.extend(format!("{} records: ", done.records).as_bytes());
-            out.extend(serde_json::to_vec(&**done).unwrap_or_default());
+            out.extend(done.audit_bytes().unwrap_or_default());
             out.push(b'\n');
             out.extend(&done.bytes);
         }

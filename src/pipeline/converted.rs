@@ -191,8 +191,9 @@ impl Converted {
         }
     }
 
-    /// Its line in `conversations.jsonl`, without the line break.
-    pub(super) fn audit_bytes(&self) -> Option<Vec<u8>> {
+    /// Its line in `conversations.jsonl`, without the line break (the fuzz targets compare
+    /// two runs' lines).
+    pub fn audit_bytes(&self) -> Option<Vec<u8>> {
         let mut bytes = Vec::with_capacity(512);
         self.audit_fields()
             .write_json(&mut JsonOut::new(&mut bytes))

@@ -30,9 +30,9 @@ fn is_zero(n: &usize) -> bool {
 
 impl Decision {
     /// Appends the decision as `serde_json::to_writer` writes it (a test holds the two equal
-    /// for every action). serde's `flatten` cost ~1,400 instructions a decision, 1.1 % of a
-    /// `--format responses` run over small records, where nearly every record has one: a
-    /// system message classified. That action is written by hand; any other still goes
+    /// for every action). serde's `flatten` goes through a map, and nearly every record has
+    /// one decision, a system message classified (`samples/BENCHMARKS.md` has the cost).
+    /// That action is written by hand; any other still goes
     /// through serde, written alone and spliced in (an internally tagged enum alone is
     /// `{"action":…,fields…}`, the entries `flatten` writes into the decision).
     pub fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {

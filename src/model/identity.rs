@@ -106,9 +106,8 @@ pub fn push_hex128(out: &mut String, value: u128) {
 /// that repeats; both freed at the file's end.
 ///
 /// Most records are seen once: a set of their digests holds them, and only a digest seen
-/// again gets a count. One `HashMap` of digest to count took 32 bytes a bucket (the `u128`
-/// key aligns the entry to 16) and moved them all each time it doubled: ~8 MB of tables,
-/// touched fresh, for a file of 64,000 records, a fifth of a dry run's page faults.
+/// again gets a count: a map of digest to count for every record costs 32 bytes a bucket and
+/// a copy of all of them at each doubling (`samples/BENCHMARKS.md` has the page faults).
 #[derive(Debug, Default)]
 pub struct Occurrences {
     seen: DigestTable<()>,

@@ -104,9 +104,8 @@ pub struct Links {
 
 wire_struct! {
     /// A converted conversation's line in `conversations.jsonl`, declared once: the writer
-    /// and serde's derive come from these lines. Serde's own writer escaped each key byte by
-    /// byte and went through a map for flattened fields, a few percent of a dry run over small
-    /// records (`samples/BENCHMARKS.md`).
+    /// and serde's derive come from these lines; the table's writer copies each key whole
+    /// (`samples/BENCHMARKS.md` has what serde's costs).
     pub(super) struct AuditLine<'a> {
         schema_version: u32 = "schema_version",
         source: &'a str = "source",
@@ -241,9 +240,8 @@ impl Converted {
     }
 
     /// Frees the rollout's bytes where they were made: they become the worker's render
-    /// buffer again ([`crate::convert::recycle`]). Allocated by the worker and freed by the
-    /// collector, each rollout went back to the worker's allocator through its cross-thread
-    /// free list, and the worker's next rollout landed in cold memory.
+    /// buffer again ([`crate::convert::recycle`]), so no rollout is freed across threads and
+    /// the next one is rendered into warm memory (`samples/BENCHMARKS.md`).
     pub fn release_bytes(&mut self) {
         crate::convert::recycle(std::mem::take(&mut self.bytes));
     }

@@ -82,13 +82,10 @@ impl Priorities {
 
 /// How far below the run's other threads the threads that yield run, in nice values. The
 /// reader (decompressing and splitting) and the collector are one thread each; the workers
-/// are `--jobs` threads, and the pipeline is as fast as the slowest of them. At equal
-/// priority, the reader of agent transcripts (~40 % of a dry run's CPU: it needs most of a
-/// core while two workers share the other) shared its core with a worker, and the workers
-/// then waited for its batches: a dry run on 2 cores took 0.45-0.49 s, and 0.41-0.42 s with
-/// the workers at +10, for the same CPU. +10 leaves room for the collector and the main
-/// thread too; a thread that yields runs as fast as ever on an idle core. The measurements:
-/// samples/BENCHMARKS.md.
+/// are `--jobs` threads, and the pipeline is as fast as the slowest of them. The workers
+/// yield so that the serial threads never wait for a core a worker holds; +10 leaves room
+/// for the collector and the main thread too, and a thread that yields runs as fast as ever
+/// on an idle core. The measurements: `samples/BENCHMARKS.md`.
 ///
 /// On Linux a nice value is a thread's own, and it orders the process's threads against
 /// those of the same group only (the session's autogroup, or a cgroup with the CPU

@@ -8,8 +8,7 @@
 //! `convert::render` and `convert::responses` compare the two on every shape): keys are copied
 //! whole as `,"name":` (a literal needs no escape), strings go through
 //! [`escape_into`], a field skipped by serde is skipped here by the same test. Why not
-//! serde_json: it escaped each constant key byte by byte, ~8 % of a conversion of small records
-//! (`samples/BENCHMARKS.md`).
+//! serde_json: it escapes each constant key byte by byte (the cost: `samples/BENCHMARKS.md`).
 //!
 //! A field's writer may be replaced (`with path`) where a line shares bytes with the next: a
 //! message's one text part is marked where it was written, and its UI event copies those bytes

@@ -28,7 +28,7 @@ use crate::output::manifest::Manifest;
 use crate::output::Home;
 use crate::pipeline::record::{read_file, Outcome, ReadConversation, Refusal};
 use crate::rules::RuleSet;
-use crate::source::{discover, RawRecord, WalkOptions};
+use crate::source::{discover, RawRecord};
 use crate::validate;
 
 pub fn run(args: &ExplainArgs) -> Result<Exit> {
@@ -53,14 +53,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         ),
         None => None,
     };
-    let walk = WalkOptions {
-        hidden: true,
-        follow: true,
-        stdin_name: "stdin".to_string(),
-        filter: Default::default(),
-        stop: Default::default(),
-        codex_homes: from == Some(SourceFormat::CODEX),
-    };
+    let walk = super::named_file_walk(from);
     let path = &target.path;
     let found = discover(std::slice::from_ref(path), None, &walk)
         .with_context(|| format!("explaining {}", path.display()))?;

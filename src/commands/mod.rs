@@ -76,6 +76,20 @@ macro_rules! out {
 pub(crate) use out;
 
 /// Whether `err` is, or was caused by, a write to a reader that went away.
+/// The walk that finds one file a user named (`explain FILE`, a review page's source): hidden
+/// and through links, since naming it says to read it; a Codex rollout folder only under
+/// `--from codex`, as `convert` reads it.
+pub(crate) fn named_file_walk(from: Option<SourceFormat>) -> crate::source::WalkOptions {
+    crate::source::WalkOptions {
+        hidden: true,
+        follow: true,
+        stdin_name: "stdin".to_string(),
+        filter: Default::default(),
+        stop: Default::default(),
+        codex_homes: from == Some(SourceFormat::CODEX),
+    }
+}
+
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause

@@ -71,6 +71,19 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Loose<T> {
     }
 }
 
+/// A string as it is, any other JSON value as its JSON text (a call's arguments, an image
+/// reference given as an object).
+pub(crate) fn text_or_json(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        other @ (Value::Null
+        | Value::Bool(_)
+        | Value::Number(_)
+        | Value::Array(_)
+        | Value::Object(_)) => other.to_string(),
+    }
+}
+
 /// `value` read as the envelope `T` when it is an object, else `T`'s default (every field
 /// absent): serde would also fill a struct from a list, by position, which no source means.
 pub(crate) fn object_or_default<T: DeserializeOwned + Default>(value: Value) -> T {

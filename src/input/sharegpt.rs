@@ -178,17 +178,7 @@ pub(crate) fn read_row(value: Value, context: &ReadContext<'_>) -> Result<Transc
     let mut built = TranscriptBuilder::new(SourceFormat::SHAREGPT, messages_at);
     let system = row.system.0.filter(|text| !text.is_empty());
     let images: Vec<String> = match row.images {
-        Some(Value::Array(list)) => list
-            .into_iter()
-            .map(|v| match v {
-                Value::String(s) => s,
-                other @ Value::Null
-                | other @ Value::Bool(_)
-                | other @ Value::Number(_)
-                | other @ Value::Array(_)
-                | other @ Value::Object(_) => other.to_string(),
-            })
-            .collect(),
+        Some(Value::Array(list)) => list.into_iter().map(super::fields::text_or_json).collect(),
         Some(Value::String(one)) => vec![one],
         _ => Vec::new(),
     };

@@ -84,6 +84,11 @@ pub(super) fn count_placed(
     placed: &Placed,
     source: &str,
 ) -> bool {
+    let version = |other: &String| VersionReport {
+        path: path.to_string(),
+        source: source.to_string(),
+        other: other.clone(),
+    };
     match placed {
         Placed::Written => {
             home.sessions_new += 1;
@@ -121,19 +126,11 @@ pub(super) fn count_placed(
             false
         }
         Placed::Older { newer } => {
-            home.sessions_older.push(VersionReport {
-                path: path.to_string(),
-                source: source.to_string(),
-                other: newer.clone(),
-            });
+            home.sessions_older.push(version(newer));
             false
         }
         Placed::Conflict { other } => {
-            home.sessions_conflict.push(VersionReport {
-                path: path.to_string(),
-                source: source.to_string(),
-                other: other.clone(),
-            });
+            home.sessions_conflict.push(version(other));
             true
         }
         Placed::Busy { reason } => {

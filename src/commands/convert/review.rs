@@ -31,7 +31,7 @@ use crate::model::rollout::{ContentItem, ResponseItem, ToolOutput};
 use crate::model::transcript::{Content, Message, Part};
 use crate::pipeline::record::{read_file, Outcome};
 use crate::rules::RuleSet;
-use crate::source::{discover, WalkOptions};
+use crate::source::discover;
 
 /// The longest text a page shows of one message part or item (a longer one is cut, saying how
 /// much was left out), so that one huge tool output cannot make a page unreadable.
@@ -202,14 +202,7 @@ fn pages_of_source(
     rules: &RuleSet,
     from: Option<SourceFormat>,
 ) -> Vec<ReviewPage> {
-    let walk = WalkOptions {
-        hidden: true,
-        follow: true,
-        stdin_name: "stdin".to_string(),
-        filter: Default::default(),
-        stop: Default::default(),
-        codex_homes: from == Some(SourceFormat::CODEX),
-    };
+    let walk = crate::commands::named_file_walk(from);
     let file = source.and_then(|source| {
         let path = PathBuf::from(source);
         discover(std::slice::from_ref(&path), None, &walk)

@@ -76,6 +76,15 @@ fn text_of(content: &Map<String, Value>, key: &str) -> Option<String> {
     content.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// The non-empty texts of `keys` in `content`, in that order, as parts.
+fn text_parts(content: &Map<String, Value>, keys: &[&str]) -> Vec<Part> {
+    keys.iter()
+        .filter_map(|k| text_of(content, k))
+        .filter(|t| !t.is_empty())
+        .map(Part::Text)
+        .collect()
+}
+
 impl<'a> Walk<'a> {
     pub(super) fn new(policy: &'a Policies, images: &'a ImageFiles) -> Walk<'a> {
         Walk {
@@ -128,12 +137,7 @@ impl<'a> Walk<'a> {
             .to_string();
         match kind.as_str() {
             "user_editable_context" => {
-                let parts: Vec<Part> = ["user_profile", "user_instructions"]
-                    .iter()
-                    .filter_map(|k| text_of(&content, k))
-                    .filter(|t| !t.is_empty())
-                    .map(Part::Text)
-                    .collect();
+                let parts = text_parts(&content, &["user_profile", "user_instructions"]);
                 return self.context_message(&kind, parts, time, bytes);
             }
             "model_editable_context" => {
@@ -141,12 +145,7 @@ impl<'a> Walk<'a> {
                     self.note(PolicyId::Memory, "memory (model_editable_context)", bytes);
                     return Ok(());
                 }
-                let parts: Vec<Part> = ["model_set_context"]
-                    .iter()
-                    .filter_map(|k| text_of(&content, k))
-                    .filter(|t| !t.is_empty())
-                    .map(Part::Text)
-                    .collect();
+                let parts = text_parts(&content, &["model_set_context"]);
                 return self.context_message(&kind, parts, time, bytes);
             }
             "reasoning_recap" => return self.hidden("reasoning_recap", bytes),

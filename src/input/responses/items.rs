@@ -62,14 +62,7 @@ impl Items<'_> {
 
     /// A function-style call of a hosted tool, its arguments as JSON text.
     fn hosted_call(&mut self, id: &str, name: &str, arguments: Value) {
-        let arguments = match arguments {
-            Value::String(s) => s,
-            other @ Value::Null
-            | other @ Value::Bool(_)
-            | other @ Value::Number(_)
-            | other @ Value::Array(_)
-            | other @ Value::Object(_) => other.to_string(),
-        };
+        let arguments = crate::input::fields::text_or_json(arguments);
         self.call(id, name.to_string(), arguments, false);
     }
 

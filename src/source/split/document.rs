@@ -36,11 +36,7 @@ impl RecordReader {
                 return;
             }
         }
-        let bom = if offset == 0 && doc.starts_with(BOM) {
-            BOM.len()
-        } else {
-            0
-        };
+        let bom = bom_len(&doc, offset);
         let base = Base {
             line,
             offset: offset + bom as u64,
@@ -156,11 +152,7 @@ impl RecordReader {
     /// line, the rest of the file skipped unbuffered (a damage there still ends it with a
     /// [`Damage`]).
     pub(super) fn large_document(&mut self, doc: Vec<u8>, line: u64, offset: u64) {
-        let bom = if offset == 0 && doc.starts_with(BOM) {
-            BOM.len()
-        } else {
-            0
-        };
+        let bom = bom_len(&doc, offset);
         let base = Base {
             line,
             offset: offset + bom as u64,
@@ -299,6 +291,16 @@ impl RecordReader {
 pub(super) struct Base {
     pub(super) line: u64,
     pub(super) offset: u64,
+}
+
+/// The length of the byte-order mark `doc` starts with, when it starts the stream (`offset`
+/// 0): the JSON begins after it.
+fn bom_len(doc: &[u8], offset: u64) -> usize {
+    if offset == 0 && doc.starts_with(BOM) {
+        BOM.len()
+    } else {
+        0
+    }
 }
 
 /// Bytes read ahead, given once more from `at` and freed as soon as they are consumed: the

@@ -210,6 +210,11 @@ pub enum Action {
     ModelDefaulted {
         model: String,
     },
+    /// A session meta field the record gave no value for, written from the rules'
+    /// `[session]` default (the rule id names the key): the value written.
+    SessionDefaulted {
+        value: String,
+    },
 }
 
 impl Action {
@@ -218,6 +223,7 @@ impl Action {
         match self {
             Action::Classified { .. } => "classified",
             Action::ModelDefaulted { .. } => "model_defaulted",
+            Action::SessionDefaulted { .. } => "session_defaulted",
             Action::RoleAliased { .. } => "role_aliased",
             Action::UnknownRole { .. } => "unknown_role",
             Action::OutputSynthesized { .. } => "output_synthesized",
@@ -272,6 +278,7 @@ mod tests {
         let text = || "a \"quoted\"\\ \u{1}\u{1f} \u{e9}\u{1f600}".to_string();
         let mut actions = vec![
             Action::ModelDefaulted { model: text() },
+            Action::SessionDefaulted { value: text() },
             Action::RoleAliased {
                 from: text(),
                 to: "user".into(),
@@ -360,11 +367,12 @@ mod tests {
         let actions = every_action();
         let names: std::collections::BTreeSet<&str> = actions.iter().map(Action::name).collect();
         // As many names as `Action::name` has arms: a new action must be added here.
-        assert_eq!(names.len(), 42, "one action of every kind: {names:?}");
+        assert_eq!(names.len(), 43, "one action of every kind: {names:?}");
         let rules = [
             RuleRef::Policy(PolicyId::ALL[0]),
             RuleRef::Builtin(crate::rules::Builtin::ALL[0]),
             RuleRef::RoleAliases,
+            RuleRef::Session(crate::model::rule::SessionKey::Cwd),
             RuleRef::File("my \"rule\"\\ \u{7}".into()),
         ];
         for (i, action) in actions.into_iter().enumerate() {

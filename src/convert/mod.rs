@@ -34,7 +34,8 @@ use crate::audit::Decision;
 pub use crate::model::conversation::{ItemKind, OutItem, OutPayload};
 use crate::model::identity::{conversation_identity, legacy_conversation_identity, RecordId};
 use crate::model::rollout::SessionMeta;
-use crate::model::transcript::Transcript;
+use crate::model::rule::SessionKey;
+use crate::model::transcript::{RecordMeta, Transcript};
 use crate::rules::{Builtin, PolicyId, RuleRef, RuleSet};
 
 /// A rule said the record cannot be migrated as is.
@@ -93,6 +94,9 @@ pub struct Conversation<'r> {
     /// The digest of its identity, when its session keeps an id of scheme 2 that the
     /// manifest must remember ([`Naming`]).
     pub alias: Option<u128>,
+    /// The `[session]` defaults its session meta took: decisions of the Codex rollout, which
+    /// writes that meta (a Responses body has none).
+    pub meta_defaults: Vec<Decision>,
 }
 
 impl Conversation<'_> {
@@ -315,7 +319,9 @@ pub fn convert<'r>(
             bytes_added: 0,
         });
     }
+    let meta_defaults = meta_defaults(&transcript.meta, unusable_cwd.is_some(), &meta);
     Ok(Conversation {
+        meta_defaults,
         meta,
         items,
         decisions,
@@ -326,6 +332,34 @@ pub fn convert<'r>(
         title,
         alias,
     })
+}
+
+/// A decision for each `[session]` default the session meta took where the record gave no
+/// value: its time, its working folder (one the record gave but is unusable is
+/// `builtin.source-cwd`'s), and the originator, which no source's is written over.
+fn meta_defaults(source: &RecordMeta, unusable_cwd: bool, meta: &SessionMeta<'_>) -> Vec<Decision> {
+    let no_cwd = source.cwd.as_deref().is_none_or(str::is_empty) && !unusable_cwd;
+    [
+        (
+            source.created_ms.is_none(),
+            SessionKey::Timestamp,
+            meta.timestamp.as_str(),
+        ),
+        (no_cwd, SessionKey::Cwd, &*meta.cwd),
+        (true, SessionKey::Originator, &*meta.originator),
+    ]
+    .into_iter()
+    .filter(|(defaulted, _, _)| *defaulted)
+    .map(|(_, key, value)| Decision {
+        message: None,
+        rule: RuleRef::Session(key),
+        action: crate::audit::Action::SessionDefaulted {
+            value: value.to_string(),
+        },
+        bytes_dropped: 0,
+        bytes_added: 0,
+    })
+    .collect()
 }
 
 /// The session id of a conversation (a Codex rollout's own, see [`kept_session_id`]), and

@@ -41,6 +41,9 @@ impl Render for CodexRollout {
         conversation: &mut Conversation,
         _rules: &RuleSet,
     ) -> Result<Vec<u8>, ConvertError> {
+        // The rollout writes the session meta: the defaults it took are its decisions.
+        let mut defaults = std::mem::take(&mut conversation.meta_defaults);
+        conversation.decisions.append(&mut defaults);
         Ok(conversation.to_bytes())
     }
 }

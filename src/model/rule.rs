@@ -279,6 +279,29 @@ builtins! {
 
 const ROLE_ALIASES: &str = "input.role_aliases";
 
+/// A `[session]` key of the rule files whose value a session meta took because its record
+/// gave none of its own: the decision `session.<key>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SessionKey {
+    /// `[session] timestamp`: the record carries no time.
+    Timestamp,
+    /// `[session] cwd`: the record names no working folder.
+    Cwd,
+    /// `[session] originator`: no source's originator is written, only the rules'.
+    Originator,
+}
+
+impl SessionKey {
+    /// The rule id decisions carry, e.g. `session.timestamp`.
+    pub fn rule_id(self) -> &'static str {
+        match self {
+            SessionKey::Timestamp => "session.timestamp",
+            SessionKey::Cwd => "session.cwd",
+            SessionKey::Originator => "session.originator",
+        }
+    }
+}
+
 /// The rule behind a decision or quarantine. Serialises to exactly the audit's string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RuleRef {
@@ -288,6 +311,8 @@ pub enum RuleRef {
     Builtin(Builtin),
     /// The `[input] role_aliases` table: `input.role_aliases`.
     RoleAliases,
+    /// A `[session]` default a session meta took: `session.<key>`.
+    Session(SessionKey),
     /// A `[[rule]]` of a rule file, by its `id`.
     File(String),
 }
@@ -299,6 +324,7 @@ impl RuleRef {
             RuleRef::Policy(id) => id.rule_id(),
             RuleRef::Builtin(builtin) => builtin.rule_id(),
             RuleRef::RoleAliases => ROLE_ALIASES,
+            RuleRef::Session(key) => key.rule_id(),
             RuleRef::File(id) => id,
         }
     }
@@ -357,6 +383,12 @@ mod tests {
                 "builtin.shared-output",
             ),
             (RuleRef::RoleAliases, "input.role_aliases"),
+            (RuleRef::Session(SessionKey::Timestamp), "session.timestamp"),
+            (RuleRef::Session(SessionKey::Cwd), "session.cwd"),
+            (
+                RuleRef::Session(SessionKey::Originator),
+                "session.originator",
+            ),
             (
                 RuleRef::File("first-leading-system".to_string()),
                 "first-leading-system",

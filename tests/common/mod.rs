@@ -222,11 +222,23 @@ impl Home {
             .collect()
     }
 
-    /// The `decisions` of the only converted conversation.
+    /// The `decisions` of the only converted conversation about its record, without the
+    /// `[session]` defaults its session meta took (`session.*`, which nearly every record
+    /// takes: `counts_agree` asserts them).
     pub fn decisions(&self) -> Value {
         let conversations = self.conversations();
         assert_eq!(conversations.len(), 1, "{conversations:#?}");
-        conversations[0]["decisions"].clone()
+        let all = conversations[0]["decisions"].as_array().cloned();
+        let about_the_record = all
+            .into_iter()
+            .flatten()
+            .filter(|d| {
+                !d["rule"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("session."))
+            })
+            .collect();
+        Value::Array(about_the_record)
     }
 
     /// Every file under the home, relative path → bytes, sorted.

@@ -264,6 +264,9 @@ pub struct Totals {
 pub struct Breakdown {
     /// Quarantined records by reason class.
     pub quarantine_reasons: BTreeMap<String, u64>,
+    /// The records of class `rule` by the id of the rule that refused them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quarantine_rules: BTreeMap<String, u64>,
     pub damaged_files: Vec<DamageReport>,
     /// Response items written, by type (`message:user`, `function_call`, ...).
     pub items: BTreeMap<String, u64>,
@@ -584,6 +587,7 @@ impl Merge for Breakdown {
     fn merge_from(&mut self, other: &Self) -> Result<(), Overflow> {
         let Breakdown {
             quarantine_reasons,
+            quarantine_rules,
             // In the walk's order: the caller puts the shards' back by their segments.
             damaged_files: _,
             items,
@@ -594,6 +598,7 @@ impl Merge for Breakdown {
             violations,
         } = other;
         self.quarantine_reasons.merge_from(quarantine_reasons)?;
+        self.quarantine_rules.merge_from(quarantine_rules)?;
         self.items.merge_from(items)?;
         self.events.merge_from(events)?;
         self.phases.merge_from(phases)?;
@@ -774,6 +779,9 @@ mod tests {
   "joined": 10,
   "quarantine_reasons": {
     "invalid_json": 11
+  },
+  "quarantine_rules": {
+    "first-leading-system": 11
   },
   "damaged_files": [
     {

@@ -1,5 +1,5 @@
 //! `rollover report diff A B`: what moved between two runs (e.g. before and after a rule
-//! change): outcomes, decisions by rule, and the conversations whose items changed, compared
+//! change): every outcome count of the summary, decisions by rule, and the conversations whose items changed, compared
 //! by the digest of their rollout. Exit 1 when anything moved, so CI can gate a rule change.
 
 use std::collections::BTreeMap;
@@ -13,6 +13,7 @@ use crate::audit::report::visible;
 use crate::cli::ReportDiffArgs;
 use crate::commands::ui::group;
 use crate::commands::{json_with_exit, outln, Exit};
+use crate::model::quarantine::QuarantineClass;
 
 /// One run as read back: its summary and its conversations by (source, line).
 struct Run {
@@ -191,21 +192,58 @@ fn group_signed(n: i64) -> String {
     }
 }
 
+/// The summary's fields that are not outcome rows: the run's number and setup, and the
+/// counts shown in sections of their own (quarantines by class, below by rule id).
+const NOT_OUTCOMES: [&str; 10] = [
+    "schema_version",
+    "run",
+    "sample_rate",
+    "shard",
+    "merged_shards",
+    "decisions",
+    "rules_fired",
+    "actions",
+    "items",
+    "quarantine_reasons",
+];
+
+/// The outcome rows of a summary: every count it holds (each field but [`NOT_OUTCOMES`]; a
+/// list counted by its length, a map by its keys, each row named as `summary.json` names
+/// it), so that no field is left out; quarantines by reason class, and those a rule refused
+/// by the rule's id instead of as the class `rule`.
+fn outcomes(summary: &Value) -> BTreeMap<String, i64> {
+    let mut rows = BTreeMap::new();
+    let fields = summary.as_object().into_iter().flatten();
+    for (field, value) in fields.filter(|(field, _)| !NOT_OUTCOMES.contains(&field.as_str())) {
+        match value {
+            Value::Number(n) => {
+                rows.insert(field.clone(), n.as_i64().unwrap_or(0));
+            }
+            Value::Array(list) => {
+                rows.insert(field.clone(), list.len() as i64);
+            }
+            Value::Object(map) => {
+                for (key, n) in map {
+                    if let Some(n) = n.as_i64() {
+                        rows.insert(format!("{field}[{key}]"), n);
+                    }
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+    }
+    let by_rule = !counts(summary, "quarantine_rules").is_empty();
+    for (class, n) in counts(summary, "quarantine_reasons") {
+        if !(by_rule && class == QuarantineClass::Rule.name()) {
+            rows.insert(format!("quarantine_reasons[{class}]"), n);
+        }
+    }
+    rows
+}
+
 fn compare(a: &Run, b: &Run) -> Diff {
-    let outcome_keys = ["records", "converted", "quarantined", "joined"];
-    let outcome = |s: &Value| -> BTreeMap<String, i64> {
-        outcome_keys
-            .iter()
-            .map(|k| (k.to_string(), s[*k].as_i64().unwrap_or(0)))
-            .chain(
-                counts(s, "quarantine_reasons")
-                    .into_iter()
-                    .map(|(k, v)| (format!("quarantined {k}"), v)),
-            )
-            .collect()
-    };
     let sections = [
-        moved(&outcome(&a.summary), &outcome(&b.summary)),
+        moved(&outcomes(&a.summary), &outcomes(&b.summary)),
         moved(
             &counts(&a.summary, "rules_fired"),
             &counts(&b.summary, "rules_fired"),

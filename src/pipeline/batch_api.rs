@@ -129,5 +129,6 @@ pub(super) fn settle(
         collector.batch(&segment, &mut [Vec::new()], progress, disk_read, manifest)?;
         collector.batch_results(&group)?;
     }
+    collector.results_files_done(progress);
     Ok(())
 }

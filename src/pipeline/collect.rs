@@ -56,6 +56,10 @@ pub(crate) struct Collector<'h> {
     kind: OutputKind,
     /// Files being read: their records converted and quarantined so far (`--verbose`).
     counts: HashMap<usize, FileCounts>,
+    /// The Batch API results files: their results are counted once every file is read
+    /// ([`Collector::batch_results`]), so their line waits for them in `counts_held`.
+    results_files: std::collections::HashSet<usize>,
+    counts_held: std::collections::BTreeMap<usize, FileCounts>,
     /// Files read by a format other than chat, with it.
     formats: HashMap<usize, SourceFormat>,
     /// Where each segment started: (file's place in the walk, range, marks).
@@ -126,6 +130,8 @@ impl<'h> Collector<'h> {
             sink: output.sink(home, guard, dry_run, renamed),
             kind: output.kind(),
             counts: HashMap::new(),
+            results_files: Default::default(),
+            counts_held: Default::default(),
             formats: HashMap::new(),
             segments: Vec::new(),
             lines: (0, 0),
@@ -260,7 +266,11 @@ impl<'h> Collector<'h> {
                     }
                     let mut counts = self.counts.remove(file).unwrap_or_default();
                     counts.file = self.files[*file].source.display.to_string();
-                    progress.file_done(&counts);
+                    if self.results_files.contains(file) {
+                        self.counts_held.insert(*file, counts);
+                    } else {
+                        progress.file_done(&counts);
+                    }
                     self.file_done(*file, manifest)?
                 }
             }
@@ -302,13 +312,20 @@ impl<'h> Collector<'h> {
                 self.converted(file, done, listed, manifest)
             }
             Outcome::Merged => {
-                counts.converted += 1;
+                counts.merged += 1;
                 self.stats[file].converted += 1;
                 self.summary.reading.records_merged += 1;
                 Ok(())
             }
-            Outcome::Quarantined { entry, .. } => {
+            Outcome::Quarantined { entry, why } => {
                 counts.quarantined += 1;
+                if let Some(rule) = why.rule() {
+                    bump(
+                        &mut self.summary.breakdown.quarantine_rules,
+                        rule.as_str(),
+                        1,
+                    );
+                }
                 self.stats[file].quarantined += 1;
                 self.found(
                     file,
@@ -322,6 +339,7 @@ impl<'h> Collector<'h> {
                 self.quarantined(entry)
             }
             Outcome::Dropped { rule, .. } => {
+                counts.dropped += 1;
                 bump(&mut self.summary.reading.records_dropped, &rule, 1);
                 Ok(())
             }
@@ -655,9 +673,12 @@ impl<'h> Collector<'h> {
             if self.files.get(result.file).is_some_and(|f| f.skip) {
                 continue;
             }
+            let counts = self.counts_held.entry(result.file).or_default();
             if result.used() {
                 self.summary.totals.records += 1;
                 self.summary.totals.joined += 1;
+                counts.records += 1;
+                counts.joined += 1;
                 continue;
             }
             let location = &result.record.location;
@@ -674,12 +695,30 @@ impl<'h> Collector<'h> {
                 }
             }
             self.summary.totals.records += 1;
+            counts.records += 1;
+            counts.quarantined += 1;
             // An Anthropic result with no message: its own reason says more.
             let why = Refusal::UnclaimedResult(result.failure());
             let entry = QuarantineEntry::new(&location.at(why), &result.record.bytes);
             self.quarantined(&entry)?;
         }
         Ok(())
+    }
+
+    /// The run's files `files` are Batch API results files: their `--verbose` line waits for
+    /// their results to be counted ([`Collector::results_files_done`]).
+    pub(crate) fn hold_file_lines(&mut self, files: impl IntoIterator<Item = usize>) {
+        self.results_files.extend(files);
+    }
+
+    /// The `--verbose` lines of the results files, their results counted, in input order.
+    pub(crate) fn results_files_done(&mut self, progress: &dyn Progress) {
+        for (file, mut counts) in std::mem::take(&mut self.counts_held) {
+            if let Some(planned) = self.files.get(file) {
+                counts.file = planned.source.display.to_string();
+            }
+            progress.file_done(&counts);
+        }
     }
 
     /// Flushes the report lines, writes `timing.json`, then `summary.json` (last, atomically:

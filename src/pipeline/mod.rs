@@ -299,7 +299,8 @@ fn execute<'p>(
         progress,
     } = request;
     let output = &*plan.output;
-    let collector = collector(plan, summary, manifest, options)?;
+    let mut collector = collector(plan, summary, manifest, options)?;
+    collector.hold_file_lines(index.leftovers.keys().copied());
     let to_read = plan.files.iter().filter(|f| !f.skip);
     progress.start(
         to_read.clone().count() as u64,

@@ -20,9 +20,17 @@ pub trait Progress: Sync {
 pub struct FileCounts {
     /// The file as the reports name it.
     pub file: String,
+    /// Every record: converted + merged + quarantined + joined + dropped.
     pub records: u64,
+    /// Records that became a conversation (its first record).
     pub converted: u64,
+    /// Records read into a conversation after its first (the summary's `records_merged`).
+    pub merged: u64,
     pub quarantined: u64,
+    /// Batch API results joined to their request.
+    pub joined: u64,
+    /// Records a rule drops (the summary's `records_dropped`).
+    pub dropped: u64,
 }
 
 /// Something a run tells the user that is not a problem with a record; the command words it.

@@ -15,6 +15,7 @@ use crate::convert::ConvertError;
 use crate::input::{InputError, SourceFormat};
 use crate::model::invariant::Invariant;
 use crate::model::quarantine::{QuarantineClass, QuarantineReason};
+use crate::model::rule::RuleRef;
 use crate::model::Located;
 use crate::validate::Violation;
 
@@ -45,6 +46,22 @@ pub enum Refusal {
     /// A later record of a conversation refused as a whole, and the refusal of its first
     /// record (shared by every record of the conversation).
     PartOf(Arc<Located<Refusal>>),
+}
+
+impl Refusal {
+    /// The rule that refused the record, when a rule did (class `rule`).
+    pub(crate) fn rule(&self) -> Option<&RuleRef> {
+        match self {
+            Refusal::Rule(error) => Some(&error.rule),
+            Refusal::PartOf(first) => first.cause.rule(),
+            Refusal::TooLarge { .. }
+            | Refusal::Input(_)
+            | Refusal::Invariants { .. }
+            | Refusal::Unbalanced(_)
+            | Refusal::Unaccounted(_)
+            | Refusal::UnclaimedResult(_) => None,
+        }
+    }
 }
 
 impl QuarantineReason for Refusal {

@@ -127,12 +127,25 @@ impl Progress for Reporter {
 
     fn file_done(&self, file: &FileCounts) {
         if self.verbose {
+            // Every place a record can go, as the summary counts it: the terms add up.
+            let mut terms = vec![
+                format!("converted {}", group(file.converted)),
+                format!("quarantined {}", group(file.quarantined)),
+            ];
+            for (n, term) in [
+                (file.merged, "merged"),
+                (file.joined, "joined"),
+                (file.dropped, "dropped by rule"),
+            ] {
+                if n > 0 {
+                    terms.push(format!("{term} {}", group(n)));
+                }
+            }
             self.line(format!(
-                "rollover: done {}: {} = converted {} + quarantined {}",
+                "rollover: done {}: {} = {}",
                 file.file,
                 plural(file.records, "record", "records"),
-                group(file.converted),
-                group(file.quarantined)
+                terms.join(" + ")
             ));
         }
     }

@@ -14,7 +14,7 @@
 //! followed through a symlink, each JSON file is read up to a size cap, report lines are
 //! copied without being held whole, and counters are added with checked arithmetic.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -22,13 +22,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::audit::report::{self, Excerpt, FileStats, ReportOptions};
-use crate::audit::summary::{Merge, ShardReport, WalkFindings};
+use crate::audit::summary::{HomeChanges, Merge, ShardReport, WalkFindings};
 use crate::audit::Summary;
 use crate::cli::ReportMergeArgs;
 use crate::commands::ui::{group, Ui};
 use crate::commands::{json_with_exit, outln, Exit, RunError};
+use crate::model::hash::xxh3_128;
 use crate::output::home::{RUNS_DIR, SHARDS_DIR, STATE_DIR};
-use crate::output::{Home, RunLock};
+use crate::output::{Home, OutputKind, RunLock};
 use crate::pipeline::collect::{ShardIndex, Timing, EXCERPTS, SHARD_INDEX};
 use crate::pipeline::Signal;
 use crate::source::Shard;
@@ -477,10 +478,20 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
             sources.push((path, BufReader::new(file)));
         }
         let mut out = BufWriter::new(home.create_run_file(name)?);
+        // A session of a file per conversation placed by several shards: in one run, each
+        // after the first in the walk's order is a duplicate.
+        let mut placed = (list == 0 && runs[0].report.format == OutputKind::Codex.name())
+            .then(PlacedByShards::default);
+        let mut line = KeptLine::default();
         for (n, counts) in &lines {
             let (path, source) = &mut sources[*n];
             for _ in 0..counts[list] {
-                if !copy_line(source, &mut out)? {
+                line.clear();
+                let copied = copy_line(source, &mut out, &mut line)?;
+                if let (true, Some(placed)) = (copied, placed.as_mut()) {
+                    placed.line(*n, &line);
+                }
+                if !copied {
                     bail!(
                         "{} ends before the lines its {SHARD_INDEX} counts: the shard's run is incomplete; run the shard again",
                         path.display()
@@ -497,6 +508,9 @@ fn write(mut home: Home, merged: Merged, runs: &[ShardRun]) -> Result<Summary> {
             }
         }
         out.flush()?;
+        if let Some(placed) = placed {
+            placed.count_into(&mut summary.home, summary.setup.dry_run);
+        }
     }
     let mut timing = serde_json::to_vec_pretty(&Timing::of(&summary, seconds))?;
     timing.push(b'\n');
@@ -577,9 +591,96 @@ fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// The start of a report line, kept while it is copied: the whole line when it is at most
+/// [`KEPT_LINE`] bytes (a conversation's line is a few KB), so that no line is held whole
+/// past that, whatever a shard's file holds.
+#[derive(Default)]
+struct KeptLine {
+    bytes: Vec<u8>,
+    whole: bool,
+}
+
+const KEPT_LINE: usize = 4 << 20;
+
+impl KeptLine {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.whole = true;
+    }
+
+    fn keep(&mut self, part: &[u8]) {
+        if self.whole && self.bytes.len() + part.len() <= KEPT_LINE {
+            self.bytes.extend_from_slice(part);
+        } else {
+            self.whole = false;
+        }
+    }
+}
+
+/// The sessions the shards' conversation lines name, in the walk's order: which shard first
+/// placed each path, with what digest, and the later shards that placed it again. A shard
+/// counts a duplicate only among its own records; another shard's copy of the same session
+/// it found on disk with the same bytes (`rollouts_unchanged`), or, in a dry run, as new.
+#[derive(Default)]
+struct PlacedByShards {
+    first: HashMap<u128, (usize, u128)>,
+    again: HashSet<(u128, usize)>,
+    duplicates: u64,
+}
+
+/// The fields of a conversation line that say where its session went.
+#[derive(serde::Deserialize)]
+struct SessionOfLine {
+    path: String,
+    digest: String,
+}
+
+impl PlacedByShards {
+    fn line(&mut self, shard: usize, line: &KeptLine) {
+        let Some(session) = line
+            .whole
+            .then(|| serde_json::from_slice::<SessionOfLine>(&line.bytes).ok())
+            .flatten()
+        else {
+            return;
+        };
+        let path = xxh3_128(session.path.as_bytes());
+        let digest = xxh3_128(session.digest.as_bytes());
+        match self.first.get(&path) {
+            None => {
+                self.first.insert(path, (shard, digest));
+            }
+            // Another version of the session (its digest differs) is not a duplicate.
+            Some(&(first, placed)) if first != shard && placed == digest => {
+                if self.again.insert((path, shard)) {
+                    self.duplicates += 1;
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Counts the sessions placed by more than one shard as an unsharded run does.
+    fn count_into(self, home: &mut HomeChanges, dry_run: bool) {
+        let taken_from = if dry_run {
+            &mut home.sessions_new
+        } else {
+            &mut home.rollouts_unchanged
+        };
+        let moved = self.duplicates.min(*taken_from);
+        *taken_from -= moved;
+        home.sessions_duplicate += moved;
+    }
+}
+
 /// Copies one line (its `\n` included) from `source` to `out` a buffer at a time, never
-/// holding it whole; false when the source ends before the line does.
-fn copy_line(source: &mut impl BufRead, out: &mut impl Write) -> std::io::Result<bool> {
+/// holding it whole (`kept` keeps its start); false when the source ends before the line
+/// does.
+fn copy_line(
+    source: &mut impl BufRead,
+    out: &mut impl Write,
+    kept: &mut KeptLine,
+) -> std::io::Result<bool> {
     loop {
         let buf = match source.fill_buf() {
             Ok(buf) => buf,
@@ -592,12 +693,14 @@ fn copy_line(source: &mut impl BufRead, out: &mut impl Write) -> std::io::Result
         match memchr::memchr(b'\n', buf) {
             Some(at) => {
                 out.write_all(&buf[..=at])?;
+                kept.keep(&buf[..at]);
                 source.consume(at + 1);
                 return Ok(true);
             }
             None => {
                 let n = buf.len();
                 out.write_all(buf)?;
+                kept.keep(buf);
                 source.consume(n);
             }
         }

@@ -27,6 +27,7 @@ mod cluster;
 mod codex_source;
 mod conformance;
 mod convert;
+mod counts_agree;
 mod digest;
 mod explain;
 mod inputs;

@@ -57,6 +57,9 @@ pub struct ReportOptions {
     pub seconds: f64,
     /// Seconds spent converting the sampled records (not reading them).
     pub convert_seconds: f64,
+    /// The output is Responses body files (`--format responses`): the home's counts are of
+    /// them, each holding an input file's conversations, not of sessions.
+    pub body_files: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +101,8 @@ struct Estimate {
 #[derive(Debug, Serialize)]
 struct ReportData<'a> {
     summary: &'a Summary,
+    /// What the home's counts count: `sessions`, or `body files`.
+    home_unit: &'static str,
     verdict: &'static str,
     verdict_reasons: Vec<String>,
     max_quarantine_rate: f64,
@@ -552,6 +557,11 @@ fn data<'a>(
     .filter(|l| !l.paths.is_empty())
     .collect();
     ReportData {
+        home_unit: if options.body_files {
+            "body files"
+        } else {
+            "sessions"
+        },
         home: home_rows(summary),
         listed,
         summary,

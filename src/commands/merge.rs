@@ -451,6 +451,7 @@ fn merge(runs: &[ShardRun]) -> Result<Merged> {
             excerpts,
             report_text: first.report.report_text,
             review: false,
+            body_files: first.report.format == OutputKind::Responses.name(),
             seconds,
             convert_seconds: seconds,
         },

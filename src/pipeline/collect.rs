@@ -126,7 +126,10 @@ impl<'h> Collector<'h> {
                     ..FileStats::default()
                 })
                 .collect(),
-            report: ReportOptions::default(),
+            report: ReportOptions {
+                body_files: output.kind() == OutputKind::Responses,
+                ..ReportOptions::default()
+            },
             sink: output.sink(home, guard, dry_run, renamed),
             kind: output.kind(),
             counts: HashMap::new(),
@@ -629,6 +632,18 @@ impl<'h> Collector<'h> {
             return Ok(());
         }
         manifest.record(self.home, entry)
+    }
+
+    /// Without `--prune`, once every file is done: the sessions (body files) of the files gone
+    /// from the walk are left in the home, counted as left until `--prune` removes them (the
+    /// orphans of a file read again were counted when its reading found them gone).
+    pub(crate) fn count_gone_files(&mut self, manifest: &Manifest) {
+        let (sessions, _) = super::prune::candidates(manifest, &self.walked, &self.protected);
+        let gone = sessions
+            .iter()
+            .filter(|s| !manifest.orphans.contains_key(&s.path))
+            .count();
+        self.summary.home.sessions_left += gone as u64;
     }
 
     /// `--prune`, once every file is done: moves out the sessions of files gone from the walk

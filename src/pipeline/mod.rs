@@ -384,6 +384,9 @@ fn finish(
         batch_api::settle(plan, index, &mut collector, manifest, progress, disk_read)?;
         if options.prune {
             collector.prune_gone(manifest, options.max_prune)?;
+        } else if plan.shard.as_ref().is_none_or(|s| s.shard.index == 0) {
+            // Every shard walks every input: one of them counts what the walk lost.
+            collector.count_gone_files(manifest);
         }
     }
     let stopped_by = Signal::recorded(signal);

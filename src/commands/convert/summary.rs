@@ -2,7 +2,7 @@
 
 use crate::audit::sample::SampleEstimate;
 use crate::audit::Summary;
-use crate::cli::ConvertArgs;
+use crate::cli::{ConvertArgs, OutputFormat};
 use crate::commands::outln;
 use crate::commands::ui::{bytes, bytes_per_second, group, plural, wrap_list, wrap_text, Ui};
 use crate::source::shard::Shard;
@@ -347,7 +347,12 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
     let sessions = session_counts(s);
     if !sessions.is_empty() {
         // A dry run's counts are the plan: what a run would do.
-        let label = if s.setup.dry_run { "plan" } else { "sessions" };
+        // A Responses run writes a body file per input file, not a session per conversation.
+        let label = match (s.setup.dry_run, args.format) {
+            (true, _) => "plan",
+            (false, OutputFormat::Responses) => "body files",
+            (false, OutputFormat::Codex) => "sessions",
+        };
         out.text(label, sessions.join(", "));
     }
     if s.home.files_unchanged > 0 {

@@ -1,0 +1,410 @@
+//! The counts a run reports agree wherever they are read, and a value a session took from the
+//! rules is said: a `[session]` default is a counted decision in every report; merged shards
+//! give the unsharded summary field by field; the `--verbose` file lines add up to the
+//! summary; `--format responses` counts conversations and body files apart; `report diff`
+//! shows every outcome count, quarantines by the rule that refused them.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::common::{run_folder, Workdir};
+
+fn corpus(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpora/sources")
+        .join(path)
+}
+
+fn summary_of(wd: &Workdir, home: &str) -> Value {
+    let path = run_folder(&wd.path(home)).join("summary.json");
+    serde_json::from_slice(&fs::read(&path).expect("summary.json")).expect("JSON")
+}
+
+fn chat(id: &str, question: &str) -> Value {
+    json!({"id": id, "messages": [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": format!("an answer to {question}")}
+    ]})
+}
+
+/// A record with no time and no working folder takes `[session] timestamp` and `cwd`, and
+/// every session the rules' originator: each is a decision under its rule id, with the value
+/// written, counted in summary.json, named in report.md, report.html and the review pages.
+#[test]
+fn a_session_default_is_a_counted_decision_in_every_report() {
+    let wd = Workdir::new("counts-defaults");
+    let mut timed = chat("timed", "when?");
+    timed["created"] = json!(1727784100);
+    wd.create_jsonl("in.jsonl", &[chat("timeless", "what?"), timed]);
+    let home = wd.convert("in.jsonl", "home", &["--review", "5"], 0);
+    let summary = home.summary();
+    let fired = &summary["rules_fired"];
+    assert_eq!(fired["session.timestamp"], 1, "{fired}");
+    assert_eq!(fired["session.cwd"], 2, "{fired}");
+    assert_eq!(fired["session.originator"], 2, "{fired}");
+    assert_eq!(summary["actions"]["session_defaulted"], 5, "{summary}");
+
+    // Each decision names the value the session meta was written with.
+    let by_source_id: BTreeMap<String, Value> = home
+        .conversations()
+        .into_iter()
+        .map(|c| (c["id"].as_str().unwrap_or_default().to_string(), c))
+        .collect();
+    for rollout in home.all_rollouts() {
+        let meta = rollout.meta();
+        let id = meta["id"].as_str().expect("a session id");
+        let line = &by_source_id[id];
+        let defaults: BTreeMap<&str, &Value> = line["decisions"]
+            .as_array()
+            .expect("decisions")
+            .iter()
+            .filter(|d| d["action"] == "session_defaulted")
+            .map(|d| (d["rule"].as_str().expect("rule"), &d["value"]))
+            .collect();
+        assert_eq!(defaults["session.cwd"], &meta["cwd"]);
+        assert_eq!(defaults["session.originator"], &meta["originator"]);
+        let timeless = meta["timestamp"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2025-01-01"));
+        assert_eq!(
+            defaults.get("session.timestamp").copied(),
+            timeless.then_some(&meta["timestamp"]),
+            "{line}"
+        );
+    }
+
+    let run = run_folder(&home.root);
+    for report in ["report.md", "report.html"] {
+        let text = fs::read_to_string(run.join(report)).expect(report);
+        for rule in ["session.timestamp", "session.cwd", "session.originator"] {
+            assert!(text.contains(rule), "{report} does not name {rule}");
+        }
+    }
+    let pages: String = fs::read_dir(run.join("review"))
+        .expect("review pages")
+        .map(|e| fs::read_to_string(e.expect("entry").path()).expect("a page"))
+        .collect();
+    assert!(
+        pages.contains("session.timestamp"),
+        "no review page shows it"
+    );
+}
+
+/// The Batch API request and results lines of `count` questions, `results` of them answered.
+fn batch(count: u64, results: u64) -> (Vec<Value>, Vec<Value>) {
+    let request = |n: u64| {
+        json!({"custom_id": format!("q-{n}"), "method": "POST", "url": "/v1/chat/completions",
+               "body": {"model": "gpt-4o-mini", "messages": [
+                   {"role": "user", "content": format!("question {n}")}]}})
+    };
+    let result = |n: u64| {
+        json!({"id": format!("batch_req_{n}"), "custom_id": format!("q-{n}"),
+               "response": {"status_code": 200, "request_id": format!("req_{n}"), "body": {
+                   "id": format!("chatcmpl-{n}"), "object": "chat.completion",
+                   "created": 1727784100 + n, "model": "gpt-4o-mini",
+                   "choices": [{"index": 0, "message": {"role": "assistant",
+                                "content": format!("answer {n}")}, "finish_reason": "stop"}]}},
+               "error": null})
+    };
+    (
+        (0..count).map(request).collect(),
+        (0..results).map(result).collect(),
+    )
+}
+
+/// Files generated by samples/generate.py, each also copied under another name (the same
+/// conversations twice: duplicates), and a Claude Code session, copied too.
+fn archive_with_duplicates(wd: &Workdir) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for seed in 1..=6 {
+        let out = wd.path(&format!("archive/part-{seed}.jsonl"));
+        fs::create_dir_all(out.parent().expect("parent")).expect("archive");
+        let status = std::process::Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/generate.py"))
+            .args(["--records", "12", "--seed", &seed.to_string(), "--out"])
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("python3 runs samples/generate.py");
+        assert!(status.success());
+        let copy = format!("archive/copy-{seed}.jsonl");
+        fs::copy(&out, wd.path(&copy)).expect("copy");
+        pairs.push((format!("archive/part-{seed}.jsonl"), copy));
+    }
+    let session = fs::read(corpus("claude-code/spotter-v2.1/short.jsonl")).expect("corpus");
+    wd.create("archive/claude/short.jsonl", &session);
+    wd.create("archive/claude-copy/short.jsonl", &session);
+    pairs.push((
+        "archive/claude/short.jsonl".into(),
+        "archive/claude-copy/short.jsonl".into(),
+    ));
+    pairs
+}
+
+/// Runs the `count` shards of `archive` into `home` one after another, then merges them.
+fn shard_and_merge(wd: &Workdir, home: &str, count: u32) {
+    for index in 0..count {
+        let shard = format!("{index}/{count}");
+        let run = wd.run(&["convert", "archive", "--out", home, "--shard", &shard]);
+        assert!(matches!(run.code(), Some(0 | 1)), "{run}");
+    }
+    let merged = wd.run(&["report", "merge", home]);
+    assert!(matches!(merged.code(), Some(0 | 1)), "{merged}");
+}
+
+/// `report merge` of 1, 3 and 7 shards writes the summary.json of one unsharded run over
+/// the same archive, every field (only `merged_shards`, which says it was merged, is
+/// the merge's own), with the same conversations merged from the shards' lines: on a first
+/// run with duplicates in different shards, and on a re-run that reads both copies of a
+/// file again (their sessions on disk: unchanged, then duplicates).
+#[test]
+fn merged_shards_equal_the_unsharded_summary_field_by_field() {
+    let wd = Workdir::new("counts-shards");
+    let pairs = archive_with_duplicates(&wd);
+    for count in [3, 7] {
+        let apart = pairs.iter().any(|(a, b)| {
+            let plan = rollover::source::ShardPlan {
+                shard: rollover::source::Shard { index: 0, count },
+                split_bytes: 64 << 20,
+                split: true,
+            };
+            plan.file_owner(a) != plan.file_owner(b)
+        });
+        assert!(
+            apart,
+            "{count} shards: a copy in another shard than its original"
+        );
+    }
+    let counts = [1u32, 3, 7];
+    for step in ["first run", "re-run"] {
+        if step == "re-run" {
+            // Both copies of a file change alike: each is read again.
+            for name in ["archive/part-1.jsonl", "archive/copy-1.jsonl"] {
+                let mut text = fs::read(wd.path(name)).expect("part");
+                text.extend_from_slice(format!("{}\n", chat("new", "again?")).as_bytes());
+                fs::write(wd.path(name), text).expect("append");
+            }
+        }
+        let whole = wd.run(&["convert", "archive", "--out", "whole"]);
+        assert!(matches!(whole.code(), Some(0 | 1)), "{whole}");
+        let expected = summary_of(&wd, "whole");
+        assert!(
+            expected["sessions_duplicate"].as_u64() > Some(6),
+            "{step}: {expected}"
+        );
+        if step == "re-run" {
+            assert!(
+                expected["rollouts_unchanged"].as_u64() > Some(0),
+                "{expected}"
+            );
+        }
+        for count in counts {
+            let home = format!("sharded-{count}");
+            shard_and_merge(&wd, &home, count);
+            let mut merged = summary_of(&wd, &home);
+            assert_eq!(merged["merged_shards"], count);
+            let fields = merged.as_object_mut().expect("an object");
+            fields.remove("merged_shards");
+            let expected = expected.as_object().expect("an object");
+            let differ: Vec<String> = expected
+                .keys()
+                .chain(fields.keys())
+                .filter(|k| expected.get(*k) != fields.get(*k))
+                .map(|k| format!("{k}: {:?} merged {:?}", expected.get(k), fields.get(k)))
+                .collect();
+            assert!(differ.is_empty(), "{step}, {count} shards:\n{differ:#?}");
+            let lines =
+                |home: &str| fs::read(run_folder(&wd.path(home)).join("conversations.jsonl"));
+            assert!(
+                lines(&home).ok() == lines("whole").ok(),
+                "{step}, {count} shards: conversations.jsonl"
+            );
+        }
+    }
+}
+
+/// One `--verbose` line: the file, its records, and each term of the sum by name.
+fn file_line(line: &str) -> Option<(String, u64, BTreeMap<String, u64>)> {
+    let rest = line.strip_prefix("rollover: done ")?;
+    let (file, counts) = rest.rsplit_once(": ")?;
+    let (records, terms) = counts.split_once(" = ")?;
+    let number = |text: &str| text.replace(',', "").parse::<u64>().ok();
+    let records = number(records.split(' ').next()?)?;
+    let mut sum = BTreeMap::new();
+    for term in terms.split(" + ") {
+        let (name, n) = term.rsplit_once(' ')?;
+        sum.insert(name.to_string(), number(n)?);
+    }
+    Some((file.to_string(), records, sum))
+}
+
+/// `convert -v` says per file where its records went; over the files, each term adds up to
+/// the summary's count of it: records merged into a conversation are not converted ones, a
+/// Batch results file shows its results (joined, or quarantined with no request), records a
+/// rule drops are counted, and every line's terms add up to its records.
+#[test]
+fn verbose_file_lines_add_up_to_the_summary() {
+    let wd = Workdir::new("counts-verbose");
+    let (requests, results) = batch(5, 5);
+    wd.create_jsonl("archive/batch_7e2f_input.jsonl", &requests);
+    let mut results = results;
+    // A result whose request is not in the input.
+    results.push(batch(8, 8).1[7].clone());
+    wd.create_jsonl("archive/batch_7e2f_output.jsonl", &results);
+    let mut text = String::new();
+    for n in 0..4 {
+        text.push_str(&format!("{}\n", chat(&format!("c{n}"), "why?")));
+    }
+    text.push_str("{\"messages\": [\n");
+    wd.create("archive/chat.jsonl", text);
+    let session = fs::read(corpus("claude-code/spotter-v2.1/short.jsonl")).expect("corpus");
+    wd.create("archive/claude/short.jsonl", &session);
+    let run = wd.run(&["convert", "archive", "--out", "home", "-v"]);
+    assert_eq!(run.code(), Some(1), "{run}");
+    let lines: Vec<_> = run.stderr().lines().filter_map(file_line).collect();
+    assert_eq!(lines.len(), 4, "one line a file:\n{}", run.stderr());
+    let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+    for (file, records, terms) in &lines {
+        assert_eq!(terms.values().sum::<u64>(), *records, "{file}: {terms:?}");
+        for (name, n) in terms {
+            *totals.entry(name.clone()).or_default() += n;
+        }
+        *totals.entry("records".into()).or_default() += records;
+    }
+    let results_line = lines
+        .iter()
+        .find(|(file, _, _)| file.ends_with("batch_7e2f_output.jsonl"))
+        .expect("the results file's line");
+    assert_eq!(results_line.1, 6, "{results_line:?}");
+    assert_eq!(results_line.2["joined"], 5, "{results_line:?}");
+    assert_eq!(results_line.2["quarantined"], 1, "{results_line:?}");
+    let summary = summary_of(&wd, "home");
+    let dropped: u64 = summary["records_dropped"]
+        .as_object()
+        .map(|m| m.values().filter_map(Value::as_u64).sum())
+        .unwrap_or(0);
+    let n = |key: &str| summary[key].as_u64().unwrap_or(0);
+    let want = BTreeMap::from([
+        ("records".to_string(), n("records")),
+        ("converted".to_string(), n("converted")),
+        ("quarantined".to_string(), n("quarantined")),
+        ("joined".to_string(), n("joined")),
+        ("merged".to_string(), n("records_merged")),
+        ("dropped by rule".to_string(), dropped),
+    ]);
+    assert!(n("records_merged") > 0 && dropped > 0, "{summary}");
+    assert_eq!(totals, want, "{}", run.stderr());
+}
+
+/// `--format responses` writes a body file per input file: the run counts the conversations
+/// (converted) apart from the body files, which it never calls sessions, and an input that
+/// vanished leaves its body file, counted as left, until `--prune` removes it.
+#[test]
+fn responses_runs_count_body_files_apart_and_leave_a_vanished_inputs_body() {
+    let wd = Workdir::new("counts-responses");
+    for file in ["a", "b"] {
+        let records: Vec<Value> = (0..3).map(|n| chat(&format!("{file}{n}"), file)).collect();
+        wd.create_jsonl(&format!("in/{file}.jsonl"), &records);
+    }
+    let args = ["--format", "responses"];
+    let first = wd.convert("in", "out", &args, 0);
+    let said = first.run.stdout();
+    assert!(said.contains("body files   2 new\n"), "{said}");
+    assert!(!said.contains("sessions"), "{said}");
+    let summary = first.summary();
+    assert_eq!(
+        (
+            summary["converted"].as_u64(),
+            summary["sessions_new"].as_u64()
+        ),
+        (Some(6), Some(2))
+    );
+    let report = fs::read_to_string(run_folder(&first.root).join("report.md")).expect("report");
+    assert!(report.contains("| body files | count |"), "{report}");
+
+    let body = wd.path("out/responses/in/b.jsonl");
+    assert!(body.is_file());
+    fs::remove_file(wd.path("in/b.jsonl")).expect("remove an input");
+    let second = wd.convert("in", "out", &args, 0);
+    let said = second.run.stdout();
+    assert!(
+        said.contains("body files   1 left (their record is gone; --prune removes them)"),
+        "{said}"
+    );
+    assert_eq!(second.summary()["sessions_left"], 1);
+    assert!(body.is_file(), "left in place without --prune");
+    let pruned = wd.convert(
+        "in",
+        "out",
+        &["--format", "responses", "--prune", "--max-prune", "1"],
+        0,
+    );
+    assert_eq!(
+        pruned.summary()["sessions_pruned"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert!(!body.exists(), "--prune removes it");
+}
+
+/// `report diff` shows every outcome count that moved, each named as summary.json names
+/// it (records merged, dropped by rule, the home's counts, ...), and a quarantine by the
+/// rule that refused it, not as the class `rule`.
+#[test]
+fn report_diff_shows_every_outcome_and_quarantines_by_rule_id() {
+    let wd = Workdir::new("counts-diff");
+    wd.create_jsonl("before/chat.jsonl", &[chat("a", "one?"), chat("b", "two?")]);
+    let refusal = json!({"id": "r", "messages": [
+        {"role": "user", "content": "tell me"},
+        {"role": "assistant", "content": null, "refusal": "I cannot."}]});
+    wd.create_jsonl(
+        "after/chat.jsonl",
+        &[chat("a", "one?"), chat("b", "two?"), refusal],
+    );
+    let session = fs::read(corpus("claude-code/spotter-v2.1/short.jsonl")).expect("corpus");
+    wd.create("after/claude/short.jsonl", &session);
+    wd.create("mine.toml", "[policy]\nrefusal = \"quarantine\"\n");
+    wd.convert("before", "a", &[], 0);
+    let rules = ["--rules", "default", "--rules", "mine.toml"];
+    wd.convert("after", "b", &rules, 1);
+    let diff = wd.run(&["report", "diff", "a", "b"]);
+    assert_eq!(diff.code(), Some(1), "{diff}");
+    let text = diff.stdout();
+    let (a, b) = (summary_of(&wd, "a"), summary_of(&wd, "b"));
+    // Every count of the summary that moved is a row.
+    let outcomes = text
+        .split("outcomes:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("decisions by rule:").next())
+        .expect("an outcomes section");
+    let b_fields = b.as_object().expect("an object");
+    for (field, value) in b_fields {
+        if value.is_u64() && a.get(field) != Some(value) {
+            assert!(
+                outcomes.contains(&format!("  {field}: ")),
+                "{field} moved but is not shown:\n{text}"
+            );
+        }
+    }
+    let dropped = b["records_dropped"].as_object().expect("dropped by rule");
+    for rule in dropped.keys() {
+        assert!(
+            outcomes.contains(&format!("  records_dropped[{rule}]: 0 -> ")),
+            "{text}"
+        );
+    }
+    assert!(outcomes.contains("  records_merged: 0 -> "), "{text}");
+    assert!(
+        outcomes.contains("  quarantine_rules[policy.refusal]: 0 -> 1 (+1)"),
+        "{text}"
+    );
+    assert!(!outcomes.contains("quarantine_reasons[rule]"), "{text}");
+    let json = wd.run(&["report", "diff", "a", "b", "--json"]);
+    let json: Value = serde_json::from_str(&json.stdout()).expect("JSON");
+    let rows = json["counts"]["outcomes"].as_array().expect("outcome rows");
+    assert!(rows
+        .iter()
+        .any(|r| r["key"] == "quarantine_rules[policy.refusal]" && r["after"] == 1));
+}

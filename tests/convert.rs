@@ -460,7 +460,7 @@ fn user_parts_convert_in_order() {
     );
     assert_json_eq(
         &home.summary()["actions"],
-        &json!({"image_detail_omitted": 1, "part_placeholder": 4}),
+        &json!({"image_detail_omitted": 1, "part_placeholder": 4, "session_defaulted": 3}),
     );
 }
 
@@ -981,7 +981,10 @@ fn reasoning_becomes_item_right_before_what_it_explains() {
             user_turn("thanks"),
         ],
     );
-    assert_eq!(home.summary()["actions"], json!({"reasoning_item": 3}));
+    assert_eq!(
+        home.summary()["actions"],
+        json!({"reasoning_item": 3, "session_defaulted": 3})
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1440,8 +1443,15 @@ fn lone_surrogate_is_replaced_and_counted() {
         &json!([{"rule": "policy.invalid_unicode", "action": "unicode_repaired", "count": 2}]),
     );
     let summary = home.summary();
-    assert_eq!(summary["actions"], json!({"unicode_repaired": 1}));
-    assert_eq!(summary["rules_fired"], json!({"policy.invalid_unicode": 1}));
+    assert_eq!(
+        summary["actions"],
+        json!({"unicode_repaired": 1, "session_defaulted": 3})
+    );
+    assert_eq!(
+        summary["rules_fired"],
+        json!({"policy.invalid_unicode": 1, "session.timestamp": 1, "session.cwd": 1,
+               "session.originator": 1})
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1962,7 +1972,10 @@ fn role_aliases_are_applied_and_audited() {
              "from": "gpt", "to": "assistant"}
         ]),
     );
-    assert_eq!(home.summary()["actions"], json!({"role_aliased": 2}));
+    assert_eq!(
+        home.summary()["actions"],
+        json!({"role_aliased": 2, "session_defaulted": 3})
+    );
 }
 
 #[test]

@@ -217,6 +217,13 @@ pub enum Action {
     },
 }
 
+/// Whether the action named `action` repairs the conversation: a message placed by its slot
+/// (`classified`) or a session meta value from the rules' defaults (`session_defaulted`) is a
+/// decision the reports show, not a repair (the verdict stays "ready").
+pub(crate) fn is_repair(action: &str) -> bool {
+    !matches!(action, "classified" | "session_defaulted")
+}
+
 impl Action {
     /// The action's name, as serialised in `action`.
     pub fn name(&self) -> &'static str {

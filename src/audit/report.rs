@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::decision::is_repair;
 use super::sample::SampleEstimate;
 use super::Summary;
 
@@ -458,7 +459,7 @@ fn data<'a>(
     let mut changes: Vec<Change> = summary
         .decisions
         .iter()
-        .filter(|(action, _)| action.as_str() != "classified")
+        .filter(|(action, _)| is_repair(action))
         .flat_map(|(action, rules)| {
             rules.iter().map(move |(rule, count)| Change {
                 action: action.clone(),
@@ -625,7 +626,7 @@ fn charts(summary: &Summary, files: &[FileStats]) -> Result<Vec<Chart>, ReportEr
     let repairs: BTreeMap<String, u64> = summary
         .decisions
         .iter()
-        .filter(|(action, _)| action.as_str() != "classified")
+        .filter(|(action, _)| is_repair(action))
         .map(|(action, rules)| (action.clone(), rules.values().sum()))
         .collect();
     let mut worst: Vec<(String, u64)> = files

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::audit::report::{visible, visible_lines};
-use crate::audit::{Action, Decision};
+use crate::audit::Decision;
 use crate::cli::ExplainArgs;
 use crate::commands::ui::conversion::{action_parts, describe, items_from};
 use crate::commands::{load_rules, out, outln, Exit};
@@ -430,7 +430,7 @@ fn decisions_of(decisions: &[Decision], message: Option<usize>) -> Vec<DecisionV
             DecisionView {
                 rule: d.rule.to_string(),
                 action,
-                changes: !matches!(d.action, Action::Classified { .. }),
+                changes: crate::audit::decision::is_repair(d.action.name()),
             }
         })
         .collect()

@@ -104,7 +104,7 @@ pub(super) fn write(
             let rule = decision["rule"].as_str().unwrap_or_default().to_string();
             let action = decision["action"].as_str().unwrap_or_default().to_string();
             let mut keys = vec![("rule", rule)];
-            if action != "classified" {
+            if crate::audit::decision::is_repair(&action) {
                 keys.push(("repair", action));
             }
             for key in keys {

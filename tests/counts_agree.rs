@@ -300,10 +300,9 @@ fn verbose_file_lines_add_up_to_the_summary() {
 }
 
 /// `--format responses` writes a body file per input file: the run counts the conversations
-/// (converted) apart from the body files, which it never calls sessions, and an input that
-/// vanished leaves its body file, counted as left, until `--prune` removes it.
+/// (converted) apart from the body files, which it never calls sessions.
 #[test]
-fn responses_runs_count_body_files_apart_and_leave_a_vanished_inputs_body() {
+fn responses_runs_count_body_files_apart_from_conversations() {
     let wd = Workdir::new("counts-responses");
     for file in ["a", "b"] {
         let records: Vec<Value> = (0..3).map(|n| chat(&format!("{file}{n}"), file)).collect();
@@ -324,29 +323,6 @@ fn responses_runs_count_body_files_apart_and_leave_a_vanished_inputs_body() {
     );
     let report = fs::read_to_string(run_folder(&first.root).join("report.md")).expect("report");
     assert!(report.contains("| body files | count |"), "{report}");
-
-    let body = wd.path("out/responses/in/b.jsonl");
-    assert!(body.is_file());
-    fs::remove_file(wd.path("in/b.jsonl")).expect("remove an input");
-    let second = wd.convert("in", "out", &args, 0);
-    let said = second.run.stdout();
-    assert!(
-        said.contains("body files   1 left (their record is gone; --prune removes them)"),
-        "{said}"
-    );
-    assert_eq!(second.summary()["sessions_left"], 1);
-    assert!(body.is_file(), "left in place without --prune");
-    let pruned = wd.convert(
-        "in",
-        "out",
-        &["--format", "responses", "--prune", "--max-prune", "1"],
-        0,
-    );
-    assert_eq!(
-        pruned.summary()["sessions_pruned"].as_array().map(Vec::len),
-        Some(1)
-    );
-    assert!(!body.exists(), "--prune removes it");
 }
 
 /// `report diff` shows every outcome count that moved, each named as summary.json names

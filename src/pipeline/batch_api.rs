@@ -129,6 +129,6 @@ pub(super) fn settle(
         collector.batch(&segment, &mut [Vec::new()], progress, disk_read, manifest)?;
         collector.batch_results(&group)?;
     }
-    collector.results_files_done(progress);
+    collector.held.results_done(&plan.files, progress);
     Ok(())
 }

@@ -16,6 +16,7 @@ use std::io::{BufWriter, Write};
 use serde::Serialize;
 
 use super::placement::count_placed;
+use super::progress::HeldLines;
 use super::reader::Work;
 use super::record::{Converted, Outcome, Refusal};
 use super::run_files::Marks;
@@ -56,10 +57,8 @@ pub(crate) struct Collector<'h> {
     kind: OutputKind,
     /// Files being read: their records converted and quarantined so far (`--verbose`).
     counts: HashMap<usize, FileCounts>,
-    /// The Batch API results files: their results are counted once every file is read
-    /// ([`Collector::batch_results`]), so their line waits for them in `counts_held`.
-    results_files: std::collections::HashSet<usize>,
-    counts_held: std::collections::BTreeMap<usize, FileCounts>,
+    /// The Batch API results files' lines, waiting for their results to be counted.
+    pub held: HeldLines,
     /// Files read by a format other than chat, with it.
     formats: HashMap<usize, SourceFormat>,
     /// Where each segment started: (file's place in the walk, range, marks).
@@ -133,8 +132,7 @@ impl<'h> Collector<'h> {
             sink: output.sink(home, guard, dry_run, renamed),
             kind: output.kind(),
             counts: HashMap::new(),
-            results_files: Default::default(),
-            counts_held: Default::default(),
+            held: HeldLines::default(),
             formats: HashMap::new(),
             segments: Vec::new(),
             lines: (0, 0),
@@ -269,11 +267,7 @@ impl<'h> Collector<'h> {
                     }
                     let mut counts = self.counts.remove(file).unwrap_or_default();
                     counts.file = self.files[*file].source.display.to_string();
-                    if self.results_files.contains(file) {
-                        self.counts_held.insert(*file, counts);
-                    } else {
-                        progress.file_done(&counts);
-                    }
+                    self.held.file_done(*file, counts, progress);
                     self.file_done(*file, manifest)?
                 }
             }
@@ -310,7 +304,7 @@ impl<'h> Collector<'h> {
                 stats.repairs += done
                     .decisions
                     .iter()
-                    .filter(|d| d.action.name() != "classified")
+                    .filter(|d| crate::audit::decision::is_repair(d.action.name()))
                     .count() as u64;
                 self.converted(file, done, listed, manifest)
             }
@@ -634,18 +628,6 @@ impl<'h> Collector<'h> {
         manifest.record(self.home, entry)
     }
 
-    /// Without `--prune`, once every file is done: the sessions (body files) of the files gone
-    /// from the walk are left in the home, counted as left until `--prune` removes them (the
-    /// orphans of a file read again were counted when its reading found them gone).
-    pub(crate) fn count_gone_files(&mut self, manifest: &Manifest) {
-        let (sessions, _) = super::prune::candidates(manifest, &self.walked, &self.protected);
-        let gone = sessions
-            .iter()
-            .filter(|s| !manifest.orphans.contains_key(&s.path))
-            .count();
-        self.summary.home.sessions_left += gone as u64;
-    }
-
     /// `--prune`, once every file is done: moves out the sessions of files gone from the walk
     /// and the orphans (unless Codex changed them, or a process holds them), and forgets those
     /// files ([`super::prune`]); refused, nothing removed, when more would go than `limit`.
@@ -688,12 +670,10 @@ impl<'h> Collector<'h> {
             if self.files.get(result.file).is_some_and(|f| f.skip) {
                 continue;
             }
-            let counts = self.counts_held.entry(result.file).or_default();
             if result.used() {
                 self.summary.totals.records += 1;
                 self.summary.totals.joined += 1;
-                counts.records += 1;
-                counts.joined += 1;
+                self.held.result(result.file, true);
                 continue;
             }
             let location = &result.record.location;
@@ -710,30 +690,13 @@ impl<'h> Collector<'h> {
                 }
             }
             self.summary.totals.records += 1;
-            counts.records += 1;
-            counts.quarantined += 1;
+            self.held.result(result.file, false);
             // An Anthropic result with no message: its own reason says more.
             let why = Refusal::UnclaimedResult(result.failure());
             let entry = QuarantineEntry::new(&location.at(why), &result.record.bytes);
             self.quarantined(&entry)?;
         }
         Ok(())
-    }
-
-    /// The run's files `files` are Batch API results files: their `--verbose` line waits for
-    /// their results to be counted ([`Collector::results_files_done`]).
-    pub(crate) fn hold_file_lines(&mut self, files: impl IntoIterator<Item = usize>) {
-        self.results_files.extend(files);
-    }
-
-    /// The `--verbose` lines of the results files, their results counted, in input order.
-    pub(crate) fn results_files_done(&mut self, progress: &dyn Progress) {
-        for (file, mut counts) in std::mem::take(&mut self.counts_held) {
-            if let Some(planned) = self.files.get(file) {
-                counts.file = planned.source.display.to_string();
-            }
-            progress.file_done(&counts);
-        }
     }
 
     /// Flushes the report lines, writes `timing.json`, then `summary.json` (last, atomically:

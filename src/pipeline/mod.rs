@@ -300,7 +300,7 @@ fn execute<'p>(
     } = request;
     let output = &*plan.output;
     let mut collector = collector(plan, summary, manifest, options)?;
-    collector.hold_file_lines(index.leftovers.keys().copied());
+    collector.held.files.extend(index.leftovers.keys().copied());
     let to_read = plan.files.iter().filter(|f| !f.skip);
     progress.start(
         to_read.clone().count() as u64,
@@ -384,9 +384,6 @@ fn finish(
         batch_api::settle(plan, index, &mut collector, manifest, progress, disk_read)?;
         if options.prune {
             collector.prune_gone(manifest, options.max_prune)?;
-        } else if plan.shard.as_ref().is_none_or(|s| s.shard.index == 0) {
-            // Every shard walks every input: one of them counts what the walk lost.
-            collector.count_gone_files(manifest);
         }
     }
     let stopped_by = Signal::recorded(signal);

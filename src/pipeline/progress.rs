@@ -1,5 +1,8 @@
 //! What a run tells its caller as it goes ([`Progress`]); the command decides how to show it.
 
+use std::collections::{BTreeMap, HashSet};
+
+use super::PlannedFile;
 use crate::source::Damage;
 
 /// Progress callbacks; the command decides how to show them.
@@ -31,6 +34,47 @@ pub struct FileCounts {
     pub joined: u64,
     /// Records a rule drops (the summary's `records_dropped`).
     pub dropped: u64,
+}
+
+/// The `--verbose` lines of the Batch API results files: their results are counted once every
+/// file is read (`Collector::batch_results`), so each file's line waits for them.
+#[derive(Debug, Default)]
+pub(crate) struct HeldLines {
+    /// The run's results files, by their place among the run's files.
+    pub files: HashSet<usize>,
+    held: BTreeMap<usize, FileCounts>,
+}
+
+impl HeldLines {
+    /// A file read to its end: its line now, or held when it is a results file.
+    pub(crate) fn file_done(&mut self, file: usize, counts: FileCounts, progress: &dyn Progress) {
+        if self.files.contains(&file) {
+            self.held.insert(file, counts);
+        } else {
+            progress.file_done(&counts);
+        }
+    }
+
+    /// A result of the results file `file`: joined to its request, or quarantined.
+    pub(crate) fn result(&mut self, file: usize, joined: bool) {
+        let counts = self.held.entry(file).or_default();
+        counts.records += 1;
+        if joined {
+            counts.joined += 1;
+        } else {
+            counts.quarantined += 1;
+        }
+    }
+
+    /// The held lines, their results counted, in input order.
+    pub(crate) fn results_done(&mut self, files: &[PlannedFile], progress: &dyn Progress) {
+        for (file, mut counts) in std::mem::take(&mut self.held) {
+            if let Some(planned) = files.get(file) {
+                counts.file = planned.source.display.to_string();
+            }
+            progress.file_done(&counts);
+        }
+    }
 }
 
 /// Something a run tells the user that is not a problem with a record; the command words it.

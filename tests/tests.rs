@@ -29,6 +29,7 @@ mod conformance;
 mod convert;
 mod digest;
 mod explain;
+mod explain_anywhere;
 mod inputs;
 mod measures;
 mod parquet;

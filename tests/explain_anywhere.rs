@@ -6,7 +6,7 @@
 //! API results file); `status` lists sessions by id, sees a run in progress and the rollouts
 //! no finished run recorded.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -58,6 +58,17 @@ fn json_of(run: &Run) -> Value {
     serde_json::from_str(&run.stdout()).unwrap_or_else(|e| panic!("{e}\n{run}"))
 }
 
+/// `project/mine.toml`, a rule file that changes the sessions' ids (records without a time of
+/// their own take the rules' timestamp, and it makes their ids); the project folder and the
+/// home `home` beside it.
+fn project_with_rules(wd: &Workdir) -> (PathBuf, PathBuf, PathBuf) {
+    let mine = wd.create(
+        "project/mine.toml",
+        "[session]\ntimestamp = \"2024-06-01T00:00:00Z\"\n",
+    );
+    (mine, wd.path("project"), wd.path("home"))
+}
+
 /// A home converted with `--rules default --rules mine.toml` from its project folder: its
 /// sessions explain the same from another folder, after mine.toml was edited, and after it
 /// was deleted; the rules matter (the built-in ones alone give other sessions).
@@ -65,13 +76,7 @@ fn json_of(run: &Run) -> Value {
 fn explain_reads_a_session_with_the_rules_its_run_kept_from_any_folder() {
     let wd = Workdir::new("explain_kept_rules");
     wd.create_jsonl("project/in/chats.jsonl", &[chat("one"), chat("two")]);
-    // Records without a time of their own take the rules' timestamp: it makes their ids.
-    let mine = wd.create(
-        "project/mine.toml",
-        "[session]\ntimestamp = \"2024-06-01T00:00:00Z\"\n",
-    );
-    let project = wd.path("project");
-    let home = wd.path("home");
+    let (mine, project, home) = project_with_rules(&wd);
     let home_arg = home.to_str().expect("utf-8");
     run_in(
         &wd,
@@ -142,12 +147,7 @@ fn explain_finds_a_session_through_the_manifest_once_its_run_is_removed() {
     let wd = Workdir::new("explain_keep_runs");
     wd.create_jsonl("project/a/chats.jsonl", &[chat("from a")]);
     wd.create_jsonl("project/b/chats.jsonl", &[chat("from b")]);
-    let mine = wd.create(
-        "project/mine.toml",
-        "[session]\ntimestamp = \"2024-06-01T00:00:00Z\"\n",
-    );
-    let project = wd.path("project");
-    let home = wd.path("home");
+    let (mine, project, home) = project_with_rules(&wd);
     let home_arg = home.to_str().expect("utf-8");
     let rules = ["--rules", "default", "--rules", "mine.toml", "-q"];
     let convert = |inputs: &[&str], extra: &[&str]| {

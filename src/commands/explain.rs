@@ -3,8 +3,10 @@
 //! decision with the rule behind it (repairs and drops marked `!`), and the items it became.
 //! The tool a reviewer uses to question a number. The file is read as `convert` reads it
 //! ([`crate::pipeline::record::read_file`]: any format, detected or `--from`), so the session id
-//! is the one `convert` writes; from a home, the session's record is found through the run
-//! reports and the manifest. Sizes and ids only, no transcript text, like the reports.
+//! is the one `convert` writes; a Batch API file with the files beside it ([`batch`]). From a
+//! home, the session's file and rules are found through the run's folder or the manifest
+//! ([`home`]), and its record by the session id, a function of the record's identity, when
+//! the file changed since. Sizes and ids only, no transcript text, like the reports.
 
 use std::path::{Path, PathBuf};
 

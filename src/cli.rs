@@ -83,7 +83,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Show a home's state: its input files, sessions (left and kept pending), last runs.
     ///
-    /// Reads `OUT/rollover/` only (never the lock): safe beside a running conversion.
+    /// Reads `OUT/rollover/` and lists `OUT/sessions/`; asks whether a run holds the lock
+    /// without taking it: safe beside a running conversion.
     #[command(after_help = EXIT_CODES_HELP)]
     Status(StatusArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
@@ -162,6 +163,10 @@ pub struct StatusArgs {
     /// How many of the last runs to show.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub runs: usize,
+    /// List every session the manifest knows, by id (the ids `explain OUT SESSION` takes),
+    /// with its rollout and the input file it came from.
+    #[arg(long)]
+    pub sessions: bool,
     /// Print one JSON document on stdout.
     #[arg(long)]
     pub json: bool,

@@ -30,6 +30,7 @@ mod convert;
 mod counts_agree;
 mod digest;
 mod explain;
+mod explain_anywhere;
 mod inputs;
 mod measures;
 mod parquet;

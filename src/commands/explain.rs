@@ -3,8 +3,10 @@
 //! decision with the rule behind it (repairs and drops marked `!`), and the items it became.
 //! The tool a reviewer uses to question a number. The file is read as `convert` reads it
 //! ([`crate::pipeline::record::read_file`]: any format, detected or `--from`), so the session id
-//! is the one `convert` writes; from a home, the session's record is found through the run
-//! reports and the manifest. Sizes and ids only, no transcript text, like the reports.
+//! is the one `convert` writes; a Batch API file with the files beside it ([`batch`]). From a
+//! home, the session's file and rules are found through the run's folder or the manifest
+//! ([`home`]), and its record by the session id, a function of the record's identity, when
+//! the file changed since. Sizes and ids only, no transcript text, like the reports.
 
 use std::path::{Path, PathBuf};
 
@@ -12,116 +14,225 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::audit::report::{visible, visible_lines};
+use crate::audit::report::visible_lines;
 use crate::audit::Decision;
 use crate::cli::ExplainArgs;
 use crate::commands::ui::conversion::{action_parts, describe, items_from};
 use crate::commands::{load_rules, out, outln, Exit};
 use crate::convert::render::renderer;
 use crate::convert::{convert, OutItem, RecordKey};
-use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
 use crate::model::quarantine::QuarantineReason;
 use crate::model::responses::Format;
 use crate::model::transcript::{Content, Message};
-use crate::output::manifest::Manifest;
-use crate::output::Home;
-use crate::pipeline::record::{read_file, Outcome, ReadConversation, Refusal};
+use crate::pipeline::record::{read_file, Outcome, ReadConversation, Refusal, WorkRead};
 use crate::rules::RuleSet;
 use crate::source::{discover, RawRecord};
 use crate::validate;
 
+mod batch;
+mod home;
+
 pub fn run(args: &ExplainArgs) -> Result<Exit> {
-    let target = match &args.session {
-        None => {
-            let (path, line) = split_line(&args.record);
-            Target {
-                path,
-                line,
-                from: None,
-                rules: args.rules.clone(),
-                written: None,
-            }
-        }
-        Some(session) => find_session(Path::new(&args.record), session, &args.rules)?,
-    };
-    let rules = load_rules(&target.rules, &args.messages_at)?;
-    let from = match args.from.as_deref().or(target.from.as_deref()) {
+    let from = match args.from.as_deref() {
         Some(name) => Some(
             name.parse::<SourceFormat>()
                 .map_err(|e| anyhow::anyhow!("--from: {e}"))?,
         ),
         None => None,
     };
+    let (path, line, written, rules) = match &args.session {
+        None => {
+            let (path, line) = split_line(&args.record);
+            (
+                path,
+                line,
+                None,
+                load_rules(&args.rules, &args.messages_at)?,
+            )
+        }
+        Some(session) => {
+            let found = home::find_session(
+                Path::new(&args.record),
+                session,
+                &args.rules,
+                &args.messages_at,
+            )?;
+            let line = found.written.line;
+            (found.path, line, Some(found.written), found.rules)
+        }
+    };
     let walk = super::named_file_walk(from);
-    let path = &target.path;
-    let found = discover(std::slice::from_ref(path), None, &walk)
+    let found = discover(std::slice::from_ref(&path), None, &walk)
         .with_context(|| format!("explaining {}", path.display()))?;
-    let Some(file) = found.files.first() else {
+    let Some(file) = found.files.into_iter().next() else {
         bail!("{} holds no record file", path.display());
     };
-    let (works, damage) = read_file(file, from, &rules, &BatchIndex::default());
-    let Some((work, at)) = works.iter().find_map(|w| {
-        let at = w
-            .work
-            .records
-            .iter()
-            .position(|(r, _)| target.line.is_none_or(|l| r.location.line == l))?;
-        Some((w, at))
-    }) else {
-        if let Some(damage) = damage {
-            bail!("{damage} (before the record asked for)");
-        }
-        match target.line {
-            Some(l) => bail!("{}: no record starts on line {l}", file.display),
-            None => bail!("{}: holds no record", file.display),
+    let joined = batch::joined(file, line, &rules, &walk)?;
+    let file = &joined.file;
+    let (works, damage) = read_file(file, from, &rules, &joined.index);
+    let read = Reading {
+        display: &file.display,
+        key: &file.key,
+        rules: &rules,
+    };
+    let explained = match &written {
+        Some(written) => by_session(&works, written, &read, damage)?,
+        None => {
+            let mut explained = by_line(&works, joined.line, &read, damage)?;
+            explained.note = joined.note;
+            explained
         }
     };
-    let (record, _) = &work.work.records[at];
-    let format = work.work.format;
-    // The conversation holding the record, or what became of the record on its own.
-    let read = work.conversations.iter().find(|c| c.indexes.contains(&at));
-    let explained = match (read, &work.outcomes[at]) {
-        (Some(read), _) => {
-            let (first, _) = &work.work.records[read.indexes[0]];
-            explain(read, first, &file.key, format, &rules)
-        }
-        (None, Some(Outcome::Quarantined { entry, .. })) => {
-            Explained::refused(record, format, entry.class.name(), entry.reason.clone())
-        }
-        (None, Some(Outcome::Dropped { rule, what })) => Explained::refused(
-            record,
-            format,
-            "dropped",
-            format!("{what}, dropped by rule `{rule}`: it holds no conversation"),
-        ),
-        (None, Some(Outcome::Converted(_) | Outcome::Merged | Outcome::NotSampled) | None) => {
-            Explained::refusal(record, format, &Refusal::Unaccounted(format))
-        }
-    };
-    let mismatch = target
-        .written
-        .as_ref()
-        .filter(|written| **written != explained.session_id);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&json!(explained))?)?;
     } else {
         // What the input named (a path, a role, a reason) goes to a terminal as the summary
         // shows it: control and bidi characters escaped.
         out!("{}", visible_lines(&explained.text()))?;
-        if let Some(written) = mismatch {
-            outln!(
-                "{}",
-                visible(&format!(
-                    "note: convert wrote this record as session {written}; read again now it gives {} (the file, the rules or the options changed since)",
-                    explained.session_id
-                ))
-            )?;
+    }
+    let dropped = explained
+        .refused
+        .as_ref()
+        .is_some_and(|r| r.class == DROPPED);
+    Ok(Exit::findings_if(
+        (explained.refused.is_some() && !dropped) || !explained.violations.is_empty(),
+    ))
+}
+
+/// The class a record convert drops by a rule is shown under: a count of the run, not a
+/// finding.
+const DROPPED: &str = "dropped";
+
+/// The file read, and the rules it is read with.
+struct Reading<'a> {
+    display: &'a str,
+    /// What keys its session ids, as convert keys them ([`RecordKey::source`]).
+    key: &'a str,
+    rules: &'a RuleSet,
+}
+
+/// The record on `line` of a file read, or with no line the file's first conversation (a
+/// session file may start with lines that hold none, a summary), else its first record.
+fn by_line(
+    works: &[WorkRead],
+    line: Option<u64>,
+    read: &Reading<'_>,
+    damage: Option<crate::source::Damage>,
+) -> Result<Explained> {
+    let display = read.display;
+    if line.is_none() {
+        let first = works
+            .iter()
+            .find_map(|w| w.conversations.first().map(|read| (w, read)));
+        if let Some((work, conversation)) = first {
+            return Ok(of_conversation(work, conversation, read));
         }
     }
-    Ok(Exit::findings_if(
-        explained.refused.is_some() || !explained.violations.is_empty() || mismatch.is_some(),
-    ))
+    let Some((work, at)) = record_on(works, line) else {
+        if let Some(damage) = damage {
+            bail!("{damage} (before the record asked for)");
+        }
+        match line {
+            Some(l) => bail!("{display}: no record starts on line {l}"),
+            None => bail!("{display}: holds no record"),
+        }
+    };
+    Ok(of_record(work, at, read))
+}
+
+/// The conversation convert wrote as `written`: the one whose record starts on the line the
+/// run's report gives, if it still gives that session; else the one of the file that does,
+/// found by its identity (a session id is a function of it), wherever it now is.
+fn by_session(
+    works: &[WorkRead],
+    written: &home::Written,
+    read: &Reading<'_>,
+    damage: Option<crate::source::Damage>,
+) -> Result<Explained> {
+    let display = read.display;
+    let on_line = written.line.and_then(|line| record_on(works, Some(line)));
+    if let Some((work, at)) = on_line {
+        let explained = of_record(work, at, read);
+        if explained.session_id == written.id {
+            return Ok(explained);
+        }
+    }
+    let run = match written.run {
+        Some(run) => format!("run {run}"),
+        None => "a run whose folder is gone (--keep-runs)".to_string(),
+    };
+    for work in works {
+        for conversation in &work.conversations {
+            let mut explained = of_conversation(work, conversation, read);
+            if explained.session_id != written.id {
+                continue;
+            }
+            explained.note = Some(match written.line {
+                Some(line) => format!(
+                    "{display} changed since {run} wrote session {}: its record, found by its identity, now starts at {} (it was line {line})",
+                    written.id, explained.record
+                ),
+                None => format!(
+                    "session {} was written by {run}: the manifest names {display}; its record, found by its identity, starts at {}",
+                    written.id, explained.record
+                ),
+            });
+            return Ok(explained);
+        }
+    }
+    let damaged = damage
+        .map(|d| format!(" (the file is damaged: {d})"))
+        .unwrap_or_default();
+    bail!(
+        "the record of session {} is gone from {display}{damaged}: the file changed since {run} wrote it, and none of its records is that conversation now; the session stays in the home as written (`convert --prune` removes sessions whose record is gone)",
+        written.id
+    )
+}
+
+/// The work and index of the record starting on `line`, or of the file's first record.
+fn record_on(works: &[WorkRead], line: Option<u64>) -> Option<(&WorkRead, usize)> {
+    works.iter().find_map(|w| {
+        let at = w
+            .work
+            .records
+            .iter()
+            .position(|(r, _)| line.is_none_or(|l| r.location.line == l))?;
+        Some((w, at))
+    })
+}
+
+/// The conversation holding the record `at` of `work`, or what became of the record on its own.
+fn of_record(work: &WorkRead, at: usize, read: &Reading<'_>) -> Explained {
+    let (record, _) = &work.work.records[at];
+    let format = work.work.format;
+    match (
+        work.conversations.iter().find(|c| c.indexes.contains(&at)),
+        &work.outcomes[at],
+    ) {
+        (Some(conversation), _) => of_conversation(work, conversation, read),
+        (None, Some(Outcome::Quarantined { entry, .. })) => {
+            Explained::refused(record, format, entry.class.name(), entry.reason.clone())
+        }
+        (None, Some(Outcome::Dropped { rule, what })) => Explained::refused(
+            record,
+            format,
+            DROPPED,
+            format!("{what}: it holds no conversation, and convert drops it by rule `{rule}` (counted, no session)"),
+        ),
+        (None, Some(Outcome::Converted(_) | Outcome::Merged | Outcome::NotSampled) | None) => {
+            Explained::refusal(record, format, &Refusal::Unaccounted(format))
+        }
+    }
+}
+
+fn of_conversation(
+    work: &WorkRead,
+    conversation: &ReadConversation,
+    read: &Reading<'_>,
+) -> Explained {
+    let (first, _) = &work.work.records[conversation.indexes[0]];
+    explain(conversation, first, read.key, work.work.format, read.rules)
 }
 
 /// `FILE:LINE` → (FILE, LINE); a path whose last part is not a number is all path.
@@ -132,112 +243,6 @@ fn split_line(text: &str) -> (PathBuf, Option<u64>) {
         }
     }
     (PathBuf::from(text), None)
-}
-
-/// What to explain: a record of a file, and for a session of a home, what convert wrote.
-struct Target {
-    path: PathBuf,
-    line: Option<u64>,
-    /// The format the run read the file as.
-    from: Option<String>,
-    rules: Vec<PathBuf>,
-    /// The session id convert wrote for the record.
-    written: Option<String>,
-}
-
-/// The source record of `session` (an id, or a rollout's path) in the home `out`: the newest
-/// run report line that wrote it names the file (as the run was given it) and the line; the
-/// manifest gives the file's full path and format; the run's summary its rule files (unless
-/// `rules` names others).
-fn find_session(out: &Path, session: &str, rules: &[PathBuf]) -> Result<Target> {
-    let runs_dir = out.join("rollover").join("runs");
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(&runs_dir)
-        .with_context(|| {
-            format!(
-                "{} is not the output folder of a conversion (no rollover/runs): name the --out folder convert wrote",
-                out.display()
-            )
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    runs.sort();
-    // A rollout path names its session at the end of its file name; an id is the id.
-    let wanted = Path::new(session)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .map(|n| n.trim_end_matches(".zst").trim_end_matches(".jsonl"))
-        .unwrap_or(session);
-    for run in runs.iter().rev() {
-        let Ok(file) = std::fs::File::open(run.join("conversations.jsonl")) else {
-            continue;
-        };
-        for line in std::io::BufRead::lines(std::io::BufReader::new(file)) {
-            let line = line.with_context(|| format!("reading {}", run.display()))?;
-            if !line.contains(wanted) && !wanted.contains("rollout-") {
-                continue;
-            }
-            let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line) else {
-                continue;
-            };
-            let id = entry["id"].as_str().unwrap_or_default();
-            if id.is_empty() || !(id == wanted || wanted.ends_with(id)) {
-                continue;
-            }
-            let source = entry["source"].as_str().unwrap_or_default();
-            let line_no = entry["line"].as_u64();
-            let manifest = Manifest::load(&Home::new(out))
-                .with_context(|| format!("reading the manifest of {}", out.display()))?;
-            let listed = manifest.files.values().find(|f| f.name == source);
-            let path = match listed {
-                Some(f) => PathBuf::from(&f.key),
-                None => PathBuf::from(source),
-            };
-            if !path.exists() {
-                bail!(
-                    "session {id} was converted from {source}, which is no longer at {}: explain it from where the file is now with `rollover explain FILE:{}`",
-                    path.display(),
-                    line_no.unwrap_or(1)
-                );
-            }
-            let run_rules: Vec<PathBuf> = if rules.is_empty() {
-                run_rules(run)
-            } else {
-                rules.to_vec()
-            };
-            return Ok(Target {
-                path,
-                line: line_no,
-                from: listed.and_then(|f| f.format.clone()),
-                rules: run_rules,
-                written: Some(id.to_string()),
-            });
-        }
-    }
-    bail!(
-        "no run of {} wrote session {session}: give a session id or a rollout path from `rollover status {}`",
-        out.display(),
-        out.display()
-    )
-}
-
-/// The rule files a run read (its summary's `rules`; `default` is the built-in set).
-fn run_rules(run: &Path) -> Vec<PathBuf> {
-    let summary = std::fs::read(run.join("summary.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
-    summary
-        .as_ref()
-        .and_then(|s| s["rules"].as_array())
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(|n| n.as_str())
-                .filter(|n| *n != "default")
-                .map(PathBuf::from)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The conversation `read` (its first record `first`) through the converter, as convert
@@ -286,6 +291,7 @@ fn explain(
     let violations = validate::check(&bytes, Some(&conversation.meta.id), &rules.markers);
     let base = conversation.meta.base_instructions.as_ref();
     Explained {
+        note: None,
         record: first.location.to_string(),
         format: format.name().to_string(),
         records,
@@ -313,6 +319,9 @@ fn explain(
 
 #[derive(Debug, Serialize)]
 struct Explained {
+    /// How the record was found, when not where it was asked for: said first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
     record: String,
     /// The source format the file was read as.
     format: String,
@@ -343,6 +352,7 @@ impl Explained {
     /// A record that becomes no session: its class and why.
     fn refused(record: &RawRecord, format: SourceFormat, class: &str, reason: String) -> Explained {
         Explained {
+            note: None,
             record: record.location.to_string(),
             format: format.name().to_string(),
             records: 1,
@@ -446,7 +456,12 @@ impl Explained {
             1 => String::new(),
             n => format!(", {n} records"),
         };
-        let mut out = if self.session_id.is_empty() {
+        let mut out = self
+            .note
+            .as_ref()
+            .map(|note| format!("{note}\n"))
+            .unwrap_or_default();
+        out += &if self.session_id.is_empty() {
             format!("{} ({}{records}): no session\n", self.record, self.format)
         } else {
             format!(
@@ -494,10 +509,10 @@ impl Explained {
             }
         }
         if let Some(refused) = &self.refused {
-            out.push_str(&format!(
-                "quarantined ({}): {}\n",
-                refused.class, refused.reason
-            ));
+            out.push_str(&match refused.class.as_str() {
+                DROPPED => format!("dropped: {}\n", refused.reason),
+                class => format!("quarantined ({class}): {}\n", refused.reason),
+            });
             return out;
         }
         match self.violations.len() {

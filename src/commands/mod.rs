@@ -40,7 +40,15 @@ use crate::rules::{PathExpr, RuleSet};
 /// The rule set of `--rules` and `--messages-at` (`convert`, `audit`, `explain`): the
 /// `--messages-at` paths are tried before the rule files'.
 pub fn load_rules(paths: &[std::path::PathBuf], messages_at: &[String]) -> anyhow::Result<RuleSet> {
-    let mut rules = RuleSet::load(paths).context("loading rule files")?;
+    let rules = RuleSet::load(paths).context("loading rule files")?;
+    with_messages_at(rules, messages_at)
+}
+
+/// `rules` with the `--messages-at` paths tried before the rule files'.
+pub(crate) fn with_messages_at(
+    mut rules: RuleSet,
+    messages_at: &[String],
+) -> anyhow::Result<RuleSet> {
     let extra = messages_at
         .iter()
         .map(|path| {

@@ -1,8 +1,9 @@
 //! `rollover status OUT`: what a home holds and what its last runs did, for whoever operates
 //! a scheduled job: the input files the manifest knows, its sessions (those whose record is
 //! gone, those kept pending because Codex changed them while their source has newer data),
-//! and the last runs with their verdicts. It reads `OUT/rollover/` only, never the lock, so it
-//! is safe beside a running conversion.
+//! and the last runs with their verdicts; whether a run is in progress (the lock probed, never
+//! taken, so it is safe beside a running conversion), and the rollouts on disk that no
+//! finished run recorded (a killed run's). `--sessions` lists the sessions by id.
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +15,8 @@ use crate::cli::StatusArgs;
 use crate::commands::ui::{group, plural, wrap_text, Ui};
 use crate::commands::{out, outln, Exit};
 use crate::output::home::{RUNS_DIR, STATE_DIR};
-use crate::output::manifest::JOURNAL;
+use crate::output::lock::holder_of;
+use crate::output::manifest::{session_id_of, JOURNAL};
 use crate::output::{Home, Manifest};
 
 /// The state of a home, as `--json` prints it.
@@ -29,7 +31,26 @@ struct Status {
     pending: Vec<Pending>,
     /// A journal is there: a run is going on, or one was killed (the next run resumes it).
     journal: bool,
+    /// The pid of the run in progress (it holds the lock), if one is.
+    running_pid: Option<u32>,
+    /// Rollouts under `sessions/` that the manifest does not list: written by a run killed
+    /// before it recorded them (or by another program).
+    rollouts_unrecorded: usize,
     runs: Vec<RunLine>,
+    /// With `--sessions`: every session the manifest knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_list: Option<Vec<SessionLine>>,
+}
+
+/// One session of the manifest.
+#[derive(Debug, Serialize)]
+struct SessionLine {
+    id: String,
+    path: String,
+    /// The input file it came from, as the reports name it (an orphan's: its key).
+    file: String,
+    /// Its record is gone from the file (kept; `--prune` removes it).
+    left: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -56,7 +77,7 @@ struct RunLine {
 
 pub fn run(args: &StatusArgs, ui: &Ui) -> Result<Exit> {
     // With --json, `main` prints the error object of a failure as for every command.
-    let status = status(&args.out, args.runs)?;
+    let status = status(&args.out, args.runs, args.sessions)?;
     if args.json {
         outln!("{}", serde_json::to_string(&status)?)?;
     } else if !ui.quiet {
@@ -65,7 +86,7 @@ pub fn run(args: &StatusArgs, ui: &Ui) -> Result<Exit> {
     Ok(Exit::findings_if(!status.pending.is_empty()))
 }
 
-fn status(out: &Path, last: usize) -> Result<Status> {
+fn status(out: &Path, last: usize, list: bool) -> Result<Status> {
     let state = out.join(STATE_DIR);
     if !state.is_dir() {
         bail!(
@@ -93,8 +114,67 @@ fn status(out: &Path, last: usize) -> Result<Status> {
         sessions_left: manifest.orphans.len(),
         pending,
         journal: home.state_file(JOURNAL).exists(),
+        running_pid: holder_of(&home),
+        rollouts_unrecorded: unrecorded(out, &manifest),
         runs: runs(&state.join(RUNS_DIR), last),
+        session_list: list.then(|| sessions(&manifest)),
     })
+}
+
+/// Every session the manifest knows, by its file, then by path.
+fn sessions(manifest: &Manifest) -> Vec<SessionLine> {
+    let line = |path: &str, file: &str, left: bool| SessionLine {
+        id: session_id_of(path.trim_end_matches(".zst"))
+            .unwrap_or(path)
+            .to_string(),
+        path: path.to_string(),
+        file: file.to_string(),
+        left,
+    };
+    let mut lines = Vec::new();
+    for entry in manifest.files.values() {
+        let mut paths: Vec<String> = entry.rollouts.entries().map(|r| r.path).collect();
+        paths.sort();
+        lines.extend(paths.iter().map(|path| line(path, &entry.name, false)));
+    }
+    for (path, orphan) in &manifest.orphans {
+        lines.push(line(path, &orphan.from, true));
+    }
+    lines
+}
+
+/// The rollouts under `OUT/sessions/` the manifest does not list (symlinks not followed).
+fn unrecorded(out: &Path, manifest: &Manifest) -> usize {
+    let known = manifest.rollout_digests();
+    let mut count = 0;
+    let mut folders = vec![out.join("sessions")];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let rollout = name.starts_with("rollout-")
+                && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst"));
+            let relative = path
+                .strip_prefix(out)
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            if kind.is_file() && rollout && !known.contains_key(&relative) {
+                count += 1;
+            }
+        }
+    }
+    count
 }
 
 /// The last `last` finished runs, oldest first (a folder without `summary.json` is a run in
@@ -172,10 +252,29 @@ fn text(s: &Status, width: usize) -> String {
             add("", format!("{} (from {})", p.session, p.file));
         }
     }
-    if s.journal {
-        add(
+    match (s.running_pid, s.journal) {
+        (Some(pid), _) => add(
+            "running",
+            format!("a run is in progress (pid {pid}): the counts above are those before it"),
+        ),
+        (None, true) => add(
             "journal",
-            "a run is going on, or one was killed: the next run resumes it".to_string(),
+            "a run was killed: the next run resumes it".to_string(),
+        ),
+        (None, false) => {}
+    }
+    if s.rollouts_unrecorded > 0 {
+        add(
+            "unrecorded",
+            format!(
+                "{} under sessions/ that no finished run recorded (a run killed before it recorded them, or another program's){}",
+                plural(s.rollouts_unrecorded as u64, "rollout", "rollouts"),
+                if s.running_pid.is_some() {
+                    ": the run in progress records its own as it finishes each file"
+                } else {
+                    ": convert the same inputs again, and it records those it writes the same and keeps any other as it is (`--force` replaces it)"
+                }
+            ),
         );
     }
     if s.runs.is_empty() {
@@ -212,6 +311,23 @@ fn text(s: &Status, width: usize) -> String {
                 parts.join(", ")
             ),
         );
+    }
+    if let Some(list) = &s.session_list {
+        add(
+            "sessions",
+            format!("{} (id, rollout, from)", group(list.len() as u64)),
+        );
+        for session in list {
+            let left = if session.left {
+                ", left: its record is gone"
+            } else {
+                ""
+            };
+            lines.push(format!(
+                "  {}  {}  (from {}{left})",
+                session.id, session.path, session.file
+            ));
+        }
     }
     let mut out = lines.join("\n");
     out.push('\n');

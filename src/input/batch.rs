@@ -49,6 +49,11 @@ pub struct BatchResult {
 }
 
 impl BatchResult {
+    /// The `custom_id` that joins it to its request.
+    pub fn custom_id(&self) -> &str {
+        &self.record_id
+    }
+
     pub fn used(&self) -> bool {
         self.used.load(Ordering::Relaxed)
     }

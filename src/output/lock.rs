@@ -109,6 +109,42 @@ impl RunLock {
     }
 }
 
+/// The pid of the run holding the lock of `home` now, asked without taking the lock
+/// (`status`, beside a run that may start at that moment): the kernel's list of locks,
+/// `/proc/locks`, lists a `flock` by that pid on the state folder. Where the list cannot be
+/// read, a shared lock taken and let go at once asks instead (pid 0 when the file names none).
+pub(crate) fn holder_of(home: &Home) -> Option<u32> {
+    let folder = home.existing_state().ok().flatten()?;
+    let pid = folder
+        .open_read(LOCK)
+        .ok()
+        .flatten()
+        .and_then(|mut file| holder(&mut file));
+    match std::fs::read_to_string("/proc/locks") {
+        Ok(locks) => {
+            let pid = pid?;
+            let ino =
+                std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(home.state_dir()).ok()?);
+            listed(&locks, pid, ino).then_some(pid)
+        }
+        Err(_) => folder.locked_by_other().then(|| pid.unwrap_or(0)),
+    }
+}
+
+/// Whether `locks` (as `/proc/locks` lists them: `1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE
+/// 0 EOF`) holds a `flock` taken by `pid` on the inode `ino`; a waiter's line (`->`) holds none.
+fn listed(locks: &str, pid: u32, ino: u64) -> bool {
+    locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(&"FLOCK"), Some(held_by), Some(place)) =
+            (fields.get(1), fields.get(4), fields.get(5))
+        else {
+            return false;
+        };
+        *held_by == pid.to_string() && place.rsplit(':').next() == Some(&ino.to_string())
+    })
+}
+
 /// The pid the lock file holds (its holder's, or the last holder's when it died), if any.
 fn holder(file: &mut File) -> Option<u32> {
     let mut text = String::new();

@@ -20,6 +20,7 @@ pub(crate) mod failpoint;
 pub(crate) mod guard;
 pub(crate) mod holders;
 pub(crate) mod home;
+pub(crate) mod kept_rules;
 pub(crate) mod lock;
 pub(crate) mod manifest;
 pub(crate) mod quarantine;

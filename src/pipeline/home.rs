@@ -2,6 +2,7 @@
 //! recorded (the manifest saved, `latest` pointed at the run, old run folders removed).
 
 use super::{Note, Options, PipelineError, Progress, Request, RunPlan};
+use crate::output::kept_rules::KeptRules;
 use crate::output::{Home, Manifest, OutputKind, RunLock};
 use crate::source::ShardPlan;
 
@@ -91,15 +92,22 @@ pub(super) fn check_format(
     }
 }
 
-/// Starts the run's folder in the home: says which stray entries it skipped, and removes the
-/// temporary files a killed run (or one whose manifest had to be recovered) may have left.
-/// Returns the run's number and the temporary files removed.
+/// Starts the run's folder in the home: keeps the run's rule set in it ([`KeptRules`]), says
+/// which stray entries it skipped, and removes the temporary files a killed run (or one whose
+/// manifest had to be recovered) may have left. Returns the run's number and the temporary
+/// files removed.
 pub(super) fn start_run(
     home: &mut Home,
     manifest: &Manifest,
-    progress: &dyn Progress,
+    request: Request<'_>,
 ) -> Result<(u32, u64), PipelineError> {
+    let Request {
+        options,
+        rules,
+        progress,
+    } = request;
     let started = home.start_run()?;
+    KeptRules::of(rules, &options.fingerprint.rules).keep(home)?;
     for stray in &started.stray {
         progress.note(&Note::StrayRunFolder {
             name: stray.clone(),

@@ -213,7 +213,7 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
     let mut manifest = Manifest::load(&home)?;
     check_format(&home, &manifest, output.kind())?;
     let fresh = manifest.files.is_empty() && manifest.orphans.is_empty();
-    let (run_number, temporary_files_removed) = start_run(&mut home, &manifest, progress)?;
+    let (run_number, temporary_files_removed) = start_run(&mut home, &manifest, request)?;
     dedupe_keys(&mut walk);
     let mut planned = plan_files(
         &walk,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::converted::rollout_start;
 pub(crate) use super::converted::{Converted, IgnoredField, Links};
-pub(crate) use super::file::read_file;
+pub(crate) use super::file::{read_file, WorkRead};
 use super::reader::Records;
 pub(crate) use super::refusal::Refusal;
 use crate::audit::accounting::{transcript_bytes, Account};

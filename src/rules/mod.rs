@@ -240,6 +240,9 @@ pub struct RuleSet {
     pub names: Vec<String>,
     /// SHA-256 of each rule file's text, in the order of `names`.
     pub digests: Vec<String>,
+    /// Each rule file's text, in the order of `names`: what a run keeps of its rules, so
+    /// that `explain` reads a session with them whatever became of the files.
+    pub texts: Vec<String>,
     pub codex_version: String,
     pub input: InputRules,
     pub session: SessionDefaults,

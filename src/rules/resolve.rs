@@ -28,6 +28,7 @@ const CLASSIFIED_ROLES: [&str; 3] = [ROLE_SYSTEM, ROLE_DEVELOPER, ROLE_USER];
 struct Merged {
     names: Vec<String>,
     digests: Vec<String>,
+    texts: Vec<String>,
     codex_version: Option<String>,
     input: InputSection,
     session: SessionSection,
@@ -153,6 +154,7 @@ pub fn resolve_all(files: &[LoadedFile]) -> Result<RuleSet, Vec<RulesError>> {
         ) if errors.is_empty() => Ok(RuleSet {
             names: merged.names,
             digests: merged.digests,
+            texts: merged.texts,
             codex_version,
             input,
             session: SessionDefaults {
@@ -195,6 +197,7 @@ fn merge(files: &[LoadedFile]) -> Merged {
         let f = &loaded.file;
         m.names.push(loaded.name.clone());
         m.digests.push(text_digest(&loaded.text));
+        m.texts.push(loaded.text.clone());
         if let Some(meta) = &f.meta {
             override_opt(&mut m.codex_version, &meta.codex_version);
         }

@@ -31,6 +31,7 @@ mod digest;
 mod explain;
 mod inputs;
 mod measures;
+mod not_read;
 mod parquet;
 mod promises;
 mod properties;

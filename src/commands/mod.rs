@@ -87,6 +87,7 @@ pub(crate) fn named_file_walk(from: Option<SourceFormat>) -> crate::source::Walk
         filter: Default::default(),
         stop: Default::default(),
         codex_homes: from == Some(SourceFormat::CODEX),
+        archive: crate::input::format::archive_lines(),
     }
 }
 

@@ -230,19 +230,11 @@ Exit codes:
   2    usage error, or a run could not be read (not a run folder or a home,
        a summary.json or conversations.jsonl that is not JSON)";
 
-/// `convert INPUT...`'s help: what a folder is walked for, every extension read.
-fn inputs_help() -> String {
-    format!(
-        "Input files or folders; a folder is walked for {}. A file named here is read \
-         whatever its name; `-` is standard input",
-        crate::source::extensions_read()
-    )
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
-    // The help is written from the walk's own lists of extensions.
-    #[arg(required = true, help = inputs_help())]
+    /// Input files or folders; `-` is standard input. (`commands::command` writes the
+    /// help shown, naming every extension a walk reads.)
+    #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// The Codex home to write: rollouts under sessions/, the audit under rollover/.
     #[arg(short = 'o', long)]

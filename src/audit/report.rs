@@ -146,18 +146,18 @@ fn not_read_rows(summary: &Summary) -> Vec<NotReadRow> {
         .0
         .iter()
         .map(|(why, list)| {
-            let detail = match why {
-                NotReadReason::OtherExtension => {
-                    let mut by_count: Vec<(&String, &u64)> =
-                        summary.walk.skipped_other_extensions.iter().collect();
-                    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                    by_count
-                        .iter()
-                        .map(|(e, n)| format!("{} {}", visible(e), group(**n)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-                _ => String::new(),
+            // Files of other extensions are counted by extension too.
+            let detail = if *why == NotReadReason::OtherExtension {
+                let mut by_count: Vec<(&String, &u64)> =
+                    summary.walk.skipped_other_extensions.iter().collect();
+                by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                by_count
+                    .iter()
+                    .map(|(e, n)| format!("{} {}", visible(e), group(**n)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            } else {
+                String::new()
             };
             let paths: Vec<NotReadPath> = list.paths.iter().take(LISTED).cloned().collect();
             NotReadRow {

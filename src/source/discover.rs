@@ -200,7 +200,7 @@ impl Skipped {
         if let Some(zips) = self.not_read.0.get(&NotReadReason::NotAnExport) {
             let n = zips.count;
             notes.push(format!(
-                "skipped {n} {} holding no conversations.json: not ChatGPT exports",
+                "skipped {n} {} without conversations.json (not ChatGPT exports)",
                 plural(n, "zip", "zips")
             ));
         }

@@ -237,8 +237,8 @@ Exit codes:
 
 #[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
-    /// Input files or folders (walked): .jsonl/.json/.traj, plain, zstd or gzip; `-` is
-    /// standard input.
+    /// Input files or folders; `-` is standard input. (`commands::command` writes the
+    /// help shown, naming every extension a walk reads.)
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// The Codex home to write: rollouts under sessions/, the audit under rollover/.

@@ -33,6 +33,7 @@ mod explain;
 mod explain_anywhere;
 mod inputs;
 mod measures;
+mod not_read;
 mod parquet;
 mod promises;
 mod properties;

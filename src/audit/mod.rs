@@ -4,6 +4,7 @@
 
 pub mod accounting;
 pub(crate) mod decision;
+pub(crate) mod findings;
 pub mod report;
 pub(crate) mod review;
 pub(crate) mod sample;

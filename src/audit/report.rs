@@ -13,6 +13,7 @@ use thiserror::Error;
 use super::decision::is_repair;
 use super::sample::SampleEstimate;
 use super::Summary;
+use crate::model::not_read::{NotRead, NotReadPath, NotReadReason};
 
 const MARKDOWN: &str = include_str!("templates/report.md.j2");
 /// Files report.html lists (the most quarantined first, then the most repaired); every file
@@ -124,6 +125,56 @@ struct ReportData<'a> {
     home: Vec<Row>,
     /// Sessions to name, by what happened to them: at most [`LISTED`] each.
     listed: Vec<Listed>,
+    /// What the run did not read, by reason: at most [`LISTED`] paths each.
+    not_read: Vec<NotReadRow>,
+    /// The paths `summary.json` keeps per reason.
+    listed_max: usize,
+}
+
+/// The paths of one reason the run did not read them for.
+#[derive(Debug, Serialize)]
+struct NotReadRow {
+    label: &'static str,
+    count: u64,
+    /// `.txt 8, .csv 4` for files of other extensions.
+    detail: String,
+    paths: Vec<NotReadPath>,
+    /// How many more there are than listed here (`summary.json` lists up to
+    /// [`NotRead::LISTED`]).
+    more: u64,
+}
+
+/// The Not read section, in the order of the reasons (what needs a person first).
+fn not_read_rows(summary: &Summary) -> Vec<NotReadRow> {
+    summary
+        .walk
+        .not_read
+        .0
+        .iter()
+        .map(|(why, list)| {
+            // Files of other extensions are counted by extension too.
+            let detail = if *why == NotReadReason::OtherExtension {
+                let mut by_count: Vec<(&String, &u64)> =
+                    summary.walk.skipped_other_extensions.iter().collect();
+                by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                by_count
+                    .iter()
+                    .map(|(e, n)| format!("{} {}", visible(e), group(**n)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            } else {
+                String::new()
+            };
+            let paths: Vec<NotReadPath> = list.paths.iter().take(LISTED).cloned().collect();
+            NotReadRow {
+                label: why.label(),
+                count: list.count,
+                detail,
+                more: list.count.saturating_sub(paths.len() as u64),
+                paths,
+            }
+        })
+        .collect()
 }
 
 /// Sessions a report names one by one, beyond its counts.
@@ -297,7 +348,8 @@ pub fn md_text(text: &str) -> String {
     out
 }
 
-/// The verdict both reports open with (`ready`, `ready with repairs`, `blocked`).
+/// The verdict both reports open with (`ready`, `ready with repairs`, `blocked`,
+/// `incomplete`, `interrupted`): ready exactly when the run exits 0.
 pub fn verdict(summary: &Summary, options: &ReportOptions) -> &'static str {
     data(summary, &[], options).verdict
 }
@@ -389,73 +441,8 @@ fn data<'a>(
     options: &'a ReportOptions,
 ) -> ReportData<'a> {
     let quarantine_rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
-    let mut reasons = Vec::new();
-    if summary.breakdown.violations.values().sum::<u64>() > 0 {
-        let broke = summary.breakdown.violations.values().sum::<u64>();
-        reasons.push(format!(
-            "{} {} an invariant of the target",
-            plural(broke, "conversation", "conversations"),
-            if broke == 1 { "breaks" } else { "break" }
-        ));
-    }
-    if quarantine_rate > options.max_quarantine_rate {
-        reasons.push(format!(
-            "{:.2} % of the records were quarantined (threshold {:.2} %)",
-            100.0 * quarantine_rate,
-            100.0 * options.max_quarantine_rate
-        ));
-    }
-    if !summary.breakdown.damaged_files.is_empty() {
-        let damaged = summary.breakdown.damaged_files.len() as u64;
-        reasons.push(format!(
-            "{} {} damaged",
-            plural(damaged, "input file", "input files"),
-            if damaged == 1 { "is" } else { "are" }
-        ));
-    }
-    if !summary.home.sessions_kept.is_empty() {
-        reasons.push(format!(
-            "{} kept pending: changed in Codex since written while the source has newer data (--force replaces it, keeping a copy)",
-            plural(summary.home.sessions_kept.len() as u64, "session", "sessions")
-        ));
-    }
-    if !summary.home.sessions_conflict.is_empty() {
-        reasons.push(format!(
-            "{} of another file under the id of a session placed: neither extends the other, the session is left as it is (--force writes it, keeping a copy)",
-            plural(summary.home.sessions_conflict.len() as u64, "conversation", "conversations")
-        ));
-    }
-    if !summary.home.sessions_busy.is_empty() {
-        reasons.push(format!(
-            "{} not replaced: open in another process, or changed while the run read it (the next run tries again)",
-            plural(summary.home.sessions_busy.len() as u64, "session", "sessions")
-        ));
-    }
+    let reasons = super::findings::of(summary, Some(options.max_quarantine_rate));
     let carried = &summary.carried;
-    if carried.carried_quarantined > 0 || carried.carried_damaged > 0 {
-        reasons.push(format!(
-            "{} quarantined and {} damaged in {} not read again since an earlier run found them (listed below; they count until the file is read again)",
-            plural(carried.carried_quarantined, "record", "records"),
-            plural(carried.carried_damaged, "place", "places"),
-            plural(carried.carried_files.len() as u64, "file", "files")
-        ));
-    }
-    if let Some(refused) = &summary.home.prune_refused {
-        reasons.push(refused.clone());
-    }
-    if !summary.walk.skipped_codex_homes.is_empty() {
-        reasons.push(format!(
-            "{} not read: each holds a rollover manifest or Codex rollouts, so it was taken for a Codex home ({})",
-            plural(summary.walk.skipped_codex_homes.len() as u64, "folder", "folders"),
-            summary
-                .walk
-                .skipped_codex_homes
-                .iter()
-                .map(|h| visible(h))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
     let mut changes: Vec<Change> = summary
         .decisions
         .iter()
@@ -471,8 +458,11 @@ fn data<'a>(
     changes.sort_by(|a, b| b.count.cmp(&a.count).then(a.action.cmp(&b.action)));
     // A stopped run read only part of its input: nothing in it can be called ready, and the
     // reasons it found so far are still listed.
+    // A path that could not be read leaves the run incomplete, whatever else it found.
     let verdict = if summary.interrupted.is_some() {
         "interrupted"
+    } else if !summary.walk.unreadable.is_empty() {
+        "incomplete"
     } else if !reasons.is_empty() {
         "blocked"
     } else if changes.is_empty() {
@@ -563,6 +553,8 @@ fn data<'a>(
         } else {
             "sessions"
         },
+        not_read: not_read_rows(summary),
+        listed_max: NotRead::LISTED,
         home: home_rows(summary),
         listed,
         summary,

@@ -391,6 +391,24 @@ pub struct WalkFindings {
     pub symlink_loops: Vec<String>,
     /// Files and folders that could not be read; the run went on without them.
     pub unreadable: Vec<UnreadableReport>,
+    /// Every path not read, by reason: the count and the first paths, each with why (the
+    /// unreadable ones those of `unreadable`).
+    #[serde(default)]
+    pub not_read: crate::model::not_read::NotRead,
+}
+
+impl WalkFindings {
+    /// These findings with `not_read` listing the paths of `unreadable`: the walk's and the
+    /// run's own (a shard's, put together by `report merge`).
+    pub(crate) fn with_unreadable_listed(mut self) -> WalkFindings {
+        use crate::model::not_read::{NotReadPath, NotReadReason};
+        let paths = self.unreadable.iter().map(|u| NotReadPath {
+            path: u.path.clone(),
+            reason: u.message.clone(),
+        });
+        self.not_read.set(NotReadReason::Unreadable, paths);
+        self
+    }
 }
 
 /// How the source formats' readers read the records: the formats, the messages found by
@@ -429,27 +447,9 @@ impl Summary {
     /// ones included), a file damaged or not read, a session pending. The one rule a finished
     /// run exits 1 by (`commands::Exit::for_run`, for `convert` and `report merge`), so a
     /// scheduler can act.
+    /// The reports' verdict says the same by the same findings ([`super::findings::of`]).
     pub fn has_findings(&self, max_rate: Option<f64>) -> bool {
-        // What earlier runs found in files not read again counts until they are.
-        let carried = &self.carried;
-        let quarantined = self.totals.quarantined + carried.carried_quarantined;
-        let records = self.totals.records + carried.carried_records;
-        let rate = quarantined as f64 / records.max(1) as f64;
-        let quarantine_finding = match max_rate {
-            Some(max) => rate > max,
-            None => quarantined > 0,
-        };
-        quarantine_finding
-            || !self.breakdown.damaged_files.is_empty()
-            || carried.carried_damaged > 0
-            || !self.walk.unreadable.is_empty()
-            || !self.walk.symlink_loops.is_empty()
-            // A folder taken for a Codex home is not read: someone must look.
-            || !self.walk.skipped_codex_homes.is_empty()
-            // Newer source data held back: someone must decide (--force, or leave it).
-            || !self.home.sessions_kept.is_empty()
-            || !self.home.sessions_conflict.is_empty()
-            || !self.home.sessions_busy.is_empty()
+        !super::findings::of(self, max_rate).is_empty()
     }
 
     /// Records read = converted + merged into a conversation + quarantined + joined +
@@ -940,6 +940,17 @@ mod tests {
       "message": "denied"
     }
   ],
+  "not_read": {
+    "unreadable": {
+      "count": 1,
+      "paths": [
+        {
+          "path": "unreadable.jsonl",
+          "reason": "denied"
+        }
+      ]
+    }
+  },
   "messages_by_shape": {
     "/messages": 47
   },
@@ -1023,6 +1034,7 @@ mod tests {
             "skipped_codex_homes",
             "symlink_loops",
             "unreadable",
+            "not_read",
             "shard",
             "merged_shards",
             // Folded by file: a split file's ranges, carried by several shards, are one file

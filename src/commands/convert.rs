@@ -122,6 +122,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
             filter,
             stop,
             codex_homes: from == Some(SourceFormat::CODEX),
+            archive: crate::input::format::archive_lines(),
         },
         format,
         shard,

@@ -347,6 +347,7 @@ fn merge(runs: &[ShardRun]) -> Result<Merged> {
             .unreadable
             .extend_from_slice(&run.summary.walk.unreadable[own..]);
     }
+    summary.walk = std::mem::take(&mut summary.walk).with_unreadable_listed();
     // Every file's place in the walk, and its counts added over the shards that read it.
     let mut files: BTreeMap<usize, FileStats> = BTreeMap::new();
     let mut places: BTreeMap<&str, usize> = BTreeMap::new();

@@ -95,6 +95,7 @@ pub(crate) fn named_file_walk(from: Option<SourceFormat>) -> crate::source::Walk
         filter: Default::default(),
         stop: Default::default(),
         codex_homes: from == Some(SourceFormat::CODEX),
+        archive: crate::input::format::archive_lines(),
     }
 }
 
@@ -146,7 +147,7 @@ pub fn json_error(exit: Exit, error: &str) -> String {
 
 /// The command line as parsed, completed and documented: the clap types of [`crate::cli`]
 /// with what only the library knows: the version (the Codex releases the output is tested
-/// against), the values `--from` takes (every [`SourceFormat`], so the shell completes
+/// against), the extensions a walk reads (INPUT's help), the values `--from` takes (every [`SourceFormat`], so the shell completes
 /// them and a typo is refused listing them) and the defaults of the size limits.
 pub fn command() -> clap::Command {
     use clap::builder::PossibleValue;
@@ -168,7 +169,14 @@ pub fn command() -> clap::Command {
             OnceLock::new(),
         ),
     ];
+    // Every extension a walk reads, from the walk's own lists.
+    let inputs = format!(
+        "Input files or folders; a folder is walked for {}. A file named here is read \
+         whatever its name; `-` is standard input",
+        crate::source::extensions_read()
+    );
     let with_library_values = |mut cmd: clap::Command| {
+        cmd = cmd.mut_arg("inputs", |arg| arg.help(inputs.clone()));
         cmd = cmd.mut_arg("from", |arg| {
             arg.value_parser(clap::builder::PossibleValuesParser::new(formats.clone()))
         });

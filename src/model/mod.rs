@@ -35,6 +35,7 @@
 //!   moves it (the records seen in a file, the sessions placed in a run).
 //! - [`identity`]: a conversation's identity (its source's id, or its first record's digest
 //!   and occurrence), from which its session id is made.
+//! - [`not_read`]: what a run did not read, by reason: each reason's count and first paths.
 //! - [`version`]: versions of one conversation (its source's time, message count, digest of
 //!   its messages), and how one stands to another.
 
@@ -45,6 +46,7 @@ pub mod identity;
 pub(crate) mod invariant;
 pub(crate) mod json;
 pub(crate) mod location;
+pub mod not_read;
 pub(crate) mod quarantine;
 pub mod responses;
 pub(crate) mod rollout;

@@ -53,14 +53,16 @@ pub(super) fn planned_summary(
         sample_rate: options.sample.unwrap_or(1.0),
         walk: WalkFindings {
             skipped_other_extensions: skipped.other_extensions.clone(),
-            skipped_hidden: skipped.hidden,
-            skipped_symlinks: skipped.symlinks,
-            skipped_excluded: skipped.excluded,
-            skipped_unmatched: skipped.unmatched,
+            skipped_hidden: skipped.hidden(),
+            skipped_symlinks: skipped.symlinks(),
+            skipped_excluded: skipped.excluded(),
+            skipped_unmatched: skipped.unmatched(),
             skipped_codex_homes: skipped.codex_homes.clone(),
             symlink_loops: skipped.loops.clone(),
             unreadable: planned.unreadable.clone(),
-        },
+            not_read: skipped.not_read.clone(),
+        }
+        .with_unreadable_listed(),
         shard: options.shard.as_ref().map(|source| ShardReport {
             index: source.shard.index,
             count: source.shard.count,

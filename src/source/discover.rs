@@ -15,12 +15,38 @@ use std::sync::Arc;
 use walkdir::WalkDir;
 
 use super::filter::{PathFilter, Verdict};
+use super::open::ArchiveLines;
 use super::SourceError;
+use crate::model::not_read::{NotRead, NotReadReason};
 
 /// Extensions (after any compression suffix) that hold records when found by walking a folder.
 /// A file named directly on the command line is always read, whatever its name.
 const RECORD_EXTENSIONS: [&str; 5] = ["jsonl", "json", "ndjson", "traj", "sse"];
 const COMPRESSION_EXTENSIONS: [&str; 3] = ["zst", "zstd", "gz"];
+/// Extensions of files read whole, never under a compression suffix, with what they hold.
+const WHOLE_EXTENSIONS: [(&str, &str); 2] =
+    [("zip", "a ChatGPT data export"), ("parquet", "a dataset")];
+
+/// Every extension a walk reads, as `convert --help` says it: written from the lists the
+/// walk reads by, so the help cannot leave one out.
+pub fn extensions_read() -> String {
+    let dotted = |list: &[&str]| -> String {
+        list.iter()
+            .map(|e| format!(".{e}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let whole: Vec<String> = WHOLE_EXTENSIONS
+        .iter()
+        .map(|(e, what)| format!(".{e} ({what})"))
+        .collect();
+    format!(
+        "{}, each plain or compressed as {}; {}",
+        dotted(&RECORD_EXTENSIONS),
+        dotted(&COMPRESSION_EXTENSIONS),
+        whole.join(", ")
+    )
+}
 /// The INPUT that means standard input.
 pub const STDIN: &str = "-";
 
@@ -67,6 +93,8 @@ pub struct WalkOptions {
     /// Read the rollouts of a Codex home found inside an input (`--from codex`); otherwise
     /// only a home that is itself an input is read.
     pub codex_homes: bool,
+    /// How a zip is read: a zip it finds nothing to read in is left out, not read as damaged.
+    pub archive: Option<ArchiveLines>,
 }
 
 /// A path the walk could not read, and why.
@@ -81,14 +109,9 @@ pub struct Unreadable {
 pub struct Skipped {
     /// Files with other extensions, by extension (`.txt`; `(none)` without one).
     pub other_extensions: BTreeMap<String, u64>,
-    /// Hidden files and folders (a folder counts once).
-    pub hidden: u64,
-    /// Symlinks not followed.
-    pub symlinks: u64,
-    /// Files and folders matching `--exclude` (a folder counts once).
-    pub excluded: u64,
-    /// Record files matching no `--glob`.
-    pub unmatched: u64,
+    /// Every path left out but the unreadable ones, by reason, counted (a hidden or excluded
+    /// folder counts once), the first of each kept.
+    pub not_read: NotRead,
     /// Codex homes inside an input, not entered.
     pub codex_homes: Vec<String>,
     /// Symlinks leading back to a folder above them (with `--follow`).
@@ -103,6 +126,30 @@ impl Skipped {
     /// Files left out for their extension.
     pub fn other_extension_files(&self) -> u64 {
         self.other_extensions.values().sum()
+    }
+
+    /// Hidden files and folders left out.
+    pub fn hidden(&self) -> u64 {
+        self.not_read.count(NotReadReason::Hidden)
+    }
+
+    /// Symlinks not followed.
+    pub fn symlinks(&self) -> u64 {
+        self.not_read.count(NotReadReason::Symlink)
+    }
+
+    /// Files and folders matching `--exclude`.
+    pub fn excluded(&self) -> u64 {
+        self.not_read.count(NotReadReason::Excluded)
+    }
+
+    /// Record files matching no `--glob`.
+    pub fn unmatched(&self) -> u64 {
+        self.not_read.count(NotReadReason::Unmatched)
+    }
+
+    fn skip(&mut self, why: NotReadReason, path: &Path, reason: String) {
+        self.not_read.add(why, path.display().to_string(), reason);
     }
 
     /// One line per kind of skip, for the user, e.g. "skipped 12 files with other
@@ -120,32 +167,41 @@ impl Skipped {
                 list.join(", ")
             ));
         }
-        if self.hidden > 0 {
+        let (hidden, symlinks, excluded, unmatched) = (
+            self.hidden(),
+            self.symlinks(),
+            self.excluded(),
+            self.unmatched(),
+        );
+        if hidden > 0 {
             notes.push(format!(
-                "skipped {} hidden {} (--hidden reads them)",
-                self.hidden,
-                plural(self.hidden, "file or folder", "files and folders")
+                "skipped {hidden} hidden {} (--hidden reads them)",
+                plural(hidden, "file or folder", "files and folders")
             ));
         }
-        if self.symlinks > 0 {
+        if symlinks > 0 {
             notes.push(format!(
-                "skipped {} {} (--follow follows them)",
-                self.symlinks,
-                plural(self.symlinks, "symlink", "symlinks")
+                "skipped {symlinks} {} (--follow follows them)",
+                plural(symlinks, "symlink", "symlinks")
             ));
         }
-        if self.excluded > 0 {
+        if excluded > 0 {
             notes.push(format!(
-                "skipped {} {} matching --exclude",
-                self.excluded,
-                plural(self.excluded, "file or folder", "files and folders")
+                "skipped {excluded} {} matching --exclude",
+                plural(excluded, "file or folder", "files and folders")
             ));
         }
-        if self.unmatched > 0 {
+        if unmatched > 0 {
             notes.push(format!(
-                "skipped {} {} matching no --glob",
-                self.unmatched,
-                plural(self.unmatched, "file", "files")
+                "skipped {unmatched} {} matching no --glob",
+                plural(unmatched, "file", "files")
+            ));
+        }
+        if let Some(zips) = self.not_read.0.get(&NotReadReason::NotAnExport) {
+            let n = zips.count;
+            notes.push(format!(
+                "skipped {n} {} without conversations.json (not ChatGPT exports)",
+                plural(n, "zip", "zips")
             ));
         }
         for home in &self.codex_homes {
@@ -209,6 +265,10 @@ pub fn discover(
         })?;
         let base = input.parent().unwrap_or_else(|| Path::new(""));
         if meta.is_file() {
+            if let Some(why) = super::open::not_an_archive(input, options.archive) {
+                found.skipped.skip(NotReadReason::NotAnExport, input, why);
+                continue;
+            }
             let root = Some(Arc::from(base));
             found
                 .files
@@ -296,7 +356,8 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
         };
         let path = entry.path();
         if entry.depth() > 0 && is_hidden(entry.file_name()) && !options.hidden {
-            found.skipped.hidden += 1;
+            let reason = "hidden (--hidden reads it)".to_string();
+            found.skipped.skip(NotReadReason::Hidden, path, reason);
             if entry.file_type().is_dir() {
                 entries.skip_current_dir();
             }
@@ -304,7 +365,8 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
         }
         let meta = if entry.path_is_symlink() && entry.depth() > 0 {
             if !options.follow {
-                found.skipped.symlinks += 1;
+                let reason = "a symlink (--follow follows it)".to_string();
+                found.skipped.skip(NotReadReason::Symlink, path, reason);
                 continue;
             }
             std::fs::metadata(path).map_err(|e| e.to_string())
@@ -325,13 +387,23 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
             let canonical = std::fs::canonicalize(path).ok();
             if output.is_some() && canonical.as_deref() == output {
                 found.skipped.output.push(path.display().to_string());
+                let reason = "the output folder (--out)".to_string();
+                found
+                    .skipped
+                    .skip(NotReadReason::OutputFolder, path, reason);
             } else if walk_from.verdict(path, true) == Verdict::Excluded {
-                found.skipped.excluded += 1;
+                let reason = "matches --exclude".to_string();
+                found.skipped.skip(NotReadReason::Excluded, path, reason);
             } else if is_codex_home(path) {
                 if entry.depth() == 0 || options.codex_homes {
                     walk_codex_home(walk_from, path, found);
                 } else {
                     found.skipped.codex_homes.push(path.display().to_string());
+                    let reason =
+                        "a Codex home (rollouts, not transcripts; --from codex reads them)";
+                    found
+                        .skipped
+                        .skip(NotReadReason::CodexHome, path, reason.to_string());
                 }
             } else if entry.path_is_symlink() && entry.depth() > 0 {
                 let parent = path.parent().and_then(|p| std::fs::canonicalize(p).ok());
@@ -342,6 +414,8 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
                             path.display(),
                             target.display()
                         ));
+                        let reason = format!("a symlink loop: leads back to {}", target.display());
+                        found.skipped.skip(NotReadReason::SymlinkLoop, path, reason);
                     }
                     _ => walk(walk_from, path, found),
                 }
@@ -360,17 +434,29 @@ fn walk(walk_from: &Walk<'_>, input: &Path, found: &mut Discovery) {
                 || "(none)".to_string(),
                 |e| format!(".{}", e.to_string_lossy()),
             );
+            let reason = format!("another extension ({extension})");
             *found.skipped.other_extensions.entry(extension).or_insert(0) += 1;
+            found
+                .skipped
+                .skip(NotReadReason::OtherExtension, path, reason);
             continue;
         }
         match walk_from.verdict(path, false) {
             Verdict::Keep => {}
             Verdict::Excluded => {
-                found.skipped.excluded += 1;
+                let reason = "matches --exclude".to_string();
+                found.skipped.skip(NotReadReason::Excluded, path, reason);
                 continue;
             }
             Verdict::Unmatched => {
-                found.skipped.unmatched += 1;
+                let reason = "matches no --glob".to_string();
+                found.skipped.skip(NotReadReason::Unmatched, path, reason);
+                continue;
+            }
+        }
+        if is_zip_name(path) {
+            if let Some(why) = super::open::not_an_archive(path, options.archive) {
+                found.skipped.skip(NotReadReason::NotAnExport, path, why);
                 continue;
             }
         }
@@ -394,6 +480,11 @@ fn walk_codex_home(walk_from: &Walk<'_>, home: &Path, found: &mut Discovery) {
             walk(walk_from, &dir, found);
         }
     }
+}
+
+fn is_zip_name(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
 }
 
 fn is_hidden(name: &OsStr) -> bool {
@@ -622,7 +713,10 @@ pub fn is_record_file(path: &Path) -> bool {
     };
     // A ChatGPT data export, read whole (its conversations files) without unpacking; a
     // Parquet dataset, read by its row groups.
-    if name.ends_with(".zip") || name.ends_with(".parquet") {
+    if WHOLE_EXTENSIONS
+        .iter()
+        .any(|(e, _)| name.rsplit_once('.').is_some_and(|(_, ext)| ext == *e))
+    {
         return true;
     }
     let mut parts: Vec<&str> = name.rsplit('.').collect();

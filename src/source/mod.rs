@@ -19,7 +19,9 @@ pub mod parquet;
 pub(crate) mod shard;
 pub(crate) mod split;
 
-pub use discover::{discover, Discovery, Skipped, SourceFile, Unreadable, WalkOptions};
+pub use discover::{
+    discover, extensions_read, Discovery, Skipped, SourceFile, Unreadable, WalkOptions,
+};
 pub use filter::{InvalidGlob, PathFilter};
 pub use open::{open, open_hashing, Compression, DigestSlot};
 pub use shard::{Shard, ShardPlan, ShardSource, Share};

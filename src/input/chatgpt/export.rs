@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use crate::source::open::{read_buffered, READ_BUFFER};
+use crate::source::open::{read_buffered, NotAnArchive, READ_BUFFER};
 
 /// Whether a zip entry is an export's conversations file: `conversations.json` or
 /// `conversations-NNN.json`, in any folder of the archive.
@@ -64,7 +64,7 @@ pub(super) fn export_conversations(path: &Path) -> io::Result<Box<dyn BufRead + 
     if entries.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            "a zip without conversations.json (only ChatGPT export zips are read)",
+            NotAnArchive("a zip without conversations.json: not a ChatGPT export"),
         ));
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));

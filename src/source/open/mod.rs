@@ -31,6 +31,31 @@ pub enum Compression {
 /// knows no archive's layout, only that a zip is read whole through this hook.
 pub(crate) type ArchiveLines = fn(&Path) -> io::Result<Box<dyn BufRead + Send>>;
 
+/// What an [`ArchiveLines`] hook answers for a zip that holds nothing its reader reads (an
+/// ordinary zip kept beside the transcripts): the zip is not read, and it is not damaged.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct NotAnArchive(pub &'static str);
+
+/// Why the zip at `path` is not read, when it is a zip `archive` reads nothing in: the walk
+/// leaves it out, as it leaves out a file of another extension. `None` for any other file,
+/// and for a zip that fails for another reason (its reader reports that as damage).
+pub(crate) fn not_an_archive(path: &Path, archive: Option<ArchiveLines>) -> Option<String> {
+    let archive_lines = archive?;
+    let mut head = [0u8; 4];
+    File::open(path).ok()?.read_exact(&mut head).ok()?;
+    if head != ZIP_MAGIC {
+        return None;
+    }
+    match archive_lines(path) {
+        Err(err) => err
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<NotAnArchive>())
+            .map(|not| not.0.to_string()),
+        Ok(_) => None,
+    }
+}
+
 /// A decompressed stream and a counter of the compressed bytes consumed so far, so that
 /// damage can be reported at its offset in the file on disk.
 pub struct Opened {

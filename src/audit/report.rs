@@ -456,10 +456,11 @@ fn data<'a>(
                 .join(", ")
         ));
     }
+    // Every decision but a message's slot, the session defaults with the repairs.
     let mut changes: Vec<Change> = summary
         .decisions
         .iter()
-        .filter(|(action, _)| is_repair(action))
+        .filter(|(action, _)| action.as_str() != "classified")
         .flat_map(|(action, rules)| {
             rules.iter().map(move |(rule, count)| Change {
                 action: action.clone(),
@@ -475,7 +476,7 @@ fn data<'a>(
         "interrupted"
     } else if !reasons.is_empty() {
         "blocked"
-    } else if changes.is_empty() {
+    } else if !changes.iter().any(|c| is_repair(&c.action)) {
         "ready"
     } else {
         "ready with repairs"

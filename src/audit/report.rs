@@ -443,10 +443,11 @@ fn data<'a>(
     let quarantine_rate = summary.totals.quarantined as f64 / summary.totals.records.max(1) as f64;
     let reasons = super::findings::of(summary, Some(options.max_quarantine_rate));
     let carried = &summary.carried;
+    // Every decision but a message's slot, the session defaults with the repairs.
     let mut changes: Vec<Change> = summary
         .decisions
         .iter()
-        .filter(|(action, _)| is_repair(action))
+        .filter(|(action, _)| action.as_str() != "classified")
         .flat_map(|(action, rules)| {
             rules.iter().map(move |(rule, count)| Change {
                 action: action.clone(),
@@ -465,7 +466,7 @@ fn data<'a>(
         "incomplete"
     } else if !reasons.is_empty() {
         "blocked"
-    } else if changes.is_empty() {
+    } else if !changes.iter().any(|c| is_repair(&c.action)) {
         "ready"
     } else {
         "ready with repairs"

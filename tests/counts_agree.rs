@@ -323,6 +323,29 @@ fn responses_runs_count_body_files_apart_from_conversations() {
     );
     let report = fs::read_to_string(run_folder(&first.root).join("report.md")).expect("report");
     assert!(report.contains("| body files | count |"), "{report}");
+    // An input gone: its body file stays (copy semantics) and every run says so, until
+    // `--prune` removes it.
+    fs::remove_file(wd.path("in/b.jsonl")).expect("remove");
+    for _ in 0..2 {
+        let again = wd.convert("in", "out", &args, 0);
+        let said = again.run.stdout();
+        assert!(
+            said.contains("body files   1 left (their record is gone; --prune removes them)"),
+            "{said}"
+        );
+        assert_eq!(again.summary()["sessions_left"].as_u64(), Some(1));
+    }
+    let pruned = wd.convert(
+        "in",
+        "out",
+        &["--format", "responses", "--prune", "--max-prune", "1"],
+        0,
+    );
+    assert_eq!(pruned.summary()["sessions_left"].as_u64(), Some(0));
+    assert_eq!(
+        pruned.summary()["sessions_pruned"].as_array().map(Vec::len),
+        Some(1)
+    );
 }
 
 /// `report diff` shows every outcome count that moved, each named as summary.json names

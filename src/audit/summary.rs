@@ -322,8 +322,8 @@ pub struct HomeChanges {
     /// Conversations read more than once in this run (one file under two names, ...): each
     /// session placed once, by the first in input order.
     pub sessions_duplicate: u64,
-    /// Sessions whose record is gone from its source: kept as written (copy semantics;
-    /// `--prune` removes them).
+    /// Sessions in the home whose record no input of the run gives (cut from its file, or the
+    /// file gone from the walk), kept as written (copy semantics): what `--prune` would remove.
     pub sessions_left: u64,
     /// Sessions `--prune` removed. Relative paths.
     pub sessions_pruned: Vec<String>,

@@ -610,15 +610,12 @@ impl<'h> Collector<'h> {
                 }
             });
         }
-        // Remembered as orphans: `--prune` removes them with the rest at the run's end, when
-        // it knows how many go.
+        // Remembered as orphans: counted as left, or removed by `--prune`, with the rest at the
+        // run's end ([`Self::settle_gone`]), when it knows how many there are.
         for rollout in gone {
-            if !self.summary.home.prune {
-                self.summary.home.sessions_left += 1;
-            }
             if !self.summary.setup.dry_run {
                 manifest.orphan(self.home, rollout, &entry.key)?;
-            } else if self.summary.home.prune {
+            } else {
                 self.dry_orphans.push(rollout);
             }
         }
@@ -628,23 +625,29 @@ impl<'h> Collector<'h> {
         manifest.record(self.home, entry)
     }
 
-    /// `--prune`, once every file is done: moves out the sessions of files gone from the walk
-    /// and the orphans (unless Codex changed them, or a process holds them), and forgets those
-    /// files ([`super::prune`]); refused, nothing removed, when more would go than `limit`.
-    pub(crate) fn prune_gone(
+    /// Once every file is done, the sessions whose records no input gives any more (the
+    /// orphans, and the sessions of files gone from the walk): without `--prune` (`prune`
+    /// `None`) counted as left, each run, so a reviewer sees what a prune would remove; with it
+    /// moved out (unless Codex changed them, or a process holds them) and those files forgotten
+    /// ([`super::prune`]); refused, nothing removed, when more would go than its limit.
+    pub(crate) fn settle_gone(
         &mut self,
         manifest: &mut Manifest,
-        limit: super::prune::MaxPrune,
+        prune: Option<super::prune::MaxPrune>,
     ) -> Result<(), OutputError> {
         let (mut sessions, files) =
             super::prune::candidates(manifest, &self.walked, &self.protected);
         sessions.append(&mut self.dry_orphans);
         sessions.sort_by(|a, b| a.path.cmp(&b.path));
         sessions.dedup_by(|a, b| a.path == b.path);
-        let total = manifest.session_count() as u64;
         let count = sessions.len() as u64;
+        let Some(limit) = prune else {
+            self.summary.home.sessions_left = count;
+            return Ok(());
+        };
+        let total = manifest.session_count() as u64;
         if !limit.allows(count, total) {
-            self.summary.home.sessions_left += count;
+            self.summary.home.sessions_left = count;
             self.summary.home.prune_refused = Some(format!(
                 "--prune would remove {count} of the {total} sessions the home holds, more than --max-prune {limit} allows; nothing was removed. Check that every input is there (a disk not mounted?), then pass --max-prune {count} (or a share) to allow it"
             ));

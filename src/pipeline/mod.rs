@@ -382,9 +382,7 @@ fn finish(
             batch_api::join(plan, &index, &workers, request);
         }
         batch_api::settle(plan, index, &mut collector, manifest, progress, disk_read)?;
-        if options.prune {
-            collector.prune_gone(manifest, options.max_prune)?;
-        }
+        collector.settle_gone(manifest, options.prune.then_some(options.max_prune))?;
     }
     let stopped_by = Signal::recorded(signal);
     collector.summary.interrupted = stopped_by.map(Signal::name);

@@ -34,6 +34,13 @@ pub(super) fn lock_home(
     Ok((home, lock))
 }
 
+/// Keeps the run's rule set in its folder ([`KeptRules`]) before its summary marks it
+/// finished: the sessions the run lists are read with it.
+pub(super) fn keep_rules(home: &Home, request: Request<'_>) -> Result<(), PipelineError> {
+    let Request { options, rules, .. } = request;
+    Ok(KeptRules::of(rules, &options.fingerprint.rules).keep(home)?)
+}
+
 /// Records the finished run in the home: the manifest saved and `latest` pointed at the run
 /// (a dry run's only in a fresh home; otherwise `latest-plan`), the oldest run folders
 /// removed (`--keep-runs`).
@@ -92,22 +99,15 @@ pub(super) fn check_format(
     }
 }
 
-/// Starts the run's folder in the home: keeps the run's rule set in it ([`KeptRules`]), says
-/// which stray entries it skipped, and removes the temporary files a killed run (or one whose
-/// manifest had to be recovered) may have left. Returns the run's number and the temporary
-/// files removed.
+/// Starts the run's folder in the home: says which stray entries it skipped, and removes the
+/// temporary files a killed run (or one whose manifest had to be recovered) may have left.
+/// Returns the run's number and the temporary files removed.
 pub(super) fn start_run(
     home: &mut Home,
     manifest: &Manifest,
-    request: Request<'_>,
+    progress: &dyn Progress,
 ) -> Result<(u32, u64), PipelineError> {
-    let Request {
-        options,
-        rules,
-        progress,
-    } = request;
     let started = home.start_run()?;
-    KeptRules::of(rules, &options.fingerprint.rules).keep(home)?;
     for stray in &started.stray {
         progress.note(&Note::StrayRunFolder {
             name: stray.clone(),

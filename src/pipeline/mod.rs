@@ -73,7 +73,7 @@ use collect::Collector;
 pub use error::PipelineError;
 use error::{interrupted, panicked};
 use handoff::{collector, BatchContext};
-use home::{check_format, lock_home, record_run, start_run};
+use home::{check_format, keep_rules, lock_home, record_run, start_run};
 pub use options::{Fingerprint, Options};
 use plan::{dedupe_keys, note_read_again, note_skipped, nothing_found, plan_files, protected};
 pub(crate) use plan::{PlannedFile, Portion};
@@ -213,7 +213,7 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
     let mut manifest = Manifest::load(&home)?;
     check_format(&home, &manifest, output.kind())?;
     let fresh = manifest.files.is_empty() && manifest.orphans.is_empty();
-    let (run_number, temporary_files_removed) = start_run(&mut home, &manifest, request)?;
+    let (run_number, temporary_files_removed) = start_run(&mut home, &manifest, progress)?;
     dedupe_keys(&mut walk);
     let mut planned = plan_files(
         &walk,
@@ -357,8 +357,8 @@ fn execute<'p>(
 
 /// The third phase: when no signal stopped the run, counts the Batch API results no request
 /// of the run claimed (a shard first looks for their requests in the other shards' files) and
-/// prunes with `--prune`; then writes the summary and the reports, saves the manifest, points
-/// `latest` at the run and removes the oldest run folders (`--keep-runs`).
+/// prunes with `--prune`; then keeps the rule set, writes the summary and the reports, saves
+/// the manifest, points `latest` at the run and removes the oldest run folders (`--keep-runs`).
 fn finish(
     plan: &RunPlan,
     executed: Executed<'_>,
@@ -387,6 +387,7 @@ fn finish(
     let stopped_by = Signal::recorded(signal);
     collector.summary.interrupted = stopped_by.map(Signal::name);
     collector.report.convert_seconds = convert_seconds;
+    keep_rules(&plan.home, request)?;
     let summary = collector.finish(started.elapsed().as_secs_f64())?;
     record_run(plan, manifest, request)?;
     Ok(Finished {

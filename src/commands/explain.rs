@@ -16,7 +16,7 @@ use crate::audit::report::{visible, visible_lines};
 use crate::audit::{Action, Decision};
 use crate::cli::ExplainArgs;
 use crate::commands::ui::conversion::{action_parts, describe, items_from};
-use crate::commands::{load_rules, out, outln, Exit};
+use crate::commands::{json_with_exit, load_rules, out, outln, Exit};
 use crate::convert::render::renderer;
 use crate::convert::{convert, OutItem, RecordKey};
 use crate::input::batch::BatchIndex;
@@ -103,8 +103,12 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
         .written
         .as_ref()
         .filter(|written| **written != explained.session_id);
+    let exit = Exit::findings_if(
+        explained.refused.is_some() || !explained.violations.is_empty() || mismatch.is_some(),
+    );
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&json!(explained))?)?;
+        let object = json_with_exit(&json!(explained), exit)?;
+        outln!("{}", serde_json::to_string_pretty(&object)?)?;
     } else {
         // What the input named (a path, a role, a reason) goes to a terminal as the summary
         // shows it: control and bidi characters escaped.
@@ -119,9 +123,7 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
             )?;
         }
     }
-    Ok(Exit::findings_if(
-        explained.refused.is_some() || !explained.violations.is_empty() || mismatch.is_some(),
-    ))
+    Ok(exit)
 }
 
 /// `FILE:LINE` → (FILE, LINE); a path whose last part is not a number is all path.

@@ -4,28 +4,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// The exit codes (the table in `commands`), for every command's `--help`.
-pub const EXIT_CODES_HELP: &str = "\
-Exit codes:
-  0    all converted, every rollout passed, no rule-file finding
-  1    findings: records quarantined, a file damaged, a rollout failing
-       validation, a rule-file finding
-  2    usage error, or an error that stopped the command (missing input,
-       bad rule file, unwritable output)
-  3    the output is locked by another run
-  70   internal error: the run's counts do not add up (a bug); its output
-       is kept
-  130  stopped by SIGINT (Ctrl-C): finished work kept, reports marked
-       interrupted
-  143  stopped by SIGTERM: the same";
-
 /// Migrate archives of chat transcripts into Codex rollouts and Responses items.
 ///
 /// The version (`--version`, which names the Codex releases the output is tested against) and
 /// the values of `--from` are set from the library's lists by `commands::command`, which
 /// parses, completes and documents the command line: this module knows no other.
 #[derive(Debug, Parser)]
-#[command(name = "rollover", about, long_about = None, after_help = EXIT_CODES_HELP)]
+#[command(name = "rollover", about, long_about = None)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -39,7 +24,8 @@ pub struct GlobalArgs {
     /// Print nothing but errors (with --json, nothing but the JSON).
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Add a line per file: each input file done (convert), each file checked (validate).
+    /// Say more: a line per input file done (convert, audit), every file checked (validate);
+    /// each command's --help says what it adds there.
     #[arg(short, long, global = true)]
     pub verbose: bool,
     /// When to colour: auto (on a terminal, unless NO_COLOR is set), always, never.
@@ -58,41 +44,32 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Convert transcript archives into a Codex home (rollouts + audit under rollover/).
-    #[command(after_help = EXIT_CODES_HELP)]
     Convert(ConvertArgs),
     /// Check rollout files (plain or .jsonl.zst, a file or a Codex home) against the invariants.
-    #[command(after_help = EXIT_CODES_HELP)]
     Validate(ValidateArgs),
     /// Work with rule files.
-    #[command(after_help = EXIT_CODES_HELP)]
     Rules(RulesArgs),
     /// Dry run for a cutover review: every check and the reports, no rollout.
     ///
     /// Every stage and check of convert and the reports (report.md, report.html), but no
     /// rollout. The same options as convert; `--sample` audits a share of the records.
-    #[command(after_help = EXIT_CODES_HELP)]
     Audit(ConvertArgs),
     /// Convert one record and show the rule behind each item.
     ///
     /// Message by message: the input message, each decision with its rule (repairs and drops
     /// marked `!`), and the items it became.
-    #[command(after_help = EXIT_CODES_HELP)]
     Explain(ExplainArgs),
     /// Work with run reports.
-    #[command(after_help = EXIT_CODES_HELP)]
     Report(ReportArgs),
     /// Show a home's state: its input files, sessions (left and kept pending), last runs.
     ///
     /// Reads `OUT/rollover/` and lists `OUT/sessions/`; asks whether a run holds the lock
     /// without taking it: safe beside a running conversion.
-    #[command(after_help = EXIT_CODES_HELP)]
     Status(StatusArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
-    #[command(after_help = EXIT_CODES_HELP)]
     Completions(CompletionsArgs),
     /// Print a man page (roff) on stdout: rollover(1), or one subcommand's
     /// (`rollover man convert`, `rollover man report diff`); `--dir` writes them all.
-    #[command(after_help = EXIT_CODES_HELP)]
     Man(ManArgs),
 }
 
@@ -158,8 +135,9 @@ pub struct ExplainArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The output folder of `convert` (a Codex home).
-    pub out: PathBuf,
+    /// The output folder of `convert` (a Codex home). Default: the Codex home, found as Codex
+    /// finds it: $CODEX_HOME, else ~/.codex.
+    pub out: Option<PathBuf>,
     /// How many of the last runs to show.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub runs: usize,
@@ -182,7 +160,6 @@ pub struct ReportArgs {
 pub enum ReportCommand {
     /// Compare two runs (e.g. before and after a rule change): outcomes, decisions by rule,
     /// and the conversations whose items changed. Exit 1 when anything moved.
-    #[command(after_help = REPORT_DIFF_EXIT_CODES_HELP)]
     Diff(ReportDiffArgs),
     /// Join the reports of a sharded run's shards into one run report.
     ///
@@ -191,7 +168,6 @@ pub enum ReportCommand {
     /// conversations.jsonl, quarantine.jsonl, report.md, report.html. Fails, naming the shard
     /// and the command to re-run, when a shard is missing or did not finish, or when the
     /// shards ran with different rules, options or rollover versions.
-    #[command(after_help = EXIT_CODES_HELP)]
     Merge(ReportMergeArgs),
 }
 
@@ -226,14 +202,6 @@ pub struct ReportDiffArgs {
     #[arg(long)]
     pub json: bool,
 }
-
-/// `report diff --help`: its exit codes, which gate a rule change in CI.
-pub const REPORT_DIFF_EXIT_CODES_HELP: &str = "\
-Exit codes:
-  0    nothing moved: the same outcomes, decisions, items and rollouts
-  1    something moved (a count, or a conversation's rollout): listed above
-  2    usage error, or a run could not be read (not a run folder or a home,
-       a summary.json or conversations.jsonl that is not JSON)";
 
 #[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
@@ -473,8 +441,8 @@ pub enum WireArg {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Rollout files or folders (a Codex home is walked for rollout-*.jsonl[.zst]).
-    #[arg(required = true)]
+    /// Rollout files or folders (a Codex home is walked for rollout-*.jsonl[.zst]). Default:
+    /// the Codex home, found as Codex finds it: $CODEX_HOME, else ~/.codex.
     pub paths: Vec<PathBuf>,
     /// The Codex release to check against: one of the supported releases (`--version` lists
     /// them), or a prefix of one (`0.171`). Their rollouts and marker registry are the same.
@@ -505,11 +473,9 @@ pub struct RulesArgs {
 pub enum RulesCommand {
     /// Check rule files: syntax (with line numbers), unknown keys, regexes, unreachable rules,
     /// overlapping markers. Files are checked on their own and then merged in order.
-    #[command(after_help = EXIT_CODES_HELP)]
     Check(RulesCheckArgs),
     /// List every `[policy]` key: its rule id, allowed values, value under the rule files
     /// (default: built-in) and what it decides.
-    #[command(after_help = EXIT_CODES_HELP)]
     Policies(RulesPoliciesArgs),
 }
 

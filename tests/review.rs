@@ -96,7 +96,7 @@ fn every_review_page_shows_the_decisions_and_quarantine_the_run_wrote() {
             .expect("utf-8")
             .to_string();
         assert!(
-            index.contains(&format!("href=\"{name}\"")),
+            index.contains(&format!("href=\"{name}#")),
             "{name} is not in the index"
         );
         let html = fs::read_to_string(&path).expect("a page");

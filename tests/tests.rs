@@ -25,6 +25,7 @@ mod architecture;
 mod cli;
 mod cluster;
 mod codex_source;
+mod commands_speak;
 mod conformance;
 mod convert;
 mod counts_agree;

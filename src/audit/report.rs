@@ -404,17 +404,20 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// Every file's counts as CSV (RFC 4180: a field with a comma, quote or line break quoted,
-/// quotes doubled). A name that a spreadsheet would run as a formula (starting with `=`, `+`,
-/// `-`, `@`, a tab or a carriage return) is prefixed with `'`, as OWASP advises: the file
-/// names come from the input.
+/// quotes doubled). The file names come from the input: control and bidi characters are
+/// escaped as the terminal shows them ([`visible`]: `\n`, `\u{1b}`), so that a planted name
+/// can neither break a row nor colour a terminal that prints the file; and a name that a
+/// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`) is prefixed with
+/// `'`, as OWASP advises.
 fn files_csv(files: &[FileStats]) -> String {
     let field = |text: &str| {
-        let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        let text = visible(text);
+        let text = if text.starts_with(['=', '+', '-', '@']) {
             format!("'{text}")
         } else {
-            text.to_string()
+            text
         };
-        if text.contains([',', '"', '\n', '\r']) {
+        if text.contains([',', '"']) {
             format!("\"{}\"", text.replace('"', "\"\""))
         } else {
             text

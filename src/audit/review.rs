@@ -89,6 +89,9 @@ pub(crate) struct ReviewGroup {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ReviewLink {
     pub file: String,
+    /// The id on the page of what the link is for: the message row a decision is about
+    /// (`m3`, `mx` for what no single message explains), or the quarantine reason.
+    pub anchor: String,
     pub record: String,
 }
 

@@ -188,6 +188,10 @@ pub struct Summary {
     /// input: it is in the run's `timing.json`.
     #[serde(skip, default)]
     pub seconds: f64,
+    /// How long the run waited for another run's lock first (`--wait`): not run time, and
+    /// not in `summary.json` either (`timing.json` has it).
+    #[serde(skip, default)]
+    pub wait_seconds: f64,
     /// The run's number: its report files are in `rollover/runs/NNNN/`.
     pub run: u32,
     /// `SIGINT` or `SIGTERM` when a signal stopped the run. Files it had not finished are not
@@ -537,6 +541,7 @@ impl Merge for Summary {
             // The merged run's own: its number, time and verdict. An interrupted shard is not
             // merged, and the merged run is no shard.
             seconds: _,
+            wait_seconds: _,
             run: _,
             interrupted: _,
             verdict: _,

@@ -98,7 +98,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
         eprintln!("rollover: {}", shard_line(source));
     }
     let stop = Arc::new(AtomicUsize::new(0));
-    handle_signals(&stop)?;
+    handle_signals(&stop, ui.quiet)?;
     let fingerprint = fingerprint(args, &rules);
     let options = Options {
         inputs: args.inputs.clone(),
@@ -288,19 +288,43 @@ fn output_format(args: &ConvertArgs) -> Result<Format> {
     }
 }
 
-/// SIGINT and SIGTERM ask the run to stop cleanly (a second one stops it at once). SIGXFSZ
-/// (a file size limit) becomes a write error naming the file instead of killing the process.
-fn handle_signals(stop: &Arc<AtomicUsize>) -> Result<()> {
+/// SIGINT and SIGTERM ask the run to stop cleanly; a second one stops it at once, saying so
+/// first. SIGXFSZ (a file size limit) becomes a write error naming the file instead of
+/// killing the process.
+fn handle_signals(stop: &Arc<AtomicUsize>, quiet: bool) -> Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM, SIGXFSZ};
-    let asked = Arc::new(AtomicBool::new(false));
     for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_default(signal, Arc::clone(&asked))
-            .context("installing signal handlers")?;
+        // Set in the handler itself: the run sees the first signal however busy the machine.
         signal_hook::flag::register_usize(signal, Arc::clone(stop), signal as usize)
             .context("installing signal handlers")?;
-        signal_hook::flag::register(signal, Arc::clone(&asked))
-            .context("installing signal handlers")?;
     }
+    // What a person pressing Ctrl-C reads: from a thread of its own, since a handler may not
+    // print (signal-hook delivers two signals that come before the thread wakes as one).
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("signals".to_string())
+        .spawn(move || {
+            let mut seen = false;
+            for signal in signals.forever() {
+                let name = crate::pipeline::Signal::recorded(signal as usize)
+                    .map(crate::pipeline::Signal::name)
+                    .unwrap_or_default();
+                if seen {
+                    eprintln!(
+                        "rollover: a second {name}: stopping now, without finishing the batch in flight or writing this run's reports; what is placed stays, and the next run converts the rest"
+                    );
+                    std::process::exit(128 + signal);
+                }
+                seen = true;
+                if !quiet {
+                    eprintln!(
+                        "rollover: {name}: finishing the batch in flight, then stopping with the reports marked interrupted (send it again to stop at once)"
+                    );
+                }
+            }
+        })
+        .context("starting the signal thread")?;
     signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)))
         .context("installing signal handlers")?;
     Ok(())

@@ -18,7 +18,7 @@ use crate::audit::report::visible_lines;
 use crate::audit::Decision;
 use crate::cli::ExplainArgs;
 use crate::commands::ui::conversion::{action_parts, describe, items_from};
-use crate::commands::{load_rules, out, outln, Exit};
+use crate::commands::{json_with_exit, load_rules, out, outln, Exit};
 use crate::convert::render::renderer;
 use crate::convert::{convert, OutItem, RecordKey};
 use crate::input::SourceFormat;
@@ -84,20 +84,22 @@ pub fn run(args: &ExplainArgs) -> Result<Exit> {
             explained
         }
     };
+    let dropped = explained
+        .refused
+        .as_ref()
+        .is_some_and(|r| r.class == DROPPED);
+    let exit = Exit::findings_if(
+        (explained.refused.is_some() && !dropped) || !explained.violations.is_empty(),
+    );
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&json!(explained))?)?;
+        let object = json_with_exit(&json!(explained), exit)?;
+        outln!("{}", serde_json::to_string_pretty(&object)?)?;
     } else {
         // What the input named (a path, a role, a reason) goes to a terminal as the summary
         // shows it: control and bidi characters escaped.
         out!("{}", visible_lines(&explained.text()))?;
     }
-    let dropped = explained
-        .refused
-        .as_ref()
-        .is_some_and(|r| r.class == DROPPED);
-    Ok(Exit::findings_if(
-        (explained.refused.is_some() && !dropped) || !explained.violations.is_empty(),
-    ))
+    Ok(exit)
 }
 
 /// The class a record convert drops by a rule is shown under: a count of the run, not a

@@ -1,5 +1,7 @@
 //! One file per subcommand; each owns its `run` and says how it ended as an [`Exit`]. The
-//! exit codes live here and nowhere else:
+//! exit codes live here; what each means for each command is one table,
+//! [`ui::help::EXIT_MEANINGS`], from which every `--help` and man page lists its command's
+//! own. In short:
 //!
 //! | code | meaning |
 //! |---|---|
@@ -20,9 +22,6 @@ pub mod rules;
 pub mod status;
 pub mod ui;
 pub mod validate;
-
-/// The table above, for every command's `--help` (declared with the clap types).
-pub use crate::cli::EXIT_CODES_HELP;
 
 use std::sync::OnceLock;
 
@@ -97,6 +96,41 @@ pub(crate) fn named_file_walk(from: Option<SourceFormat>) -> crate::source::Walk
         codex_homes: from == Some(SourceFormat::CODEX),
         archive: crate::input::format::archive_lines(),
     }
+}
+
+/// The Codex home a command reads when none is named, found as Codex finds its own:
+/// `$CODEX_HOME` when set and not empty, else `~/.codex`. Its path, and where it came from.
+pub(crate) fn default_codex_home(
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> anyhow::Result<(std::path::PathBuf, &'static str)> {
+    let set = |value: Option<std::ffi::OsString>| value.filter(|value| !value.is_empty());
+    if let Some(home) = set(env("CODEX_HOME")) {
+        return Ok((home.into(), "$CODEX_HOME"));
+    }
+    match set(env("HOME")) {
+        Some(home) => Ok((std::path::PathBuf::from(home).join(".codex"), "~/.codex")),
+        None => anyhow::bail!(
+            "no folder given, and neither CODEX_HOME nor HOME is set to find the Codex home: name the folder"
+        ),
+    }
+}
+
+/// The folder a command was given, or the default Codex home ([`default_codex_home`]),
+/// which must exist: a command that reads nothing must not pass.
+pub(crate) fn given_or_codex_home(
+    given: Option<&std::path::Path>,
+) -> anyhow::Result<std::path::PathBuf> {
+    if let Some(given) = given {
+        return Ok(given.to_path_buf());
+    }
+    let (home, from) = default_codex_home(|name| std::env::var_os(name))?;
+    if !home.is_dir() {
+        anyhow::bail!(
+            "no folder given, and the Codex home {} (from {from}) is not a folder: name the folder, or set CODEX_HOME",
+            home.display()
+        );
+    }
+    Ok(home)
 }
 
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -190,7 +224,13 @@ pub fn command() -> clap::Command {
     for name in ["convert", "audit"] {
         cmd = cmd.mut_subcommand(name, with_library_values);
     }
-    cmd
+    // Audit takes convert's flags, but is always a dry run: it writes reports, no rollout.
+    cmd = cmd.mut_subcommand("audit", |audit| {
+        audit
+            .mut_arg("out", |arg| arg.help(ui::help::AUDIT_OUT_HELP))
+            .mut_arg("dry_run", |arg| arg.hide(true))
+    });
+    ui::help::speak_for_itself(cmd, "")
 }
 
 /// A size as the size flags read it and `--help` shows it: `256MiB`, `1GiB`, else bytes.
@@ -457,22 +497,33 @@ mod tests {
             [Exit::Locked, Exit::Interrupted(2), Exit::Error, Exit::Error]
         );
     }
+}
+
+#[cfg(test)]
+mod home_tests {
+    use std::ffi::OsString;
+    use std::path::PathBuf;
 
     #[test]
-    fn the_help_lists_every_exit_code() {
-        let codes = [
-            Exit::Clean,
-            Exit::Findings,
-            Exit::Error,
-            Exit::Locked,
-            Exit::Interrupted(2),
-            Exit::Interrupted(15),
-            Exit::Internal,
-        ];
-        for exit in codes {
-            let row = format!("\n  {:<4} ", exit.code());
-            assert!(EXIT_CODES_HELP.contains(&row), "{row:?}");
-        }
+    fn the_default_home_is_codex_home_then_dot_codex_as_codex_finds_it() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let found = |pairs| super::default_codex_home(env(pairs)).map_err(|e| e.to_string());
+        assert_eq!(
+            found(&[("CODEX_HOME", "/c"), ("HOME", "/h")]),
+            Ok((PathBuf::from("/c"), "$CODEX_HOME"))
+        );
+        assert_eq!(
+            found(&[("CODEX_HOME", ""), ("HOME", "/h")]),
+            Ok((PathBuf::from("/h/.codex"), "~/.codex"))
+        );
+        assert!(found(&[]).unwrap_err().contains("name the folder"));
     }
 }
 

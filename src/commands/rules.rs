@@ -1,6 +1,7 @@
 //! `rollover rules check` and `rollover rules policies`.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use codespan_reporting::diagnostic::{Diagnostic, Label};
@@ -12,8 +13,8 @@ use crate::cli::{RulesCheckArgs, RulesPoliciesArgs};
 use crate::commands::ui::{plural, wrap_text, Ui};
 use crate::commands::Exit;
 use crate::rules::{
-    check::check as check_rules, parse_text_partial, read_source, resolve_all, PolicyId, RuleSet,
-    RulesError,
+    check::check as check_rules, load_file, parse_text_partial, read_source, resolve_all, PolicyId,
+    RuleSet, RulesError, DEFAULT_RULES_NAME,
 };
 
 /// Checks every file on its own, then the loaded ones merged in order, and prints every error
@@ -66,7 +67,7 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
         | RulesError::Syntax { .. }
         | RulesError::NotSet { .. } => false,
     };
-    let merged = if loaded.is_empty() {
+    let mut merged = if loaded.is_empty() {
         None
     } else {
         match resolve_all(&loaded) {
@@ -80,6 +81,33 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
             }
         }
     };
+    // A file that sets only some keys is an overlay of the built-in rules: checked on top of
+    // them (as convert loads it), the keys it leaves to them counted rather than listed.
+    let mut left_to_default: Vec<String> = Vec::new();
+    let only_unset = errors
+        .iter()
+        .all(|e| matches!(e, RulesError::NotSet { .. }));
+    let names_default = args
+        .files
+        .iter()
+        .any(|f| f.as_os_str() == DEFAULT_RULES_NAME);
+    if all_loaded && !errors.is_empty() && only_unset && !names_default {
+        if let Ok(default) = load_file(Path::new(DEFAULT_RULES_NAME)) {
+            let mut overlaid = vec![default];
+            overlaid.extend(loaded.iter().cloned());
+            if let Ok(rules) = resolve_all(&overlaid) {
+                for err in errors.drain(..) {
+                    if let RulesError::NotSet { keys, .. } = err {
+                        left_to_default.extend(keys);
+                    }
+                }
+                left_to_default.sort();
+                left_to_default.dedup();
+                merged = Some(rules);
+                loaded = overlaid;
+            }
+        }
+    }
     let mut out: Box<dyn WriteColor> = if ui.color {
         Box::new(Ansi::new(std::io::stdout().lock()))
     } else {
@@ -135,6 +163,34 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
                         ui.warn(&plural(findings.len() as u64, "warning", "warnings"))
                     }
                 )?;
+                if !left_to_default.is_empty() {
+                    let given: Vec<String> =
+                        args.files.iter().map(|f| f.display().to_string()).collect();
+                    let rules_flags: String =
+                        given.iter().map(|f| format!(" --rules {f}")).collect();
+                    let shown: Vec<&str> = left_to_default
+                        .iter()
+                        .take(UNSET_SHOWN)
+                        .map(String::as_str)
+                        .collect();
+                    let more = match left_to_default.len().saturating_sub(UNSET_SHOWN) {
+                        0 => String::new(),
+                        n => format!(", +{n} more"),
+                    };
+                    for line in wrap_text(
+                        "",
+                        "",
+                        &format!(
+                            "note: {} alone leaves {} unset ({}{more}): checked above on top of the built-in rules, as convert needs it: `--rules default{rules_flags}`",
+                            given.join(" + "),
+                            plural(left_to_default.len() as u64, "key", "keys"),
+                            shown.join(", ")
+                        ),
+                        ui.width,
+                    ) {
+                        writeln!(stdout, "{line}")?;
+                    }
+                }
             }
             Ok(Exit::findings_if(!findings.is_empty()))
         }
@@ -153,6 +209,9 @@ pub fn check(args: &RulesCheckArgs, ui: &Ui) -> Result<Exit> {
         }
     }
 }
+
+/// The keys an overlay leaves to the built-in rules that `rules check` names (it counts the rest).
+const UNSET_SHOWN: usize = 3;
 
 /// The diagnostic of one error: a caret under the span when there is one.
 fn diagnostic(

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::audit::Summary;
 use crate::cli::StatusArgs;
 use crate::commands::ui::{group, plural, wrap_text, Ui};
-use crate::commands::{out, outln, Exit};
+use crate::commands::{given_or_codex_home, json_with_exit, out, outln, Exit};
 use crate::output::home::{RUNS_DIR, STATE_DIR};
 use crate::output::lock::holder_of;
 use crate::output::manifest::{session_id_of, JOURNAL};
@@ -77,13 +77,15 @@ struct RunLine {
 
 pub fn run(args: &StatusArgs, ui: &Ui) -> Result<Exit> {
     // With --json, `main` prints the error object of a failure as for every command.
-    let status = status(&args.out, args.runs, args.sessions)?;
+    let out = given_or_codex_home(args.out.as_deref())?;
+    let status = status(&out, args.runs, args.sessions)?;
+    let exit = Exit::findings_if(!status.pending.is_empty());
     if args.json {
-        outln!("{}", serde_json::to_string(&status)?)?;
+        outln!("{}", json_with_exit(&status, exit)?)?;
     } else if !ui.quiet {
         out!("{}", text(&status, ui.width))?;
     }
-    Ok(Exit::findings_if(!status.pending.is_empty()))
+    Ok(exit)
 }
 
 fn status(out: &Path, last: usize, list: bool) -> Result<Status> {

@@ -13,6 +13,7 @@ use textwrap::wrap_algorithms::wrap_first_fit;
 use crate::cli::{ColorChoice, GlobalArgs};
 
 pub mod conversion;
+pub mod help;
 
 /// Output settings shared by every command.
 #[derive(Debug, Clone)]

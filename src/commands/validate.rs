@@ -11,7 +11,7 @@ use walkdir::WalkDir;
 use crate::audit::report::visible;
 use crate::cli::ValidateArgs;
 use crate::commands::ui::{group, plural, Ui};
-use crate::commands::{outln, Exit};
+use crate::commands::{given_or_codex_home, json_with_exit, outln, Exit};
 use crate::rules::RuleSet;
 use crate::source::open;
 use crate::validate::{
@@ -41,6 +41,8 @@ struct Report {
     failed: usize,
     warnings: usize,
     reports: Vec<FileReport>,
+    /// Homes whose config.toml makes Codex refuse sessions of another provider.
+    provider_locks: Vec<ProviderLock>,
 }
 
 /// Prints the failures and the totals (`--verbose`: every file; `--quiet`: nothing but the
@@ -56,19 +58,27 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
             SUPPORTED_CODEX.join(", ")
         );
     };
-    let files = rollout_files(&args.paths)?;
+    let paths = match args.paths.as_slice() {
+        [] => vec![given_or_codex_home(None)?],
+        given => given.to_vec(),
+    };
+    let files = rollout_files(&paths)?;
+    let mut locks: Vec<ProviderLock> = paths.iter().filter_map(|p| provider_lock(p)).collect();
     let mut reports = Vec::new();
     for path in &files {
         let opened = open(path, crate::input::format::archive_lines())
             .with_context(|| format!("opening {}", path.display()))?;
         let mut reader = opened.reader;
+        let mut findings_bytes = Vec::new();
         let findings = match read_capped(&mut reader, args.max_record_bytes) {
             Ok((bytes, long)) => {
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                check_read(&bytes, &long, uuid_in_file_name(&name), &rules.markers)
+                let findings = check_read(&bytes, &long, uuid_in_file_name(&name), &rules.markers);
+                findings_bytes = bytes;
+                findings
             }
             Err(err) => Findings {
                 violations: vec![Violation {
@@ -80,6 +90,13 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
                 generation: None,
             },
         };
+        if let Some(provider) = named_provider(&findings_bytes) {
+            for lock in locks.iter_mut().filter(|l| path.starts_with(&l.home)) {
+                if lock.provider != provider {
+                    lock.rollouts_naming_another += 1;
+                }
+            }
+        }
         let shown = path.display().to_string();
         let convert =
             (findings.generation == Some(Generation::PreEnvelope)).then(|| convert_command(&shown));
@@ -100,13 +117,53 @@ pub fn run(args: &ValidateArgs, ui: &Ui) -> Result<Exit> {
         failed,
         warnings: reports.iter().map(|r| r.warnings.len()).sum(),
         reports,
+        provider_locks: locks,
     };
+    let exit = Exit::findings_if(failed > 0);
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+        let object = json_with_exit(&report, exit)?;
+        outln!("{}", serde_json::to_string_pretty(&object)?)?;
     } else if !ui.quiet {
         print_text(&report, args.max_per_file, ui)?;
     }
-    Ok(Exit::findings_if(failed > 0))
+    Ok(exit)
+}
+
+/// A home whose `config.toml` sets `model_provider`: Codex then resumes only sessions of
+/// that provider (a `session_meta.model_provider` naming another is refused), so a migration
+/// into it must write none or the same.
+#[derive(Serialize)]
+struct ProviderLock {
+    /// The Codex home, as given.
+    home: PathBuf,
+    /// The provider its config.toml sets.
+    provider: String,
+    /// Its rollouts whose `session_meta.model_provider` names another provider.
+    rollouts_naming_another: usize,
+}
+
+/// The `model_provider` a folder's `config.toml` sets, when it is a Codex home that sets one.
+fn provider_lock(folder: &Path) -> Option<ProviderLock> {
+    let text = std::fs::read_to_string(folder.join("config.toml")).ok()?;
+    let config: toml::Table = text.parse().ok()?;
+    let provider = config.get("model_provider")?.as_str()?.to_string();
+    Some(ProviderLock {
+        home: folder.to_path_buf(),
+        provider,
+        rollouts_naming_another: 0,
+    })
+}
+
+/// The `model_provider` a rollout's `session_meta` (its first line) names, if any.
+fn named_provider(bytes: &[u8]) -> Option<String> {
+    let first = bytes.split(|b| *b == b'\n').next()?;
+    let line: serde_json::Value = serde_json::from_slice(first).ok()?;
+    if line["type"] != "session_meta" {
+        return None;
+    }
+    line["payload"]["model_provider"]
+        .as_str()
+        .map(str::to_string)
 }
 
 /// The command that converts a rollout Codex cannot resume into a home it can.
@@ -252,6 +309,27 @@ fn print_text(report: &Report, max_per_file: usize, ui: &Ui) -> std::io::Result<
         0 => warnings,
         n => format!("{warnings}, {} paginated", group(n as u64)),
     };
+    for lock in &report.provider_locks {
+        let (level, naming) = match lock.rollouts_naming_another {
+            0 => ("note", "none of its rollouts names another".to_string()),
+            n => (
+                "warning",
+                format!(
+                    "{} another provider: Codex refuses to resume {}",
+                    plural(n as u64, "rollout here names", "rollouts here name"),
+                    if n == 1 { "it" } else { "them" }
+                ),
+            ),
+        };
+        outln!(
+            "{}",
+            ui.warn(&visible(&format!(
+                "{level}: {} sets model_provider = \"{}\": Codex resumes only sessions whose session_meta names no provider or this one; {naming}",
+                lock.home.join("config.toml").display(),
+                lock.provider
+            )))
+        )?;
+    }
     outln!(
         "{}: {} passed, {}{warnings} (Codex {})",
         plural(report.files as u64, "file", "files"),

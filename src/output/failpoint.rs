@@ -12,7 +12,8 @@
 /// once without timing it. `ROLLOVER_FAILPOINT=die-after:N` sends the process
 /// SIGKILL once the writers have placed N rollouts (`kill -9`: no destructor, flush or cleanup
 /// runs) and `sigint-after:N` sends it SIGINT there, so that the kill and interrupt tests stop a
-/// run at a point they choose instead of polling its output. Read once; costs one atomic load
+/// run at a point they choose instead of polling its output (`sigint-twice-after:N` sends a
+/// second SIGINT 300 ms after the first, as a person pressing Ctrl-C again). Read once; costs one atomic load
 /// per call otherwise. `die-at:STAGE:N` sends SIGKILL at that stage's N-th call.
 pub fn hit(stage: &str) {
     static FAILPOINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
@@ -53,16 +54,28 @@ pub fn hit(stage: &str) {
         }
     }
     let after = |prefix: &str| armed.strip_prefix(prefix)?.parse::<u64>().ok();
-    let signal = match (after("die-after:"), after("sigint-after:")) {
-        (Some(n), _) => Some((n, signal_hook::consts::SIGKILL)),
-        (None, Some(n)) => Some((n, signal_hook::consts::SIGINT)),
-        (None, None) => None,
+    let signal = match (
+        after("die-after:"),
+        after("sigint-after:"),
+        after("sigint-twice-after:"),
+    ) {
+        (Some(n), _, _) => Some((n, signal_hook::consts::SIGKILL, false)),
+        (None, Some(n), _) => Some((n, signal_hook::consts::SIGINT, false)),
+        (None, None, Some(n)) => Some((n, signal_hook::consts::SIGINT, true)),
+        (None, None, None) => None,
     };
-    if let (Some((n, signal)), "placed") = (signal, stage) {
+    if let (Some((n, signal, twice)), "placed") = (signal, stage) {
         // Counted over every writer thread: the one that places the N-th rollout signals.
         let placed = PLACED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         if placed == n && signal_hook::low_level::raise(signal).is_err() {
             panic!("failpoint `{armed}`: cannot send the signal");
+        }
+        // A person's second Ctrl-C: well after the first was seen, with the batch in flight.
+        if placed == n && twice {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if signal_hook::low_level::raise(signal).is_err() {
+                panic!("failpoint `{armed}`: cannot send the signal");
+            }
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct RunLock {
     path: PathBuf,
     /// The pid a dead holder left in the file, when the lock was taken over.
     pub taken_over_from: Option<u32>,
+    /// How long `--wait` waited for another run to let the lock go (zero when it was free).
+    pub waited: Duration,
 }
 
 impl RunLock {
@@ -96,6 +98,12 @@ impl RunLock {
             file,
             path,
             taken_over_from,
+            // `waiting` was called (and taken) only when the lock was found held.
+            waited: if waiting.is_none() {
+                started.elapsed()
+            } else {
+                Duration::ZERO
+            },
         })
     }
 

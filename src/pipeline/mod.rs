@@ -168,6 +168,7 @@ pub fn run(
         spools,
     } = prepare(request)?;
     let executed = execute(&plan, &index, &mut manifest, summary, request)?;
+    let started = started + lock.waited; // the wait for the lock is not run time
     let finished = finish(&plan, executed, index, &mut manifest, request, started)?;
     drop(lock);
     // The temporary copies of streams are removed only now: the reader is done with them.
@@ -249,6 +250,7 @@ fn prepare(request: Request<'_>) -> Result<Prepared, PipelineError> {
         temporary_files_removed,
         output.kind(),
     );
+    summary.wait_seconds = lock.waited.as_secs_f64();
     if let Some(shard) = summary.shard.as_mut() {
         shard.inputs = crate::source::shard::walk_fingerprint(&walk);
     }

@@ -59,7 +59,10 @@ pub(super) struct Marks {
 /// `summary.json` so that the summary stays the same for the same input.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Timing {
+    /// The run's own time, from its start to its end less `wait_seconds`.
     pub seconds: f64,
+    /// The time spent waiting for another run's lock (`--wait`) before this one could start.
+    pub wait_seconds: f64,
     pub records: u64,
     pub records_per_second: f64,
     /// Input files read, on disk.
@@ -75,6 +78,7 @@ impl Timing {
         let per_second = |n: u64| n as f64 / seconds.max(1e-9);
         Timing {
             seconds,
+            wait_seconds: summary.wait_seconds,
             records: summary.totals.records,
             records_per_second: per_second(summary.totals.records),
             bytes_on_disk: summary.totals.bytes_on_disk,

@@ -33,6 +33,9 @@ use crate::pipeline::record::{read_file, Outcome};
 use crate::rules::RuleSet;
 use crate::source::discover;
 
+/// The id of a page's quarantine reason, where an index link for a quarantine jumps.
+const QUARANTINED_ANCHOR: &str = "quarantined";
+
 /// The longest text a page shows of one message part or item (a longer one is cut, saying how
 /// much was left out), so that one huge tool output cannot make a page unreadable.
 const TEXT_CAP: usize = 20_000;
@@ -52,6 +55,10 @@ struct Chosen {
     quarantined: Option<(String, String)>,
 }
 
+/// A reason's conversation count, and its pages: each chosen conversation with the anchor of
+/// the place on it the reason applies to.
+type ReasonPages = (u64, Vec<(usize, String)>);
+
 /// Writes the review pages of run `run` of the home `out`, `per_reason` conversations for
 /// each reason, reading the sources with `rules` (and `from`, as the run did).
 pub(super) fn write(
@@ -63,13 +70,15 @@ pub(super) fn write(
     stdin: Option<&str>,
 ) -> Result<Written> {
     let run_dir = out.join("rollover").join("runs").join(format!("{run:04}"));
-    let mut groups: BTreeMap<(String, String), (u64, Vec<usize>)> = BTreeMap::new();
+    // Each reason's pages, with the anchor of the place on each page the reason applies to.
+    let mut groups: BTreeMap<(String, String), ReasonPages> = BTreeMap::new();
     let mut chosen: Vec<Chosen> = Vec::new();
     let mut place: HashMap<(String, u64), usize> = HashMap::new();
     let mut choose = |kind: &str,
                       name: &str,
                       source: &str,
                       line: u64,
+                      anchor: String,
                       chosen: &mut Vec<Chosen>|
      -> Option<usize> {
         let (count, pages) = groups
@@ -88,8 +97,8 @@ pub(super) fn write(
             });
             chosen.len() - 1
         });
-        if !pages.contains(&at) {
-            pages.push(at);
+        if !pages.iter().any(|(page, _)| *page == at) {
+            pages.push((at, anchor));
             chosen[at].reasons.push(format!("{kind} {name}"));
         }
         Some(at)
@@ -107,9 +116,14 @@ pub(super) fn write(
             if crate::audit::decision::is_repair(&action) {
                 keys.push(("repair", action));
             }
+            // The row of the message the decision is about (`mx`: the items of none).
+            let anchor = match decision["message"].as_u64() {
+                Some(message) => format!("m{message}"),
+                None => "mx".to_string(),
+            };
             for key in keys {
                 if !seen.contains(&key) {
-                    choose(key.0, &key.1, source, at, &mut chosen);
+                    choose(key.0, &key.1, source, at, anchor.clone(), &mut chosen);
                     seen.push(key);
                 }
             }
@@ -120,7 +134,8 @@ pub(super) fn write(
             continue;
         };
         let class = line["class"].as_str().unwrap_or_default();
-        if let Some(i) = choose("quarantine", class, source, at, &mut chosen) {
+        let anchor = QUARANTINED_ANCHOR.to_string();
+        if let Some(i) = choose("quarantine", class, source, at, anchor, &mut chosen) {
             let reason = line["reason"].as_str().unwrap_or_default().to_string();
             let record = line["record"].as_str().unwrap_or_default().to_string();
             chosen[i].quarantined = Some((reason, record));
@@ -160,8 +175,9 @@ pub(super) fn write(
                 count,
                 pages: pages
                     .into_iter()
-                    .map(|i| ReviewLink {
+                    .map(|(i, anchor)| ReviewLink {
                         file: files[i].clone(),
+                        anchor,
                         record: records[i].clone(),
                     })
                     .collect(),

@@ -295,6 +295,16 @@ fn result_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
             bytes_per_second(s.totals.bytes_read as f64 / secs)
         ),
     );
+    // Time spent behind another run's lock is not this run's: said apart.
+    if s.wait_seconds > 0.0 {
+        out.text(
+            "waited",
+            format!(
+                "{:.2} s for another run's lock (--wait), before the time above",
+                s.wait_seconds
+            ),
+        );
+    }
 }
 
 /// What the run did to sessions (a dry run: would do), each count with its meaning; counts of
@@ -332,6 +342,9 @@ fn session_counts(s: &Summary) -> Vec<String> {
         .collect()
 }
 
+/// The kept-pending sessions the summary lists by path (the report lists every one).
+const KEPT_LISTED: usize = 20;
+
 /// The home's state: incremental counts, kept and replaced sessions, where the reports are.
 fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui) {
     let state = match &s.shard {
@@ -368,10 +381,23 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
         out.text(
             "kept",
             ui.warn(&format!(
-                "{} changed in Codex since written, while the source has newer data: kept and pending (--force replaces; listed in the report)",
+                "{} changed in Codex since written, while the source has newer data: kept and pending (--force replaces):",
                 plural(s.home.sessions_kept.len() as u64, "session", "sessions")
             )),
         );
+        // Each by its path, as the README promises, up to a screenful; the report has all.
+        for path in s.home.sessions_kept.iter().take(KEPT_LISTED) {
+            out.text("", crate::audit::report::visible(path));
+        }
+        if s.home.sessions_kept.len() > KEPT_LISTED {
+            out.text(
+                "",
+                format!(
+                    "+{} more (listed in the report)",
+                    group((s.home.sessions_kept.len() - KEPT_LISTED) as u64)
+                ),
+            );
+        }
     }
     for conflict in &s.home.sessions_conflict {
         out.text(

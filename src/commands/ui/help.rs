@@ -123,7 +123,7 @@ pub(crate) const EXIT_MEANINGS: &[ExitMeaning] = &[
     ExitMeaning {
         exit: Exit::Findings,
         commands: &["explain"],
-        meaning: "the record is quarantined or dropped, its rollout breaks an invariant, or convert wrote it as another session",
+        meaning: "the record is quarantined, or its rollout breaks an invariant (a record a rule drops is not a finding: convert counts it)",
     },
     ExitMeaning {
         exit: Exit::Findings,

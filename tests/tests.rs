@@ -36,6 +36,7 @@ mod inputs;
 mod measures;
 mod not_read;
 mod parquet;
+mod polish_cli;
 mod promises;
 mod properties;
 mod report;

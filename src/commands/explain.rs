@@ -136,7 +136,13 @@ fn by_line(
             bail!("{damage} (before the record asked for)");
         }
         match line {
-            Some(l) => bail!("{display}: no record starts on line {l}"),
+            Some(l) => match nearest_start(works, l) {
+                Some(near) => bail!(
+                    "{display}: no record starts on line {l}; the nearest record starts on {near}: `rollover explain {display}:{}`",
+                    near.line
+                ),
+                None => bail!("{display}: no record starts on line {l}, and it holds none"),
+            },
             None => bail!("{display}: holds no record"),
         }
     };
@@ -202,6 +208,35 @@ fn record_on(works: &[WorkRead], line: Option<u64>) -> Option<(&WorkRead, usize)
             .position(|(r, _)| line.is_none_or(|l| r.location.line == l))?;
         Some((w, at))
     })
+}
+
+/// Where the record starting closest to `line` starts (the earlier one on a tie): a line
+/// inside a JSON array's element, or between records, names the record to ask for instead.
+fn nearest_start(works: &[WorkRead], line: u64) -> Option<NearestStart> {
+    works
+        .iter()
+        .flat_map(|w| w.work.records.iter().map(|(r, _)| &r.location))
+        .min_by_key(|at| (at.line.abs_diff(line), at.line))
+        .map(|at| NearestStart {
+            line: at.line,
+            element: at.element,
+        })
+}
+
+/// A record's start as a user names it: its line, and its element in a JSON array.
+struct NearestStart {
+    line: u64,
+    element: Option<usize>,
+}
+
+impl std::fmt::Display for NearestStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}", self.line)?;
+        if let Some(element) = self.element {
+            write!(f, " (element {element})")?;
+        }
+        Ok(())
+    }
 }
 
 /// The conversation holding the record `at` of `work`, or what became of the record on its own.

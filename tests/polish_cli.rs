@@ -37,3 +37,43 @@ fn explain_on_a_line_inside_a_json_array_names_the_nearest_record_start() {
         later.stderr()
     );
 }
+
+/// A policy given a value of the wrong type names the values it takes.
+#[test]
+fn a_policy_of_the_wrong_type_names_its_allowed_values() {
+    let dir = Workdir::new("polish-policy-type");
+    dir.create("mine.toml", "[policy]\nreused_call_id = 3\n");
+    let check = dir.run(&["rules", "check", "mine.toml"]);
+    assert_ne!(check.code(), Some(0), "{}", check.stdout());
+    let said = format!("{}{}", check.stdout(), check.stderr());
+    assert!(said.contains("rename | quarantine"), "{said}");
+    insta::assert_snapshot!(said);
+}
+
+/// `rules policies` warns that keep and omit_detail leave an image Codex will not load.
+#[test]
+fn rules_policies_says_omit_detail_keeps_what_codex_will_not_load() {
+    let dir = Workdir::new("polish-policies-images");
+    let run = dir.run(&["rules", "policies"]);
+    run.expect_code(0);
+    let out = run.stdout();
+    let block = |key: &str| {
+        let start = out.find(&format!("\n{key} = ")).unwrap();
+        out[start..].lines().take(3).collect::<Vec<_>>().join("\n")
+    };
+    insta::assert_snapshot!(format!(
+        "{}\n{}",
+        block("remote_image"),
+        block("undecodable_image")
+    ));
+}
+
+/// The built-in rule file says it too, beside the two keys.
+#[test]
+fn default_rules_say_omit_detail_keeps_what_codex_will_not_load() {
+    let default = include_str!("../rules/default.toml");
+    for key in ["remote_image = ", "undecodable_image = "] {
+        let line = default.lines().find(|l| l.starts_with(key)).unwrap();
+        assert!(line.contains("omit_detail leave"), "{line}");
+    }
+}

@@ -37,10 +37,10 @@ macro_rules! policy_table {
             Reasoning(reasoning): Reasoning,
                 "plain-text reasoning: a reasoning item before what it explains";
             RemoteImage(remote_image): PartAction,
-                "an image given by URL (Codex would not load it)",
+                "an image given by URL, which Codex will not load: keep and omit_detail leave that URL in the session",
                 text remote_image_template: "the placeholder text ({url})";
             UndecodableImage(undecodable_image): PartAction,
-                "a data: image that does not decode as PNG/JPEG/GIF/WebP (Codex would replace it)",
+                "a data: image that does not decode as PNG/JPEG/GIF/WebP (Codex would replace it): keep and omit_detail leave that image, which Codex will not load, in the session",
                 text undecodable_image_template: "the placeholder text";
             LowDetailImage(low_detail_image): PartAction,
                 "an image with detail \"low\" (Codex would replace it by a note)",

@@ -32,9 +32,30 @@ pub trait PolicyAction: Copy + Eq + fmt::Debug + 'static {
 macro_rules! action_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum $name {
-            $(#[serde(rename = $text)] $variant,)+
+            $($variant,)+
+        }
+
+        // By hand rather than derived: a value of the wrong type (`= 3`) then names the
+        // values the policy takes, not serde's "string or table".
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Names;
+                impl serde::de::Visitor<'_> for Names {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        write!(f, "one of {}", [$($text),+].join(" | "))
+                    }
+                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$name, E> {
+                        match v {
+                            $($text => Ok($name::$variant),)+
+                            other => Err(E::unknown_variant(other, &[$($text),+])),
+                        }
+                    }
+                }
+                d.deserialize_str(Names)
+            }
         }
 
         impl PolicyAction for $name {

@@ -161,7 +161,7 @@
 //! `tests/convert.rs` (the
 //! binary on fixtures written from the spec, every shape and repair, determinism, damaged input,
 //! the public corpora), `tests/cli.rs` (dry run, rule-file overrides, `rules check`, `rules policies`, usage errors),
-//! `tests/promises.rs` (issue 28's promises of the command line, each through the binary: broken
+//! `tests/promises.rs` (the command line's promises, each through the binary: broken
 //! pipes, the `--json` error object, sampling, `--cwd`, man pages and completions, `report diff
 //! --json`, contradictory flags, the reports' counts and `files.csv`, `rules check`, the
 //! supported Codex releases, `--model`),

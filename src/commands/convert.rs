@@ -38,8 +38,8 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<Exit, RunError> {
     run_as(args, ui, "convert")
 }
 
-/// Flags that cannot all hold, refused with the reason before anything is read (issue 28:
-/// they were accepted, and one of them silently did nothing). `dry_run` names the command
+/// Flags that cannot all hold, refused with the reason before anything is read: accepted,
+/// one of them would silently do nothing. `dry_run` names the command
 /// that writes no rollout (`audit`, or `convert --dry-run`).
 fn refuse_contradictions(args: &ConvertArgs, dry_run: &str) -> Result<()> {
     let is_audit = dry_run == "audit";

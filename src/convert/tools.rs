@@ -44,7 +44,7 @@ struct Chain {
 /// The calls of one conversation.
 ///
 /// An output finds its call in constant time (amortised), so that a message with N parallel
-/// calls and their N outputs costs O(N), not O(N²) (issue 26): each call is a slot, in order,
+/// calls and their N outputs costs O(N), not O(N²): each call is a slot, in order,
 /// and the pending calls of one input id, or of one name, are linked in a [`Chain`]. Taking a
 /// call leaves its slot empty; a chain or the head passes over empty slots as it meets them,
 /// once each. The first pending call (by order, by id, by name) is the one taken, as when

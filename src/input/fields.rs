@@ -131,4 +131,11 @@ mod tests {
         let from_string: Probe = object_or_default(serde_json::json!("name"));
         assert_eq!(from_string, Probe::default());
     }
+
+    #[test]
+    fn a_string_is_its_text_and_any_other_value_its_json() {
+        assert_eq!(text_or_json(Value::String("a \"b\"".into())), "a \"b\"");
+        assert_eq!(text_or_json(serde_json::json!({"a": 1})), r#"{"a":1}"#);
+        assert_eq!(text_or_json(serde_json::json!([1, null])), "[1,null]");
+    }
 }

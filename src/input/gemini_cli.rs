@@ -38,10 +38,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::builder::TranscriptBuilder;
+use super::fields::text_or_json;
 use super::format::{
     FileRead, FormatReader, Granularity, InputRecord, ReadContext, SourceConversation, SourceFormat,
 };
-use super::media::{content, inline_part, json_kind, linked_part, text_of};
+use super::media::{content, inline_part, json_kind, linked_part};
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{
@@ -390,16 +391,16 @@ fn response_text(response: Option<Value>) -> (String, bool) {
         Some(Value::Object(mut map)) => {
             if let Some(output) = map.remove("output") {
                 if map.is_empty() {
-                    return (text_of(output), false);
+                    return (text_or_json(output), false);
                 }
                 map.insert("output".to_string(), output);
             }
             if let Some(error) = map.remove("error") {
-                return (text_of(error), true);
+                return (text_or_json(error), true);
             }
             (Value::Object(map).to_string(), false)
         }
-        Some(other) => (text_of(other), false),
+        Some(other) => (text_or_json(other), false),
         None => (String::new(), false),
     }
 }
@@ -432,12 +433,12 @@ fn piece(part: Value) -> Piece {
     }
     if let Some(Value::Object(mut data)) = part.remove("inlineData") {
         let mime = string(data.get("mimeType"));
-        let bytes = data.remove("data").map(text_of).unwrap_or_default();
+        let bytes = data.remove("data").map(text_or_json).unwrap_or_default();
         return Piece::Media(inline_part(mime.as_deref(), None, bytes));
     }
     if let Some(Value::Object(mut data)) = part.remove("fileData") {
         let mime = string(data.get("mimeType"));
-        let uri = data.remove("fileUri").map(text_of).unwrap_or_default();
+        let uri = data.remove("fileUri").map(text_or_json).unwrap_or_default();
         return Piece::Media(linked_part(mime.as_deref(), None, uri));
     }
     let kind = part.keys().next().cloned().unwrap_or_else(|| "part".into());

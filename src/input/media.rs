@@ -143,18 +143,6 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-/// A value as text: a string as itself, anything else as its JSON.
-pub(crate) fn text_of(value: Value) -> String {
-    match value {
-        Value::String(text) => text,
-        other @ (Value::Null
-        | Value::Bool(_)
-        | Value::Number(_)
-        | Value::Array(_)
-        | Value::Object(_)) => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +174,5 @@ mod tests {
                 data_len: 0
             }
         );
-        assert_eq!(text_of(serde_json::json!({"a": 1})), r#"{"a":1}"#);
     }
 }

@@ -682,7 +682,7 @@ impl<'h> Collector<'h> {
             let location = &result.record.location;
             // A sampled run: a result no request took may be one whose request the sample
             // left out, so it cannot be called orphaned; only a failed result is a finding of
-            // its own, kept in the sample by its own place, as any record is (issue 28).
+            // its own, kept in the sample by its own place, as any record is.
             let rate = self.summary.sample_rate;
             if rate < 1.0 {
                 let key = location.path.to_string();

@@ -286,8 +286,7 @@ fn read_and_convert(
     };
     // A whole-file format's records that no conversation took (refused, dropped by a rule)
     // stand for themselves in a sample, as a record-by-record format's do: sampled by their
-    // own key. Kept in full, they made a 5 % sample audit 6.3 % of the records and quadruple
-    // the estimated quarantine share (issue 28).
+    // own key: kept in full, they would over-weight a sample and inflate its quarantine estimate.
     if per_conversation && rate < 1.0 {
         for (outcome, (_, ordinal)) in outcomes.iter_mut().zip(&work.records) {
             let alone = matches!(

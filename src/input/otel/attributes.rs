@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use super::{Exchange, MAX_DEPTH};
-use crate::input::media::text_of;
+use crate::input::fields::text_or_json;
 
 /// An OTLP `AnyValue` (`{"stringValue": ..}`, `{"arrayValue": {"values": [..]}}`, ...) as plain
 /// JSON; `depth` counts the levels read.
@@ -115,7 +115,7 @@ pub(super) fn list(value: Value) -> Vec<Value> {
 /// turned into one.
 pub(super) fn message_parts(message: Value) -> Value {
     let Value::Object(mut map) = message else {
-        return json!({"role": "user", "parts": [{"type": "text", "content": text_of(message)}]});
+        return json!({"role": "user", "parts": [{"type": "text", "content": text_or_json(message)}]});
     };
     if map.contains_key("parts") {
         return Value::Object(map);
@@ -131,7 +131,7 @@ pub(super) fn message_parts(message: Value) -> Value {
                     .or_else(|| item.get("content"))
                     .cloned()
                     .unwrap_or(item);
-                parts.push(json!({"type": "text", "content": text_of(text)}));
+                parts.push(json!({"type": "text", "content": text_or_json(text)}));
             }
         }
         Some(Value::Null) | None => {}
@@ -139,7 +139,7 @@ pub(super) fn message_parts(message: Value) -> Value {
             if role.as_str() == Some("tool") {
                 parts.push(json!({"type": "tool_call_response", "id": call_id, "response": other}));
             } else {
-                parts.push(json!({"type": "text", "content": text_of(other)}));
+                parts.push(json!({"type": "text", "content": text_or_json(other)}));
             }
         }
     }

@@ -42,11 +42,12 @@ use attributes::{attributes, event_role, json_value, message_parts, read_attribu
 
 use super::builder::TranscriptBuilder;
 use super::chain::{self, Link};
+use super::fields::text_or_json;
 use super::format::{
     DroppedRecord, FileRead, FormatReader, Granularity, Group, InputRecord, ReadContext,
     SourceFormat,
 };
-use super::media::{content, file_part, inline_part, json_kind, linked_part, text_of};
+use super::media::{content, file_part, inline_part, json_kind, linked_part};
 use super::InputError;
 use crate::model::time::parse_rfc3339_ms;
 use crate::model::transcript::{
@@ -557,7 +558,7 @@ fn conversation(span: Span, mut ignored: BTreeSet<String>) -> Result<Transcript,
             | Value::Number(_)
             | Value::String(_)
             | Value::Object(_)) => {
-                vec![json!({"type": "text", "content": text_of(other)})]
+                vec![json!({"type": "text", "content": text_or_json(other)})]
             }
         };
         let message = json!({"role": "system", "parts": parts});
@@ -635,7 +636,7 @@ fn content_part(part: &Value, kind: &str) -> Part {
         "text" => Part::Text(
             part.get("content")
                 .cloned()
-                .map(text_of)
+                .map(text_or_json)
                 .unwrap_or_default(),
         ),
         "blob" => inline_part(
@@ -643,7 +644,7 @@ fn content_part(part: &Value, kind: &str) -> Part {
             modality.as_deref(),
             part.get("content")
                 .cloned()
-                .map(text_of)
+                .map(text_or_json)
                 .unwrap_or_default(),
         ),
         "uri" => linked_part(
@@ -701,7 +702,7 @@ fn add_message(message: Value, built: &mut TranscriptBuilder) {
                 let response = part
                     .get("response")
                     .cloned()
-                    .map(text_of)
+                    .map(text_or_json)
                     .unwrap_or_default();
                 built.output(string(part.get("id")), Content::Text(response), false);
                 wrote = true;
@@ -711,7 +712,7 @@ fn add_message(message: Value, built: &mut TranscriptBuilder) {
                 let text = part
                     .get("content")
                     .cloned()
-                    .map(text_of)
+                    .map(text_or_json)
                     .unwrap_or_default();
                 built.thinking(Thinking {
                     content: vec![text],

@@ -157,7 +157,7 @@ const BLOCKS_KEPT: usize = 16;
 
 /// The blocks of the run's zstd readers that no record holds any more: a block given back is
 /// memory already touched, where one freed to the allocator comes back as fresh pages, each a
-/// page fault (samples/BENCHMARKS.md, issue 29's fifteenth round: "fresh memory").
+/// page fault (figures: samples/BENCHMARKS.md, "fresh memory").
 /// Memory: at most [`BLOCKS_KEPT`] blocks for the whole process, however many files are
 /// decompressed at once, each of the longest block's size (512 KiB, of which only the bytes
 /// written were touched); a file's blocks serve the next file's.

@@ -37,6 +37,7 @@ mod measures;
 mod not_read;
 mod parquet;
 mod polish_cli;
+mod polish_report;
 mod promises;
 mod properties;
 mod report;

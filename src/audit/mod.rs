@@ -3,6 +3,7 @@
 //! Reports carry no transcript text: counts, lengths, hashes, rule ids and locations only.
 
 pub mod accounting;
+pub(crate) mod chart;
 pub(crate) mod decision;
 pub(crate) mod findings;
 pub mod report;

@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::chart::{charts, Chart};
 use super::decision::is_repair;
 use super::sample::SampleEstimate;
 use super::Summary;
@@ -22,8 +22,6 @@ pub const FILES_SHOWN: usize = 50;
 /// The file that lists every input file's counts, beside the reports.
 pub const FILES_CSV: &str = "files.csv";
 const HTML: &str = include_str!("templates/report.html.j2");
-/// Bars per chart: the rest are summed into one "other" bar, so charts stay readable.
-const MAX_BARS: usize = 12;
 
 #[derive(Debug, Error)]
 pub enum ReportError {
@@ -83,12 +81,6 @@ struct Change {
     action: String,
     rule: String,
     count: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct Chart {
-    title: String,
-    svg: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -602,154 +594,10 @@ fn rows(map: &BTreeMap<String, u64>) -> Vec<Row> {
     rows
 }
 
-fn charts(summary: &Summary, files: &[FileStats]) -> Result<Vec<Chart>, ReportError> {
-    let mut outcome = vec![
-        ("converted".to_string(), summary.totals.converted),
-        ("joined (batch results)".to_string(), summary.totals.joined),
-    ];
-    if summary.reading.records_merged > 0 {
-        outcome.push((
-            "merged into a conversation".to_string(),
-            summary.reading.records_merged,
-        ));
-    }
-    for (rule, n) in &summary.reading.records_dropped {
-        outcome.push((format!("dropped: {rule}"), *n));
-    }
-    for (class, n) in &summary.breakdown.quarantine_reasons {
-        outcome.push((format!("quarantined: {class}"), *n));
-    }
-    let repairs: BTreeMap<String, u64> = summary
-        .decisions
-        .iter()
-        .filter(|(action, _)| is_repair(action))
-        .map(|(action, rules)| (action.clone(), rules.values().sum()))
-        .collect();
-    let mut worst: Vec<(String, u64)> = files
-        .iter()
-        .filter(|f| f.quarantined > 0)
-        .map(|f| (f.file.clone(), f.quarantined))
-        .collect();
-    worst.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let charts = [
-        ("Conversations by outcome", outcome),
-        ("Decisions by rule", pairs(&summary.breakdown.rules_fired)),
-        (
-            "Assistant messages by phase",
-            pairs(&summary.breakdown.phases),
-        ),
-        ("Repairs by kind", pairs(&repairs)),
-        ("Items written by type", pairs(&summary.breakdown.items)),
-        ("Files with the most quarantined records", worst),
-    ];
-    charts
-        .into_iter()
-        .map(|(title, bars)| {
-            Ok(Chart {
-                title: title.to_string(),
-                svg: bar_chart(&top(bars))?,
-            })
-        })
-        .collect()
-}
-
-fn pairs(map: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
-    map.iter().map(|(k, v)| (k.clone(), *v)).collect()
-}
-
-/// The largest bars first, the rest summed as "other".
-fn top(mut bars: Vec<(String, u64)>) -> Vec<(String, u64)> {
-    bars.retain(|b| b.1 > 0);
-    bars.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    if bars.len() > MAX_BARS {
-        let rest: u64 = bars[MAX_BARS - 1..].iter().map(|b| b.1).sum();
-        let others = bars.len() - (MAX_BARS - 1);
-        bars.truncate(MAX_BARS - 1);
-        bars.push((format!("{others} others"), rest));
-    }
-    if bars.is_empty() {
-        bars.push(("(none)".to_string(), 0));
-    }
-    bars
-}
-
-/// A horizontal bar chart as an SVG document (plotters' SVG backend).
-fn bar_chart(bars: &[(String, u64)]) -> Result<String, ReportError> {
-    let chart_error = |e: &dyn std::fmt::Display| ReportError::Chart(e.to_string());
-    let mut svg = String::new();
-    let n = bars.len();
-    let height = 40 + 24 * n as u32;
-    let label_chars = bars.iter().map(|b| b.0.chars().count()).max().unwrap_or(4);
-    let label_width = (label_chars as u32 * 7 + 16).min(340);
-    let max = bars.iter().map(|b| b.1).max().unwrap_or(0).max(1);
-    {
-        let root = SVGBackend::with_string(&mut svg, (720, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| chart_error(&e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(6)
-            .x_label_area_size(22)
-            .y_label_area_size(label_width)
-            .build_cartesian_2d(0u64..max + max / 8 + 1, (0..n).into_segmented())
-            .map_err(|e| chart_error(&e))?;
-        // Segment 0 is at the bottom: the first (largest) bar goes to the top.
-        let at = |i: usize| n - 1 - i;
-        let label = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i < n => {
-                bars.get(at(*i)).map(|b| b.0.clone()).unwrap_or_default()
-            }
-            SegmentValue::CenterOf(_) | SegmentValue::Exact(_) => String::new(),
-            SegmentValue::Last => String::new(),
-        };
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n)
-            .y_label_formatter(&label)
-            .x_labels(6)
-            .x_label_formatter(&|v: &u64| group(*v))
-            .label_style(("sans-serif", 13))
-            .draw()
-            .map_err(|e| chart_error(&e))?;
-        let color = RGBColor(0x3b, 0x6e, 0xa5);
-        chart
-            .draw_series(bars.iter().enumerate().map(|(i, (_, value))| {
-                let mut bar = Rectangle::new(
-                    [
-                        (0, SegmentValue::Exact(at(i))),
-                        (*value, SegmentValue::Exact(at(i) + 1)),
-                    ],
-                    color.filled(),
-                );
-                bar.set_margin(3, 3, 0, 0);
-                bar
-            }))
-            .map_err(|e| chart_error(&e))?;
-        chart
-            .draw_series(bars.iter().enumerate().map(|(i, (_, value))| {
-                Text::new(
-                    group(*value),
-                    (*value, SegmentValue::CenterOf(at(i))),
-                    ("sans-serif", 12).into_font(),
-                )
-            }))
-            .map_err(|e| chart_error(&e))?;
-        root.present().map_err(|e| chart_error(&e))?;
-    }
-    Ok(svg)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::audit::summary::Totals;
-
-    #[test]
-    fn a_chart_is_an_svg_with_a_bar_per_value() {
-        let svg = bar_chart(&[("converted".into(), 90), ("quarantined".into(), 10)]).unwrap();
-        assert!(svg.starts_with("<svg"), "{svg}");
-        assert!(svg.contains("converted") && svg.contains("quarantined"));
-        assert!(svg.matches("<rect").count() >= 3, "{svg}");
-    }
 
     #[test]
     fn verdicts_follow_the_thresholds() {

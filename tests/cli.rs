@@ -797,7 +797,7 @@ fn a_run_that_converts_nothing_prints_no_empty_line_and_counts_in_the_singular()
     );
     assert!(
         run.stderr()
-            .starts_with("rollover: 1 input file, 18 B on disk\n"),
+            .starts_with("rollover: reading 1 file, 18 B on disk\n"),
         "{}",
         run.stderr()
     );

@@ -242,19 +242,6 @@ fn a_zip_that_is_not_a_chatgpt_export_is_not_read_and_not_damaged() {
     }
 }
 
-/// `1234567` as the reports write it: `1,234,567`.
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// report.md as plain text: code spans, emphasis, table bars, list marks, escapes and link
 /// targets taken away.
 fn md_text(md: &str) -> String {
@@ -366,10 +353,14 @@ fn report_html_states_every_fact_report_md_does() {
     assert!(!damaged.is_empty(), "{summary:#}");
     for d in damaged {
         stated.push(format!(
-            "{} line {} (byte {}): {}",
+            "{}:{} (byte {}){}: {}",
             d["file"].as_str().unwrap(),
-            group(d["line"].as_u64().unwrap()),
-            group(d["byte_offset"].as_u64().unwrap()),
+            d["line"].as_u64().unwrap(),
+            d["byte_offset"].as_u64().unwrap(),
+            d["compressed_offset"]
+                .as_u64()
+                .map(|c| format!(", compressed byte {c}"))
+                .unwrap_or_default(),
             d["message"].as_str().unwrap()
         ));
     }

@@ -1,4 +1,4 @@
-//! The command line's polish (issue 62, part 2): hints that name what to do next (the record
+//! The command line's polish: hints that name what to do next (the record
 //! nearest a line `explain` was asked for, the values a rule policy takes), one meaning per
 //! flag, and a terminal whose numbers read alike on stderr and in the summary.
 
@@ -75,5 +75,203 @@ fn default_rules_say_omit_detail_keeps_what_codex_will_not_load() {
     for key in ["remote_image = ", "undecodable_image = "] {
         let line = default.lines().find(|l| l.starts_with(key)).unwrap();
         assert!(line.contains("omit_detail leave"), "{line}");
+    }
+}
+
+const GOOD: &str = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"hello\"}]}\n";
+
+/// The lines of `text` that carry `what`.
+fn lines_with<'a>(text: &'a str, what: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(what)).collect()
+}
+
+#[test]
+fn stderr_the_summary_and_the_reports_spell_a_damaged_place_alike() {
+    let wd = Workdir::new("polish_damage_place");
+    // A zstd file cut in half: damage past byte 1,000, where grouped and plain numbers differ.
+    // Records that do not compress away, more than a zstd block (128 KiB) of them, so that
+    // whole blocks are read before the cut.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut plain = String::new();
+    for _ in 0..4000 {
+        let text: String = (0..60)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'a' + (state % 26) as u8)
+            })
+            .collect();
+        plain.push_str(&GOOD.replace("hello", &text));
+    }
+    let compressed = zstd::stream::encode_all(plain.as_bytes(), 1).unwrap();
+    wd.create("in.jsonl.zst", &compressed[..compressed.len() * 3 / 4]);
+    let run = wd.run(&["convert", "in.jsonl.zst", "--out", "home"]);
+    run.expect_code(1);
+    let home = wd.path("home");
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(crate::common::run_folder(&home).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let d = &summary["damaged_files"][0];
+    let byte = d["byte_offset"].as_u64().unwrap();
+    assert!(byte >= 1000, "{d}");
+    let at = format!(
+        "in.jsonl.zst:{} (byte {byte}), compressed byte {}",
+        d["line"], d["compressed_offset"]
+    );
+    let reason = format!(": {}", d["message"].as_str().unwrap());
+    let (err, out) = (run.stderr(), run.stdout());
+    let stderr = lines_with(&err, &at);
+    assert_eq!(stderr.len(), 1, "{at}\n{err}");
+    assert!(
+        stderr[0].starts_with(&format!("rollover: {at}{reason}")),
+        "{}",
+        stderr[0]
+    );
+    // The summary's entry, its wrapped lines joined again.
+    let terminal: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("  damaged "))
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || l.starts_with("               "))
+        .map(|(_, l)| l.trim())
+        .collect();
+    assert_eq!(
+        terminal.join(" "),
+        format!("damaged      {at}{reason}"),
+        "{out}"
+    );
+    assert!(!out.contains(&group(byte)), "{out}");
+    let folder = crate::common::run_folder(&home);
+    let md = std::fs::read_to_string(folder.join("report.md")).unwrap();
+    assert!(
+        md.replace('\\', "").contains(&format!("- {at}{reason}")),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(html.contains(&format!("<li>{at}{reason}</li>")), "{html}");
+}
+
+/// `1234567` as counts are written: `1,234,567`.
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn an_incremental_run_counts_the_files_it_read_apart_from_the_unchanged() {
+    let wd = Workdir::new("polish_incremental_counts");
+    wd.create("in/a.jsonl", GOOD);
+    wd.create("in/b.jsonl", GOOD);
+    wd.create("one/c.jsonl", GOOD);
+    let files = |run: &crate::common::Run| -> String {
+        let out = run.stdout();
+        let mut lines = out.lines().skip_while(|l| !l.starts_with("  files "));
+        let mut text = vec![lines.next().unwrap_or_default().to_string()];
+        text.extend(
+            lines
+                .take_while(|l| l.starts_with("     "))
+                .map(str::to_string),
+        );
+        text.join("\n")
+    };
+    let first = wd.run(&["convert", "in", "--out", "home"]);
+    first.expect_code(0);
+    assert_eq!(
+        files(&first),
+        "  files        2 input files: 170 B on disk, 168 B decompressed"
+    );
+
+    let nothing = wd.run(&["convert", "in", "--out", "home"]);
+    nothing.expect_code(0);
+    assert_eq!(
+        files(&nothing),
+        "  files        2 input files, all unchanged since the manifest recorded them: none read"
+    );
+    assert!(
+        !nothing.stdout().contains("0 B on disk"),
+        "{}",
+        nothing.stdout()
+    );
+    assert!(
+        !nothing.stderr().contains("0 input files"),
+        "{}",
+        nothing.stderr()
+    );
+
+    wd.create("in/b.jsonl", format!("{GOOD}{GOOD}"));
+    let some = wd.run(&["convert", "in", "--out", "home"]);
+    some.expect_code(0);
+    assert_eq!(
+        files(&some),
+        "  files        2 input files: read 1, 170 B on disk, 168 B decompressed,\n               1 unchanged since the manifest recorded it"
+    );
+    assert!(
+        some.stderr()
+            .contains("rollover: reading 1 file, 170 B on disk"),
+        "{}",
+        some.stderr()
+    );
+
+    wd.run(&["convert", "one", "--out", "single"])
+        .expect_code(0);
+    let single = wd.run(&["convert", "one", "--out", "single"]);
+    assert_eq!(
+        files(&single),
+        "  files        1 input file, unchanged since the manifest recorded it: not read"
+    );
+}
+
+/// What a terminal shows once `rollover args` has run in it with `failpoint` armed: the
+/// pseudo-terminal's bytes (the progress bar drawn and cleared by escape sequences) rendered by
+/// a terminal emulator, 400 rows so that nothing scrolls away.
+fn screen_after(wd: &Workdir, args: &[&str], failpoint: &str) -> String {
+    let bin = env!("CARGO_BIN_EXE_rollover");
+    let command = format!("stty rows 400 cols 100; {bin} {}", args.join(" "));
+    let output = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(wd.root())
+        .env("TERM", "xterm")
+        .env("ROLLOVER_FAILPOINT", failpoint)
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("run `script` (util-linux) to give rollover a terminal");
+    let mut parser = vt100::Parser::new(400, 100, 0);
+    parser.process(&output.stdout);
+    parser.screen().contents()
+}
+
+#[test]
+fn after_ctrl_c_no_progress_line_is_left_above_the_summary() {
+    let wd = Workdir::new("polish_ctrl_c_screen");
+    wd.create("in.jsonl", GOOD.repeat(20_000));
+    let screen = screen_after(
+        &wd,
+        &["convert", "in.jsonl", "--out", "home"],
+        "sigint-after:2000",
+    );
+    assert!(
+        screen.contains("rollover: SIGINT: finishing the batch in flight"),
+        "{screen}"
+    );
+    assert!(screen.contains("  interrupted  "), "{screen}");
+    // The bar's two lines: `⠁ [00:00:01] ████░░ ETA 2s` and `1.25 MiB/3.2 MiB on disk, ...`.
+    for line in screen.lines() {
+        assert!(
+            !line.contains(" ETA "),
+            "a progress line left on the screen:\n{screen}"
+        );
+        assert!(
+            !(line.contains("B/") && line.contains(" on disk, ")),
+            "a progress line left on the screen:\n{screen}"
+        );
     }
 }

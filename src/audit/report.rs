@@ -13,6 +13,7 @@ use super::chart::{charts, Chart};
 use super::decision::is_repair;
 use super::sample::SampleEstimate;
 use super::Summary;
+use crate::model::location::Place;
 use crate::model::not_read::{NotRead, NotReadPath, NotReadReason};
 
 const MARKDOWN: &str = include_str!("templates/report.md.j2");
@@ -119,8 +120,16 @@ struct ReportData<'a> {
     listed: Vec<Listed>,
     /// What the run did not read, by reason: at most [`LISTED`] paths each.
     not_read: Vec<NotReadRow>,
+    /// Each damaged file: where it broke, as stderr wrote it, and why.
+    damaged: Vec<Damaged>,
     /// The paths `summary.json` keeps per reason.
     listed_max: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Damaged {
+    at: String,
+    message: String,
 }
 
 /// The paths of one reason the run did not read them for.
@@ -519,10 +528,13 @@ fn data<'a>(
                 f.file, f.run, f.quarantined, f.damaged
             );
             let lines = f.listed.iter().map(|l| {
-                format!(
-                    "{}:{} (byte {}): {}: {}",
-                    f.file, l.line, l.byte_offset, l.class, l.reason
-                )
+                let place = Place {
+                    path: &f.file,
+                    line: l.line,
+                    byte: l.byte_offset,
+                    element: None,
+                };
+                format!("{place}: {}: {}", l.class, l.reason)
             });
             std::iter::once(head).chain(lines)
         })
@@ -550,6 +562,15 @@ fn data<'a>(
             "sessions"
         },
         not_read: not_read_rows(summary),
+        damaged: summary
+            .breakdown
+            .damaged_files
+            .iter()
+            .map(|d| Damaged {
+                at: d.broke_at(),
+                message: d.message.clone(),
+            })
+            .collect(),
         listed_max: NotRead::LISTED,
         home: home_rows(summary),
         listed,

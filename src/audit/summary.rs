@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::location::{BrokeAt, Place};
+
 /// One damaged file: where reading stopped.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DamageReport {
@@ -21,6 +23,22 @@ pub struct DamageReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressed_offset: Option<u64>,
     pub message: String,
+}
+
+impl DamageReport {
+    /// Where the file broke, spelt as stderr spelt it when the run met the damage.
+    pub fn broke_at(&self) -> String {
+        BrokeAt {
+            place: Place {
+                path: &self.file,
+                line: self.line,
+                byte: self.byte_offset,
+                element: None,
+            },
+            compressed: self.compressed_offset,
+        }
+        .to_string()
+    }
 }
 
 /// A path the walk or the reader could not read.

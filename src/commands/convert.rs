@@ -22,7 +22,7 @@ mod review;
 mod progress;
 mod summary;
 
-use progress::Reporter;
+use progress::{Notices, Reporter};
 use summary::print_summary;
 
 /// `rollover audit`: convert's dry run.
@@ -97,8 +97,9 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
     if let (Some(source), false) = (&shard, ui.quiet) {
         eprintln!("rollover: {}", shard_line(source));
     }
+    let progress = Reporter::new(ui);
     let stop = Arc::new(AtomicUsize::new(0));
-    handle_signals(&stop, ui.quiet)?;
+    handle_signals(&stop, progress.notices(), ui.quiet)?;
     let fingerprint = fingerprint(args, &rules);
     let options = Options {
         inputs: args.inputs.clone(),
@@ -144,7 +145,6 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
     if args.sample.is_some() && !args.dry_run {
         return Err(anyhow::anyhow!("--sample converts only a share of the records: use it with `rollover audit` (or --dry-run), which writes no rollout").into());
     }
-    let progress = Reporter::new(ui);
     let result = pipeline::run(&options, &rules, &progress).map_err(|err| {
         RunError::from(err).context(format!("converting into {}", args.out.display()))
     });
@@ -291,7 +291,7 @@ fn output_format(args: &ConvertArgs) -> Result<Format> {
 /// SIGINT and SIGTERM ask the run to stop cleanly; a second one stops it at once, saying so
 /// first. SIGXFSZ (a file size limit) becomes a write error naming the file instead of
 /// killing the process.
-fn handle_signals(stop: &Arc<AtomicUsize>, quiet: bool) -> Result<()> {
+fn handle_signals(stop: &Arc<AtomicUsize>, notices: Notices, quiet: bool) -> Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM, SIGXFSZ};
     for signal in [SIGINT, SIGTERM] {
         // Set in the handler itself: the run sees the first signal however busy the machine.
@@ -311,16 +311,16 @@ fn handle_signals(stop: &Arc<AtomicUsize>, quiet: bool) -> Result<()> {
                     .map(crate::pipeline::Signal::name)
                     .unwrap_or_default();
                 if seen {
-                    eprintln!(
+                    notices.last(&format!(
                         "rollover: a second {name}: stopping now, without finishing the batch in flight or writing this run's reports; what is placed stays, and the next run converts the rest"
-                    );
+                    ));
                     std::process::exit(128 + signal);
                 }
                 seen = true;
                 if !quiet {
-                    eprintln!(
+                    notices.say(&format!(
                         "rollover: {name}: finishing the batch in flight, then stopping with the reports marked interrupted (send it again to stop at once)"
-                    );
+                    ));
                 }
             }
         })

@@ -15,7 +15,23 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{} (byte {}", self.path, self.line, self.byte_offset)?;
+        self.place().fmt(f)
+    }
+}
+
+/// `path:line (byte N, element E)`: the one spelling of a position, on stderr, in the terminal
+/// summary and in both reports. Positions are plain numbers, unlike counts, so that they paste
+/// into `sed -n 'Np'`, `tail -c +N` and an editor's `path:line`.
+pub struct Place<'a> {
+    pub path: &'a str,
+    pub line: u64,
+    pub byte: u64,
+    pub element: Option<usize>,
+}
+
+impl fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} (byte {}", self.path, self.line, self.byte)?;
         if let Some(element) = self.element {
             write!(f, ", element {element}")?;
         }
@@ -23,7 +39,34 @@ impl fmt::Display for Location {
     }
 }
 
+/// Where a file broke: its [`Place`], and the compressed bytes consumed when the damage
+/// surfaced (approximate: read-ahead buffering), for a compressed file.
+pub(crate) struct BrokeAt<'a> {
+    pub place: Place<'a>,
+    pub compressed: Option<u64>,
+}
+
+impl fmt::Display for BrokeAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.place.fmt(f)?;
+        if let Some(compressed) = self.compressed {
+            write!(f, ", compressed byte {compressed}")?;
+        }
+        Ok(())
+    }
+}
+
 impl Location {
+    /// How this location is written.
+    pub fn place(&self) -> Place<'_> {
+        Place {
+            path: &self.path,
+            line: self.line,
+            byte: self.byte_offset,
+            element: self.element,
+        }
+    }
+
     /// `cause`, found here.
     pub fn at<E>(&self, cause: E) -> Located<E> {
         Located {

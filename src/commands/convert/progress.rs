@@ -56,6 +56,13 @@ impl Reporter {
         }
     }
 
+    /// What another thread (the signal thread) prints while the run goes on.
+    pub(super) fn notices(&self) -> Notices {
+        Notices {
+            bar: self.bar.clone(),
+        }
+    }
+
     pub(super) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
@@ -74,14 +81,38 @@ impl Reporter {
     }
 }
 
+/// Lines printed from outside the run: through the bar, so that it is drawn again below them
+/// and cleared at the end, instead of a copy of it left on the screen above the summary.
+pub(super) struct Notices {
+    bar: Option<ProgressBar>,
+}
+
+impl Notices {
+    pub(super) fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// The last line before the process exits: the bar is cleared first, not left half drawn.
+    pub(super) fn last(&self, line: &str) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        eprintln!("{line}");
+    }
+}
+
 impl Progress for Reporter {
     fn start(&self, files: u64, total: u64) {
         if let Some(bar) = &self.bar {
             bar.set_length(total);
-        } else if !self.quiet {
+        } else if !self.quiet && files > 0 {
+            // The files this run reads (an incremental run's plan line has said the rest).
             eprintln!(
-                "rollover: {}, {} on disk",
-                plural(files, "input file", "input files"),
+                "rollover: reading {}, {} on disk",
+                plural(files, "file", "files"),
                 bytes(total)
             );
         }

@@ -101,6 +101,41 @@ fn sample_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
     );
 }
 
+/// The walk's files and, of those, the ones read with their bytes: an incremental run reads
+/// only the files the manifest does not hold as they are, and its bytes are theirs.
+fn files_read(s: &Summary) -> Vec<String> {
+    let walked = plural(s.totals.files, "input file", "input files");
+    let unchanged = s.home.files_unchanged;
+    let read = s.totals.files.saturating_sub(unchanged);
+    let sizes = format!(
+        "{} on disk, {} decompressed",
+        bytes(s.totals.bytes_on_disk),
+        bytes(s.totals.bytes_read)
+    );
+    if unchanged == 0 {
+        return vec![format!("{walked}: {sizes}")];
+    }
+    let them = |n: u64| if n == 1 { "it" } else { "them" };
+    if read == 0 {
+        let (all, none) = match unchanged {
+            1 => ("", "not read"),
+            _ => ("all ", "none read"),
+        };
+        return vec![format!(
+            "{walked}, {all}unchanged since the manifest recorded {}: {none}",
+            them(unchanged)
+        )];
+    }
+    vec![
+        format!("{walked}: read {}, {sizes}", group(read)),
+        format!(
+            "{} unchanged since the manifest recorded {}",
+            group(unchanged),
+            them(unchanged)
+        ),
+    ]
+}
+
 /// What was read: rules, files, records, skips, damage.
 fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
     out.text(
@@ -111,14 +146,7 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
             s.setup.codex_version
         ),
     );
-    let mut files = vec![
-        format!(
-            "{}: {} on disk",
-            plural(s.totals.files, "input file", "input files"),
-            bytes(s.totals.bytes_on_disk)
-        ),
-        format!("{} decompressed", bytes(s.totals.bytes_read)),
-    ];
+    let mut files = files_read(s);
     if s.totals.blank_lines > 0 {
         files.push(plural(s.totals.blank_lines, "blank line", "blank lines"));
     }
@@ -236,10 +264,8 @@ fn input_lines(out: &mut SummaryLines, s: &Summary, ui: &Ui) {
         out.text(
             "damaged",
             format!(
-                "{}:{} (byte {}): {}",
-                crate::audit::report::visible(&d.file),
-                d.line,
-                group(d.byte_offset),
+                "{}: {}",
+                crate::audit::report::visible(&d.broke_at()),
                 ui.bad(&crate::audit::report::visible(&d.message))
             ),
         );
@@ -367,15 +393,6 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
             (false, OutputFormat::Codex) => "sessions",
         };
         out.text(label, sessions.join(", "));
-    }
-    if s.home.files_unchanged > 0 {
-        out.text(
-            "incremental",
-            format!(
-                "{} unchanged since the manifest recorded them (not read)",
-                plural(s.home.files_unchanged, "file", "files")
-            ),
-        );
     }
     if !s.home.sessions_kept.is_empty() {
         out.text(

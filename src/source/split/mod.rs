@@ -33,6 +33,7 @@ use super::elements::{Element, Elements, Framing};
 use super::nested::{opens_path, Nested, OTLP_SPANS};
 use super::open::{open_hashing, ArchiveLines, Compression, DigestSlot, LineSource, Opened, Plain};
 use super::parquet::Rows;
+use crate::model::location::BrokeAt;
 use crate::model::Location;
 
 mod document;
@@ -98,11 +99,11 @@ pub struct Damage {
 /// `path:line (byte N), compressed byte C: message`.
 impl std::fmt::Display for Damage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.location)?;
-        if let Some(compressed) = self.compressed_offset {
-            write!(f, ", compressed byte {compressed}")?;
-        }
-        write!(f, ": {}", self.message)
+        let at = BrokeAt {
+            place: self.location.place(),
+            compressed: self.compressed_offset,
+        };
+        write!(f, "{at}: {}", self.message)
     }
 }
 

@@ -247,9 +247,15 @@ pub struct ConvertArgs {
     /// Read hidden files and folders (names starting with `.`) when walking a folder.
     #[arg(long)]
     pub hidden: bool,
-    /// Follow symlinks when walking a folder (a symlink loop is reported and skipped).
+    /// Follow symlinks when walking an input folder (a symlink loop is reported and skipped).
+    /// The inputs only: a symlinked folder in OUT is --write-through-links.
     #[arg(long)]
     pub follow: bool,
+    /// Write through OUT/sessions, OUT/archived_sessions or OUT/responses when it is a symlink
+    /// you made (sessions moved to another disk). Without it such a folder stops the run,
+    /// naming it: a planted link would send the writes outside OUT.
+    #[arg(long)]
+    pub write_through_links: bool,
     /// When walking a folder, read only the files matching GLOB (repeatable: any of them),
     /// matched against the path below the INPUT folder: `*.jsonl.zst` (a name without `/`
     /// matches at any depth), `2024-*/**`; `*` stays within a name, `**` crosses folders.

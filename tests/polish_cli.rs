@@ -275,3 +275,72 @@ fn after_ctrl_c_no_progress_line_is_left_above_the_summary() {
         );
     }
 }
+
+#[test]
+fn follow_is_for_the_walk_and_a_symlinked_sessions_folder_needs_its_own_flag() {
+    let wd = Workdir::new("polish_follow_split");
+    wd.create("in/a.jsonl", GOOD);
+    wd.create("elsewhere/b.jsonl", GOOD.replace("hi", "linked"));
+    std::os::unix::fs::symlink(wd.path("elsewhere/b.jsonl"), wd.path("in/b.jsonl")).unwrap();
+    std::fs::create_dir_all(wd.path("disk2/sessions")).unwrap();
+    std::fs::create_dir_all(wd.path("home")).unwrap();
+    std::os::unix::fs::symlink(wd.path("disk2/sessions"), wd.path("home/sessions")).unwrap();
+
+    // --follow follows the input's symlink, and does not write through the output's.
+    let refused = wd.run(&["convert", "in", "--out", "home", "--follow"]);
+    refused.expect_code(2);
+    let err = refused.stderr();
+    assert!(err.contains("home/sessions is a symlink to "), "{err}");
+    assert!(err.contains("only with --write-through-links"), "{err}");
+    assert!(crate::common::files_below(&wd.path("disk2"), &wd.path("disk2")).is_empty());
+
+    // --write-through-links writes through it, says so, and does not follow the input's.
+    let through = wd.run(&["convert", "in", "--out", "home", "--write-through-links"]);
+    through.expect_code(0);
+    assert!(
+        through
+            .stderr()
+            .contains("writing through it (--write-through-links)"),
+        "{}",
+        through.stderr()
+    );
+    assert!(
+        through
+            .stderr()
+            .contains("skipped 1 symlink (--follow follows them)"),
+        "{}",
+        through.stderr()
+    );
+    assert_eq!(
+        crate::common::files_below(&wd.path("disk2"), &wd.path("disk2")).len(),
+        1
+    );
+
+    // Both: the linked input is read too, into the linked folder.
+    let both = wd.run(&[
+        "convert",
+        "in",
+        "--out",
+        "home",
+        "--follow",
+        "--write-through-links",
+    ]);
+    both.expect_code(0);
+    assert_eq!(
+        crate::common::files_below(&wd.path("disk2"), &wd.path("disk2")).len(),
+        2
+    );
+
+    // Each flag's help says what it is for and names the other.
+    let help = wd.run(&["convert", "--help"]).stdout();
+    let follow = help.split("      --follow\n").nth(1).unwrap();
+    assert!(
+        follow.contains("input folder") && follow.contains("--write-through-links"),
+        "{help}"
+    );
+    let through = help.split("      --write-through-links\n").nth(1).unwrap();
+    assert!(
+        through.contains("OUT/sessions") && through.contains("stops the run"),
+        "{help}"
+    );
+}

@@ -110,6 +110,7 @@ fn run_as(args: &ConvertArgs, ui: &Ui, name: &str) -> Result<Exit, RunError> {
         full: args.full,
         force: args.force,
         durable: args.durable,
+        write_through_links: args.write_through_links,
         stop: Arc::clone(&stop),
         sample: args.sample,
         max_quarantine_rate: args.max_quarantine_rate.unwrap_or(0.0),

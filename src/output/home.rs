@@ -264,9 +264,9 @@ impl Home {
 
     /// The folders of the home that are symlinks, checked before the run takes its lock: the
     /// folders sessions and bodies go into (`sessions/`, `archived_sessions/`, `responses/`)
-    /// are written through only when `follow` (users move `sessions/` to another disk), and
-    /// returned, to be said; rollover's own state folder never is.
-    pub fn check_linked_folders(&self, follow: bool) -> Result<Vec<String>, OutputError> {
+    /// are written through only when `write_through` (users move `sessions/` to another disk),
+    /// and returned, to be said; rollover's own state folder never is.
+    pub fn check_linked_folders(&self, write_through: bool) -> Result<Vec<String>, OutputError> {
         let mut linked = Vec::new();
         for name in [STATE_DIR, "sessions", "archived_sessions", "responses"] {
             let path = self.root.join(name);
@@ -283,11 +283,11 @@ impl Home {
             if name == STATE_DIR {
                 return Err(OutputError::Symlink { path });
             }
-            if !follow {
+            if !write_through {
                 return Err(OutputError::LinkedFolder { path, target });
             }
             linked.push(format!(
-                "{path} is a symlink to {target}: writing through it (--follow)"
+                "{path} is a symlink to {target}: writing through it (--write-through-links)"
             ));
         }
         Ok(linked)

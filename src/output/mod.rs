@@ -65,8 +65,9 @@ pub enum OutputError {
     /// replaces a session, through one (it may have been planted to redirect a write).
     #[error("{path} is a symlink: rollover does not read or write its state or a session through a symlink (one may have been planted to redirect a write); remove it (or put the real file there) and run again")]
     Symlink { path: String },
-    /// A folder sessions are written into is a symlink, and the run has no `--follow`.
-    #[error("{path} is a symlink to {target}: rollover writes sessions through a symlinked folder only with --follow (a planted one would redirect writes outside the output); pass --follow if you moved it there yourself")]
+    /// A folder sessions are written into is a symlink, and the run has no
+    /// `--write-through-links`.
+    #[error("{path} is a symlink to {target}: rollover writes sessions through a symlinked folder only with --write-through-links (a planted one would redirect writes outside the output); pass it if you moved the folder there yourself")]
     LinkedFolder { path: String, target: String },
     #[error("the run numbers of {path} are used up (a run folder numbered {last} is there): remove or renumber the folders in {path}")]
     RunsExhausted { path: String, last: u32 },

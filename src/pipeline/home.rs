@@ -18,7 +18,7 @@ pub(super) fn lock_home(
         None => Home::new(&options.out),
     };
     home.durable = options.durable;
-    for note in home.check_linked_folders(options.walk.follow)? {
+    for note in home.check_linked_folders(options.write_through_links)? {
         progress.note(&Note::LinkedFolder(note));
     }
     let lock = RunLock::acquire_within(&home, options.wait, &options.stop, |pid| {

@@ -27,6 +27,8 @@ pub struct Options {
     pub force: bool,
     /// fsync files and folders (`--durable`).
     pub durable: bool,
+    /// Write through a symlinked `OUT/sessions` (`--write-through-links`).
+    pub write_through_links: bool,
     /// The signal that asked the run to stop (0: none yet). Set by the command's handlers.
     pub stop: Arc<AtomicUsize>,
     /// Convert only this share of the records, chosen by a hash of their key (`--sample`).

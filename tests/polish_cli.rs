@@ -344,3 +344,114 @@ fn follow_is_for_the_walk_and_a_symlinked_sessions_folder_needs_its_own_flag() {
         "{help}"
     );
 }
+
+/// The first 8 digits of the rules fingerprint of the rule set named `names` (as the home kept
+/// it in `rollover/rules-FINGERPRINT.json`).
+fn kept_rule_set(home: &std::path::Path, names: &[&str]) -> String {
+    for entry in std::fs::read_dir(home.join("rollover")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        let Some(fingerprint) = name
+            .strip_prefix("rules-")
+            .and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let kept: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(home.join("rollover").join(&name)).unwrap())
+                .unwrap();
+        let files: Vec<&str> = kept["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        if files == names {
+            return fingerprint[..8].to_string();
+        }
+    }
+    panic!("no kept rule set {names:?}");
+}
+
+#[test]
+fn sessions_left_by_a_rule_change_are_named_with_the_rules_that_wrote_them() {
+    let wd = Workdir::new("polish_left_by_rules");
+    wd.create(
+        "in/chats.jsonl",
+        format!("{GOOD}{}\n", r#"{"messages":[{"role":"user","content":"do a bad thing"},{"role":"assistant","content":null,"refusal":"I can't help with that."}]}"#),
+    );
+    wd.create("strict.toml", "[policy]\nrefusal = \"quarantine\"\n");
+    wd.run(&["convert", "in", "--out", "home"]).expect_code(0);
+    // The stricter rules quarantine the refusal: its session, written by the default rules, is
+    // left as they made it.
+    let strict: Vec<&str> = "convert in --out home --rules default --rules strict.toml"
+        .split(' ')
+        .collect();
+    let run = wd.run(&strict);
+    run.expect_code(1);
+    let home = wd.path("home");
+    let old = format!("rules default ({})", kept_rule_set(&home, &["default"]));
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(crate::common::run_folder(&home).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["sessions_left"], 1);
+    assert_eq!(
+        summary["sessions_left_rules"],
+        serde_json::json!({ &old: 1 })
+    );
+    let listed = summary["sessions_left_listed"][0].as_str().unwrap();
+    assert!(
+        listed.starts_with("sessions/") && listed.ends_with(&format!(".jsonl (written by {old})")),
+        "{listed}"
+    );
+    let out = run.stdout().replace("\n               ", " ");
+    assert!(
+        out.contains(&format!("  left         1 written by {old}, each as those rules made it; --prune removes them, and a record that comes back is converted again with this run's rules\n")),
+        "{out}"
+    );
+    let folder = crate::common::run_folder(&home);
+    let md = std::fs::read_to_string(folder.join("report.md")).unwrap();
+    assert!(md.contains("Sessions left, by the rule set that wrote them (each holds what its rules made; --prune removes them"), "{md}");
+    assert!(md.contains(&format!("- `{old}: 1 session`")), "{md}");
+    assert!(md.contains(&format!("(written by {old})`")), "{md}");
+    let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!("<code>{old}: 1 session</code>")),
+        "{html}"
+    );
+
+    let status = wd.run(&["status", "home", "--sessions"]);
+    let text = status.stdout().replace("\n               ", " ");
+    assert!(
+        text.contains(&format!(
+            "  left         1 written by {old}, each as those rules made it; --prune removes them"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("left: its record is gone; written by {old})")),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&wd.run(&["status", "home", "--json"]).output.stdout).unwrap();
+    assert_eq!(json["left_by_rules"], serde_json::json!({ &old: 1 }));
+
+    // The input gone: its other session, written by this run's rules, is left too, and named so.
+    std::fs::remove_file(wd.path("in/chats.jsonl")).unwrap();
+    wd.create("in/other.jsonl", GOOD.replace("hi", "other"));
+    let gone = wd.run(&strict);
+    let now = format!(
+        "this run's rules, default + strict.toml ({})",
+        kept_rule_set(&home, &["default", "strict.toml"])
+    );
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(crate::common::run_folder(&home).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        summary["sessions_left_rules"],
+        serde_json::json!({ &old: 1, &now: 1 }),
+        "{}",
+        gone.stdout()
+    );
+}

@@ -189,6 +189,16 @@ struct Listed {
     more: usize,
 }
 
+/// `rules default (a1b2c3d4): 3 sessions`, for each rule set that wrote a session left.
+fn left_by_rules(summary: &Summary) -> Vec<String> {
+    summary
+        .home
+        .sessions_left_rules
+        .iter()
+        .map(|(rules, n)| format!("{rules}: {}", plural(*n, "session", "sessions")))
+        .collect()
+}
+
 fn listed(what: &'static str, paths: Vec<String>) -> Listed {
     let more = paths.len().saturating_sub(LISTED);
     Listed {
@@ -549,6 +559,15 @@ fn data<'a>(
         listed("carried from earlier runs", carried_files),
         listed("replaced", summary.home.sessions_replaced.clone()),
         listed("withheld", withheld),
+        listed(
+            "left, by the rule set that wrote them (each holds what its rules made; --prune removes them, and a record that comes back is converted again with this run's rules)",
+            left_by_rules(summary),
+        ),
+        Listed {
+            more: (summary.home.sessions_left as usize)
+                .saturating_sub(summary.home.sessions_left_listed.len().min(LISTED)),
+            ..listed("left", summary.home.sessions_left_listed.clone())
+        },
         listed("pruned", summary.home.sessions_pruned.clone()),
         listed("not pruned", summary.home.sessions_not_pruned.clone()),
     ]

@@ -347,6 +347,13 @@ pub struct HomeChanges {
     /// Sessions in the home whose record no input of the run gives (cut from its file, or the
     /// file gone from the walk), kept as written (copy semantics): what `--prune` would remove.
     pub sessions_left: u64,
+    /// The sessions left by the rule set that wrote them (`rules default + mine.toml
+    /// (a1b2c3d4)`, `this run's rules, ...`): they hold that rule set's output.
+    #[serde(default)]
+    pub sessions_left_rules: BTreeMap<String, u64>,
+    /// The first sessions left, each with the rule set that wrote it.
+    #[serde(default)]
+    pub sessions_left_listed: Vec<String>,
     /// Sessions `--prune` removed. Relative paths.
     pub sessions_pruned: Vec<String>,
     /// Sessions `--prune` did not remove because Codex changed them since (or another
@@ -665,6 +672,8 @@ impl Merge for HomeChanges {
             sessions_withheld,
             sessions_duplicate,
             sessions_left,
+            sessions_left_rules,
+            sessions_left_listed,
             sessions_pruned,
             sessions_not_pruned,
             prune,
@@ -684,6 +693,12 @@ impl Merge for HomeChanges {
         self.sessions_withheld.merge_from(sessions_withheld)?;
         self.sessions_duplicate.merge_from(sessions_duplicate)?;
         self.sessions_left.merge_from(sessions_left)?;
+        self.sessions_left_rules.merge_from(sessions_left_rules)?;
+        // By path, the first listed, as one run lists them.
+        self.sessions_left_listed.merge_from(sessions_left_listed)?;
+        self.sessions_left_listed.sort();
+        self.sessions_left_listed
+            .truncate(crate::model::not_read::NotRead::LISTED);
         self.sessions_pruned.merge_from(sessions_pruned)?;
         self.sessions_not_pruned.merge_from(sessions_not_pruned)?;
         self.prune |= prune;
@@ -862,6 +877,12 @@ mod tests {
   ],
   "sessions_duplicate": 33,
   "sessions_left": 34,
+  "sessions_left_rules": {
+    "rules default (a1b2c3d4)": 34
+  },
+  "sessions_left_listed": [
+    "left.jsonl (written by rules default (a1b2c3d4))"
+  ],
   "sessions_pruned": [
     "pruned.jsonl"
   ],

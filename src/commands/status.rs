@@ -5,6 +5,7 @@
 //! taken, so it is safe beside a running conversion), and the rollouts on disk that no
 //! finished run recorded (a killed run's). `--sessions` lists the sessions by id.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -15,6 +16,7 @@ use crate::cli::StatusArgs;
 use crate::commands::ui::{group, plural, wrap_text, Ui};
 use crate::commands::{given_or_codex_home, json_with_exit, out, outln, Exit};
 use crate::output::home::{RUNS_DIR, STATE_DIR};
+use crate::output::kept_rules::label;
 use crate::output::lock::holder_of;
 use crate::output::manifest::{session_id_of, JOURNAL};
 use crate::output::{Home, Manifest};
@@ -27,6 +29,8 @@ struct Status {
     sessions: usize,
     /// Sessions whose record is gone from its source (kept; `--prune` removes them).
     sessions_left: usize,
+    /// The sessions left by the rule set that wrote them (`rules default (a1b2c3d4)`).
+    left_by_rules: BTreeMap<String, usize>,
     /// Sessions kept pending, with the file whose newer data waits for them.
     pending: Vec<Pending>,
     /// A journal is there: a run is going on, or one was killed (the next run resumes it).
@@ -51,6 +55,9 @@ struct SessionLine {
     file: String,
     /// Its record is gone from the file (kept; `--prune` removes it).
     left: bool,
+    /// For a session left, the rule set that wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    written_by: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,8 +116,15 @@ fn status(out: &Path, last: usize, list: bool) -> Result<Status> {
             });
         }
     }
+    let state_dir = home.existing_state().ok().flatten();
+    let label = |rules: &str| label(state_dir.as_ref(), rules, None);
+    let mut left_by_rules = BTreeMap::new();
+    for orphan in manifest.orphans.values() {
+        *left_by_rules.entry(label(&orphan.rules)).or_default() += 1;
+    }
     Ok(Status {
         out: out.display().to_string(),
+        left_by_rules,
         files: manifest.files.len(),
         sessions: manifest.session_count(),
         sessions_left: manifest.orphans.len(),
@@ -119,28 +133,29 @@ fn status(out: &Path, last: usize, list: bool) -> Result<Status> {
         running_pid: holder_of(&home),
         rollouts_unrecorded: unrecorded(out, &manifest),
         runs: runs(&state.join(RUNS_DIR), last),
-        session_list: list.then(|| sessions(&manifest)),
+        session_list: list.then(|| sessions(&manifest, label)),
     })
 }
 
 /// Every session the manifest knows, by its file, then by path.
-fn sessions(manifest: &Manifest) -> Vec<SessionLine> {
-    let line = |path: &str, file: &str, left: bool| SessionLine {
+fn sessions(manifest: &Manifest, label: impl Fn(&str) -> String) -> Vec<SessionLine> {
+    let line = |path: &str, file: &str, written_by: Option<String>| SessionLine {
         id: session_id_of(path.trim_end_matches(".zst"))
             .unwrap_or(path)
             .to_string(),
         path: path.to_string(),
         file: file.to_string(),
-        left,
+        left: written_by.is_some(),
+        written_by,
     };
     let mut lines = Vec::new();
     for entry in manifest.files.values() {
         let mut paths: Vec<String> = entry.rollouts.entries().map(|r| r.path).collect();
         paths.sort();
-        lines.extend(paths.iter().map(|path| line(path, &entry.name, false)));
+        lines.extend(paths.iter().map(|path| line(path, &entry.name, None)));
     }
     for (path, orphan) in &manifest.orphans {
-        lines.push(line(path, &orphan.from, true));
+        lines.push(line(path, &orphan.from, Some(label(&orphan.rules))));
     }
     lines
 }
@@ -242,6 +257,20 @@ fn text(s: &Status, width: usize) -> String {
             }
         ),
     );
+    if !s.left_by_rules.is_empty() {
+        let sets: Vec<String> = s
+            .left_by_rules
+            .iter()
+            .map(|(rules, n)| format!("{} written by {rules}", group(*n as u64)))
+            .collect();
+        add(
+            "left",
+            format!(
+                "{}, each as those rules made it; --prune removes them, and a record that comes back is converted again with the rules of the run that reads it",
+                sets.join(", ")
+            ),
+        );
+    }
     if !s.pending.is_empty() {
         add(
             "pending",
@@ -320,10 +349,9 @@ fn text(s: &Status, width: usize) -> String {
             format!("{} (id, rollout, from)", group(list.len() as u64)),
         );
         for session in list {
-            let left = if session.left {
-                ", left: its record is gone"
-            } else {
-                ""
+            let left = match &session.written_by {
+                Some(rules) => format!(", left: its record is gone; written by {rules}"),
+                None => String::new(),
             };
             lines.push(format!(
                 "  {}  {}  (from {}{left})",

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::dir::Dir;
 use super::home::{write_error, Home};
 use super::OutputError;
 use crate::rules::{parse_text, resolve, RuleSet, RulesError};
@@ -96,6 +97,34 @@ impl KeptRules {
             .map(|f| parse_text(&f.name, &f.text))
             .collect::<Result<Vec<_>, _>>()?;
         resolve(&files)
+    }
+}
+
+/// How the reports name the rule set whose fingerprint is `fingerprint`: its rule files as
+/// the home kept them (`default + mine.toml`) and the fingerprint's first 8 digits, which tell
+/// two versions of one file apart; `this run's rules, ...` when it is `current`. `state` is
+/// the home's state folder, read without following a symlink.
+pub(crate) fn label(state: Option<&Dir>, fingerprint: &str, current: Option<&str>) -> String {
+    if fingerprint.is_empty() {
+        return "rules not recorded (written before the manifest recorded them)".to_string();
+    }
+    let short = &fingerprint[..fingerprint.len().min(8)];
+    let kept = state
+        .and_then(|dir| dir.read(&state_name(fingerprint)).ok().flatten())
+        .and_then(|bytes| serde_json::from_slice::<KeptRules>(&bytes).ok());
+    let names = match kept {
+        Some(kept) => kept
+            .files
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        None => return format!("rules {short} (not kept in this home)"),
+    };
+    if current == Some(fingerprint) {
+        format!("this run's rules, {names} ({short})")
+    } else {
+        format!("rules {names} ({short})")
     }
 }
 

@@ -444,14 +444,29 @@ impl Manifest {
         home: &Home,
         rollout: RolloutEntry,
         from: &str,
+        rules: &str,
     ) -> Result<(), OutputError> {
         let orphan = Orphan {
             orphan: rollout,
             from: from.to_string(),
+            rules: rules.to_string(),
         };
         self.append(home, &orphan)?;
         self.orphans.insert(orphan.orphan.path.clone(), orphan);
         Ok(())
+    }
+
+    /// The rules fingerprint of the rule set that wrote the session at `path` (empty when the
+    /// manifest does not say).
+    pub fn rules_of(&self, path: &str) -> String {
+        if let Some(orphan) = self.orphans.get(path) {
+            return orphan.rules.clone();
+        }
+        self.files
+            .values()
+            .find(|entry| entry.rollouts.paths().contains(path))
+            .map(|entry| entry.rules.clone())
+            .unwrap_or_default()
     }
 
     /// Journals what a `--prune` will remove, before it removes anything.

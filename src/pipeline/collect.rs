@@ -29,8 +29,7 @@ use crate::audit::{Action, Summary};
 use crate::input::batch::BatchIndex;
 use crate::input::SourceFormat;
 use crate::output::manifest::{
-    FileEntry, Finding, Findings, PrunePlan, RolloutEntry, Rollouts, SessionRecord, Version,
-    FINDINGS_LISTED,
+    FileEntry, Finding, Findings, PrunePlan, RolloutEntry, SessionRecord, Version, FINDINGS_LISTED,
 };
 use crate::output::sink::Written;
 use crate::output::{
@@ -82,7 +81,7 @@ pub(crate) struct Collector<'h> {
     pub protected: Vec<String>,
     /// A dry run's sessions whose records are gone (a run would remember them as orphans):
     /// what `--prune` would remove with the rest.
-    dry_orphans: Vec<RolloutEntry>,
+    dry_orphans: Vec<super::prune::Left>,
 }
 
 /// Excerpts of quarantined records the report shows with `--report-text`.
@@ -363,7 +362,7 @@ impl<'h> Collector<'h> {
         let (files, fingerprint, kind) = (&self.files, &self.fingerprint, self.kind);
         self.open
             .entry(file)
-            .or_insert_with(|| fresh_entry(&files[file], fingerprint, kind))
+            .or_insert_with(|| files[file].fresh_entry(fingerprint, kind))
     }
 
     /// Counts what placing a session at `path` did (or, in a dry run, would do); a session
@@ -573,7 +572,7 @@ impl<'h> Collector<'h> {
         // Taken, not cloned: a file of 64,000 sessions has 64,000 rollouts in its entry.
         let mut entry = match self.open.remove(&file) {
             Some(entry) => entry,
-            None => fresh_entry(&self.files[file], &self.fingerprint, self.kind),
+            None => self.files[file].fresh_entry(&self.fingerprint, self.kind),
         };
         if let Some(slot) = self.files.get(file).and_then(|f| f.read_digest.as_ref()) {
             entry.digest = read_digest(slot, &self.files[file].source.path);
@@ -612,11 +611,16 @@ impl<'h> Collector<'h> {
         }
         // Remembered as orphans: counted as left, or removed by `--prune`, with the rest at the
         // run's end ([`Self::settle_gone`]), when it knows how many there are.
+        // Written by the rules that converted the file before this run.
+        let rules = previous.map(|p| p.rules.clone()).unwrap_or_default();
         for rollout in gone {
             if !self.summary.setup.dry_run {
-                manifest.orphan(self.home, rollout, &entry.key)?;
+                manifest.orphan(self.home, rollout, &entry.key, &rules)?;
             } else {
-                self.dry_orphans.push(rollout);
+                self.dry_orphans.push(super::prune::Left {
+                    rollout,
+                    rules: rules.clone(),
+                });
             }
         }
         if self.summary.setup.dry_run {
@@ -638,16 +642,28 @@ impl<'h> Collector<'h> {
         let (mut sessions, files) =
             super::prune::candidates(manifest, &self.walked, &self.protected);
         sessions.append(&mut self.dry_orphans);
-        sessions.sort_by(|a, b| a.path.cmp(&b.path));
-        sessions.dedup_by(|a, b| a.path == b.path);
+        sessions.sort_by(|a, b| a.rollout.path.cmp(&b.rollout.path));
+        sessions.dedup_by(|a, b| a.rollout.path == b.rollout.path);
         let count = sessions.len() as u64;
         let Some(limit) = prune else {
             self.summary.home.sessions_left = count;
+            super::prune::left_by_rules(
+                self.home,
+                &self.fingerprint.rules,
+                &sessions,
+                &mut self.summary.home,
+            );
             return Ok(());
         };
         let total = manifest.session_count() as u64;
         if !limit.allows(count, total) {
             self.summary.home.sessions_left = count;
+            super::prune::left_by_rules(
+                self.home,
+                &self.fingerprint.rules,
+                &sessions,
+                &mut self.summary.home,
+            );
             self.summary.home.prune_refused = Some(format!(
                 "--prune would remove {count} of the {total} sessions the home holds, more than --max-prune {limit} allows; nothing was removed. Check that every input is there (a disk not mounted?), then pass --max-prune {count} (or a share) to allow it"
             ));
@@ -660,7 +676,7 @@ impl<'h> Collector<'h> {
         };
         let plan = PrunePlan {
             run: self.summary.run,
-            sessions,
+            sessions: sessions.into_iter().map(|s| s.rollout).collect(),
             files,
         };
         pruner.execute(plan, manifest, &mut self.summary.home)
@@ -754,28 +770,6 @@ fn read_digest(slot: &crate::source::DigestSlot, path: &std::path::Path) -> Stri
     }
 }
 
-/// The manifest entry of a planned file as it stands before any of its records.
-fn fresh_entry(planned: &PlannedFile, fingerprint: &Fingerprint, kind: OutputKind) -> FileEntry {
-    let PlannedFile { source, digest, .. } = planned;
-    FileEntry {
-        key: source.origin.clone(),
-        name: source.display.to_string(),
-        size: source.size,
-        mtime_ns: source.mtime_ns,
-        ctime_ns: source.ctime_ns,
-        ino: source.ino,
-        digest: digest.clone(),
-        records: 0,
-        rules: fingerprint.rules.clone(),
-        options: fingerprint.options.clone(),
-        rollouts: Rollouts::default(),
-        pending: Vec::new(),
-        format: kind.to_record(),
-        findings: None,
-        legacy_ids: false,
-    }
-}
-
 fn write_line<T: Serialize>(
     home: &Home,
     out: &mut BufWriter<File>,
@@ -786,7 +780,6 @@ fn write_line<T: Serialize>(
     out.write_all(b"\n").map_err(|e| write_error(home, name, e))
 }
 
-/// The `timestamp` of a rollout's first line (its session start).
 fn write_error(home: &Home, name: &str, source: std::io::Error) -> OutputError {
     OutputError::Write {
         path: home.run_file(name).display().to_string(),

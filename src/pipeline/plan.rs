@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::audit::summary::{SettingsChange, UnreadableReport};
 use crate::audit::Summary;
-use crate::output::manifest::file_digest_unless;
+use crate::output::manifest::{file_digest_unless, FileEntry, Rollouts};
+use crate::output::OutputKind;
 use crate::output::{Home, Manifest};
 use crate::source::{ShardPlan, Skipped, SourceFile};
 
@@ -435,4 +436,28 @@ pub(super) fn protected(skipped: &Skipped) -> Vec<String> {
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .map(|p| p.display().to_string())
         .collect()
+}
+
+/// The manifest entry of a planned file as it stands before any of its records.
+impl PlannedFile {
+    pub(crate) fn fresh_entry(&self, fingerprint: &Fingerprint, kind: OutputKind) -> FileEntry {
+        let PlannedFile { source, digest, .. } = self;
+        FileEntry {
+            key: source.origin.clone(),
+            name: source.display.to_string(),
+            size: source.size,
+            mtime_ns: source.mtime_ns,
+            ctime_ns: source.ctime_ns,
+            ino: source.ino,
+            digest: digest.clone(),
+            records: 0,
+            rules: fingerprint.rules.clone(),
+            options: fingerprint.options.clone(),
+            rollouts: Rollouts::default(),
+            pending: Vec::new(),
+            format: kind.to_record(),
+            findings: None,
+            legacy_ids: false,
+        }
+    }
 }

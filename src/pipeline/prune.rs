@@ -9,11 +9,12 @@
 //! each removal as it is done, each file forgotten only once its sessions are handled, and a
 //! run after a kill finishes what the killed prune started ([`finish_unfinished`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::audit::summary::{CopyReport, HomeChanges};
+use crate::model::not_read::NotRead;
 use crate::output::manifest::{PrunePlan, RolloutEntry};
 use crate::output::{Guard, Home, Manifest, OutputError, Removal};
 use crate::source::SourceFile;
@@ -103,7 +104,7 @@ pub(crate) fn candidates(
     manifest: &Manifest,
     walked: &HashSet<String>,
     protected: &[String],
-) -> (Vec<RolloutEntry>, Vec<String>) {
+) -> (Vec<Left>, Vec<String>) {
     let kept = |key: &str| {
         protected
             .iter()
@@ -115,23 +116,63 @@ pub(crate) fn candidates(
         .filter(|key| !walked.contains(*key) && !kept(key))
         .cloned()
         .collect();
-    let mut sessions: Vec<RolloutEntry> = Vec::new();
+    let mut sessions: Vec<Left> = Vec::new();
     for key in &files {
         if let Some(entry) = manifest.files.get(key) {
             entry.rollouts.each(|path, digest| {
                 if !manifest.listed_elsewhere(path, key, walked) {
-                    sessions.push(RolloutEntry {
-                        path: path.to_string(),
-                        digest: digest.to_string(),
+                    sessions.push(Left {
+                        rollout: RolloutEntry {
+                            path: path.to_string(),
+                            digest: digest.to_string(),
+                        },
+                        rules: entry.rules.clone(),
                     });
                 }
             });
         }
     }
-    sessions.extend(manifest.orphans.values().map(|o| o.orphan.clone()));
-    sessions.sort_by(|a, b| a.path.cmp(&b.path));
-    sessions.dedup_by(|a, b| a.path == b.path);
+    sessions.extend(manifest.orphans.values().map(|o| Left {
+        rollout: o.orphan.clone(),
+        rules: o.rules.clone(),
+    }));
+    sessions.sort_by(|a, b| a.rollout.path.cmp(&b.rollout.path));
+    sessions.dedup_by(|a, b| a.rollout.path == b.rollout.path);
     (sessions, files)
+}
+
+/// A session the home keeps whose record no input gives, with the rules fingerprint of the
+/// rule set that wrote it: it holds what those rules made, whatever the rules are now.
+#[derive(Debug, Clone)]
+pub(crate) struct Left {
+    pub rollout: RolloutEntry,
+    pub rules: String,
+}
+
+/// Names the rule set that wrote each session left, so that a reviewer sees which hold an
+/// older rule set's output: counted by rule set, and the first [`NotRead::LISTED`] listed.
+pub(crate) fn left_by_rules(
+    home: &Home,
+    current: &str,
+    sessions: &[Left],
+    changes: &mut HomeChanges,
+) {
+    let state = home.existing_state().ok().flatten();
+    let mut labels: HashMap<&str, String> = HashMap::new();
+    for left in sessions {
+        let label = labels.entry(left.rules.as_str()).or_insert_with(|| {
+            crate::output::kept_rules::label(state.as_ref(), &left.rules, Some(current))
+        });
+        *changes
+            .sessions_left_rules
+            .entry(label.clone())
+            .or_default() += 1;
+        if changes.sessions_left_listed.len() < NotRead::LISTED {
+            changes
+                .sessions_left_listed
+                .push(format!("{} (written by {label})", left.rollout.path));
+        }
+    }
 }
 
 /// What a prune needs of the run.
@@ -196,7 +237,8 @@ impl Pruner<'_> {
             Removal::Kept | Removal::Busy { .. } => {
                 changes.sessions_not_pruned.push(rollout.path.clone());
                 if !self.dry_run && !manifest.orphans.contains_key(&rollout.path) {
-                    manifest.orphan(self.home, rollout.clone(), "")?;
+                    let rules = manifest.rules_of(&rollout.path);
+                    manifest.orphan(self.home, rollout.clone(), "", &rules)?;
                 }
             }
         }

@@ -249,7 +249,7 @@ fn a_one_line_conversations_json_is_read_as_a_chatgpt_export() {
 }
 
 #[test]
-fn a_sessions_folder_that_is_a_symlink_is_written_through_only_with_follow() {
+fn a_sessions_folder_that_is_a_symlink_is_written_through_only_with_write_through_links() {
     let wd = Workdir::new("hostile_sessions_link");
     wd.create_jsonl("in.jsonl", &[chat("hello")]);
     std::fs::create_dir_all(wd.path("home")).unwrap();
@@ -258,14 +258,23 @@ fn a_sessions_folder_that_is_a_symlink_is_written_through_only_with_follow() {
     let refused = wd.run(&["convert", "in.jsonl", "--out", "home"]);
     assert_eq!(refused.code(), Some(2), "{refused}");
     assert!(
-        refused.stderr().contains("is a symlink to") && refused.stderr().contains("--follow"),
+        refused.stderr().contains("is a symlink to")
+            && refused.stderr().contains("--write-through-links"),
         "{refused}"
     );
     assert_eq!(std::fs::read_dir(wd.path("elsewhere")).unwrap().count(), 0);
-    let followed = wd.run(&["convert", "in.jsonl", "--out", "home", "--follow"]);
+    let followed = wd.run(&[
+        "convert",
+        "in.jsonl",
+        "--out",
+        "home",
+        "--write-through-links",
+    ]);
     assert_eq!(followed.code(), Some(0), "{followed}");
     assert!(
-        followed.stderr().contains("writing through it (--follow)"),
+        followed
+            .stderr()
+            .contains("writing through it (--write-through-links)"),
         "{followed}"
     );
     assert_eq!(std::fs::read_dir(wd.path("elsewhere")).unwrap().count(), 1);

@@ -368,6 +368,24 @@ fn session_counts(s: &Summary) -> Vec<String> {
         .collect()
 }
 
+/// The sessions left, by the rule set that wrote them: a session left holds what those rules
+/// made, which may not be what this run's rules make.
+fn left_line(s: &Summary) -> Option<String> {
+    if s.home.sessions_left_rules.is_empty() {
+        return None;
+    }
+    let sets: Vec<String> = s
+        .home
+        .sessions_left_rules
+        .iter()
+        .map(|(rules, n)| format!("{} written by {rules}", group(*n)))
+        .collect();
+    Some(format!(
+        "{}, each as those rules made it; --prune removes them, and a record that comes back is converted again with this run's rules",
+        sets.join(", ")
+    ))
+}
+
 /// The kept-pending sessions the summary lists by path (the report lists every one).
 const KEPT_LISTED: usize = 20;
 
@@ -393,6 +411,9 @@ fn state_lines(out: &mut SummaryLines, s: &Summary, args: &ConvertArgs, ui: &Ui)
             (false, OutputFormat::Codex) => "sessions",
         };
         out.text(label, sessions.join(", "));
+    }
+    if let Some(left) = left_line(s) {
+        out.text("left", left);
     }
     if !s.home.sessions_kept.is_empty() {
         out.text(

@@ -82,6 +82,10 @@ pub struct Orphan {
     pub orphan: RolloutEntry,
     /// The key of the file it was read from.
     pub from: String,
+    /// The rules fingerprint of the rule set that wrote it (empty: left before the manifest
+    /// recorded it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rules: String,
 }
 
 /// What the manifest knows of one session beyond its file's list: the version placed (for a

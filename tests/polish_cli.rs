@@ -411,12 +411,19 @@ fn sessions_left_by_a_rule_change_are_named_with_the_rules_that_wrote_them() {
     );
     let folder = crate::common::run_folder(&home);
     let md = std::fs::read_to_string(folder.join("report.md")).unwrap();
-    assert!(md.contains("Sessions left, by the rule set that wrote them (each holds what its rules made; --prune removes them"), "{md}");
+    assert!(
+        md.replace('\\', "").contains("Sessions left, by the rule set that wrote them: Each holds what the rules that wrote it made. --prune removes them; a record that comes back is converted again with this run's rules."),
+        "{md}"
+    );
     assert!(md.contains(&format!("- `{old}: 1 session`")), "{md}");
     assert!(md.contains(&format!("(written by {old})`")), "{md}");
     let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
     assert!(
         html.contains(&format!("<code>{old}: 1 session</code>")),
+        "{html}"
+    );
+    assert!(
+        html.contains("<p>Each holds what the rules that wrote it made. --prune removes them;"),
         "{html}"
     );
 

@@ -184,6 +184,8 @@ const LISTED: usize = 50;
 #[derive(Debug, Serialize)]
 struct Listed {
     what: &'static str,
+    /// What to know of them, said once under the heading.
+    note: &'static str,
     paths: Vec<String>,
     /// How many more `summary.json` lists.
     more: usize,
@@ -203,6 +205,7 @@ fn listed(what: &'static str, paths: Vec<String>) -> Listed {
     let more = paths.len().saturating_sub(LISTED);
     Listed {
         what,
+        note: "",
         paths: paths.into_iter().take(LISTED).collect(),
         more,
     }
@@ -559,10 +562,10 @@ fn data<'a>(
         listed("carried from earlier runs", carried_files),
         listed("replaced", summary.home.sessions_replaced.clone()),
         listed("withheld", withheld),
-        listed(
-            "left, by the rule set that wrote them (each holds what its rules made; --prune removes them, and a record that comes back is converted again with this run's rules)",
-            left_by_rules(summary),
-        ),
+        Listed {
+            note: "Each holds what the rules that wrote it made. --prune removes them; a record that comes back is converted again with this run's rules.",
+            ..listed("left, by the rule set that wrote them", left_by_rules(summary))
+        },
         Listed {
             more: (summary.home.sessions_left as usize)
                 .saturating_sub(summary.home.sessions_left_listed.len().min(LISTED)),

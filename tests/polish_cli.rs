@@ -436,7 +436,9 @@ fn sessions_left_by_a_rule_change_are_named_with_the_rules_that_wrote_them() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("left: its record is gone; written by {old})")),
+        text.contains(&format!(
+            "(from in/chats.jsonl, left: its record is gone; written by {old})"
+        )),
         "{text}"
     );
     let json: serde_json::Value =

@@ -155,7 +155,12 @@ fn sessions(manifest: &Manifest, label: impl Fn(&str) -> String) -> Vec<SessionL
         lines.extend(paths.iter().map(|path| line(path, &entry.name, None)));
     }
     for (path, orphan) in &manifest.orphans {
-        lines.push(line(path, &orphan.from, Some(label(&orphan.rules))));
+        // Named as the reports name its file while the manifest still lists it.
+        let file = manifest
+            .files
+            .get(&orphan.from)
+            .map_or(orphan.from.as_str(), |entry| entry.name.as_str());
+        lines.push(line(path, file, Some(label(&orphan.rules))));
     }
     lines
 }

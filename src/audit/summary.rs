@@ -796,7 +796,8 @@ mod tests {
     use serde_json::Value;
 
     /// A summary with every field set (optional ones present), as `summary.json` writes it:
-    /// the fields and their order are those of the flat struct the parts replaced.
+    /// the parts flattened in one fixed order, so that its bytes do not move with the code's
+    /// layout.
     const EVERY_FIELD: &str = r#"{
   "schema_version": 1,
   "rules": [

@@ -1,8 +1,7 @@
 //! xxh3, the digest of records (their identity), of written rollouts and files (the
-//! manifest), and of keys (shards, batches): twox-hash's, which picks its AVX2 loop when the
-//! CPU has one (xxhash-rust chose SSE2 when the binary was built, for any CPU: ~40 % slower on
-//! a small record's ~2.8 KB). The same function either way: the digests on disk are
-//! unchanged.
+//! manifest), and of keys (shards, batches): twox-hash's, because it picks its AVX2 loop at
+//! run time when the CPU has one (figures: samples/BENCHMARKS.md, "The figures the README
+//! links to"). Any xxh3-128 gives the same digests, which are on disk in every home.
 
 /// xxh3-128 of `bytes`.
 #[inline]
@@ -39,10 +38,10 @@ impl Xxh3 {
 mod tests {
     use super::*;
 
-    /// The digests are xxh3's: xxHash's reference values for the empty input and `abc`, and
-    /// xxhash-rust's (which this replaced, and whose digests are on disk in every manifest
-    /// and session id) at lengths where XXH3 changes its method (17-128, 129-240, longer than
-    /// a stripe, longer than a block). Given in pieces, a digest is the one of the whole.
+    /// The digests are xxh3's, as on disk in every manifest and session id: xxHash's reference
+    /// values for the empty input and `abc`, and xxhash-rust's at lengths where XXH3 changes
+    /// its method (17-128, 129-240, longer than a stripe, longer than a block). Given in
+    /// pieces, a digest is the one of the whole.
     #[test]
     fn digests_are_xxh3s_whole_or_in_pieces() {
         let bytes: Vec<u8> = (0..5000u32)

@@ -645,41 +645,35 @@ impl<'h> Collector<'h> {
         sessions.sort_by(|a, b| a.rollout.path.cmp(&b.rollout.path));
         sessions.dedup_by(|a, b| a.rollout.path == b.rollout.path);
         let count = sessions.len() as u64;
-        let Some(limit) = prune else {
-            self.summary.home.sessions_left = count;
-            super::prune::left_by_rules(
-                self.home,
-                &self.fingerprint.rules,
-                &sessions,
-                &mut self.summary.home,
-            );
-            return Ok(());
-        };
         let total = manifest.session_count() as u64;
-        if !limit.allows(count, total) {
-            self.summary.home.sessions_left = count;
-            super::prune::left_by_rules(
-                self.home,
-                &self.fingerprint.rules,
-                &sessions,
-                &mut self.summary.home,
-            );
+        let refused = prune.filter(|limit| !limit.allows(count, total));
+        if prune.is_some() && refused.is_none() {
+            let pruner = super::prune::Pruner {
+                home: self.home,
+                guard: self.guard,
+                dry_run: self.summary.setup.dry_run,
+            };
+            let plan = PrunePlan {
+                run: self.summary.run,
+                sessions: sessions.into_iter().map(|s| s.rollout).collect(),
+                files,
+            };
+            return pruner.execute(plan, manifest, &mut self.summary.home);
+        }
+        // Without --prune, or with one its limit refuses, every session stays: left.
+        self.summary.home.sessions_left = count;
+        super::prune::left_by_rules(
+            self.home,
+            &self.fingerprint.rules,
+            &sessions,
+            &mut self.summary.home,
+        );
+        if let Some(limit) = refused {
             self.summary.home.prune_refused = Some(format!(
                 "--prune would remove {count} of the {total} sessions the home holds, more than --max-prune {limit} allows; nothing was removed. Check that every input is there (a disk not mounted?), then pass --max-prune {count} (or a share) to allow it"
             ));
-            return Ok(());
         }
-        let pruner = super::prune::Pruner {
-            home: self.home,
-            guard: self.guard,
-            dry_run: self.summary.setup.dry_run,
-        };
-        let plan = PrunePlan {
-            run: self.summary.run,
-            sessions: sessions.into_iter().map(|s| s.rollout).collect(),
-            files,
-        };
-        pruner.execute(plan, manifest, &mut self.summary.home)
+        Ok(())
     }
 
     /// Batch results: joined to a request, or quarantined (no request claimed them). Results
@@ -761,8 +755,8 @@ impl<'h> Collector<'h> {
 
 /// The digest of a file the reader hashed as it read it ([`PlannedFile::read_digest`]); read
 /// again only when its reader did not reach its end (a zip export, read by its directory; a
-/// damaged stream its decoder gave up on), as every file was before; empty when the file is
-/// gone by then.
+/// damaged stream its decoder gave up on), so that every file has one; empty when the file
+/// is gone by then.
 fn read_digest(slot: &crate::source::DigestSlot, path: &std::path::Path) -> String {
     match slot.get() {
         Some(digest) => digest.clone(),

@@ -207,8 +207,8 @@ pub(crate) fn fast_first_line(text: &str) -> Option<(LineView<'_>, usize)> {
     template::first_line(text)
 }
 
-/// The fast way as serde derives it from the field types: what [`scan`] replaced, and the
-/// reference the tests hold it to.
+/// The fast way as serde derives it from the field types: the reference the tests hold
+/// [`scan`] to, field by field.
 #[cfg(test)]
 fn fast_serde(raw: &str) -> Option<LineView<'_>> {
     serde_json::from_str::<Obj<RawLine<'_>>>(raw)

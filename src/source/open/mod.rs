@@ -337,7 +337,7 @@ mod tests {
 
     /// A file read to its end through [`open_hashing`] leaves the digest of its bytes on
     /// disk, whatever its compression and however many frames or members it has; one read
-    /// only in part leaves none (its digest is then taken the old way).
+    /// only in part leaves none (its digest is then taken by reading the file again).
     #[test]
     fn a_file_read_to_its_end_leaves_its_digest() {
         let dir = tempfile::tempdir().expect("temp dir");

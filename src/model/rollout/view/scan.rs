@@ -2,17 +2,17 @@
 //!
 //! Built on the strict scanner of [`crate::model::scan`] (serde_json's acceptance, stricter in
 //! refusing lone surrogates and nesting past serde_json's limit), it reads the line in one pass
-//! and fills [`RawLine`] and [`Fields`] as the serde-derived reader it replaced did: the same
+//! and fills [`RawLine`] and [`Fields`] as a serde-derived reader would: the same
 //! fields of the same types, `null` as absent, unknown keys skipped but still checked, a
 //! duplicate key or a field of another type refused. A line it reads needs no other check;
 //! refusing a line is always safe: the caller then reads it the slow way, through a `Value`.
 //! Values only type-checked are skipped without being copied; a kept string is borrowed from
 //! the line unless it holds escapes.
 //!
-//! Why by hand: serde's visitors cost ~4,600 instructions a line (a field-name match per key,
-//! a visitor per value, a `RawValue` per skipped value), a quarter of a whole conversion of
-//! small chat records; this reader spends its time in the string scan. Tests compare it with
-//! the serde reader on every shape (`view::tests`), including random and damaged lines.
+//! Why by hand: serde's visitors spend their time on a field-name match per key, a visitor per
+//! value and a `RawValue` per skipped value; this reader spends it in the string scan
+//! (figures: samples/BENCHMARKS.md, "rollout lines read by hand"). Tests compare it with the
+//! serde reader on every shape (`view::tests`), including random and damaged lines.
 
 use super::{Fields, Kind, LineView, Obj, PartView, RawBaseInstructions, RawLine, Text};
 use crate::model::rollout::wire;
